@@ -1,0 +1,31 @@
+"""Shared fixtures: the real profiles in ../shared/traces and an isolated cache folder."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+
+ROOT = Path(__file__).resolve().parents[1]
+SHARED_TRACES = ROOT.parent / "shared" / "traces"
+SAMPLES = ROOT / "samples"
+
+TPU_TRACE = SHARED_TRACES / "tpu" / "tpu_v6e_inference_4chip.xplane.pb"
+GPU_TRACE = SHARED_TRACES / "gpu" / "jax_mi300x_attention.xplane.pb"
+PTXLA_TRACE = SHARED_TRACES / "pytorch_xla" / "ptxla_cpu_host_sync.xplane.pb"
+TF_TRACE = SHARED_TRACES / "tensorflow" / "tf_keras_cpu_prefetch.xplane.pb"
+ALL_SHARED_TRACES = sorted(SHARED_TRACES.glob("*/*.xplane.pb"))
+
+
+@pytest.fixture(autouse=True)
+def _isolated_cache(tmp_path_factory, monkeypatch):
+    """Each test gets its own trace cache folder, so tests never share or pollute a user cache."""
+    monkeypatch.setenv("TPUSCOPE_CACHE_DIR", str(tmp_path_factory.mktemp("cache")))
+
+
+def require_shared_traces() -> None:
+    if not ALL_SHARED_TRACES:
+        pytest.fail(f"the real profiles are missing: expected them under {SHARED_TRACES}")

@@ -1,0 +1,1 @@
+"""One module per `tpuscope` subcommand; each exposes register(subparsers)."""

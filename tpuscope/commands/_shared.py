@@ -1,0 +1,64 @@
+"""Helpers the subcommands share: loading with a progress line, and JSON output."""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from typing import Any
+
+from tpuscope.model.load import open_trace
+from tpuscope.model.trace import Trace
+
+
+def add_path_argument(parser) -> None:
+    parser.add_argument("path", help="a .xplane.pb(.gz) file, a run folder, or a logdir (newest run)")
+    parser.add_argument("--run", help="with a logdir: the run (folder name) to open instead of the newest")
+    parser.add_argument("--no-cache", action="store_true", help="ignore and do not write the trace cache")
+
+
+def load_for_cli(args) -> Trace:
+    """Loads args.path, drawing a progress bar on stderr when it is a terminal and the load is slow."""
+    started = time.monotonic()
+    show = sys.stderr.isatty()
+
+    def progress(fraction: float, message: str) -> None:
+        if show and time.monotonic() - started > 0.5:
+            bar = "#" * int(fraction * 30)
+            sys.stderr.write(f"\r[{bar:<30}] {fraction * 100:5.1f}% {message[:40]:<40}")
+            sys.stderr.flush()
+
+    try:
+        return open_trace(args.path, run=getattr(args, "run", None), progress=progress,
+                          use_cache=not getattr(args, "no_cache", False))  # fmt: skip
+    finally:
+        if show and time.monotonic() - started > 0.5:
+            sys.stderr.write("\r" + " " * 80 + "\r")
+
+
+def print_json(payload: Any) -> None:
+    json.dump(payload, sys.stdout, indent=2, default=_json_default)
+    sys.stdout.write("\n")
+
+
+def _json_default(value: Any) -> Any:
+    import numpy as np
+
+    if isinstance(value, np.integer):
+        return int(value)
+    if isinstance(value, np.floating):
+        return float(value)
+    if isinstance(value, np.ndarray):
+        return value.tolist()
+    if isinstance(value, bytes):
+        return value.decode("utf-8", errors="replace")
+    raise TypeError(f"not JSON serializable: {type(value).__name__}")
+
+
+def format_ps(ps: float) -> str:
+    """A duration in the unit that reads best (ns, us, ms, s)."""
+    value = float(ps)
+    for unit, scale in (("s", 1e12), ("ms", 1e9), ("us", 1e6), ("ns", 1e3)):
+        if abs(value) >= scale:
+            return f"{value / scale:.3f} {unit}"
+    return f"{value:.0f} ps"

@@ -1,0 +1,226 @@
+"""Opening a profile path into a Trace: find the files, decode each, assemble the columns.
+
+This is where a reader plugs into the model: the XPlane reader hands over
+plain numpy columns (tpuscope.xplane.decode), and this module turns them into
+tracks with trace-relative times, interned names, nesting depths and typed
+stat columns.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+
+from tpuscope.errors import LoadCancelled, ProfileError
+from tpuscope.model import cache
+from tpuscope.model.stats import StatColumn, StatTable, narrow_integers
+from tpuscope.model.trace import EventMetadataTable, Plane, Trace, Track
+from tpuscope.xplane import _linedecode
+from tpuscope.xplane.decode import DecodedLine, DecodedPlane, DecodedSpace, MalformedXSpace, RawStatColumn, \
+    decode_xspace  # fmt: skip
+from tpuscope.xplane.files import describe_foreign_format, host_from_filename, read_profile_bytes, \
+    resolve_profile_files  # fmt: skip
+
+# progress(fraction_done, what_is_happening) -> False to cancel
+ProgressCallback = Callable[[float, str], bool | None]
+
+
+def open_trace(
+    path: str | Path,
+    run: str | None = None,
+    progress: ProgressCallback | None = None,
+    use_cache: bool = True,
+) -> Trace:
+    """Loads a profile file, run folder or logdir (newest run unless `run` names one).
+
+    Raises ProfileError with a one-sentence message on any bad input and
+    LoadCancelled when `progress` returns False.
+    """
+    files = resolve_profile_files(path, run)
+    if use_cache:
+        cached = cache.load(files)
+        if cached is not None:
+            _report(progress, 1.0, "loaded from cache")
+            return cached
+    spaces: list[tuple[Path, DecodedSpace]] = []
+    total_bytes = sum(_size(f) for f in files) or 1
+    read_so_far = 0
+    for file in files:
+        data = read_profile_bytes(file)
+        file_share = _size(file) / total_bytes
+
+        def on_line(done: int, total: int, base=read_so_far / total_bytes, share=file_share, name=file.name):
+            _report(progress, 0.9 * (base + share * done / total), f"decoding {name}")
+
+        spaces.append((file, _decode(file, data, on_line)))
+        read_so_far += _size(file)
+    _report(progress, 0.9, "building the timeline")
+    trace = assemble(spaces)
+    if use_cache:
+        cache.store(files, trace)
+    _report(progress, 1.0, "done")
+    return trace
+
+
+def _size(path: Path) -> int:
+    try:
+        return path.stat().st_size
+    except OSError:
+        return 0
+
+
+def _report(progress: ProgressCallback | None, fraction: float, message: str) -> None:
+    if progress is not None and progress(min(1.0, fraction), message) is False:
+        raise LoadCancelled()
+
+
+def _decode(file: Path, data: bytes, on_line) -> DecodedSpace:
+    foreign = describe_foreign_format(data)
+    if foreign is not None:
+        raise ProfileError(file, foreign)
+    try:
+        space = decode_xspace(data, on_line)
+    except MalformedXSpace:
+        raise ProfileError(
+            file, "the file is truncated or corrupted (it does not decode as an XSpace protobuf)"
+        ) from None
+    except RecursionError:
+        raise ProfileError(file, "the file is corrupted (its protobuf nesting is too deep)") from None
+    if not space.planes:
+        raise ProfileError(file, "it holds no profile planes, so it is not an XPlane profile")
+    return space
+
+
+def assemble(spaces: list[tuple[Path, DecodedSpace]]) -> Trace:
+    """Builds one Trace from decoded files (one per host)."""
+    trace = Trace(sources=[f for f, _ in spaces])
+    hosts = _host_names(spaces)
+    trace.hosts = list(dict.fromkeys(hosts))
+    trace.origin_ns = _origin_ns(spaces)
+    for (file, space), host in zip(spaces, hosts, strict=True):
+        trace.errors.extend(space.errors)
+        trace.warnings.extend(space.warnings)
+        for decoded in space.planes:
+            trace.planes.append(_build_plane(trace, decoded, host))
+    ends = [int(t.start_ps[-1] + t.duration_ps.max()) for t in trace.tracks() if len(t)]
+    trace.duration_ps = max(ends) if ends else 0
+    return trace
+
+
+def _host_names(spaces: list[tuple[Path, DecodedSpace]]) -> list[str]:
+    names = [s.hostnames[0] if len(s.hostnames) == 1 else host_from_filename(f) for f, s in spaces]
+    if len(set(names)) < len(names):  # two files claim one host name: the file names tell them apart
+        names = [host_from_filename(f) for f, _ in spaces]
+    return names
+
+
+def _origin_ns(spaces: list[tuple[Path, DecodedSpace]]) -> int:
+    """The absolute time, in ns as written in the files, of the earliest event."""
+    starts = [
+        line.timestamp_ns + int(line.offset_ps.min()) // 1000
+        for _, space in spaces
+        for plane in space.planes
+        for line in plane.lines
+        if len(line)
+    ]
+    return min(starts) if starts else 0
+
+
+def _build_plane(trace: Trace, decoded: DecodedPlane, host: str) -> Plane:
+    plane = Plane(trace, decoded.plane_id, decoded.name, host, decoded.stats)
+    meta_ids = decoded.metadata_ids
+    names = list(decoded.metadata_names)
+    display_names = list(decoded.metadata_display_names)
+    children = list(decoded.metadata_children)
+    # Events may reference metadata ids the plane does not define: give each such id a row.
+    referenced = [line.metadata_id for line in decoded.lines if len(line)]
+    if referenced:
+        all_refs = np.unique(np.concatenate(referenced))
+        missing = all_refs[~np.isin(all_refs, meta_ids)]
+        if len(missing):
+            meta_ids = np.concatenate([meta_ids, missing])
+            names += [f"<unknown event {int(m)}>" for m in missing]
+            display_names += [b""] * len(missing)
+            children += [()] * len(missing)
+    order = np.argsort(meta_ids, kind="stable")
+    sorted_meta_ids = meta_ids[order]
+    name_ids = trace.strings.intern_many(names) if names else np.empty(0, np.int32)
+    meta_stats = _stat_table(trace, len(meta_ids), decoded.metadata_stats, None)
+    plane.metadata = EventMetadataTable(meta_ids, name_ids, display_names, meta_stats, children)
+    for line in decoded.lines:
+        meta_index = order[np.searchsorted(sorted_meta_ids, line.metadata_id)].astype(np.int32) \
+            if len(line) else np.empty(0, np.int32)  # fmt: skip
+        plane.tracks.append(_build_track(trace, plane, line, meta_index, name_ids))
+    return plane
+
+
+def _build_track(trace: Trace, plane: Plane, line: DecodedLine, meta_index, name_ids) -> Track:
+    start = line.offset_ps + (line.timestamp_ns - trace.origin_ns) * 1000
+    duration = np.maximum(line.event_duration_ps, 0)
+    permutation = _sort_permutation(start, duration)
+    if permutation is not None:
+        start, duration, meta_index = start[permutation], duration[permutation], meta_index[permutation]
+    depth = np.empty(len(start), np.int16)
+    if len(start):
+        _linedecode.nesting_depth(start, start + duration, depth)
+    track = Track(
+        plane=plane,
+        line_id=line.line_id,
+        display_id=line.display_id,
+        name=line.name,
+        display_name=line.display_name,
+        start_ps=start,
+        duration_ps=duration,
+        meta_index=meta_index,
+        name_id=name_ids[meta_index] if len(meta_index) else np.empty(0, np.int32),
+        depth=depth,
+        stats=StatTable(0),
+    )
+    track.stats = _stat_table(trace, len(start), line.stats, permutation)
+    return track
+
+
+def _sort_permutation(start: np.ndarray, duration: np.ndarray) -> np.ndarray | None:
+    """The order (start ascending, longer first on ties), or None when already in it."""
+    if len(start) < 2:
+        return None
+    step = np.diff(start)
+    if (step > 0).all():
+        return None
+    ties = step == 0
+    if (step >= 0).all() and (duration[1:][ties] <= duration[:-1][ties]).all():
+        return None
+    return np.lexsort((-duration, start))
+
+
+def _stat_table(
+    trace: Trace, n_rows: int, raw_columns: dict[str, RawStatColumn], permutation: np.ndarray | None
+) -> StatTable:
+    columns: dict[str, StatColumn] = {}
+    inverse = None
+    if permutation is not None:
+        inverse = np.empty(len(permutation), np.int32)
+        inverse[permutation] = np.arange(len(permutation), dtype=np.int32)
+    for name, raw in raw_columns.items():
+        rows, values = raw.rows, raw.values
+        if raw.kind == "str":
+            ids = trace.strings.intern_many(raw.uniques)
+            values = ids[values]
+        elif raw.kind == "bytes":
+            base = len(trace.blobs)
+            trace.blobs.extend(raw.uniques)
+            values = (values + base).astype(np.int32)
+        elif raw.kind == "int":
+            values = narrow_integers(values)
+        if inverse is not None:
+            rows = inverse[rows]
+            order = np.argsort(rows, kind="stable")
+            rows, values = rows[order], values[order]
+        dense = len(rows) == n_rows and (n_rows == 0 or bool((np.diff(rows) == 1).all()))
+        columns[name] = StatColumn(name, raw.kind, None if dense else rows.astype(np.int32), values)
+    return StatTable(n_rows, columns)
+
+
+__all__ = ["open_trace", "assemble", "ProfileError", "LoadCancelled"]

@@ -1,0 +1,136 @@
+"""Columnar stats: one sparse column per stat name, over the rows of a track or metadata table.
+
+XPlane attaches a handful of named stats to events and to their metadata.
+Storing them as one numpy column per (table, stat name), like Perfetto's
+args table split by key, keeps them vectorized for analysis and costs no
+Python object per event.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+import numpy as np
+
+from tpuscope.model.strings import StringTable
+
+StatKind = Literal["int", "uint", "float", "str", "bytes"]
+
+
+@dataclass
+class StatColumn:
+    """Values of one stat over the rows that carry it.
+
+    `rows` holds the sorted row indices that have a value, or None when every
+    row has one (dense). `values` is int64/uint64/float64, or int32 ids into
+    the trace's string table (kind "str") or blob list (kind "bytes").
+    """
+
+    name: str
+    kind: StatKind
+    rows: np.ndarray | None
+    values: np.ndarray
+
+    @property
+    def count(self) -> int:
+        return len(self.values)
+
+    def nbytes(self) -> int:
+        return self.values.nbytes + (0 if self.rows is None else self.rows.nbytes)
+
+    def index_of(self, row: int) -> int | None:
+        """Position of `row` in `values`, or None when that row lacks this stat."""
+        if self.rows is None:
+            return row if 0 <= row < len(self.values) else None
+        pos = int(np.searchsorted(self.rows, row))
+        if pos < len(self.rows) and self.rows[pos] == row:
+            return pos
+        return None
+
+    def dense(self, n_rows: int, fill: float | int = 0) -> np.ndarray:
+        """All rows' values as one array, `fill` where a row lacks the stat.
+
+        Integer columns come back as int64 (float64 when fill is NaN), so
+        callers can do arithmetic without caring about the narrowed storage.
+        """
+        if self.kind == "float" or (isinstance(fill, float) and np.isnan(fill)):
+            dtype = np.float64
+        elif self.kind == "uint":
+            dtype = np.uint64 if self.values.dtype == np.uint64 else np.int64
+        elif self.kind in ("str", "bytes"):
+            dtype = np.int32
+        else:
+            dtype = np.int64
+        if self.rows is None:
+            return self.values.astype(dtype, copy=False)
+        out = np.full(n_rows, fill, dtype=dtype)
+        out[self.rows] = self.values
+        return out
+
+    def present(self, n_rows: int) -> np.ndarray:
+        """Boolean mask of the rows that carry this stat."""
+        if self.rows is None:
+            return np.ones(n_rows, dtype=bool)
+        mask = np.zeros(n_rows, dtype=bool)
+        mask[self.rows] = True
+        return mask
+
+
+class StatTable:
+    """The stat columns of one table (a track's events or a plane's event metadata)."""
+
+    def __init__(self, n_rows: int, columns: dict[str, StatColumn] | None = None):
+        self.n_rows = n_rows
+        self.columns: dict[str, StatColumn] = columns or {}
+
+    def __contains__(self, name: str) -> bool:
+        return name in self.columns
+
+    def names(self) -> list[str]:
+        return list(self.columns)
+
+    def column(self, name: str) -> StatColumn | None:
+        return self.columns.get(name)
+
+    def values(self, name: str, fill: float | int = np.nan) -> np.ndarray | None:
+        """Dense values of stat `name` for every row, or None when no row has it."""
+        col = self.columns.get(name)
+        return None if col is None else col.dense(self.n_rows, fill)
+
+    def nbytes(self) -> int:
+        return sum(c.nbytes() for c in self.columns.values())
+
+    def row(self, row: int, strings: StringTable, blobs: list[bytes]) -> dict[str, object]:
+        """The stats of one row as plain Python values, for a details panel or JSON."""
+        out: dict[str, object] = {}
+        for name, col in self.columns.items():
+            pos = col.index_of(row)
+            if pos is None:
+                continue
+            value = col.values[pos]
+            if col.kind == "str":
+                out[name] = strings[int(value)]
+            elif col.kind == "bytes":
+                out[name] = blobs[int(value)]
+            elif col.kind == "float":
+                out[name] = float(value)
+            else:
+                out[name] = int(value)
+        return out
+
+
+def narrow_integers(values: np.ndarray) -> np.ndarray:
+    """Stores an int64 column in the smallest signed type that holds its range.
+
+    Why: per-event stats such as queue ids or durations rarely need 64 bits,
+    and the model's memory budget is per event.
+    """
+    if values.dtype != np.int64 or len(values) == 0:
+        return values
+    low, high = int(values.min()), int(values.max())
+    for dtype in (np.int8, np.int16, np.int32):
+        info = np.iinfo(dtype)
+        if info.min <= low and high <= info.max:
+            return values.astype(dtype)
+    return values

@@ -1,0 +1,346 @@
+"""The columnar trace: planes of tracks, each track's events held as numpy columns.
+
+Times are int64 picoseconds relative to the trace start (the earliest event of
+all loaded files), so ten-hour traces at picosecond precision never overflow.
+Nothing here knows about protobuf or Qt; readers build a Trace, analysis and
+the UI query it.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from tpuscope.model.stats import StatTable
+from tpuscope.model.strings import StringTable
+
+_DEVICE_NAME = re.compile(r"^/device:([A-Za-z_]+):(\d+)(.*)$")
+_HOST_NAME = re.compile(r"^/host:(.+)$")
+
+
+@dataclass(frozen=True)
+class PlaneIdentity:
+    """What a plane's name says about it: `/device:TPU:3` is device kind TPU, index 3."""
+
+    role: str  # "device", "host" or "other"
+    kind: str  # "TPU", "GPU", "CPU", "CUSTOM", "metadata", "python-tracer", ... or ""
+    index: int | None
+    suffix: str = ""  # e.g. " SparseCore 0" on TPU SparseCore planes
+
+    @staticmethod
+    def parse(name: str) -> PlaneIdentity:
+        m = _DEVICE_NAME.match(name)
+        if m:
+            return PlaneIdentity("device", m.group(1).upper(), int(m.group(2)), m.group(3).strip())
+        m = _HOST_NAME.match(name)
+        if m:
+            return PlaneIdentity("host", m.group(1), None)
+        return PlaneIdentity("other", "", None)
+
+
+class EventMetadataTable:
+    """A plane's event metadata: one row per XEventMetadata, with its stats as columns.
+
+    Events reference rows by `Track.meta_index`, so per-op constants such as
+    `flops` or `hlo_category` reach every event by one numpy gather.
+    """
+
+    def __init__(
+        self,
+        ids: np.ndarray,
+        name_ids: np.ndarray,
+        display_names: list[bytes],
+        stats: StatTable,
+        child_ids: list[tuple[int, ...]] | None = None,
+    ):
+        self.ids = ids
+        self.name_ids = name_ids
+        self.display_names = display_names
+        self.stats = stats
+        self.child_ids = child_ids or [()] * len(ids)
+
+    def __len__(self) -> int:
+        return len(self.ids)
+
+    def nbytes(self) -> int:
+        return self.ids.nbytes + self.name_ids.nbytes + self.stats.nbytes()
+
+
+class Track:
+    """One XLine: its events as columns sorted by start (ties: longer first)."""
+
+    def __init__(
+        self,
+        plane: Plane,
+        line_id: int,
+        display_id: int,
+        name: str,
+        display_name: str,
+        start_ps: np.ndarray,
+        duration_ps: np.ndarray,
+        meta_index: np.ndarray,
+        name_id: np.ndarray,
+        depth: np.ndarray,
+        stats: StatTable,
+    ):
+        self.plane = plane
+        self.line_id = line_id
+        self.display_id = display_id
+        self.name = name
+        self.display_name = display_name or name
+        self.start_ps = start_ps
+        self.duration_ps = duration_ps
+        self.meta_index = meta_index
+        self.name_id = name_id
+        self.depth = depth
+        self.stats = stats
+        self._max_end_prefix: np.ndarray | None = None
+
+    def __len__(self) -> int:
+        return len(self.start_ps)
+
+    def __getstate__(self) -> dict:
+        state = dict(self.__dict__)
+        state["_max_end_prefix"] = None  # derived; rebuilt on first query
+        return state
+
+    def __repr__(self) -> str:
+        return f"<Track {self.plane.name}/{self.name} events={len(self)}>"
+
+    @property
+    def end_ps(self) -> np.ndarray:
+        return self.start_ps + self.duration_ps
+
+    @property
+    def max_depth(self) -> int:
+        return int(self.depth.max()) if len(self.depth) else 0
+
+    def nbytes(self) -> int:
+        cols = (self.start_ps, self.duration_ps, self.meta_index, self.name_id, self.depth)
+        return sum(c.nbytes for c in cols) + self.stats.nbytes()
+
+    def overlapping(self, t0_ps: int, t1_ps: int) -> np.ndarray:
+        """Indices of events that overlap [t0_ps, t1_ps), in start order.
+
+        Uses a running maximum of end times, built on first use, so a long
+        event that started before the window is never missed.
+        """
+        if len(self) == 0:
+            return np.empty(0, dtype=np.int64)
+        if self._max_end_prefix is None:
+            self._max_end_prefix = np.maximum.accumulate(self.end_ps)
+        lo = int(np.searchsorted(self._max_end_prefix, t0_ps, side="right"))
+        hi = int(np.searchsorted(self.start_ps, t1_ps, side="left"))
+        if hi <= lo:
+            return np.empty(0, dtype=np.int64)
+        idx = np.arange(lo, hi)
+        ends = self.start_ps[lo:hi] + self.duration_ps[lo:hi]
+        keep = (ends > t0_ps) | ((self.duration_ps[lo:hi] == 0) & (self.start_ps[lo:hi] >= t0_ps))
+        return idx[keep]
+
+    def event_stats(self, index: int) -> dict[str, object]:
+        """The event's own stats (not its metadata's) as Python values."""
+        trace = self.plane.trace
+        return self.stats.row(index, trace.strings, trace.blobs)
+
+    def metadata_stats(self, index: int) -> dict[str, object]:
+        """The stats of the event's metadata (per-op constants such as flops)."""
+        trace = self.plane.trace
+        return self.plane.metadata.stats.row(int(self.meta_index[index]), trace.strings, trace.blobs)
+
+    def all_stats(self, index: int) -> dict[str, object]:
+        """Metadata stats overlaid by the event's own stats, as XProf visits both."""
+        merged = self.metadata_stats(index)
+        merged.update(self.event_stats(index))
+        return merged
+
+    def stat_values(self, name: str, fill: float | int = np.nan) -> np.ndarray | None:
+        """Per-event values of stat `name`, from the event or else its metadata.
+
+        Returns None when neither the events nor their metadata carry it.
+        """
+        own = self.stats.column(name)
+        meta_col = self.plane.metadata.stats.column(name)
+        if own is None and meta_col is None:
+            return None
+        if meta_col is not None:
+            meta_values = meta_col.dense(len(self.plane.metadata), fill)
+            values = meta_values[self.meta_index] if len(self) else meta_values[:0]
+        else:
+            values = None
+        if own is not None:
+            own_values = own.dense(len(self), fill)
+            if values is None:
+                values = own_values
+            else:
+                present = own.present(len(self))
+                values = values.astype(np.result_type(values, own_values), copy=True)
+                values[present] = own_values[present]
+        return values
+
+    def event_name(self, index: int) -> str:
+        return self.plane.trace.strings[int(self.name_id[index])]
+
+    def display_name_of(self, index: int) -> bytes:
+        return self.plane.metadata.display_names[int(self.meta_index[index])]
+
+
+class Plane:
+    """One XPlane of one host: a device core, the host threads, or metadata."""
+
+    def __init__(self, trace: Trace, plane_id: int, name: str, host: str, stats: dict[str, object]):
+        self.trace = trace
+        self.plane_id = plane_id
+        self.name = name
+        self.host = host
+        self.stats = stats
+        self.identity = PlaneIdentity.parse(name)
+        self.tracks: list[Track] = []
+        self.metadata = EventMetadataTable(
+            np.empty(0, np.int64), np.empty(0, np.int32), [], StatTable(0)
+        )
+
+    def __repr__(self) -> str:
+        return f"<Plane {self.host}:{self.name} tracks={len(self.tracks)}>"
+
+    @property
+    def role(self) -> str:
+        return self.identity.role
+
+    @property
+    def kind(self) -> str:
+        return self.identity.kind
+
+    @property
+    def index(self) -> int | None:
+        return self.identity.index
+
+    @property
+    def is_device(self) -> bool:
+        return self.identity.role == "device"
+
+    @property
+    def event_count(self) -> int:
+        return sum(len(t) for t in self.tracks)
+
+    @property
+    def device_type(self) -> str | None:
+        value = self.stats.get("device_type_string")
+        return value if isinstance(value, str) else None
+
+    @property
+    def peak_teraflops_per_second(self) -> float | None:
+        return _as_float(self.stats.get("peak_teraflops_per_second"))
+
+    @property
+    def peak_hbm_bw_gigabytes_per_second(self) -> float | None:
+        return _as_float(self.stats.get("peak_hbm_bw_gigabytes_per_second"))
+
+    def track(self, name: str) -> Track | None:
+        for t in self.tracks:
+            if t.name == name:
+                return t
+        return None
+
+    def nbytes(self) -> int:
+        return sum(t.nbytes() for t in self.tracks) + self.metadata.nbytes()
+
+
+def _as_float(value: object) -> float | None:
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return float(value)
+    return None
+
+
+@dataclass
+class NameAggregate:
+    """Per-name totals over a set of tracks, as parallel arrays sorted by total time."""
+
+    name_ids: np.ndarray
+    counts: np.ndarray
+    total_ps: np.ndarray
+
+
+@dataclass
+class Trace:
+    """All planes of one profile (one or many hosts), sharing one string table."""
+
+    sources: list[Path] = field(default_factory=list)
+    planes: list[Plane] = field(default_factory=list)
+    strings: StringTable = field(default_factory=StringTable)
+    blobs: list[bytes] = field(default_factory=list)
+    origin_ns: int = 0  # absolute time (as written in the files) of time 0
+    duration_ps: int = 0
+    hosts: list[str] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+
+    def tracks(self) -> Iterator[Track]:
+        for plane in self.planes:
+            yield from plane.tracks
+
+    @property
+    def event_count(self) -> int:
+        return sum(len(t) for t in self.tracks())
+
+    def nbytes(self) -> int:
+        """Bytes held in numpy columns (events, stats, metadata)."""
+        return sum(p.nbytes() for p in self.planes)
+
+    def device_planes(self, kind: str | None = None) -> list[Plane]:
+        """Device planes (optionally of one kind), ordered by host, kind and index."""
+        found = [p for p in self.planes if p.is_device and (kind is None or p.kind == kind.upper())]
+        return sorted(found, key=lambda p: (p.host, p.kind, p.index or 0, p.identity.suffix))
+
+    def host_planes(self) -> list[Plane]:
+        return [p for p in self.planes if p.role == "host" and p.kind not in ("metadata",)]
+
+    def find_plane(self, name: str, host: str | None = None) -> Plane | None:
+        for plane in self.planes:
+            if plane.name == name and (host is None or plane.host == host):
+                return plane
+        return None
+
+    def find_events(
+        self, pattern: str, regex: bool = False, tracks: list[Track] | None = None
+    ) -> list[tuple[Track, np.ndarray]]:
+        """Events whose name contains `pattern` (or matches the regex), per track."""
+        ids = self.strings.ids_matching(pattern, regex=regex)
+        return self.events_with_name_ids(ids, tracks)
+
+    def events_named(self, name: str, tracks: list[Track] | None = None) -> list[tuple[Track, np.ndarray]]:
+        """Events whose name is exactly `name`, per track."""
+        name_id = self.strings.id_of(name)
+        if name_id is None:
+            return []
+        return self.events_with_name_ids(np.array([name_id], dtype=np.int32), tracks)
+
+    def events_with_name_ids(
+        self, name_ids: np.ndarray, tracks: list[Track] | None = None
+    ) -> list[tuple[Track, np.ndarray]]:
+        found = []
+        if len(name_ids) == 0:
+            return found
+        for track in tracks if tracks is not None else self.tracks():
+            hits = np.flatnonzero(np.isin(track.name_id, name_ids))
+            if len(hits):
+                found.append((track, hits))
+        return found
+
+    def aggregate_by_name(self, tracks: list[Track] | None = None) -> NameAggregate:
+        """Count and total duration per event name over `tracks` (all by default)."""
+        chosen = list(tracks if tracks is not None else self.tracks())
+        if not chosen:
+            empty = np.empty(0, dtype=np.int64)
+            return NameAggregate(empty.astype(np.int32), empty, empty)
+        names = np.concatenate([t.name_id for t in chosen])
+        durations = np.concatenate([t.duration_ps for t in chosen])
+        counts = np.bincount(names, minlength=len(self.strings))
+        totals = np.bincount(names, weights=durations, minlength=len(self.strings))
+        present = np.flatnonzero(counts)
+        order = present[np.argsort(-totals[present], kind="stable")]
+        return NameAggregate(order.astype(np.int32), counts[order], totals[order].astype(np.int64))

@@ -1,0 +1,183 @@
+"""Finding XPlane files on disk and reading their bytes, with one clear error per failure.
+
+Layouts accepted: a `.xplane.pb` (or `.xplane.pb.gz`) file; a run folder
+holding one such file per host (`<logdir>/plugins/profile/<run>/`); a logdir
+whose runs are listed and whose newest run opens by default.
+"""
+
+from __future__ import annotations
+
+import gzip
+import os
+import zlib
+from dataclasses import dataclass
+from pathlib import Path
+
+from tpuscope.errors import ProfileError
+
+PROFILE_SUFFIXES = (".xplane.pb", ".xplane.pb.gz")
+_MAX_SEARCH_DEPTH = 6  # logdir/<sub>/plugins/profile/<run>/<host>.xplane.pb and a little more
+
+
+def is_profile_file(path: Path) -> bool:
+    return path.name.endswith(PROFILE_SUFFIXES)
+
+
+def host_from_filename(path: Path) -> str:
+    name = path.name
+    for suffix in PROFILE_SUFFIXES:
+        if name.endswith(suffix):
+            return name[: -len(suffix)]
+    return path.stem
+
+
+@dataclass(frozen=True)
+class Run:
+    """One profiling session: a folder with one XPlane file per host."""
+
+    name: str
+    folder: Path
+    files: tuple[Path, ...]
+
+    @property
+    def hosts(self) -> list[str]:
+        return [host_from_filename(f) for f in self.files]
+
+
+def _profile_files_in(folder: Path) -> list[Path]:
+    try:
+        return sorted(p for p in folder.iterdir() if p.is_file() and is_profile_file(p))
+    except PermissionError:
+        raise ProfileError(folder, "permission denied while listing the folder") from None
+    except OSError as exc:
+        raise ProfileError(folder, f"the folder cannot be listed ({exc.strerror or exc})") from None
+
+
+def list_runs(path: str | Path) -> list[Run]:
+    """All runs under `path`, oldest first (run folders are named by capture time).
+
+    `path` may itself be a run folder. Raises ProfileError when it is missing
+    or holds no profile at all.
+    """
+    root = Path(path)
+    if not root.exists():
+        raise ProfileError(root, "the path does not exist")
+    if root.is_file():
+        return [Run(host_from_filename(root), root.parent, (root,))]
+    runs: dict[Path, list[Path]] = {}
+    direct = _profile_files_in(root)
+    if direct:
+        runs[root] = direct
+    else:
+        for folder, subfolders, files in os.walk(root):
+            depth = len(Path(folder).relative_to(root).parts)
+            if depth >= _MAX_SEARCH_DEPTH:
+                subfolders[:] = []
+            found = sorted(Path(folder) / f for f in files if f.endswith(PROFILE_SUFFIXES))
+            if found:
+                runs[Path(folder)] = found
+    if not runs:
+        raise ProfileError(root, "no XPlane profiles (*.xplane.pb) were found in this folder")
+
+    def age(item: tuple[Path, list[Path]]) -> tuple[float, str]:
+        folder, files = item
+        return (max(_mtime(f) for f in files), folder.name)
+
+    ordered = sorted(runs.items(), key=lambda item: (item[0].name, age(item)))
+    return [Run(_run_name(root, folder), folder, tuple(files)) for folder, files in ordered]
+
+
+def _run_name(root: Path, folder: Path) -> str:
+    return folder.name if folder != root else root.name
+
+
+def _mtime(path: Path) -> float:
+    try:
+        return path.stat().st_mtime
+    except OSError:
+        return 0.0
+
+
+def resolve_profile_files(path: str | Path, run: str | None = None) -> list[Path]:
+    """The files to load for `path`: the file itself, a run's files, or the newest run's."""
+    runs = list_runs(path)
+    if run is None:
+        return list(runs[-1].files)
+    for candidate in runs:
+        if candidate.name == run:
+            return list(candidate.files)
+    names = ", ".join(r.name for r in runs)
+    raise ProfileError(path, f"there is no run named {run!r} (runs: {names})")
+
+
+def read_profile_bytes(path: Path) -> bytes:
+    """Reads a profile file, gunzipping `.gz`; every OS or gzip failure becomes ProfileError."""
+    try:
+        with open(path, "rb") as handle:
+            data = handle.read()
+    except FileNotFoundError:
+        raise ProfileError(path, "the file does not exist") from None
+    except PermissionError:
+        raise ProfileError(path, "permission denied (the file is not readable)") from None
+    except IsADirectoryError:
+        raise ProfileError(path, "it is a folder, not a file") from None
+    except OSError as exc:
+        raise ProfileError(path, f"the file cannot be read ({exc.strerror or exc})") from None
+    if not data:
+        raise ProfileError(path, "the file is empty")
+    if data[:2] == b"\x1f\x8b":
+        try:
+            data = gzip.decompress(data)
+        except EOFError:
+            raise ProfileError(path, "the gzip data is cut short (the file was truncated)") from None
+        except (OSError, zlib.error) as exc:
+            raise ProfileError(path, f"the gzip data is corrupted ({exc})") from None
+        if not data:
+            raise ProfileError(path, "the compressed file holds no data")
+    return data
+
+
+def describe_foreign_format(data: bytes) -> str | None:
+    """Names the format of bytes that are clearly not an XSpace, for the error message."""
+    head = data[:16]
+    stripped = data[:256].lstrip()
+    if head.startswith(b"\x89PNG"):
+        return "it is a PNG image, not an XPlane profile"
+    if head[:3] == b"\xff\xd8\xff":
+        return "it is a JPEG image, not an XPlane profile"
+    if head.startswith(b"PK\x03\x04"):
+        return "it is a ZIP archive, not an XPlane profile"
+    if head.startswith(b"%PDF"):
+        return "it is a PDF document, not an XPlane profile"
+    if stripped[:1] in (b"{", b"["):
+        if b"traceEvents" in data[:4096]:
+            return "it is a Chrome trace-event JSON file, not an XPlane profile (.xplane.pb)"
+        return "it is a JSON file, not an XPlane profile (.xplane.pb)"
+    if stripped[:1] == b"<":
+        return "it is an HTML or XML document, not an XPlane profile"
+    if looks_utf8_reencoded(data):
+        return (
+            "it looks like a binary profile that a text tool re-encoded as UTF-8; "
+            "copy or download the original file in binary mode"
+        )
+    return None
+
+
+def looks_utf8_reencoded(data: bytes) -> bool:
+    """True for binary data that went through a text decode/encode round trip.
+
+    Such files decode as valid UTF-8 and carry many U+FFFD replacement
+    characters (EF BF BD), or many C2/C3 lead bytes where raw bytes >= 0x80
+    were re-encoded as Latin-1.
+    """
+    sample = data[: 1 << 20]
+    try:
+        sample.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        # A cut in the middle of a multi-byte character at the sample's end is fine.
+        if exc.start < len(sample) - 4:
+            return False
+    replacements = sample.count(b"\xef\xbf\xbd")
+    latin = sample.count(b"\xc2") + sample.count(b"\xc3")
+    high = sum(1 for b in sample[:65536] if b >= 0x80)
+    return replacements * 3 >= max(16, high // 4) or (latin >= 16 and latin * 2 >= high // 2)
