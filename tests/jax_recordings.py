@@ -1,0 +1,52 @@
+"""Records real JAX CPU profiles in a subprocess, for tests that need fresh real XPlane files.
+
+Recording runs in its own interpreter so the test process never initialises a
+JAX backend or profiler session of its own.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+TRAINING_LOOP = textwrap.dedent(
+    """
+    import sys
+    import jax, jax.numpy as jnp
+    logdir = sys.argv[1]
+    steps = int(sys.argv[2])
+
+    @jax.jit
+    def train_step(w, x):
+        loss = jnp.mean((x @ w) ** 2)
+        return w - 0.01 * jax.grad(lambda w: jnp.mean((x @ w) ** 2))(w), loss
+
+    w = jnp.ones((64, 64))
+    x = jnp.ones((32, 64))
+    w, _ = train_step(w, x)  # compile outside the profile
+    jax.profiler.start_trace(logdir)
+    for step in range(steps):
+        with jax.profiler.StepTraceAnnotation("train", step_num=step):
+            w, loss = train_step(w, x)
+    loss.block_until_ready()
+    jax.profiler.stop_trace()
+    """
+)
+
+
+def record_training_profile(logdir: Path, steps: int = 5) -> Path:
+    """Records `steps` jitted training steps; returns the written .xplane.pb file."""
+    logdir.mkdir(parents=True, exist_ok=True)
+    subprocess.run(
+        [sys.executable, "-c", TRAINING_LOOP, str(logdir), str(steps)],
+        check=True,
+        timeout=240,
+        env={"JAX_PLATFORMS": "cpu", "PATH": "/usr/bin:/bin"},
+        capture_output=True,
+    )
+    found = sorted(logdir.glob("plugins/profile/*/*.xplane.pb"))
+    if not found:
+        raise RuntimeError(f"JAX wrote no .xplane.pb under {logdir}")
+    return found[-1]

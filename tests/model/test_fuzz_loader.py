@@ -1,0 +1,55 @@
+"""Property test: any mutation of a real profile either loads or raises ProfileError, promptly."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from tests.conftest import GPU_TRACE, PTXLA_TRACE
+from tpuscope.errors import ProfileError
+from tpuscope.model.load import open_trace
+
+SEEDS = {p.name: p.read_bytes() for p in (PTXLA_TRACE, GPU_TRACE) if p.exists()}
+
+
+def _mutate(data: bytes, edits: list[tuple[int, int, int]], cut: int | None) -> bytes:
+    buffer = bytearray(data)
+    for kind, position, value in edits:
+        position %= len(buffer)
+        if kind == 0:
+            buffer[position] = value
+        elif kind == 1:
+            buffer.insert(position, value)
+        elif len(buffer) > 1:
+            del buffer[position]
+    if cut is not None:
+        buffer = buffer[: cut % (len(buffer) + 1)]
+    return bytes(buffer)
+
+
+edits_strategy = st.lists(
+    st.tuples(st.integers(0, 2), st.integers(0, 2**31), st.integers(0, 255)), min_size=1, max_size=12
+)
+
+
+@pytest.mark.timeout(600)
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(seed=st.sampled_from(sorted(SEEDS)), edits=edits_strategy, cut=st.none() | st.integers(0, 2**31))
+def test_mutated_profiles_load_or_raise_profile_error(tmp_path, seed, edits, cut):
+    path = tmp_path / "mutated.xplane.pb"
+    path.write_bytes(_mutate(SEEDS[seed], edits, cut))
+    try:
+        trace = open_trace(path, use_cache=False)
+    except ProfileError as error:
+        assert str(path) in str(error)
+        return
+    # A trace that loads must be internally consistent.
+    for track in trace.tracks():
+        assert len(track.start_ps) == len(track.duration_ps) == len(track.name_id) == len(track.depth)
+        if len(track) > 1:
+            assert (track.start_ps[1:] >= track.start_ps[:-1]).all()
+        for column in track.stats.columns.values():
+            if column.rows is not None:
+                assert len(column.rows) == len(column.values)
+                assert column.rows.max(initial=-1) < len(track)
