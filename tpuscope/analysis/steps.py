@@ -1,0 +1,236 @@
+"""Find the training/inference steps of a profile, and say where they came from.
+
+Most diagnoses are "per step" (idle time per step, compiles after the first
+step, syncs per step), so every rule needs the same step boundaries. XProf
+only knows TensorFlow-style step markers and reports "No step time measured"
+for plain JAX programs; here the sources are tried in order of how explicit
+they are:
+
+1. a device `Steps` line (written by libtpu or derived by xprof);
+2. host step annotations: events carrying a `step_num` stat (JAX
+   `StepTraceAnnotation`, PyTorch/XLA `xp.StepTrace`), or TensorFlow step
+   markers (`TraceContext`, names starting with `train`/`test`, Keras
+   `tf.function` step functions carrying `tf_function_call`);
+3. repeated executions of the dominant program on a device (`XLA Modules`);
+4. repeated host dispatches of the dominant jitted function
+   (JAX `PjitFunction(<fn>)`), for CPU-only JAX profiles without annotations.
+
+Source of the order and the marker names: /work/shared/research/integration.md
+sections 2.3 ("Step grouping", xprof `IsExplicitHostStepMarker`,
+`GetGroupingLineForTPU`) and 2.4 (PyTorch/XLA `StepTrace`).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from tpuscope.model.trace import Trace, Track
+
+SOURCE_DEVICE_STEPS = "device_steps_line"
+SOURCE_HOST_ANNOTATION = "host_step_annotation"
+SOURCE_TF_MARKER = "tensorflow_step_marker"
+SOURCE_DEVICE_PROGRAM = "device_program"
+SOURCE_HOST_PROGRAM = "host_program"
+SOURCE_NONE = "none"
+
+STEPS_LINE = "Steps"
+MODULES_LINE = "XLA Modules"
+# xprof IsExplicitHostStepMarker: names starting with "train"/"test", or TraceContext (integration.md 2.3).
+_TF_MARKER_NAME = re.compile(r"^(train|test)|^TraceContext$")
+_JAX_DISPATCH = re.compile(r"^PjitFunction\((.+)\)$")
+# A program must run at least this often to be taken for "the step" (one run is no loop). Suggested heuristic.
+MIN_REPEATS_FOR_PROGRAM_STEPS = 2
+# Host dispatches are taken for steps only when one jitted function holds at least this share of all
+# outermost dispatch time; op-by-op (eager) programs spread it over many primitives and have no step
+# loop (the MI300X profile: the largest primitive holds 24%). Suggested heuristic.
+MIN_DOMINANT_DISPATCH_SHARE = 0.5
+
+
+@dataclass
+class Steps:
+    """Step boundaries as parallel numpy arrays, sorted by start.
+
+    `track`/`event_index` point at the events the steps were taken from (for
+    jumping to them in the timeline); `description` says it in words.
+    """
+
+    number: np.ndarray
+    start_ps: np.ndarray
+    end_ps: np.ndarray
+    source: str = SOURCE_NONE
+    description: str = "no steps found"
+    name: str = ""
+    host: str = ""
+    track: Track | None = None
+    event_index: np.ndarray = field(default_factory=lambda: np.empty(0, dtype=np.int64))
+
+    def __len__(self) -> int:
+        return len(self.start_ps)
+
+    @property
+    def duration_ps(self) -> np.ndarray:
+        return self.end_ps - self.start_ps
+
+    def step_of(self, times_ps: np.ndarray) -> np.ndarray:
+        """Position (0..len-1) of the step containing each time, or -1 outside every step."""
+        times = np.asarray(times_ps, dtype=np.int64)
+        if len(self) == 0:
+            return np.full(times.shape, -1, dtype=np.int64)
+        pos = np.searchsorted(self.start_ps, times, side="right") - 1
+        inside = (pos >= 0) & (times < self.end_ps[np.clip(pos, 0, None)])
+        return np.where(inside, pos, -1)
+
+    def to_json(self) -> dict:
+        return {"count": len(self), "source": self.source, "description": self.description, "name": self.name}
+
+
+def empty_steps() -> Steps:
+    empty = np.empty(0, dtype=np.int64)
+    return Steps(empty, empty, empty)
+
+
+def find_steps(trace: Trace) -> Steps:
+    """The profile's steps from the most explicit source available (see the module docstring)."""
+    for finder in (_from_device_steps_line, _from_host_annotations, _from_tf_markers,
+                   _from_device_programs, _from_host_dispatches):  # fmt: skip
+        steps = finder(trace)
+        if steps is not None and len(steps):
+            return steps
+    return empty_steps()
+
+
+def outermost(track: Track, indices: np.ndarray) -> np.ndarray:
+    """Of `indices` (sorted), those not nested inside an earlier one (drops duplicated nested events)."""
+    if len(indices) < 2:
+        return indices
+    starts = track.start_ps[indices]
+    ends = starts + track.duration_ps[indices]
+    reach = np.maximum.accumulate(ends)
+    keep = np.ones(len(indices), dtype=bool)
+    keep[1:] = starts[1:] >= reach[:-1]
+    return indices[keep]
+
+
+def _numbers(track: Track, indices: np.ndarray, stat: str) -> np.ndarray:
+    values = track.stat_values(stat)
+    if values is not None and values.dtype.kind in "iuf":
+        picked = values[indices]
+        if len(picked) and not np.isnan(picked.astype(np.float64)).any():
+            return picked.astype(np.int64)
+    return np.arange(len(indices), dtype=np.int64)
+
+
+def _make(track: Track, indices: np.ndarray, source: str, description: str, number_stat: str) -> Steps:
+    starts = track.start_ps[indices]
+    return Steps(
+        number=_numbers(track, indices, number_stat),
+        start_ps=starts.astype(np.int64),
+        end_ps=(starts + track.duration_ps[indices]).astype(np.int64),
+        source=source,
+        description=description,
+        name=track.event_name(int(indices[0])) if len(indices) else "",
+        host=track.plane.host,
+        track=track,
+        event_index=indices.astype(np.int64),
+    )
+
+
+def _from_device_steps_line(trace: Trace) -> Steps | None:
+    for plane in trace.device_planes():
+        track = plane.track(STEPS_LINE)
+        if track is not None and len(track):
+            idx = outermost(track, np.arange(len(track)))
+            stat = "step_num" if track.stat_values("step_num") is not None else "group_id"
+            return _make(track, idx, SOURCE_DEVICE_STEPS, f"the `Steps` line of {plane.name}", stat)
+    return None
+
+
+def _best_named_group(candidates: list[tuple[Track, np.ndarray]]) -> tuple[Track, np.ndarray] | None:
+    """The (track, outermost same-name events) group with the most total time, repeated or not."""
+    best, best_key = None, None
+    for track, idx in candidates:
+        names = track.name_id[idx]
+        for name_id in np.unique(names):
+            sel = outermost(track, idx[names == name_id])
+            key = (len(sel) >= MIN_REPEATS_FOR_PROGRAM_STEPS, int(track.duration_ps[sel].sum()))
+            if best_key is None or key > best_key:
+                best, best_key = (track, sel), key
+    return best
+
+
+def _from_host_annotations(trace: Trace) -> Steps | None:
+    candidates = []
+    for plane in trace.host_planes():
+        for track in plane.tracks:
+            values = track.stat_values("step_num")
+            if values is None or not len(track):
+                continue
+            present = ~np.isnan(values.astype(np.float64))
+            if present.any():
+                candidates.append((track, np.flatnonzero(present)))
+    best = _best_named_group(candidates)
+    if best is None:
+        return None
+    track, idx = best
+    name = track.event_name(int(idx[0]))
+    where = f"{track.plane.host} {track.name}"
+    return _make(track, idx, SOURCE_HOST_ANNOTATION, f"host step annotations `{name}` on {where}", "step_num")
+
+
+def _from_tf_markers(trace: Trace) -> Steps | None:
+    marker_ids = trace.strings.ids_matching(_TF_MARKER_NAME.pattern, regex=True)
+    candidates = []
+    for plane in trace.host_planes():
+        for track in plane.tracks:
+            if not len(track):
+                continue
+            is_marker = np.isin(track.name_id, marker_ids)
+            calls = track.stats.column("tf_function_call")
+            if calls is not None:
+                is_marker |= calls.present(len(track))
+            if is_marker.any():
+                candidates.append((track, np.flatnonzero(is_marker)))
+    best = _best_named_group(candidates)
+    if best is None or len(best[1]) < MIN_REPEATS_FOR_PROGRAM_STEPS:
+        return None
+    track, idx = best
+    name = track.event_name(int(idx[0]))
+    where = f"{track.plane.host} {track.name}"
+    return _make(track, idx, SOURCE_TF_MARKER, f"TensorFlow step function `{name}` on {where}", "step_num")
+
+
+def _from_device_programs(trace: Trace) -> Steps | None:
+    for plane in trace.device_planes():
+        track = plane.track(MODULES_LINE)
+        if track is None or not len(track):
+            continue
+        best = _best_named_group([(track, np.arange(len(track)))])
+        if best is None or len(best[1]) < MIN_REPEATS_FOR_PROGRAM_STEPS:
+            continue
+        _, idx = best
+        name = track.event_name(int(idx[0]))
+        what = f"executions of the program `{name}` on {plane.name}"
+        return _make(track, idx, SOURCE_DEVICE_PROGRAM, what, "")
+    return None
+
+
+def _from_host_dispatches(trace: Trace) -> Steps | None:
+    dispatch_ids = trace.strings.ids_matching(_JAX_DISPATCH.pattern, regex=True)
+    if len(dispatch_ids) == 0:
+        return None
+    host_tracks = [t for p in trace.host_planes() for t in p.tracks]
+    found = trace.events_with_name_ids(dispatch_ids, host_tracks)
+    best = _best_named_group(found)
+    if best is None or len(best[1]) < MIN_REPEATS_FOR_PROGRAM_STEPS:
+        return None
+    track, idx = best
+    all_dispatch_ps = sum(int(t.duration_ps[outermost(t, i)].sum()) for t, i in found)
+    if track.duration_ps[idx].sum() < MIN_DOMINANT_DISPATCH_SHARE * all_dispatch_ps:
+        return None
+    name = track.event_name(int(idx[0]))
+    where = f"{track.plane.host} {track.name}"
+    what = f"host dispatches of the jitted function `{name}` on {where}"
+    return _make(track, idx, SOURCE_HOST_PROGRAM, what, "")
