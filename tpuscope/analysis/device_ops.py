@@ -1,0 +1,234 @@
+"""Which events are device ops, per device, and when each device was busy.
+
+A "device" is what executes XLA programs:
+- each TPU plane (`/device:TPU:N`; its `XLA Ops` line, plus `Sparse Core Ops` on SparseCore planes),
+- each GPU plane (`/device:GPU:N`; its stream lines, one per CUDA/HIP stream, holding kernels and copies),
+- for CPU-only runs, the host itself: XLA:CPU runs each HLO op as a "thunk" on host threads, and the
+  profiler records it there as an event named after the op that carries the `hlo_op` stat
+  (seen in JAX 0.10.2 CPU captures and in the PyTorch/XLA CPU profile in ../shared/traces).
+
+CPU thunks are used only when no TPU/GPU plane holds ops: on GPU runs the host's kernel *launch*
+events carry `hlo_op` too, and they are not device time.
+
+Busy time is the union of op intervals (ops overlap across GPU streams and CPU threads, and nest on
+one line), computed with sorted numpy arrays, never a Python loop over events.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from tpuscope.model.trace import Plane, Trace, Track
+
+# Line names from xplane_schema.cc (openxla/xla; see ../shared/research/integration.md 2.2).
+TPU_OP_LINES = ("XLA Ops", "Sparse Core Ops")
+# Lines on GPU planes that are not kernel streams: derived by XProf or runtime summaries
+# (xplane_schema.cc kStepLineName, kXlaModuleLineName, kKernelLaunchLineName, ...).
+GPU_NON_STREAM_LINES = frozenset(
+    {
+        "Steps",
+        "XLA Modules",
+        "XLA Ops",
+        "Async XLA Ops",
+        "XLA TraceMe",
+        "Framework Ops",
+        "Framework Name Scope",
+        "Source code",
+        "Launch Stats",
+        "Host Offload Ops",
+        "_counters_",
+    }
+)
+HLO_OP_STAT = "hlo_op"  # XLA:CPU thunk events and GPU kernels name their HLO op in this stat
+
+
+@dataclass(eq=False)
+class Device:
+    """One executor of device ops, with the events that are its ops.
+
+    `events` pairs each track with the indices of its op events (all of them on TPU/GPU lines,
+    only the thunk events on host threads).
+    """
+
+    name: str  # "/device:TPU:0", or "host:<hostname> CPU" for a CPU-only run
+    kind: str  # "TPU", "GPU" or "CPU"
+    host: str
+    plane: Plane
+    events: list[tuple[Track, np.ndarray]] = field(default_factory=list)
+
+    @property
+    def label(self) -> str:
+        return self.name if self.kind == "CPU" else f"{self.host} {self.name}"
+
+    @property
+    def op_count(self) -> int:
+        return int(sum(len(idx) for _, idx in self.events))
+
+    @property
+    def tracks(self) -> list[Track]:
+        return [t for t, _ in self.events]
+
+
+def device_op_tracks(plane: Plane) -> list[Track]:
+    """The lines of a device plane that hold device ops (empty lines included)."""
+    if plane.kind == "TPU":
+        return [t for t in plane.tracks if t.name in TPU_OP_LINES]
+    if plane.is_device:
+        return [t for t in plane.tracks if t.name not in GPU_NON_STREAM_LINES]
+    return []
+
+
+def cpu_thunk_events(plane: Plane) -> list[tuple[Track, np.ndarray]]:
+    """Host-thread events that execute XLA:CPU thunks (they carry the `hlo_op` stat)."""
+    found = []
+    for track in plane.tracks:
+        column = track.stats.column(HLO_OP_STAT)
+        if column is None or len(track) == 0:
+            continue
+        rows = np.flatnonzero(column.present(len(track)))
+        if len(rows):
+            found.append((track, rows))
+    return found
+
+
+def find_devices(trace: Trace) -> list[Device]:
+    """All devices of the trace that ran ops, ordered by host, kind and index.
+
+    TPU/GPU planes count when one of their op lines has events; with none, each host whose
+    threads ran XLA:CPU thunks is one CPU device.
+    """
+    devices = []
+    for plane in trace.device_planes():
+        tracks = [t for t in device_op_tracks(plane) if len(t)]
+        if tracks:
+            events = [(t, np.arange(len(t), dtype=np.int64)) for t in tracks]
+            devices.append(Device(plane.name, plane.kind, plane.host, plane, events))
+    if devices:
+        return devices
+    for plane in trace.planes:
+        if plane.role == "host" and plane.kind == "CPU":
+            events = cpu_thunk_events(plane)
+            if events:
+                devices.append(Device(f"host:{plane.host} CPU", "CPU", plane.host, plane, events))
+    return devices
+
+
+def op_intervals(device: Device) -> tuple[np.ndarray, np.ndarray]:
+    """Start and end (ps, trace time) of every op event of the device, unsorted across tracks."""
+    if not device.events:
+        empty = np.empty(0, np.int64)
+        return empty, empty
+    starts = np.concatenate([t.start_ps[idx] for t, idx in device.events])
+    ends = np.concatenate([t.end_ps[idx] for t, idx in device.events])
+    return starts, ends
+
+
+def merge_intervals(starts: np.ndarray, ends: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Union of [start, end) intervals as disjoint, sorted intervals (zero-length ones dropped).
+
+    Vectorized: after sorting by start, an interval opens a new run when it starts after the
+    running maximum of all earlier ends.
+    """
+    starts = np.asarray(starts, dtype=np.int64)
+    ends = np.asarray(ends, dtype=np.int64)
+    keep = ends > starts
+    starts, ends = starts[keep], ends[keep]
+    if len(starts) == 0:
+        return starts, ends
+    order = np.argsort(starts, kind="stable")
+    starts, ends = starts[order], ends[order]
+    running_end = np.maximum.accumulate(ends)
+    new_run = np.empty(len(starts), dtype=bool)
+    new_run[0] = True
+    new_run[1:] = starts[1:] > running_end[:-1]
+    run_starts = np.flatnonzero(new_run)
+    run_last = np.append(run_starts[1:], len(starts)) - 1
+    return starts[run_starts], running_end[run_last]
+
+
+def busy_intervals(device: Device) -> tuple[np.ndarray, np.ndarray]:
+    """Disjoint, sorted intervals (ps) during which the device ran at least one op."""
+    return merge_intervals(*op_intervals(device))
+
+
+def busy_in_windows(
+    busy_starts: np.ndarray, busy_ends: np.ndarray, window_starts: np.ndarray, window_ends: np.ndarray
+) -> np.ndarray:
+    """Busy ps inside each window [w0, w1), for disjoint sorted busy intervals.
+
+    Uses the cumulative busy time B(t) (piecewise linear, found by searchsorted), so any number of
+    windows costs O((n + m) log n): busy in window = B(w1) - B(w0).
+    """
+    window_starts = np.asarray(window_starts, dtype=np.int64)
+    window_ends = np.asarray(window_ends, dtype=np.int64)
+    return np.maximum(
+        _cumulative_busy(busy_starts, busy_ends, window_ends)
+        - _cumulative_busy(busy_starts, busy_ends, window_starts),
+        0,
+    )
+
+
+def _cumulative_busy(starts: np.ndarray, ends: np.ndarray, at: np.ndarray) -> np.ndarray:
+    """Busy ps in (-inf, t) for each t in `at`."""
+    if len(starts) == 0:
+        return np.zeros(len(at), dtype=np.int64)
+    before = np.concatenate([[0], np.cumsum(ends - starts)])
+    k = np.searchsorted(starts, at, side="right")  # intervals starting at or before t
+    full = before[np.maximum(k - 1, 0)]
+    last = np.maximum(k - 1, 0)
+    partial = np.clip(at - starts[last], 0, ends[last] - starts[last])
+    return np.where(k > 0, full + partial, 0)
+
+
+@dataclass(frozen=True)
+class DeviceActivity:
+    """How busy one device was over a window of the profile."""
+
+    device: Device
+    busy_ps: int
+    window_start_ps: int
+    window_end_ps: int
+    first_op_ps: int | None
+    last_op_end_ps: int | None
+
+    @property
+    def window_ps(self) -> int:
+        return self.window_end_ps - self.window_start_ps
+
+    @property
+    def idle_ps(self) -> int:
+        return max(self.window_ps - self.busy_ps, 0)
+
+    @property
+    def duty_cycle(self) -> float:
+        """Fraction of the window the device spent running ops (0..1)."""
+        return self.busy_ps / self.window_ps if self.window_ps > 0 else 0.0
+
+
+def device_activity(
+    device: Device, window_start_ps: int | None = None, window_end_ps: int | None = None
+) -> DeviceActivity:
+    """Busy time and duty cycle of `device`; the window defaults to the whole profile."""
+    trace = device.plane.trace
+    w0 = 0 if window_start_ps is None else int(window_start_ps)
+    w1 = trace.duration_ps if window_end_ps is None else int(window_end_ps)
+    starts, ends = busy_intervals(device)
+    busy = int(busy_in_windows(starts, ends, np.array([w0]), np.array([w1]))[0])
+    first = int(starts[0]) if len(starts) else None
+    last = int(ends[-1]) if len(ends) else None
+    return DeviceActivity(device, busy, w0, w1, first, last)
+
+
+def select_devices(devices: list[Device], which: str | int | None) -> list[Device]:
+    """Devices chosen by `which`: None/"all" = every one, an int = that position in `devices`,
+    or a kind ("TPU", "GPU", "CPU") = all devices of that kind."""
+    if which is None or (isinstance(which, str) and which.lower() == "all"):
+        return list(devices)
+    if isinstance(which, str) and not which.lstrip("-").isdigit():
+        return [d for d in devices if d.kind == which.upper()]
+    position = int(which)
+    if not 0 <= position < len(devices):
+        return []
+    return [devices[position]]
