@@ -1,0 +1,278 @@
+"""One capture from start to finish: tunnels, parallel Profile RPCs, progress, cancel, saving.
+
+The result is a run folder in the layout XProf and TensorBoard read,
+`<logdir>/plugins/profile/<run>/<host>.xplane.pb`, one file per worker, so the
+workers open together as one multi-host trace. Files are written under a
+staging folder with a `.part` suffix and moved into place only when every
+worker succeeded: a cancelled, interrupted or failed capture leaves nothing
+that looks like a valid profile.
+"""
+
+from __future__ import annotations
+
+import shutil
+import socket
+import tempfile
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+
+import grpc
+
+from tpuscope.capture.errors import CaptureCancelled, CaptureError
+from tpuscope.capture.grpc_client import ProfileCall, TracerLevels, build_request, explain_rpc_error
+from tpuscope.capture.ssh import LocalForward, SshConnection, SshOptions, connect
+from tpuscope.capture.targets import SshHost, Target, file_label
+
+# progress(fraction_done, what_is_happening) -> False to cancel (same contract as model.load)
+ProgressCallback = Callable[[float, str], bool | None]
+
+# tsl's client waits max(60 s, 2 x duration) for the answer (integration.md 3.3); we wait the same
+# beyond the capture window unless told otherwise.
+MIN_RESPONSE_WAIT_S = 60.0
+_POLL_S = 0.1
+_PROFILING_SHARE = 0.9  # of the progress bar: the rest is receiving and saving
+MAX_LEVELS = {"host": 3, "device": 1, "python": 1}  # ProfileOptions field docs (xprof_features.md 4a)
+_LOCAL_NAMES = {"localhost", "127.0.0.1", "::1", socket.gethostname().lower()}
+
+
+@dataclass
+class CaptureSettings:
+    """Everything a capture needs; the CLI and the dialog both fill one of these."""
+
+    targets: list[Target]
+    logdir: Path
+    duration_s: float = 2.0
+    delay_s: float = 0.0
+    levels: TracerLevels = field(default_factory=TracerLevels)
+    ssh_hosts: list[SshHost] = field(default_factory=list)  # none, one for all targets, or one per target
+    ssh: SshOptions = field(default_factory=SshOptions)
+    timeout_s: float | None = None  # wait for answers this long beyond the window; None: tsl's rule
+    run_name: str | None = None  # default: capture start time, like tsl (`2026_11_30_08_43_55`)
+    inline: bool = True  # ask for the XSpace in the answer; False makes the server save it (then we fetch it)
+
+    def response_wait_s(self) -> float:
+        if self.timeout_s is not None:
+            return self.timeout_s
+        return max(MIN_RESPONSE_WAIT_S, self.duration_s)
+
+
+@dataclass
+class CaptureResult:
+    run_folder: Path
+    files: list[Path]
+    hosts: list[str]
+    bytes_received: int
+
+
+@dataclass
+class _Worker:
+    target: Target
+    label: str  # file name stem: <label>.xplane.pb
+    address: str  # what gRPC connects to (a local forward when through SSH)
+    via: SshConnection | None = None
+    forward: LocalForward | None = None
+    call: ProfileCall | None = None
+    repository_root: str = ""
+
+    def describe(self) -> str:
+        return f"{self.target} (via SSH {self.via.label})" if self.via else str(self.target)
+
+
+def validate(settings: CaptureSettings) -> None:
+    if not settings.targets:
+        raise CaptureError("No capture target was given: name at least one host:port, e.g. localhost:9012.")
+    if settings.duration_s <= 0:
+        raise CaptureError("The capture duration must be more than zero, e.g. 2s.")
+    if settings.delay_s < 0:
+        raise CaptureError("The capture delay cannot be negative.")
+    if settings.timeout_s is not None and settings.timeout_s <= 0:
+        raise CaptureError("The timeout must be more than zero seconds.")
+    for name, top in MAX_LEVELS.items():
+        value = getattr(settings.levels, name)
+        if not 0 <= value <= top:
+            raise CaptureError(f"The {name} tracer level {value} is out of range: use 0 to {top}.")
+    count = len(settings.ssh_hosts)
+    if count > 1 and count != len(settings.targets):
+        raise CaptureError(f"{count} SSH hosts were given for {len(settings.targets)} targets: give one SSH host "
+                           "for all targets, or one per target in the same order.")
+
+
+def new_run_name(logdir: Path) -> str:
+    """The capture time as tsl names runs; a suffix keeps two captures in one second apart."""
+    base = datetime.now().strftime("%Y_%m_%d_%H_%M_%S")
+    profile_root = logdir / "plugins" / "profile"
+    name, counter = base, 1
+    while (profile_root / name).exists():
+        counter += 1
+        name = f"{base}_{counter}"
+    return name
+
+
+def capture(settings: CaptureSettings, progress: ProgressCallback | None = None) -> CaptureResult:
+    """Captures every target at once and saves one run folder; raises CaptureError or CaptureCancelled."""
+    validate(settings)
+    logdir = Path(settings.logdir).expanduser()
+    run_name = settings.run_name or new_run_name(logdir)
+    final_folder = logdir / "plugins" / "profile" / run_name
+    if final_folder.exists():
+        raise CaptureError(f"The run folder {final_folder} already exists: choose another run name.")
+    staging = final_folder.with_name(f".{run_name}.capturing")
+    connections: list[SshConnection] = []
+    workers: list[_Worker] = []
+    local_roots: list[Path] = []
+    try:
+        _report(progress, 0.0, "connecting")
+        workers = _prepare_workers(settings, connections, progress)
+        _make_folder(staging)
+        replies = _profile_all(settings, run_name, workers, local_roots, progress)
+        _report(progress, 0.95, "saving")
+        files = _save(settings, run_name, workers, replies, staging, final_folder)
+        _report(progress, 1.0, "done")
+        return CaptureResult(final_folder, files, [w.label for w in workers], sum(len(r) for r in replies))
+    finally:
+        for worker in workers:
+            if worker.call is not None:
+                worker.call.close()
+        for connection in connections:
+            connection.close()
+        shutil.rmtree(staging, ignore_errors=True)
+        for root in local_roots:
+            shutil.rmtree(root, ignore_errors=True)
+
+
+def _report(progress: ProgressCallback | None, fraction: float, message: str) -> None:
+    if progress is not None and progress(min(1.0, max(0.0, fraction)), message) is False:
+        raise CaptureCancelled()
+
+
+def _make_folder(folder: Path) -> None:
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError as error:
+        raise CaptureError(f"Cannot create the output folder {folder} ({error.strerror or error}).") from None
+
+
+def _prepare_workers(settings: CaptureSettings, connections: list[SshConnection],
+                     progress: ProgressCallback | None) -> list[_Worker]:  # fmt: skip
+    if not settings.ssh_hosts:
+        return [_Worker(t, file_label(t), str(t)) for t in settings.targets]
+    by_host: dict[SshHost, SshConnection] = {}
+    workers = []
+    for index, target in enumerate(settings.targets):
+        host = settings.ssh_hosts[index if len(settings.ssh_hosts) > 1 else 0]
+        if host not in by_host:
+            _report(progress, 0.0, f"connecting to {host} over SSH")
+            by_host[host] = connect(host, settings.ssh)
+            connections.append(by_host[host])
+        connection = by_host[host]
+        forward = connection.forward(target.host, target.port)
+        workers.append(_Worker(target, file_label(target, host), f"127.0.0.1:{forward.local_port}",
+                               via=connection, forward=forward))  # fmt: skip
+    labels = [w.label for w in workers]
+    for worker in workers:
+        if labels.count(worker.label) > 1:  # two SSH hosts sharing an alias: keep the files apart
+            worker.label = f"{worker.label}_{labels.index(worker.label)}_{worker.target.port}"
+    return workers
+
+
+def _profile_all(settings: CaptureSettings, run_name: str, workers: list[_Worker], local_roots: list[Path],
+                 progress: ProgressCallback | None) -> list[bytes]:  # fmt: skip
+    window_s = settings.delay_s + settings.duration_s
+    deadline_s = window_s + settings.response_wait_s()
+    for worker in workers:
+        if not settings.inline:
+            worker.repository_root = _repository_root(worker, run_name, local_roots)
+        request = build_request(settings.duration_s, settings.delay_s, settings.levels, run_name, worker.label,
+                                inline=settings.inline, repository_root=worker.repository_root)  # fmt: skip
+        worker.call = ProfileCall(worker.address, request, deadline_s)
+    started = time.monotonic()
+    try:
+        while not all(w.call.done() for w in workers):
+            elapsed = time.monotonic() - started
+            if elapsed < settings.delay_s:
+                message = f"waiting {settings.delay_s - elapsed:.1f} s before profiling"
+            elif elapsed < window_s:
+                message = f"profiling {elapsed - settings.delay_s:.1f} s / {settings.duration_s:g} s"
+            else:
+                message = "receiving"
+            _report(progress, _PROFILING_SHARE * min(1.0, elapsed / window_s), message)
+            # A failed worker fails the capture: don't make the user wait for the others.
+            for worker in workers:
+                if worker.call.done():
+                    _check_reply(worker, settings, deadline_s)
+            time.sleep(_POLL_S)
+    except BaseException:
+        for worker in workers:
+            worker.call.cancel()
+        raise
+    return [_fetch_if_needed(worker, settings, run_name, _check_reply(worker, settings, deadline_s))
+            for worker in workers]  # fmt: skip
+
+
+def _check_reply(worker: _Worker, settings: CaptureSettings, deadline_s: float) -> bytes:
+    try:
+        reply = worker.call.result()
+    except grpc.FutureCancelledError:
+        raise CaptureCancelled() from None
+    except grpc.RpcError as error:
+        if worker.forward is not None and worker.forward.error:
+            raise CaptureError(worker.forward.error) from None
+        raise CaptureError(explain_rpc_error(error, worker.describe(), worker.target.port, deadline_s)) from None
+    if reply.empty_trace:
+        raise CaptureError(
+            f"No trace events were collected from {worker.describe()} during the {settings.duration_s:g} s "
+            "window: the program was idle (no steps ran); capture while it runs steps, or for longer.")
+    return reply.xspace
+
+
+def _repository_root(worker: _Worker, run_name: str, local_roots: list[Path]) -> str:
+    """Where a server that does not answer inline saves the trace, on its own machine."""
+    if worker.via is not None:
+        return f"/tmp/tpuscope-capture-{run_name}"
+    root = Path(tempfile.mkdtemp(prefix="tpuscope-capture-"))
+    local_roots.append(root)
+    return str(root)
+
+
+def _fetch_if_needed(worker: _Worker, settings: CaptureSettings, run_name: str, xspace: bytes) -> bytes:
+    """Falls back to the file the server wrote when it returned no XSpace in its answer."""
+    if xspace:
+        return xspace
+    if settings.inline or not worker.repository_root:
+        raise CaptureError(f"The profiler server at {worker.describe()} returned no trace in its answer; "
+                           "it may be too old to send it back (try again with the file fallback).")
+    remote = f"{worker.repository_root}/{run_name}/{worker.label}.xplane.pb"
+    if worker.via is not None:
+        local = Path(tempfile.mkstemp(prefix="tpuscope-fetch-")[1])
+        try:
+            worker.via.fetch(remote, local)
+            return local.read_bytes()
+        finally:
+            local.unlink(missing_ok=True)
+    if worker.target.host.lower() not in _LOCAL_NAMES:
+        raise CaptureError(f"The profiler server at {worker.target} saved the trace on its own machine at {remote}; "
+                           "capture through --ssh so tpuscope can fetch it.")
+    try:
+        return Path(remote).read_bytes()
+    except OSError:
+        raise CaptureError(f"The profiler server at {worker.target} did not save a trace at {remote}.") from None
+
+
+def _save(settings: CaptureSettings, run_name: str, workers: list[_Worker], replies: list[bytes],
+          staging: Path, final_folder: Path) -> list[Path]:  # fmt: skip
+    parts = []
+    try:
+        for worker, xspace in zip(workers, replies, strict=True):
+            part = staging / f"{worker.label}.xplane.pb.part"
+            part.write_bytes(xspace)
+            parts.append(part)
+        for part in parts:
+            part.rename(part.with_suffix(""))  # drop ".part"
+        staging.rename(final_folder)
+    except OSError as error:
+        raise CaptureError(f"Cannot save the capture into {final_folder.parent} ({error.strerror or error}).") \
+            from None
+    return sorted(final_folder / f"{w.label}.xplane.pb" for w in workers)

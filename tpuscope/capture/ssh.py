@@ -1,0 +1,308 @@
+"""Reaching profiler servers on remote machines through SSH, made by tpuscope itself (paramiko).
+
+Honours ~/.ssh/config (HostName, User, Port, IdentityFile, ProxyJump,
+UserKnownHostsFile), keys, ssh-agent and a jump host. Host keys are checked
+against known_hosts and an unknown key is refused with its fingerprint.
+Forwarded ports listen on 127.0.0.1 only, since the profiler service has no
+authentication. Passphrases live only in memory, never in files or logs.
+"""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+import getpass
+import hashlib
+import os
+import select
+import socket
+import threading
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+import paramiko
+
+from tpuscope.capture.errors import CaptureError, PassphraseRequired, UnknownHostKey
+from tpuscope.capture.targets import DEFAULT_SSH_PORT, SshHost, parse_ssh_host
+
+DEFAULT_CONNECT_TIMEOUT_S = 15.0  # generous for a first connection to a cloud VM; OpenSSH has no default
+_PUMP_CHUNK = 1 << 16
+
+
+@dataclass(frozen=True)
+class SshOptions:
+    identity_file: str | None = None
+    jump: str | None = None  # [user@]host[:port]; ProxyJump from ~/.ssh/config when None
+    known_hosts: str | None = None  # default: UserKnownHostsFile from the config, else ~/.ssh/known_hosts
+    config_file: str | None = None  # default: ~/.ssh/config
+    connect_timeout_s: float = DEFAULT_CONNECT_TIMEOUT_S
+    passphrase: str | None = None  # for an encrypted key; kept in memory only
+    use_agent: bool = True
+
+
+def fingerprint(key: paramiko.PKey) -> str:
+    """OpenSSH's SHA256 fingerprint (what `ssh-keygen -lf` and `ssh` print)."""
+    digest = hashlib.sha256(key.asbytes()).digest()
+    return "SHA256:" + base64.b64encode(digest).decode().rstrip("=")
+
+
+def known_hosts_name(hostname: str, port: int) -> str:
+    return hostname if port == DEFAULT_SSH_PORT else f"[{hostname}]:{port}"
+
+
+def trust_host_key(hostname: str, key: paramiko.PKey, known_hosts: str | None = None) -> Path:
+    """Appends the key to known_hosts (after the user confirmed its fingerprint); returns the file."""
+    path = Path(known_hosts or "~/.ssh/known_hosts").expanduser()
+    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    with open(path, "a", encoding="ascii") as handle:
+        handle.write(f"{hostname} {key.get_name()} {key.get_base64()}\n")
+    return path
+
+
+class _RefuseUnknownHost(paramiko.MissingHostKeyPolicy):
+    def __init__(self, known_hosts: list[Path]):
+        self._files = known_hosts
+
+    def missing_host_key(self, client, hostname, key):
+        where = ", ".join(str(f) for f in self._files) or "known_hosts"
+        host, _, port = hostname.lstrip("[").partition("]:")
+        scan = f"ssh-keyscan -p {port} {host}" if port else f"ssh-keyscan {host}"
+        raise UnknownHostKey(
+            f"The SSH host {hostname} is not in {where} (its {key.get_name()} key fingerprint is "
+            f"{fingerprint(key)}): check the fingerprint, then add it with `{scan} >> ~/.ssh/known_hosts` "
+            "or by connecting once with ssh.",
+            hostname, key, fingerprint(key),
+        )
+
+
+@dataclass(frozen=True)
+class _Resolved:
+    label: str  # what the user typed, for messages
+    hostname: str
+    port: int
+    user: str
+    identity_files: tuple[str, ...]
+    jumps: tuple[str, ...]
+    known_hosts: tuple[Path, ...]
+
+
+def _resolve(host: SshHost, options: SshOptions) -> _Resolved:
+    config_path = Path(options.config_file or "~/.ssh/config").expanduser()
+    config = paramiko.SSHConfig()
+    if config_path.is_file():
+        try:
+            config = paramiko.SSHConfig.from_path(str(config_path))
+        except (OSError, ValueError, paramiko.ConfigParseError) as error:
+            raise CaptureError(f"The SSH config {config_path} cannot be read ({error}).") from None
+    entry = config.lookup(host.host)
+    identity = [options.identity_file] if options.identity_file else list(entry.get("identityfile", []))
+    identity = [str(Path(f).expanduser()) for f in identity]
+    if options.identity_file and not Path(identity[0]).is_file():
+        raise CaptureError(f"The SSH key file {options.identity_file} does not exist.")
+    jump = options.jump or entry.get("proxyjump")
+    jumps = tuple(j.strip() for j in jump.split(",") if j.strip()) if jump and jump.lower() != "none" else ()
+    if options.known_hosts:
+        known = [Path(options.known_hosts).expanduser()]
+    elif entry.get("userknownhostsfile"):
+        known = [Path(f).expanduser() for f in entry["userknownhostsfile"].split()]
+    else:
+        known = [Path("~/.ssh/known_hosts").expanduser()]
+    return _Resolved(
+        label=str(host),
+        hostname=entry.get("hostname", host.host),
+        port=host.port or int(entry.get("port", DEFAULT_SSH_PORT)),
+        user=host.user or entry.get("user") or getpass.getuser(),
+        identity_files=tuple(f for f in identity if Path(f).is_file()),
+        jumps=jumps,
+        known_hosts=tuple(known),
+    )
+
+
+class LocalForward:
+    """127.0.0.1:<free port> on this machine -> host:port as seen from the SSH server."""
+
+    def __init__(self, transport: paramiko.Transport, dest_host: str, dest_port: int, via: str):
+        self.dest = (dest_host, dest_port)
+        self.via = via
+        self.error: str | None = None  # why the SSH server could not connect onwards, if it failed
+        self._transport = transport
+        self._stop = threading.Event()
+        self._server = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        self._server.bind(("127.0.0.1", 0))  # loopback only: the profiler service is unauthenticated
+        self._server.listen(8)
+        self._server.settimeout(0.5)
+        self.local_port = self._server.getsockname()[1]
+        threading.Thread(target=self._accept_loop, name=f"ssh-forward-{self.local_port}", daemon=True).start()
+
+    def _accept_loop(self) -> None:
+        while not self._stop.is_set():
+            try:
+                client, peer = self._server.accept()
+            except TimeoutError:
+                continue
+            except OSError:
+                return
+            threading.Thread(target=self._serve, args=(client, peer), daemon=True).start()
+
+    def _serve(self, client: socket.socket, peer) -> None:
+        try:
+            channel = self._transport.open_channel("direct-tcpip", self.dest, peer, timeout=DEFAULT_CONNECT_TIMEOUT_S)
+        except (paramiko.SSHException, OSError, EOFError) as error:
+            reason = getattr(error, "text", None) or str(error) or type(error).__name__
+            self.error = (f"Nothing is listening on {self.dest[0]}:{self.dest[1]} as seen from the SSH host "
+                          f"{self.via} (the SSH server could not connect to it: {reason}).")
+            client.close()
+            return
+        try:
+            while not self._stop.is_set():
+                readable, _, _ = select.select([client, channel], [], [], 0.5)
+                if client in readable:
+                    data = client.recv(_PUMP_CHUNK)
+                    if not data:
+                        break
+                    channel.sendall(data)
+                if channel in readable:
+                    data = channel.recv(_PUMP_CHUNK)
+                    if not data:
+                        break
+                    client.sendall(data)
+        except OSError:
+            pass
+        finally:
+            channel.close()
+            client.close()
+
+    def close(self) -> None:
+        self._stop.set()
+        self._server.close()
+
+
+class SshConnection:
+    """An authenticated SSH connection (possibly through jump hosts) that forwards ports and fetches files."""
+
+    def __init__(self, client: paramiko.SSHClient, label: str, hops: list[paramiko.SSHClient]):
+        self.client = client
+        self.label = label
+        self._hops = hops
+        self._forwards: list[LocalForward] = []
+
+    def forward(self, host: str, port: int) -> LocalForward:
+        transport = self.client.get_transport()
+        if transport is None or not transport.is_active():
+            raise CaptureError(f"The SSH connection to {self.label} was closed.")
+        forward = LocalForward(transport, host, port, self.label)
+        self._forwards.append(forward)
+        return forward
+
+    def fetch(self, remote_path: str, local_path: Path) -> None:
+        """Copies a file the profiler server wrote on this machine (SFTP), then removes it there."""
+        try:
+            with self.client.open_sftp() as sftp:
+                sftp.get(remote_path, str(local_path))
+                with contextlib.suppress(OSError):
+                    sftp.remove(remote_path)
+        except FileNotFoundError:
+            raise CaptureError(f"The profiler server did not write {remote_path} on {self.label}, so there is "
+                               "no trace to fetch.") from None
+        except (OSError, paramiko.SSHException) as error:
+            raise CaptureError(f"Cannot copy {remote_path} from {self.label} over SFTP ({error}).") from None
+
+    def close(self) -> None:
+        for forward in self._forwards:
+            forward.close()
+        self.client.close()
+        for hop in reversed(self._hops):
+            hop.close()
+
+
+def connect(host: SshHost, options: SshOptions) -> SshConnection:
+    """Opens an authenticated SSH connection (through each jump host in turn), or raises CaptureError."""
+    resolved = _resolve(host, options)
+    no_jump = replace(options, jump="none")
+    chain = [_resolve(parse_ssh_host(jump), no_jump) for jump in resolved.jumps] + [resolved]
+    hops: list[paramiko.SSHClient] = []
+    sock = None
+    try:
+        for position, hop in enumerate(chain):
+            client = _open(hop, options, sock)
+            if position == len(chain) - 1:
+                return SshConnection(client, resolved.label, hops)
+            hops.append(client)
+            sock = _channel_to(client, chain[position + 1], hop.label)
+    except BaseException:
+        for client in reversed(hops):
+            client.close()
+        raise
+    raise AssertionError("unreachable")
+
+
+def _channel_to(hop: paramiko.SSHClient, target: _Resolved, jump_label: str) -> paramiko.Channel:
+    transport = hop.get_transport()
+    try:
+        return transport.open_channel("direct-tcpip", (target.hostname, target.port), ("127.0.0.1", 0),
+                                      timeout=DEFAULT_CONNECT_TIMEOUT_S)
+    except (paramiko.SSHException, OSError) as error:
+        reason = getattr(error, "text", None) or str(error) or type(error).__name__
+        raise CaptureError(f"The jump host {jump_label} cannot reach the SSH host {target.hostname}:{target.port} "
+                           f"({reason}).") from None
+
+
+def _open(resolved: _Resolved, options: SshOptions, sock) -> paramiko.SSHClient:
+    client = paramiko.SSHClient()
+    for known in resolved.known_hosts:
+        if known.is_file():
+            try:
+                client.load_system_host_keys(str(known))  # read-only: never rewritten by tpuscope
+            except (OSError, paramiko.SSHException) as error:
+                raise CaptureError(f"The known_hosts file {known} cannot be read ({error}).") from None
+    client.set_missing_host_key_policy(_RefuseUnknownHost(list(resolved.known_hosts)))
+    where = f"{resolved.hostname}:{resolved.port}"
+    timeout = options.connect_timeout_s
+    try:
+        client.connect(
+            resolved.hostname, port=resolved.port, username=resolved.user,
+            key_filename=list(resolved.identity_files) or None, passphrase=options.passphrase,
+            allow_agent=options.use_agent and bool(os.environ.get("SSH_AUTH_SOCK")), look_for_keys=True,
+            timeout=timeout, banner_timeout=timeout, auth_timeout=timeout, channel_timeout=timeout, sock=sock,
+        )  # fmt: skip
+        return client
+    except UnknownHostKey:
+        client.close()
+        raise
+    except paramiko.BadHostKeyException as error:
+        client.close()
+        raise CaptureError(
+            f"The SSH host {where} presented a different host key ({fingerprint(error.key)}) than the one in "
+            "known_hosts: the machine was recreated, or someone is intercepting the connection; refusing to "
+            "connect.") from None
+    except paramiko.PasswordRequiredException:
+        client.close()
+        key = resolved.identity_files[0] if resolved.identity_files else "the SSH key"
+        raise PassphraseRequired(f"The SSH key {key} is protected by a passphrase: enter it when asked, or load "
+                                 "the key into ssh-agent.", key) from None
+    except paramiko.AuthenticationException:
+        client.close()
+        tried = ", ".join(resolved.identity_files) or "the default keys in ~/.ssh"
+        raise CaptureError(
+            f"The SSH host {where} refused authentication for user {resolved.user} (tried {tried}"
+            f"{' and ssh-agent' if options.use_agent and os.environ.get('SSH_AUTH_SOCK') else ''}): check "
+            "--identity and that the public key is in the server's authorized_keys.") from None
+    except socket.gaierror:
+        client.close()
+        raise CaptureError(f"The SSH host {resolved.hostname} cannot be found (DNS lookup failed).") from None
+    except TimeoutError:
+        client.close()
+        raise CaptureError(f"The SSH host {where} did not answer within {timeout:g} s: it is down, "
+                           "or a firewall drops the connection.") from None
+    except ConnectionRefusedError:
+        client.close()
+        raise CaptureError(f"Cannot reach the SSH host {where}: connection refused "
+                           "(no SSH server listens on that port).") from None
+    except paramiko.SSHException as error:
+        client.close()
+        if "banner" in str(error).lower() or "timeout" in str(error).lower():
+            raise CaptureError(f"{where} did not answer as an SSH server ({error}).") from None
+        raise CaptureError(f"The SSH connection to {where} failed ({error}).") from None
+    except OSError as error:
+        client.close()
+        raise CaptureError(f"Cannot reach the SSH host {where} ({error.strerror or error}).") from None
