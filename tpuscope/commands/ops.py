@@ -1,0 +1,128 @@
+"""`tpuscope ops PATH`: where the device time goes, by HLO op, category, program or framework op."""
+
+from __future__ import annotations
+
+import csv
+import sys
+
+from tpuscope.analysis.device_ops import find_devices, select_devices
+from tpuscope.analysis.ops import GROUPINGS, aggregate, collect_op_events
+from tpuscope.analysis.step_breakdown import step_breakdown
+from tpuscope.cli import UserFacingError
+from tpuscope.commands._shared import add_path_argument, format_ps, load_for_cli, print_json
+
+CSV_FIELDS = (
+    "name",
+    "category",
+    "program",
+    "occurrences",
+    "total_time_us",
+    "avg_time_us",
+    "self_time_us",
+    "percent",
+    "cumulative_percent",
+    "flops",
+    "flop_rate_gflops",
+    "bytes_accessed",
+    "bandwidth_gbps",
+    "operational_intensity",
+    "bound_by",
+)
+
+
+def register(subparsers) -> None:
+    parser = subparsers.add_parser(
+        "ops", help="op-level breakdown of device time (agrees with XProf hlo_stats)"
+    )
+    add_path_argument(parser)
+    parser.add_argument(
+        "--device",
+        default="all",
+        help="'all' (default), a device number N (position in the device list), or a kind: TPU, GPU, CPU",
+    )
+    parser.add_argument(
+        "--by",
+        choices=GROUPINGS,
+        default="op",
+        help="group by HLO op (default), category, program or framework op",
+    )
+    parser.add_argument("--top", type=int, default=None, help="show only the N rows with most self time")
+    output = parser.add_mutually_exclusive_group()
+    output.add_argument("--json", action="store_true", help="print machine-readable JSON")
+    output.add_argument("--csv", action="store_true", help="print CSV")
+    parser.set_defaults(handler=run)
+
+
+def run(args) -> int:
+    if args.top is not None and args.top < 1:
+        raise UserFacingError(f"--top must be a positive number of rows, not {args.top}.")
+    trace = load_for_cli(args)
+    devices = find_devices(trace)
+    if not devices:
+        raise UserFacingError(
+            f"{args.path} holds no device ops: no TPU `XLA Ops`, no GPU kernels and no XLA:CPU thunks."
+        )
+    chosen = select_devices(devices, args.device)
+    if not chosen:
+        names = ", ".join(f"{i}={d.name}" for i, d in enumerate(devices))
+        raise UserFacingError(f"--device {args.device} matches no device; the profile has: {names}.")
+    table = aggregate(collect_op_events(trace, chosen), args.by)
+    rows = table.rows_json(args.top)
+    device_label = (
+        "all" if len(chosen) == len(devices) and len(devices) > 1 else ", ".join(d.name for d in chosen)
+    )
+    if args.csv:
+        writer = csv.DictWriter(sys.stdout, fieldnames=CSV_FIELDS, extrasaction="ignore", lineterminator="\n")
+        writer.writeheader()
+        writer.writerows(rows)
+        return 0
+    breakdown = step_breakdown(trace, devices=chosen)
+    if args.json:
+        print_json(
+            {
+                "device": device_label,
+                "devices": [d.label for d in chosen],
+                "by": args.by,
+                "busy_time_us": table.busy_ps / 1e6,
+                "duty_cycle": breakdown.duty_cycle,
+                "peaks": None
+                if table.peaks is None
+                else {
+                    "teraflops_per_second": table.peaks.teraflops_per_second,
+                    "hbm_gigabytes_per_second": table.peaks.hbm_gigabytes_per_second,
+                    "source": table.peaks.source,
+                },
+                "rows": rows,
+                "steps": breakdown.to_json(),
+            }
+        )
+        return 0
+    _print_text(device_label, args.by, table, rows, breakdown)
+    return 0
+
+
+def _print_text(device_label, by, table, rows, breakdown) -> None:
+    print(f"Devices:  {device_label}  ({len(table.devices)} device{'s' if len(table.devices) != 1 else ''})")
+    print(
+        f"Busy:     {format_ps(table.busy_ps / max(len(table.devices), 1))} per device, "
+        f"duty cycle {breakdown.duty_cycle * 100:.1f}% of the profile"
+    )
+    if table.peaks:
+        p = table.peaks
+        print(
+            f"Roofline: {p.teraflops_per_second:g} TFLOP/s, {p.hbm_gigabytes_per_second:g} GB/s ({p.source})"
+        )
+    if len(breakdown):
+        print(
+            f"Steps:    {len(breakdown)} ({breakdown.steps.description}); "
+            f"busy {breakdown.step_duty_cycle * 100:.1f}% of step time"
+        )
+    print()
+    width = max([len(by)] + [min(len(r["name"]), 60) for r in rows])
+    print(f"{by:<{width}}  {'count':>7}  {'total':>12}  {'self':>12}  {'self %':>6}  {'cum %':>6}  bound by")
+    for r in rows:
+        print(
+            f"{r['name'][:60]:<{width}}  {r['occurrences']:>7}  {format_ps(r['total_time_us'] * 1e6):>12}  "
+            f"{format_ps(r['self_time_us'] * 1e6):>12}  {r['percent']:>6.2f}  "
+            f"{r['cumulative_percent']:>6.2f}  {r['bound_by']}"
+        )
