@@ -1,0 +1,8 @@
+"""Entry point of the standalone bundle: the same `tpuscope` command as the pip install."""
+
+import sys
+
+from tpuscope.cli import main
+
+if __name__ == "__main__":
+    sys.exit(main())
