@@ -1,0 +1,143 @@
+"""What every rule needs, computed once per trace: framework, steps, device busy time, host events.
+
+Rules stay small because they ask the context ("the device-idle intervals", "the outermost
+events named like X on host threads", "which step is this time in") instead of re-deriving it.
+"""
+
+from __future__ import annotations
+
+import re
+from functools import cached_property
+
+import numpy as np
+
+from tpuscope.analysis import device_ops
+from tpuscope.analysis.diagnose.intervals import Intervals, difference, empty, merge_intervals
+from tpuscope.analysis.framework import Framework, detect_framework
+from tpuscope.analysis.steps import Steps, find_steps, outermost
+from tpuscope.model.trace import Trace, Track
+
+# Host events that hand a program (or a kernel) to the device. Names from integration.md 2.3-2.5
+# and the JAX/PyTorch/XLA CPU captures: JAX dispatch, PJRT execute entry points, PyTorch/XLA execute,
+# TF TPU execute, GPU kernel launches.
+LAUNCH_PATTERN = (
+    r"^(PjitFunction\(.*\)|ExecuteReplicated\.__call__|PjRtComputationClient::Execute\w*"
+    r"|IfrtComputationClient::Execute\w*|TfrtTpuLoadedExecutable::Execute|PjRtCpuExecutable::Execute\w*"
+    r"|PJRT_LoadedExecutable_Execute|PjRtStreamExecutorLoadedExecutable::Execute|TpuExecuteOp"
+    r"|hipModuleLaunchKernel|hipExtModuleLaunchKernel|cudaLaunchKernel\w*|cuLaunchKernel\w*)$"
+)
+# Compilation events (integration.md 1.3 and xprof_features.md section 3).
+COMPILE_PATTERN = (
+    r"^(backend_compile(_and_load)?|lower_sharding_computation|XLAGraphExecutor::Compile"
+    r"|PjRtComputationClient::Compile|IfrtComputationClient::Compile|XlaCompile(:.*)?|_XlaCompile"
+    r"|TfrtTpuCompiler::Compile|PjRtCApiClient::CompileAndLoad\(.*)$"
+)
+# Blocking device-to-host reads on the host (integration.md 1.5).
+SYNC_PATTERN = (
+    r"^(np\.asarray\(jax\.Array\)|PjRtComputationClient::TransferFromDevice"
+    r"|IfrtComputationClient::TransferFromDevice|(aten::)?_local_scalar_dense|TfrtTpuBuffer::ToLiteral)$"
+)
+
+
+class Context:
+    """Lazily computed facts about one trace, shared by all rules of one diagnosis run."""
+
+    def __init__(self, trace: Trace, steps: Steps | None = None, framework: Framework | None = None):
+        self.trace = trace
+        self._steps = steps
+        self._framework = framework
+
+    @cached_property
+    def framework(self) -> Framework:
+        return self._framework or detect_framework(self.trace)
+
+    @cached_property
+    def steps(self) -> Steps:
+        return self._steps if self._steps is not None else find_steps(self.trace)
+
+    @cached_property
+    def devices(self) -> list[device_ops.Device]:
+        return device_ops.find_devices(self.trace)
+
+    @cached_property
+    def device_busy(self) -> Intervals:
+        """Union of the busy intervals of all devices: a device is only 'waiting' if none works."""
+        if not self.devices:
+            return empty()
+        parts = [device_ops.busy_intervals(d) for d in self.devices]
+        return merge_intervals(np.concatenate([p[0] for p in parts]), np.concatenate([p[1] for p in parts]))
+
+    def device_idle(self, start_ps: int, end_ps: int) -> Intervals:
+        """Intervals inside [start, end) where no device ran an op."""
+        window = (np.array([start_ps], np.int64), np.array([end_ps], np.int64))
+        return difference(window, self.device_busy)
+
+    @cached_property
+    def host_tracks(self) -> list[Track]:
+        return [t for p in self.trace.host_planes() for t in p.tracks if len(t)]
+
+    def host_events(self, pattern: str) -> list[tuple[Track, np.ndarray]]:
+        """Outermost host events whose whole name matches `pattern` (nested duplicates dropped)."""
+        ids = self.trace.strings.ids_matching(pattern, regex=True, ignore_case=False)
+        found = self.trace.events_with_name_ids(ids, self.host_tracks)
+        return [(t, outermost(t, idx)) for t, idx in found]
+
+    @cached_property
+    def launches(self) -> list[tuple[Track, np.ndarray]]:
+        return self.host_events(LAUNCH_PATTERN)
+
+    @cached_property
+    def compiles(self) -> list[tuple[Track, np.ndarray]]:
+        return self.host_events(COMPILE_PATTERN)
+
+    @cached_property
+    def syncs(self) -> list[tuple[Track, np.ndarray]]:
+        return self.host_events(SYNC_PATTERN)
+
+    @cached_property
+    def periods(self) -> tuple[np.ndarray, np.ndarray]:
+        """Each step's period: from its start to the next step's start (the last: to its end).
+
+        Step time measured start-to-start includes the host work between annotated steps,
+        which is where an unannotated data loader spends its time.
+        """
+        steps = self.steps
+        if len(steps) == 0:
+            return np.empty(0, np.int64), np.empty(0, np.int64)
+        ends = np.append(steps.start_ps[1:], steps.end_ps[-1])
+        return steps.start_ps.copy(), np.maximum(ends, steps.start_ps)
+
+    def step_label(self, position: int) -> str:
+        return f"step {int(self.steps.number[position])}"
+
+    def advice_for(self, advice: dict[str, list[str]]) -> list[str]:
+        """The advice for the detected framework, else the generic advice (key "")."""
+        return list(advice.get(self.framework.name) or advice.get("", []))
+
+
+def intervals_of(events: list[tuple[Track, np.ndarray]]) -> Intervals:
+    """Union of the time intervals of events on several tracks."""
+    if not events:
+        return empty()
+    starts = np.concatenate([t.start_ps[idx] for t, idx in events])
+    ends = np.concatenate([t.end_ps[idx] for t, idx in events])
+    return merge_intervals(starts, ends)
+
+
+def flat_events(
+    events: list[tuple[Track, np.ndarray]],
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """(track number, index, start, end) of events on several tracks, sorted by start."""
+    if not events:
+        z = np.empty(0, np.int64)
+        return z, z, z, z
+    which = np.concatenate([np.full(len(idx), k, np.int64) for k, (_, idx) in enumerate(events)])
+    index = np.concatenate([idx for _, idx in events]).astype(np.int64)
+    starts = np.concatenate([t.start_ps[idx] for t, idx in events])
+    ends = np.concatenate([t.end_ps[idx] for t, idx in events])
+    order = np.argsort(starts, kind="stable")
+    return which[order], index[order], starts[order], ends[order]
+
+
+def name_matches(name: str, pattern: str) -> bool:
+    return re.match(pattern, name) is not None

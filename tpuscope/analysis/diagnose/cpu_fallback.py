@@ -1,0 +1,5 @@
+RULE_ID = "cpu_fallback"
+
+
+def run(ctx):
+    return []

@@ -1,0 +1,78 @@
+"""Runs every diagnosis rule on a trace and returns the findings, worst first.
+
+A rule that fails on an unexpected profile must not take the others down: its error is
+kept in the report (and shown), the remaining rules still run.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from tpuscope.analysis.diagnose import (
+    cpu_fallback,
+    host_device_sync,
+    input_bound,
+    low_utilization,
+    recompilation,
+    step_variance,
+    straggler,
+)
+from tpuscope.analysis.diagnose.context import Context
+from tpuscope.analysis.diagnose.finding import Finding, Severity
+from tpuscope.analysis.framework import Framework
+from tpuscope.analysis.steps import Steps
+from tpuscope.model.trace import Trace
+
+Rule = Callable[[Context], list[Finding]]
+
+RULES: dict[str, Rule] = {
+    input_bound.RULE_ID: input_bound.run,
+    recompilation.RULE_ID: recompilation.run,
+    host_device_sync.RULE_ID: host_device_sync.run,
+    low_utilization.RULE_ID: low_utilization.run,
+    step_variance.RULE_ID: step_variance.run,
+    straggler.RULE_ID: straggler.run,
+    cpu_fallback.RULE_ID: cpu_fallback.run,
+}
+
+
+@dataclass
+class Report:
+    """The outcome of one diagnosis run."""
+
+    framework: Framework
+    steps: Steps
+    findings: list[Finding]
+    rule_errors: dict[str, str] = field(default_factory=dict)
+    seconds: float = 0.0
+
+    @property
+    def worst(self) -> Severity | None:
+        return max((f.severity for f in self.findings), default=None)
+
+    def to_json(self) -> dict:
+        return {
+            "framework": self.framework.name,
+            "framework_evidence": self.framework.evidence,
+            "steps": self.steps.to_json(),
+            "findings": [f.to_json() for f in self.findings],
+            "rule_errors": dict(self.rule_errors),
+        }
+
+
+def diagnose(trace: Trace, rules: dict[str, Rule] | None = None) -> Report:
+    """All findings of all rules (or of `rules`), sorted worst first, then by rule order."""
+    started = time.perf_counter()
+    ctx = Context(trace)
+    findings: list[Finding] = []
+    errors: dict[str, str] = {}
+    for rule_id, rule in (rules or RULES).items():
+        try:
+            findings.extend(rule(ctx))
+        except Exception as error:  # noqa: BLE001 - one broken rule must not hide the others' findings
+            errors[rule_id] = f"{type(error).__name__}: {error}"
+    order = {rule_id: k for k, rule_id in enumerate(RULES)}
+    findings.sort(key=lambda f: (-int(f.severity), order.get(f.id, len(order))))
+    return Report(ctx.framework, ctx.steps, findings, errors, time.perf_counter() - started)

@@ -1,0 +1,5 @@
+RULE_ID = "host_device_sync"
+
+
+def run(ctx):
+    return []

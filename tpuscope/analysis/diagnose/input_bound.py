@@ -1,0 +1,197 @@
+"""Rule `input_bound`: the device waits for the host to hand it the next step's input.
+
+Measured as the share of step time during which no device ran an op *and* the host was
+still preparing the step: before the step's first program launch (and, for steps taken
+from the device timeline, anywhere between two executions of the step program), or inside
+input work (tf.data `IteratorGetNext`, infeed, host-to-device copies, user data-loader
+annotations). Compilation and blocking device-to-host reads are excluded (their own rules
+report them). Without any device activity (TensorFlow on CPU), XProf's generic
+definition is used: time in input events over step time.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from tpuscope.analysis.diagnose.context import Context, flat_events, intervals_of
+from tpuscope.analysis.diagnose.finding import (
+    MAX_EVIDENCE,
+    Finding,
+    Severity,
+    event_evidence,
+    largest_first,
+    ms,
+    percent,
+)
+from tpuscope.analysis.diagnose.finding import range_evidence as range_ev
+from tpuscope.analysis.diagnose.intervals import difference, intersect, merge_intervals, total, window_total
+from tpuscope.analysis.framework import JAX, PYTORCH_XLA, TENSORFLOW
+from tpuscope.analysis.steps import SOURCE_DEVICE_PROGRAM, SOURCE_DEVICE_STEPS
+
+RULE_ID = "input_bound"
+# XProf input-pipeline analyzer: input >= 20 % of step time is "HIGHLY input-bound", >= 5 % "MODERATELY"
+# (xprof op_stats_to_input_pipeline_analysis.cc kHighlyInfeedBoundThresholdInPercent /
+# kModeratelyInfeedBoundThresholdInPercent; research/xprof_features.md 2a).
+HIGHLY_INPUT_BOUND_PERCENT = 20.0
+MODERATELY_INPUT_BOUND_PERCENT = 5.0
+
+# Runtime input events: tf.data consumer waits, infeed, host-to-device copies (integration.md 1.2, 1.6, 2.2).
+RUNTIME_INPUT_PATTERN = (
+    r"^(IteratorGetNext\w*(::DoCompute)?|IteratorGetNextOp::DoCompute|IteratorGetNextAsOptional\w*(::DoCompute)?"
+    r"|InfeedEnqueue\w*|\S*::TransferToDevice|\S*TransferToDevice=>IssueEvent.*|DevicePut\w*"
+    r"|batched_copy_array_to_devices\w*|H2D Dispatch|hipMemcpyHtoD\w*|cuMemcpyHtoD\w*|cudaMemcpy\w*HtoD\w*"
+    r"|TransferH2DRequest|TransferPreprocessedH2DRequest)$"
+)
+# User annotations that name data loading (TraceAnnotation / xp.Trace / record_function names). Only
+# counted on the threads that run the steps: tf.data and loader worker threads prefetch in parallel.
+USER_INPUT_PATTERN = (
+    r"(data_?load|dataloader|load_?batch|load_?data|next_?batch|get_?batch|read_?batch|input_?pipeline"
+    r"|input_fn|__next__|fetch_?batch)"
+)
+
+ADVICE = {
+    JAX: [
+        "Prepare the next batch while the device computes: prefetch batches to the device ahead of use "
+        "(e.g. a background thread calling jax.device_put, or flax.jax_utils.prefetch_to_device).",
+        "Use a parallel input pipeline (Grain with worker processes, or tf.data with "
+        "num_parallel_calls and prefetch) instead of loading in the training loop.",
+        "Profile the loader: wrap it in jax.profiler.TraceAnnotation so its time shows by name.",
+    ],
+    TENSORFLOW: [
+        "Add .prefetch(tf.data.AUTOTUNE) at the end of the tf.data pipeline and use "
+        "num_parallel_calls=tf.data.AUTOTUNE in map/interleave.",
+        "Cache expensive preprocessing (.cache()) or move it offline; see the tf.data performance guide.",
+    ],
+    PYTORCH_XLA: [
+        "Wrap the DataLoader in torch_xla.distributed.parallel_loader.MpDeviceLoader so batches are "
+        "transferred to the device in the background.",
+        "Raise DataLoader num_workers and use persistent_workers=True; annotate loading with xp.Trace.",
+    ],
+    "": [
+        "Overlap input preparation with device compute (prefetch to the device, parallel loaders).",
+    ],
+}
+
+
+def run(ctx: Context) -> list[Finding]:
+    steps = ctx.steps
+    if len(steps) == 0:
+        return []
+    p0, p1 = ctx.periods
+    step_time = int((p1 - p0).sum())
+    if step_time <= 0:
+        return []
+    runtime_input = ctx.host_events(RUNTIME_INPUT_PATTERN)
+    user_input = _user_input_events(ctx)
+    input_events = runtime_input + user_input
+    work = intervals_of(input_events)
+    if not ctx.devices:
+        return _without_devices(ctx, input_events, work, step_time)
+
+    candidate = merge_intervals(*_candidate(ctx))
+    excluded = intervals_of(ctx.compiles + ctx.syncs)
+    candidate = difference(candidate, excluded)
+    waiting = intersect(candidate, difference((p0[:1], p1[-1:]), ctx.device_busy))
+    waiting_ps = total(waiting)
+    share = percent(waiting_ps, step_time)
+    severity = _severity(share)
+    if severity is None:
+        return []
+    attributed_ps = total(intersect(waiting, work))
+    per_step = window_total(waiting, p0, p1)
+    worst = np.argsort(-per_step, kind="stable")[:3]
+    metrics = {
+        "input_percent_of_step_time": share,
+        "device_waiting_ms": ms(waiting_ps),
+        "waiting_in_input_work_ms": ms(attributed_ps),
+        "waiting_before_launch_other_ms": ms(waiting_ps - attributed_ps),
+        "step_time_ms": ms(step_time),
+        "steps": len(steps),
+        "median_wait_per_step_ms": ms(float(np.median(per_step))),
+        "worst_steps": [ctx.step_label(int(i)) for i in worst],
+    }
+    level = "highly" if severity == Severity.CRITICAL else "moderately"
+    limit = HIGHLY_INPUT_BOUND_PERCENT if severity == Severity.CRITICAL else MODERATELY_INPUT_BOUND_PERCENT
+    explanation = (
+        f"The device sat idle, waiting for the host, for {share:.1f}% of step time "
+        f"({ms(waiting_ps)} ms over {len(steps)} steps, steps from {steps.description}). "
+        f"XProf calls a program {level} input-bound at >= {limit:g}%. "
+        f"{ms(attributed_ps)} ms of the wait overlaps input work (data loading, infeed, host-to-device "
+        f"copies); the rest is host time before each step's first launch (Python, loader code that is "
+        f"not annotated)."
+    )
+    evidence = _evidence(ctx, input_events, waiting)
+    title = f"Input-bound: device waits for the host {share:.1f}% of step time"
+    return [Finding(RULE_ID, severity, title, explanation, metrics, evidence, ctx.advice_for(ADVICE))]
+
+
+def _severity(share: float) -> Severity | None:
+    if share >= HIGHLY_INPUT_BOUND_PERCENT:
+        return Severity.CRITICAL
+    if share >= MODERATELY_INPUT_BOUND_PERCENT:
+        return Severity.WARNING
+    return None
+
+
+def _user_input_events(ctx: Context) -> list:
+    step_tracks = {id(t) for t, _ in ctx.launches}
+    if ctx.steps.track is not None:
+        step_tracks.add(id(ctx.steps.track))
+    found = ctx.host_events(r"(?i).*" + USER_INPUT_PATTERN + r".*")
+    return [(t, idx) for t, idx in found if id(t) in step_tracks]
+
+
+def _candidate(ctx: Context) -> tuple[np.ndarray, np.ndarray]:
+    """Per step: the time the host may still be preparing it, [previous step end, first launch)."""
+    steps = ctx.steps
+    previous_end = np.concatenate([[steps.start_ps[0]], steps.end_ps[:-1]])
+    previous_end = np.minimum(previous_end, steps.start_ps)
+    if steps.source in (SOURCE_DEVICE_PROGRAM, SOURCE_DEVICE_STEPS):
+        # Steps on the device timeline: every idle moment from the previous execution to this one's end.
+        return previous_end, steps.end_ps
+    _, _, launch_starts, _ = flat_events(ctx.launches)
+    pos = np.searchsorted(launch_starts, steps.start_ps, side="left")
+    has = pos < len(launch_starts)
+    first = np.where(has, launch_starts[np.minimum(pos, max(len(launch_starts) - 1, 0))], steps.end_ps)
+    first = np.where(first < steps.end_ps, first, steps.end_ps)
+    return previous_end, np.maximum(first, previous_end)
+
+
+def _without_devices(ctx: Context, input_events: list, work, step_time: int) -> list[Finding]:
+    p0, p1 = ctx.periods
+    inside = intersect(work, (p0, p1))
+    input_ps = total(inside)
+    share = percent(input_ps, step_time)
+    severity = _severity(share)
+    if severity is None:
+        return []
+    metrics = {
+        "input_percent_of_step_time": share,
+        "input_ms": ms(input_ps),
+        "step_time_ms": ms(step_time),
+        "steps": len(ctx.steps),
+        "device_activity": "none recorded (host-only profile)",
+    }
+    explanation = (
+        f"The profile holds no device activity, so input time is measured as XProf does on CPU/GPU: "
+        f"time in input events (tf.data IteratorGetNext, host-to-device copies, data-loader annotations) "
+        f"is {share:.1f}% of step time ({ms(input_ps)} ms over {len(ctx.steps)} steps)."
+    )
+    title = f"Input-bound: {share:.1f}% of step time is spent waiting for input"
+    evidence = _evidence(ctx, input_events, inside)
+    return [Finding(RULE_ID, severity, title, explanation, metrics, evidence, ctx.advice_for(ADVICE))]
+
+
+def _evidence(ctx: Context, input_events: list, waiting) -> list[dict]:
+    items = []
+    for track, idx in input_events:
+        overlaps = window_total(waiting, track.start_ps[idx], track.end_ps[idx])
+        hit = idx[overlaps > 0]
+        for i in hit[np.argsort(-track.duration_ps[hit], kind="stable")[:MAX_EVIDENCE]]:
+            items.append(event_evidence(f"input work: {track.event_name(int(i))}", track, int(i)))
+    host = ctx.steps.host or (ctx.trace.hosts[0] if ctx.trace.hosts else "")
+    w0, w1 = waiting
+    for k in np.argsort(-(w1 - w0), kind="stable")[:MAX_EVIDENCE]:
+        a, b = int(w0[k]), int(w1[k])
+        items.append(range_ev(f"device idle, waiting for the host ({ms(b - a)} ms)", a, b, host))
+    return largest_first(items)

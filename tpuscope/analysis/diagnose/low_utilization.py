@@ -1,0 +1,5 @@
+RULE_ID = "low_device_utilization"
+
+
+def run(ctx):
+    return []

@@ -1,0 +1,244 @@
+"""Rule `recompilation`: the same function compiled again and again inside the profile.
+
+XProf does not count compilations at all (research/xprof_features.md section 3), yet a
+shape that changes every few steps can cost more than the training itself. Compilations
+are found from the host events each framework emits, grouped by what was compiled:
+- JAX: `backend_compile(_and_load)` / `lower_sharding_computation` inside `PjitFunction(<fn>)`;
+- PyTorch/XLA: `XLAGraphExecutor::Compile` (stat `graph_hash`) / `PjRtComputationClient::Compile`;
+- TensorFlow: `tf.function` calls that were traced (stat `tf_function_call` = `traced-*`),
+  and `XlaCompile`;
+- otherwise runtime compiler events (`TfrtTpuCompiler::Compile`, `PjRtCApiClient::CompileAndLoad`).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from tpuscope.analysis.diagnose.context import Context
+from tpuscope.analysis.diagnose.finding import Finding, Severity, event_evidence, largest_first, ms, percent
+from tpuscope.analysis.diagnose.intervals import merge_intervals, total
+from tpuscope.analysis.framework import JAX, PYTORCH_XLA, TENSORFLOW
+from tpuscope.model.trace import Track
+
+RULE_ID = "recompilation"
+# More than this many compilations of one function after the first step is a warning (the issue's rule:
+# "compiled more than once after the first step"); the first step legitimately compiles everything.
+MAX_COMPILES_AFTER_FIRST_STEP = 1
+# PyTorch/XLA's own analysis flags "CompileTime too frequent" when compilations per step exceed 0.5 after
+# more than 10 steps (torch_xla/csrc/runtime/metrics_analysis.cpp MetricFrequency("CompileTime", 0.5f, 10);
+# research/integration.md 1.1). Used here for critical.
+CRITICAL_COMPILES_PER_STEP = 0.5
+CRITICAL_MIN_STEPS = 10
+
+# Framework-level compile events: one per compilation of one function/graph.
+_PRIMARY = r"^(backend_compile(_and_load)?|XLAGraphExecutor::Compile|XlaCompile(:.*)?|_XlaCompile)$"
+_LOWERING = r"^lower_sharding_computation$"
+# Runtime compiler events: used only when no framework-level event exists (they nest inside those).
+_RUNTIME = (
+    r"^(PjRtComputationClient::Compile|IfrtComputationClient::Compile|TfrtTpuCompiler::Compile"
+    r"|PjRtCApiClient::CompileAndLoad\(.*|PjRtCpuClient::Compile|PjRtStreamExecutorClient::Compile)$"
+)
+_JAX_DISPATCH = r"^PjitFunction\((.+)\)$"
+_XLA_COMPILE_NAME = re.compile(r"module=([^,#]+)")
+_FRIENDLY_NAMES = {"XLAGraphExecutor::Compile": "XLA graph (PyTorch/XLA)"}
+
+ADVICE = {
+    JAX: [
+        "Keep input shapes fixed: pad or bucket variable-length batches to a few sizes, and drop or pad the "
+        "last partial batch.",
+        "Pass Python values that change every step as traced arguments, not static_argnums/static_argnames; "
+        "keep dtypes (and weak types) stable.",
+        "Find the cause with jax.config.update('jax_explain_cache_misses', True) and "
+        "jax.config.update('jax_log_compiles', True).",
+        "Enable the persistent compilation cache (jax_compilation_cache_dir) so restarts do not recompile.",
+    ],
+    PYTORCH_XLA: [
+        "Avoid dynamic shapes: pad inputs to fixed sizes, avoid data-dependent ops (nonzero, masked "
+        "indexing) in the step, keep loop counts constant.",
+        "Run with PT_XLA_DEBUG_LEVEL=2 to print the compilation cause, graph hash and Python frame.",
+        "Compile the step once with torch_xla.compile / torch.compile(backend='openxla').",
+    ],
+    TENSORFLOW: [
+        "Stop tf.function retracing: give it an input_signature with None for variable dimensions, or "
+        "reduce_retracing=True; do not pass changing Python scalars.",
+        "Check tf.function's tracing count (tf_function_call / tracing_count stats).",
+    ],
+    "": ["Keep program input shapes and static arguments fixed so each program compiles once."],
+}
+
+
+@dataclass
+class _Group:
+    """The compilations of one function/graph."""
+
+    name: str
+    events: list[tuple[Track, int]] = field(default_factory=list)
+    details: set[str] = field(default_factory=set)
+
+
+def run(ctx: Context) -> list[Finding]:
+    groups = _groups(ctx)
+    if not groups:
+        return []
+    p0, _ = ctx.periods
+    first_step_end = int(p0[1]) if len(p0) > 1 else (int(ctx.steps.end_ps[0]) if len(p0) else None)
+    profile_ps = max(ctx.trace.duration_ps, 1)
+    findings, quiet = [], []
+    for group in groups.values():
+        starts = np.array([t.start_ps[i] for t, i in group.events], dtype=np.int64)
+        ends = np.array([t.end_ps[i] for t, i in group.events], dtype=np.int64)
+        compile_ps = total(merge_intervals(starts, ends))
+        after_first = int((starts >= first_step_end).sum()) if first_step_end is not None else 0
+        steps_after = max(len(p0) - 1, 0)
+        metrics = {
+            "function": group.name,
+            "compilations": len(group.events),
+            "compile_ms": ms(compile_ps),
+            "percent_of_profile": percent(compile_ps, profile_ps),
+            "compiled_after_first_step": after_first,
+            "steps": _step_labels(ctx, starts),
+        }
+        if group.details:
+            metrics["what_differed"] = sorted(group.details)
+        if after_first > MAX_COMPILES_AFTER_FIRST_STEP:
+            per_step = after_first / steps_after if steps_after else float(after_first)
+            critical = steps_after > CRITICAL_MIN_STEPS and per_step > CRITICAL_COMPILES_PER_STEP
+            metrics["compilations_per_step_after_first"] = round(per_step, 3)
+            findings.append(
+                _repeated(ctx, group, metrics, Severity.CRITICAL if critical else Severity.WARNING)
+            )
+        else:
+            quiet.append((group, metrics))
+    if quiet:
+        findings.append(_summary(ctx, quiet))
+    return findings
+
+
+def _repeated(ctx: Context, group: _Group, metrics: dict, severity: Severity) -> Finding:
+    n, after = metrics["compilations"], metrics["compiled_after_first_step"]
+    differed = metrics.get("what_differed")
+    explanation = (
+        f"`{group.name}` was compiled {n} times in this profile, {after} of them after the first step "
+        f"(in {', '.join(metrics['steps'])}), costing {metrics['compile_ms']} ms "
+        f"({metrics['percent_of_profile']}% of the profile). The device idles while the host compiles. "
+        "A function compiled again after warm-up means its input shapes, dtypes or static arguments "
+        "keep changing."
+    )
+    if differed:
+        explanation += f" The compilations differ in: {'; '.join(differed)}."
+    title = f"Recompilation: `{group.name}` compiled {n} times ({after} after the first step)"
+    evidence = largest_first([event_evidence(f"compile {group.name}", t, i) for t, i in group.events])
+    return Finding(RULE_ID, severity, title, explanation, metrics, evidence, ctx.advice_for(ADVICE))
+
+
+def _summary(ctx: Context, quiet: list) -> Finding:
+    count = sum(m["compilations"] for _, m in quiet)
+    names = ", ".join(f"`{g.name}` x{m['compilations']}" for g, m in quiet)
+    compile_ms = round(sum(m["compile_ms"] for _, m in quiet), 3)
+    metrics = {"compilations": count, "compile_ms": compile_ms, "functions": [m for _, m in quiet]}
+    explanation = (
+        f"{count} compilation(s) inside the profile ({names}), {compile_ms} ms in total; none of these "
+        "functions was compiled more than once after the first step, which is normal warm-up."
+    )
+    items = [event_evidence(f"compile {g.name}", t, i) for g, _ in quiet for t, i in g.events]
+    title = f"{count} compilation(s) during warm-up ({compile_ms} ms)"
+    return Finding(RULE_ID, Severity.INFO, title, explanation, metrics, largest_first(items), [])
+
+
+def _step_labels(ctx: Context, starts: np.ndarray) -> list[str]:
+    p0, p1 = ctx.periods
+    if len(p0) == 0:
+        return ["(no steps found)"] * len(starts)
+    pos = np.searchsorted(p0, starts, side="right") - 1
+    labels = []
+    for t, k in zip(starts, pos, strict=True):
+        if k < 0:
+            labels.append("before the first step")
+        elif t >= p1[-1]:
+            labels.append("after the last step")
+        else:
+            labels.append(ctx.step_label(int(k)))
+    return labels
+
+
+def _groups(ctx: Context) -> dict[str, _Group]:
+    groups: dict[str, _Group] = {}
+    primary = ctx.host_events(_PRIMARY)
+    lowering = ctx.host_events(_LOWERING)
+    if not primary and not lowering:
+        primary = ctx.host_events(_RUNTIME)
+    events = primary or lowering
+    dispatches = {id(t): (t, idx) for t, idx in ctx.host_events(_JAX_DISPATCH)}
+    metadata_programs = _jax_program_ids(ctx)
+    for track, idx in events:
+        owner = _enclosing(dispatches.get(id(track)), track, idx)
+        graph_hash = track.stat_values("graph_hash")
+        for k, i in enumerate(idx):
+            name = track.event_name(int(i))
+            key = owner[k] or _name_of_compile(name)
+            group = groups.setdefault(key, _Group(key))
+            group.events.append((track, int(i)))
+            if graph_hash is not None and not np.isnan(float(graph_hash[i])):
+                group.details.add(f"graph_hash {int(graph_hash[i])}")
+    for key, group in groups.items():
+        programs = metadata_programs.get(f"jit_{key}")
+        if programs and len(programs) > 1:
+            group.details.add(f"program ids of jit_{key} in /host:metadata: {', '.join(programs)}")
+    _add_tf_retracing(ctx, groups)
+    return groups
+
+
+def _enclosing(dispatch, track: Track, idx: np.ndarray) -> list[str | None]:
+    """For each compile event, the function of the outermost PjitFunction(...) around it (JAX)."""
+    if dispatch is None:
+        return [None] * len(idx)
+    _, d_idx = dispatch
+    d_starts = track.start_ps[d_idx]
+    pos = np.searchsorted(d_starts, track.start_ps[idx], side="right") - 1
+    inside = (pos >= 0) & (track.end_ps[d_idx][np.maximum(pos, 0)] >= track.end_ps[idx])
+    names = []
+    for ok, p in zip(inside, pos, strict=True):
+        if ok:
+            m = re.match(_JAX_DISPATCH, track.event_name(int(d_idx[p])))
+            names.append(m.group(1) if m else None)
+        else:
+            names.append(None)
+    return names
+
+
+def _name_of_compile(name: str) -> str:
+    m = _XLA_COMPILE_NAME.search(name)
+    if m:
+        return m.group(1)
+    return _FRIENDLY_NAMES.get(name, name)
+
+
+def _jax_program_ids(ctx: Context) -> dict[str, list[str]]:
+    """Module name -> program ids, from `/host:metadata` entries named `<module>(<program_id>)`."""
+    found: dict[str, list[str]] = {}
+    for plane in ctx.trace.planes:
+        if plane.kind != "metadata":
+            continue
+        for name_id in plane.metadata.name_ids:
+            m = re.match(r"^(.+)\((\d+)\)$", ctx.trace.strings[int(name_id)])
+            if m:
+                found.setdefault(m.group(1), []).append(m.group(2))
+    return {k: sorted(v, key=int) for k, v in found.items()}
+
+
+def _add_tf_retracing(ctx: Context, groups: dict[str, _Group]) -> None:
+    """tf.function calls that traced (tf_function_call = traced-*), grouped by function name."""
+    traced_ids = ctx.trace.strings.ids_matching(r"^traced", regex=True, ignore_case=False)
+    if len(traced_ids) == 0:
+        return
+    for track in ctx.host_tracks:
+        column = track.stats.column("tf_function_call")
+        if column is None:
+            continue
+        values = column.dense(len(track), -1)
+        for i in np.flatnonzero(column.present(len(track)) & np.isin(values, traced_ids)):
+            name = track.event_name(int(i))
+            groups.setdefault(name, _Group(name)).events.append((track, int(i)))

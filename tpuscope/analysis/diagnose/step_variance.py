@@ -1,0 +1,5 @@
+RULE_ID = "step_time_variance"
+
+
+def run(ctx):
+    return []

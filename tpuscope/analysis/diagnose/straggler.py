@@ -1,0 +1,5 @@
+RULE_ID = "straggler"
+
+
+def run(ctx):
+    return []
