@@ -135,30 +135,76 @@ def _build_plane(trace: Trace, decoded: DecodedPlane, host: str) -> Plane:
     display_names = list(decoded.metadata_display_names)
     children = list(decoded.metadata_children)
     # Events may reference metadata ids the plane does not define: give each such id a row.
-    referenced = [line.metadata_id for line in decoded.lines if len(line)]
-    if referenced:
-        all_refs = np.unique(np.concatenate(referenced))
-        missing = all_refs[~np.isin(all_refs, meta_ids)]
-        if len(missing):
-            meta_ids = np.concatenate([meta_ids, missing])
-            names += [f"<unknown event {int(m)}>" for m in missing]
-            display_names += [b""] * len(missing)
-            children += [()] * len(missing)
-    order = np.argsort(meta_ids, kind="stable")
-    sorted_meta_ids = meta_ids[order]
+    missing = _undefined_ids(meta_ids, [line.metadata_id for line in decoded.lines if len(line)])
+    if len(missing):
+        meta_ids = np.concatenate([meta_ids, missing])
+        names += [f"<unknown event {int(m)}>" for m in missing]
+        display_names += [b""] * len(missing)
+        children += [()] * len(missing)
+    row_of = _row_lookup(meta_ids)
     name_ids = trace.strings.intern_many(names) if names else np.empty(0, np.int32)
     meta_stats = _stat_table(trace, len(meta_ids), decoded.metadata_stats, None)
     plane.metadata = EventMetadataTable(meta_ids, name_ids, display_names, meta_stats, children)
-    for line in decoded.lines:
-        meta_index = order[np.searchsorted(sorted_meta_ids, line.metadata_id)].astype(np.int32) \
-            if len(line) else np.empty(0, np.int32)  # fmt: skip
+    for position, line in enumerate(decoded.lines):
+        meta_index = row_of(line.metadata_id) if len(line) else np.empty(0, np.int32)
         plane.tracks.append(_build_track(trace, plane, line, meta_index, name_ids))
+        decoded.lines[position] = None  # type: ignore[call-overload]  # its columns now live in the track
     return plane
 
 
+# Metadata ids are small sequential integers in practice: below this bound (or a few times the
+# number of ids) a direct lookup table maps ids to rows in O(1) per event instead of a binary search.
+_LOOKUP_TABLE_MIN_BOUND = 1 << 16
+_LOOKUP_TABLE_SLACK = 8
+
+
+def _lookup_bound(ids: np.ndarray) -> int | None:
+    """The size of a lookup table indexed by `ids`, or None when the ids are too sparse or negative."""
+    if len(ids) == 0:
+        return 0
+    low, high = int(ids.min()), int(ids.max())
+    if low < 0 or high >= max(_LOOKUP_TABLE_MIN_BOUND, _LOOKUP_TABLE_SLACK * len(ids)):
+        return None
+    return high + 1
+
+
+def _undefined_ids(defined: np.ndarray, referenced: list[np.ndarray]) -> np.ndarray:
+    """Sorted distinct ids that events reference but the plane's metadata does not define."""
+    if not referenced:
+        return np.empty(0, np.int64)
+    bound = _lookup_bound(defined)
+    known = None
+    if bound is not None:
+        known = np.zeros(bound, bool)
+        known[defined] = True
+    missing = []
+    for ids in referenced:
+        if known is not None and int(ids.min()) >= 0 and int(ids.max()) < bound:
+            unknown = ids[~known[ids]]
+        else:
+            unknown = ids[~np.isin(ids, defined)]
+        if len(unknown):
+            missing.append(np.unique(unknown))
+    return np.unique(np.concatenate(missing)) if missing else np.empty(0, np.int64)
+
+
+def _row_lookup(meta_ids: np.ndarray):
+    """A function mapping an array of metadata ids (all present in `meta_ids`) to int32 row numbers."""
+    bound = _lookup_bound(meta_ids)
+    if bound is not None:
+        table = np.full(bound, -1, np.int32)
+        table[meta_ids] = np.arange(len(meta_ids), dtype=np.int32)
+        return lambda ids: table[ids]
+    order = np.argsort(meta_ids, kind="stable")
+    sorted_ids = meta_ids[order]
+    return lambda ids: order[np.searchsorted(sorted_ids, ids)].astype(np.int32)
+
+
 def _build_track(trace: Trace, plane: Plane, line: DecodedLine, meta_index, name_ids) -> Track:
-    start = line.offset_ps + (line.timestamp_ns - trace.origin_ns) * 1000
-    duration = np.maximum(line.event_duration_ps, 0)
+    # In place: the decoded columns become the track's (no copy of the biggest arrays).
+    start = line.offset_ps
+    start += (line.timestamp_ns - trace.origin_ns) * 1000
+    duration = np.maximum(line.event_duration_ps, 0, out=line.event_duration_ps)
     permutation = _sort_permutation(start, duration)
     if permutation is not None:
         start, duration, meta_index = start[permutation], duration[permutation], meta_index[permutation]

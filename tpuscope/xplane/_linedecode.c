@@ -8,7 +8,11 @@
  *
  * Two calls per line: scan() counts events and stats and reads the line
  * header; fill() writes the columns into buffers the caller allocated with
- * those counts. Field numbers follow tpuscope/xplane/xplane.proto.
+ * those counts, checking every write against them. Both release the GIL, so
+ * lines decode in parallel threads. split_message() cuts the XSpace and each
+ * XPlane into their big repeated fields (planes, lines) and everything else,
+ * so protobuf only ever parses the small rest and the line bytes are never
+ * copied. Field numbers follow tpuscope/xplane/xplane.proto.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -92,6 +96,7 @@ typedef struct {
     int64_t *str_length;
     uint64_t *str_hash;     /* FNV-1a of the string bytes, for vectorized interning */
     int32_t *event;         /* owning event index */
+    Py_ssize_t capacity;    /* rows the caller allocated */
 } StatColumns;
 
 static uint64_t fnv1a(const uint8_t *p, const uint8_t *end) {
@@ -136,6 +141,7 @@ static int decode_stat(Cursor c, const uint8_t *line_start, StatColumns *out, Py
         }
     }
     if (out) {
+        if (index >= out->capacity) return -1;
         out->meta[index] = meta;
         out->kind[index] = kind;
         out->value[index] = value;
@@ -151,13 +157,12 @@ typedef struct {
     int64_t *meta;
     int64_t *offset_ps;
     int64_t *duration_ps;
-    int64_t *occurrences;
 } EventColumns;
 
 /* Decodes one XEvent; counts or writes its stats. */
 static int decode_event(Cursor c, const uint8_t *line_start, EventColumns *events, Py_ssize_t index,
                         StatColumns *stats, Py_ssize_t *stat_count) {
-    int64_t meta = 0, offset = 0, duration = 0, occurrences = 0;
+    int64_t meta = 0, offset = 0, duration = 0;
     while (c.p < c.end) {
         uint64_t field, v;
         int wt;
@@ -168,7 +173,7 @@ static int decode_event(Cursor c, const uint8_t *line_start, EventColumns *event
             if (field == 1) meta = (int64_t)v;
             else if (field == 2) offset = (int64_t)v;
             else if (field == 3) duration = (int64_t)v;
-            else occurrences = (int64_t)v;
+            /* field 5, num_occurrences (aggregated events), is not modelled */
         } else if (field == 4 && wt == 2) {
             if (read_len(&c, &sub) < 0) return -1;
             if (decode_stat(sub, line_start, stats, *stat_count, (int32_t)index) < 0) return -1;
@@ -181,7 +186,6 @@ static int decode_event(Cursor c, const uint8_t *line_start, EventColumns *event
         events->meta[index] = meta;
         events->offset_ps[index] = offset;
         events->duration_ps[index] = duration;
-        events->occurrences[index] = occurrences;
     }
     return 0;
 }
@@ -263,47 +267,89 @@ static int check_buffer(Py_buffer *b, Py_ssize_t count, Py_ssize_t item) {
     return 0;
 }
 
-/* fill(line, n_events, n_stats, ev_meta, ev_offset, ev_duration, ev_occurrences,
- *      st_meta, st_kind, st_value, st_offset, st_length, st_hash, st_event) */
+/* fill(line, n_events, n_stats, ev_meta, ev_offset, ev_duration,
+ *      st_meta, st_kind, st_value, st_offset, st_length, st_hash, st_event)
+ * One walk: every write is checked against the counts the caller allocated
+ * (from scan()), and the counts found must equal them exactly. */
 static PyObject *fill(PyObject *self, PyObject *args) {
-    Py_buffer line, b[11];
+    Py_buffer line, b[10];
     Py_ssize_t n_events, n_stats;
     memset(b, 0, sizeof(b));
-    if (!PyArg_ParseTuple(args, "y*nnw*w*w*w*w*w*w*w*w*w*w*", &line, &n_events, &n_stats, &b[0],
-                          &b[1], &b[2], &b[3], &b[4], &b[5], &b[6], &b[7], &b[8], &b[9], &b[10]))
+    if (!PyArg_ParseTuple(args, "y*nnw*w*w*w*w*w*w*w*w*w*", &line, &n_events, &n_stats, &b[0],
+                          &b[1], &b[2], &b[3], &b[4], &b[5], &b[6], &b[7], &b[8], &b[9]))
         return NULL;
     PyObject *result = NULL;
-    static const Py_ssize_t ev_items[4] = {8, 8, 8, 8};
+    static const Py_ssize_t ev_items[3] = {8, 8, 8};
     static const Py_ssize_t st_items[7] = {8, 1, 8, 8, 8, 8, 4};
-    int ok = 1;
-    for (int i = 0; i < 4 && ok; i++) ok = check_buffer(&b[i], n_events, ev_items[i]) == 0;
-    for (int i = 0; i < 7 && ok; i++) ok = check_buffer(&b[4 + i], n_stats, st_items[i]) == 0;
+    int ok = n_events >= 0 && n_stats >= 0;
+    if (!ok) PyErr_SetString(PyExc_ValueError, "negative column size");
+    for (int i = 0; i < 3 && ok; i++) ok = check_buffer(&b[i], n_events, ev_items[i]) == 0;
+    for (int i = 0; i < 7 && ok; i++) ok = check_buffer(&b[3 + i], n_stats, st_items[i]) == 0;
     if (ok) {
-        EventColumns events = {b[0].buf, b[1].buf, b[2].buf, b[3].buf};
-        StatColumns stats = {b[4].buf, b[5].buf, b[6].buf, b[7].buf, b[8].buf, b[9].buf, b[10].buf};
+        EventColumns events = {b[0].buf, b[1].buf, b[2].buf};
+        StatColumns stats = {b[3].buf, b[4].buf, b[5].buf, b[6].buf, b[7].buf, b[8].buf, b[9].buf,
+                             n_stats};
         LineHeader header;
         Cursor c = {(const uint8_t *)line.buf, (const uint8_t *)line.buf + line.len};
         int rc;
-        /* The header's counts bound every write: a line that changed between
-         * scan() and fill() cannot overrun the buffers. */
         Py_BEGIN_ALLOW_THREADS
-        {
-            /* First a counting pass to make sure the caller's sizes are right. */
-            LineHeader counted;
-            rc = walk_line(c, &counted, NULL, NULL, 0);
-            if (rc == 0 && (counted.events != n_events || counted.stats != n_stats)) rc = -2;
-            if (rc == 0) {
-                rc = walk_line(c, &header, &events, &stats, n_events);
-            }
-        }
+        rc = walk_line(c, &header, &events, &stats, n_events);
+        if (rc == 0 && (header.events != n_events || header.stats != n_stats)) rc = -2;
         Py_END_ALLOW_THREADS
         if (rc == -2) PyErr_SetString(PyExc_ValueError, "column sizes do not match the line");
         else if (rc < 0) PyErr_SetString(PyExc_ValueError, "malformed XLine");
         else result = Py_None, Py_INCREF(Py_None);
     }
     PyBuffer_Release(&line);
-    for (int i = 0; i < 11; i++)
+    for (int i = 0; i < 10; i++)
         if (b[i].obj) PyBuffer_Release(&b[i]);
+    return result;
+}
+
+/* split_message(buffer, field_number) -> (rest: bytes, spans: list[(offset, length)])
+ * Walks one serialized message's top-level fields. Every length-delimited
+ * occurrence of `field_number` becomes a span (payload offset and length,
+ * relative to the buffer); all other fields are copied, in order, into
+ * `rest`, which protobuf can then parse as the same message without them. */
+static PyObject *split_message(PyObject *self, PyObject *args) {
+    Py_buffer buf;
+    unsigned long long wanted;
+    if (!PyArg_ParseTuple(args, "y*K", &buf, &wanted)) return NULL;
+    const uint8_t *start = (const uint8_t *)buf.buf;
+    Cursor c = {start, start + buf.len};
+    PyObject *spans = PyList_New(0);
+    uint8_t *rest = PyMem_Malloc(buf.len > 0 ? (size_t)buf.len : 1);
+    Py_ssize_t rest_len = 0;
+    int rc = (spans && rest) ? 0 : -3;
+    while (rc == 0 && c.p < c.end) {
+        const uint8_t *field_start = c.p;
+        uint64_t field;
+        int wt;
+        Cursor sub;
+        if (read_tag(&c, &field, &wt) < 0) { rc = -1; break; }
+        if (field == wanted && wt == 2) {
+            if (read_len(&c, &sub) < 0) { rc = -1; break; }
+            PyObject *span = Py_BuildValue("nn", (Py_ssize_t)(sub.p - start), (Py_ssize_t)(sub.end - sub.p));
+            if (!span || PyList_Append(spans, span) < 0) { Py_XDECREF(span); rc = -3; break; }
+            Py_DECREF(span);
+        } else {
+            if (skip_field(&c, wt) < 0) { rc = -1; break; }
+            memcpy(rest + rest_len, field_start, (size_t)(c.p - field_start));
+            rest_len += c.p - field_start;
+        }
+    }
+    PyObject *result = NULL;
+    if (rc == 0) {
+        PyObject *rest_bytes = PyBytes_FromStringAndSize((const char *)rest, rest_len);
+        if (rest_bytes) result = Py_BuildValue("NO", rest_bytes, spans);
+    } else if (rc == -1) {
+        PyErr_SetString(PyExc_ValueError, "malformed message");
+    } else if (!PyErr_Occurred()) {
+        PyErr_NoMemory();
+    }
+    Py_XDECREF(spans);
+    PyMem_Free(rest);
+    PyBuffer_Release(&buf);
     return result;
 }
 
@@ -346,6 +392,8 @@ static PyObject *nesting_depth(PyObject *self, PyObject *args) {
 static PyMethodDef methods[] = {
     {"scan", scan, METH_VARARGS, "Read a serialized XLine's header and count its events and stats."},
     {"fill", fill, METH_VARARGS, "Decode a serialized XLine into preallocated column buffers."},
+    {"split_message", split_message, METH_VARARGS,
+     "Split a message into the spans of one length-delimited field and the bytes of all others."},
     {"nesting_depth", nesting_depth, METH_VARARGS, "Nesting depth of sorted intervals."},
     {NULL, NULL, 0, NULL},
 };

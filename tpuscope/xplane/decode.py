@@ -1,7 +1,9 @@
 """Serialized XSpace bytes -> plain numpy columns (no protobuf objects leave this module).
 
-upb parses the skeleton schema (planes, metadata, plane stats); each XLine stays
-bytes and the C line decoder turns it into event and stat columns. Strings in
+The C extension cuts the XSpace into planes and each plane into its lines
+(zero-copy views of the file's bytes); upb parses the rest of each plane with
+the skeleton schema (metadata, plane stats) and the C line decoder turns each
+line into event and stat columns, several lines at once in threads. Strings in
 event stats are interned by hash with numpy, so only distinct strings ever
 become Python objects.
 """
@@ -9,14 +11,16 @@ become Python objects.
 from __future__ import annotations
 
 import gzip
+import os
 import zlib
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 import numpy as np
 from google.protobuf.message import DecodeError
 
 from tpuscope.xplane import _linedecode
-from tpuscope.xplane.skeleton_pb2 import XSpaceSkeleton
+from tpuscope.xplane.skeleton_pb2 import XPlaneSkeleton, XSpaceSkeleton
 
 # Stat value kinds written by _linedecode.c.
 KIND_NONE, KIND_DOUBLE, KIND_UINT, KIND_INT, KIND_STR, KIND_BYTES, KIND_REF, KIND_COMPRESSED = range(8)
@@ -142,14 +146,16 @@ def _columns_from_python(per_row: list[dict[str, object]]) -> dict[str, RawStatC
     return columns
 
 
-def decode_line(raw: bytes, stat_names: dict[int, str]) -> DecodedLine:
-    """Decodes one serialized XLine into columns (raises MalformedXSpace)."""
+def decode_line(raw, stat_names: dict[int, str]) -> DecodedLine:
+    """Decodes one serialized XLine (bytes or memoryview) into columns; raises MalformedXSpace.
+
+    Safe to call from several threads at once: the C decoder releases the GIL.
+    """
     try:
         line_id, display_id, ts_ns, dur_ps, name, display_name, n_events, n_stats = _linedecode.scan(raw)
         ev_meta = np.empty(n_events, np.int64)
         ev_offset = np.empty(n_events, np.int64)
         ev_duration = np.empty(n_events, np.int64)
-        ev_occurrences = np.empty(n_events, np.int64)
         st_meta = np.empty(n_stats, np.int64)
         st_kind = np.empty(n_stats, np.uint8)
         st_value = np.empty(n_stats, np.int64)
@@ -158,7 +164,7 @@ def decode_line(raw: bytes, stat_names: dict[int, str]) -> DecodedLine:
         st_hash = np.empty(n_stats, np.uint64)
         st_event = np.empty(n_stats, np.int32)
         _linedecode.fill(
-            raw, n_events, n_stats, ev_meta, ev_offset, ev_duration, ev_occurrences,
+            raw, n_events, n_stats, ev_meta, ev_offset, ev_duration,
             st_meta, st_kind, st_value, st_offset, st_length, st_hash, st_event,
         )  # fmt: skip
     except ValueError as exc:
@@ -172,14 +178,32 @@ def decode_line(raw: bytes, stat_names: dict[int, str]) -> DecodedLine:
     return line
 
 
+# Up to this many distinct stat ids on a line, one comparison pass per id beats sorting all records.
+_FEW_STAT_IDS = 8
+# Stat ids below this bound are found with one bincount instead of np.unique's sort.
+_BINCOUNT_ID_BOUND = 1 << 16
+
+
+def _stat_groups(st_meta: np.ndarray) -> list[tuple[int, np.ndarray | slice]]:
+    """Each distinct stat id of a line with its records (ascending, i.e. in event order)."""
+    low, high = int(st_meta.min()), int(st_meta.max())
+    if low == high:
+        return [(low, slice(None))]
+    if low >= 0 and high < _BINCOUNT_ID_BOUND:
+        ids = np.flatnonzero(np.bincount(st_meta))
+    else:
+        ids = np.unique(st_meta)
+    if len(ids) <= _FEW_STAT_IDS:
+        return [(int(i), np.flatnonzero(st_meta == i)) for i in ids]
+    order = np.argsort(st_meta, kind="stable")  # stable: records of one id stay in event order
+    cuts = np.flatnonzero(np.diff(st_meta[order])) + 1
+    return [(int(st_meta[group[0]]), group) for group in np.split(order, cuts)]
+
+
 def _group_stats(raw, stat_names, st_meta, st_kind, st_value, st_offset, st_length, st_hash, st_event):
     """Splits the flat stat records of a line into one column per stat name."""
-    order = np.lexsort((st_event, st_meta))  # by stat id, then event: rows stay ascending
-    meta_sorted = st_meta[order]
-    cuts = np.flatnonzero(np.diff(meta_sorted)) + 1
     columns: dict[str, RawStatColumn] = {}
-    for group in np.split(order, cuts):
-        meta_id = int(st_meta[group[0]])
+    for meta_id, group in _stat_groups(st_meta):
         name = stat_names.get(meta_id, str(meta_id))
         column = _column_for_group(raw, stat_names, group, st_kind, st_value, st_offset, st_length,
                                    st_hash, st_event)  # fmt: skip
@@ -194,8 +218,8 @@ def _column_for_group(raw, stat_names, group, st_kind, st_value, st_offset, st_l
     kinds = st_kind[group]
     keep = kinds != KIND_NONE
     if not keep.all():
-        group, kinds = group[keep], kinds[keep]
-    if len(group) == 0:
+        group, kinds = _positions(group, len(st_kind))[keep], kinds[keep]
+    if len(kinds) == 0:
         return None
     rows = st_event[group]
     values = st_value[group]
@@ -206,8 +230,10 @@ def _column_for_group(raw, stat_names, group, st_kind, st_value, st_offset, st_l
         if not (is_text | is_bytes).all():
             # A stat that is a string on some events and a number on others:
             # keep the textual majority; numbers are rare outliers here.
-            group, rows, values, kinds = group[is_text | is_bytes], rows[is_text | is_bytes], \
-                values[is_text | is_bytes], kinds[is_text | is_bytes]  # fmt: skip
+            textual = is_text | is_bytes
+            group, rows, values, kinds = _positions(group, len(st_kind))[textual], rows[textual], \
+                values[textual], kinds[textual]  # fmt: skip
+        group = _positions(group, len(st_kind))
         return _text_column(raw, stat_names, group, rows, values, kinds, st_offset, st_length, st_hash)
     if is_float.all():
         return RawStatColumn("float", rows, values.view(np.float64))
@@ -219,6 +245,11 @@ def _column_for_group(raw, stat_names, group, st_kind, st_value, st_offset, st_l
     if is_uint.any() and (values[is_uint] < 0).any():  # uint64 beyond int64's range
         return RawStatColumn("uint", rows, values.view(np.uint64))
     return RawStatColumn("int", rows, values)
+
+
+def _positions(group: np.ndarray | slice, n: int) -> np.ndarray:
+    """A group of records as explicit indices (a slice means all n records)."""
+    return np.arange(n)[group] if isinstance(group, slice) else group
 
 
 def _text_column(raw, stat_names, group, rows, values, kinds, st_offset, st_length, st_hash):
@@ -241,7 +272,7 @@ def _text_column(raw, stat_names, group, rows, values, kinds, st_offset, st_leng
             continue
         record = group[pos]
         start = int(st_offset[record])
-        chunk = raw[start : start + int(st_length[record])]
+        chunk = bytes(raw[start : start + int(st_length[record])])
         if all_bytes:
             uniques.append(bytes(chunk))
         elif kind == KIND_COMPRESSED:
@@ -261,34 +292,79 @@ def _merge_columns(a: RawStatColumn, b: RawStatColumn) -> RawStatColumn:
     return RawStatColumn(a.kind, rows[order], values[order])
 
 
-def decode_xspace(data: bytes, progress=None) -> DecodedSpace:
-    """Decodes a serialized XSpace. Raises MalformedXSpace on any corruption.
+# Worker threads for line decoding: the C decoder releases the GIL, so lines decode in parallel.
+# Capped because each thread holds one line's temporary stat records (~45 bytes per stat).
+_MAX_THREADS = 4
+# Below this many line bytes a thread pool costs more than it saves.
+_PARALLEL_MIN_BYTES = 1 << 20
 
-    `progress(done_bytes, total_bytes)` is called after each line; it may raise
-    to cancel the load.
-    """
-    space = XSpaceSkeleton()
+# XSpace.planes and XPlane.lines (tpuscope/xplane/xplane.proto).
+_XSPACE_PLANES_FIELD = 1
+_XPLANE_LINES_FIELD = 3
+
+
+def _split(buffer, field: int) -> tuple[bytes, list[tuple[int, int]]]:
     try:
-        space.ParseFromString(data)
+        return _linedecode.split_message(buffer, field)
+    except ValueError:
+        raise MalformedXSpace("protobuf decoding failed (malformed message)") from None
+
+
+def _parse(message_type, raw: bytes):
+    message = message_type()
+    try:
+        message.ParseFromString(raw)
     except (DecodeError, RuntimeError, ValueError) as exc:
         raise MalformedXSpace(f"protobuf decoding failed ({exc})") from None
-    total = sum(len(raw) for plane in space.planes for raw in plane.lines) or 1
+    return message
+
+
+def decode_xspace(data: bytes, progress=None, threads: int | None = None) -> DecodedSpace:
+    """Decodes a serialized XSpace. Raises MalformedXSpace on any corruption.
+
+    The C splitter cuts out planes and lines as zero-copy views of `data`;
+    protobuf parses only what remains (metadata, stats, names). Lines decode
+    in a thread pool. `progress(done_bytes, total_bytes)` is called in this
+    thread after each line; it may raise to cancel the load.
+    """
+    view = memoryview(data)
+    space_rest, plane_spans = _split(view, _XSPACE_PLANES_FIELD)
+    space = _parse(XSpaceSkeleton, space_rest)
+    headers, plane_lines = [], []
+    for offset, length in plane_spans:
+        plane_view = view[offset : offset + length]
+        plane_rest, line_spans = _split(plane_view, _XPLANE_LINES_FIELD)
+        headers.append(_parse(XPlaneSkeleton, plane_rest))
+        plane_lines.append([plane_view[o : o + n] for o, n in line_spans])
+    total = sum(len(raw) for lines in plane_lines for raw in lines) or 1
+    stat_names_of = [{k: v.name for k, v in plane.stat_metadata.items()} for plane in headers]
+    jobs = [(raw, names) for lines, names in zip(plane_lines, stat_names_of, strict=True) for raw in lines]
+    workers = min(_MAX_THREADS, os.cpu_count() or 1, len(jobs)) if total >= _PARALLEL_MIN_BYTES else 1
+    decoded: list[DecodedLine] = []
     done = 0
+    if workers > 1:
+        pool = ThreadPoolExecutor(workers, thread_name_prefix="xline")
+        results = pool.map(lambda job: decode_line(*job), jobs)
+    else:
+        pool, results = None, (decode_line(*job) for job in jobs)
+    try:
+        for (raw, _), line in zip(jobs, results, strict=True):
+            decoded.append(line)
+            done += len(raw)
+            if progress is not None:
+                progress(done, total)
+    finally:
+        if pool is not None:
+            pool.shutdown(wait=True, cancel_futures=True)
     planes: list[DecodedPlane] = []
-    for plane in space.planes:
-        stat_names = {k: v.name for k, v in plane.stat_metadata.items()}
+    next_line = 0
+    for plane, lines, stat_names in zip(headers, plane_lines, stat_names_of, strict=True):
         meta_items = sorted(plane.event_metadata.items())
         metadata_ids = np.fromiter((k for k, _ in meta_items), dtype=np.int64, count=len(meta_items))
         names = [m.name for _, m in meta_items]
         display_names = [bytes(m.display_name) for _, m in meta_items]
         children = [tuple(m.child_id) for _, m in meta_items]
         meta_stats = _columns_from_python([_stats_to_dict(m.stats, stat_names) for _, m in meta_items])
-        lines = []
-        for raw in plane.lines:
-            lines.append(decode_line(raw, stat_names))
-            done += len(raw)
-            if progress is not None:
-                progress(done, total)
         planes.append(
             DecodedPlane(
                 plane_id=plane.id,
@@ -299,7 +375,8 @@ def decode_xspace(data: bytes, progress=None) -> DecodedSpace:
                 metadata_display_names=display_names,
                 metadata_children=children,
                 metadata_stats=meta_stats,
-                lines=lines,
+                lines=decoded[next_line : next_line + len(lines)],
             )
         )
+        next_line += len(lines)
     return DecodedSpace(planes, list(space.hostnames), list(space.errors), list(space.warnings))
