@@ -1,0 +1,33 @@
+"""Starting the desktop app: `tpuscope [PATH]`."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from PySide6.QtWidgets import QApplication
+
+from tpuscope.ui.main_window import MainWindow
+
+
+def application() -> QApplication:
+    """The process's QApplication, created once with tpuscope's names (QSettings uses them)."""
+    app = QApplication.instance()
+    if app is None:
+        app = QApplication(sys.argv[:1])
+    app.setOrganizationName("tpuscope")
+    app.setApplicationName("tpuscope")
+    return app
+
+
+def run_app(argv: list[str]) -> int:
+    """Opens the main window, on PATH when given, and runs until it is closed."""
+    parser = argparse.ArgumentParser(prog="tpuscope", description="Opens the tpuscope desktop app.")
+    parser.add_argument("path", nargs="?", help="a .xplane.pb(.gz) file, a run folder, or a logdir")
+    args, _ = parser.parse_known_args(argv)
+    app = application()
+    window = MainWindow()
+    window.show()
+    if args.path:
+        window.open_path(args.path)
+    return int(app.exec())

@@ -1,0 +1,109 @@
+"""The details panel: everything known about the selected event, or a summary of a selected range."""
+
+from __future__ import annotations
+
+import html
+
+from PySide6.QtWidgets import QTextBrowser, QWidget
+
+from tpuscope.model.trace import Track
+from tpuscope.ui.range_summary import RangeSummary
+from tpuscope.ui.timeline.palette import short_name
+from tpuscope.ui.timeline.ruler import format_duration
+
+MAX_RANGE_ROWS = 200  # names listed for a range; the rest are counted in one line
+MAX_STAT_TEXT = 2000  # characters of one stat value shown (long HLO texts and source stacks)
+
+
+def format_stat(name: str, value: object) -> str:
+    """A stat value for people: bytes summarized, big integers grouped, *_ps also as a duration."""
+    if isinstance(value, bytes):
+        return f"<{len(value):,} bytes>"
+    if isinstance(value, bool):
+        return str(value)
+    if isinstance(value, int):
+        text = f"{value:,}"
+        return f"{text}  ({format_duration(value)})" if name.endswith("_ps") else text
+    if isinstance(value, float):
+        return f"{value:.6g}"
+    text = str(value)
+    return text if len(text) <= MAX_STAT_TEXT else text[:MAX_STAT_TEXT] + "\u2026"
+
+
+def _table(rows: list[tuple[str, str]]) -> str:
+    cells = "".join(
+        f"<tr><td style='color:#5b6473;padding-right:10px;vertical-align:top'>{html.escape(k)}</td>"
+        f"<td>{html.escape(v)}</td></tr>"
+        for k, v in rows
+    )
+    return f"<table cellspacing='0' cellpadding='1'>{cells}</table>"
+
+
+class DetailsPanel(QTextBrowser):
+    """Read-only rich text; `toPlainText()` gives what a user reads (tests use it)."""
+
+    def __init__(self, parent: QWidget | None = None):
+        super().__init__(parent)
+        self.setOpenLinks(False)
+        self.setMinimumWidth(260)
+        self.clear_details()
+
+    def clear_details(self) -> None:
+        self.setHtml(
+            "<p style='color:#5b6473'>Click an event to see its details; "
+            "Shift-drag on the timeline to summarize a time range.</p>"
+        )
+
+    def show_event(self, track: Track, index: int) -> None:
+        name = track.event_name(index)
+        start = int(track.start_ps[index])
+        duration = int(track.duration_ps[index])
+        parts = [f"<h3 style='margin-bottom:4px'>{html.escape(short_name(name))}</h3>"]
+        if short_name(name) != name:
+            parts.append(
+                "<p style='margin:2px 0'><b>HLO</b></p>"
+                f"<pre style='white-space:pre-wrap'>{html.escape(name)}</pre>"
+            )
+        parts.append(
+            _table(
+                [
+                    ("Start", f"{format_duration(start)} after trace start"),
+                    ("Duration", format_duration(duration)),
+                    ("End", format_duration(start + duration)),
+                    ("Track", f"{track.plane.host}  {track.plane.name}  /  {track.display_name}"),
+                    ("Depth", str(int(track.depth[index]))),
+                ]
+            )
+        )
+        own = track.event_stats(index)
+        meta = track.metadata_stats(index)
+        if own:
+            parts.append("<p style='margin:8px 0 2px 0'><b>Event stats</b></p>")
+            parts.append(_table([(k, format_stat(k, v)) for k, v in sorted(own.items())]))
+        if meta:
+            parts.append("<p style='margin:8px 0 2px 0'><b>Op metadata stats</b></p>")
+            parts.append(_table([(k, format_stat(k, v)) for k, v in sorted(meta.items())]))
+        self.setHtml("".join(parts))
+
+    def show_range(self, t0_ps: float, t1_ps: float, summary: RangeSummary, strings) -> None:
+        head = (
+            f"<h3 style='margin-bottom:4px'>Range {html.escape(format_duration(t1_ps - t0_ps))}</h3>"
+            f"<p style='margin:2px 0'>{html.escape(format_duration(t0_ps))} to "
+            f"{html.escape(format_duration(t1_ps))}: {int(summary.counts.sum()):,} events, "
+            f"{len(summary):,} names</p>"
+        )
+        rows = []
+        shown = min(len(summary), MAX_RANGE_ROWS)
+        for i in range(shown):
+            rows.append(
+                f"<tr><td>{html.escape(short_name(strings[int(summary.name_ids[i])]))}</td>"
+                f"<td align='right'>{int(summary.counts[i]):,}</td>"
+                f"<td align='right'>{html.escape(format_duration(int(summary.total_ps[i])))}</td>"
+                f"<td align='right'>{html.escape(format_duration(int(summary.self_ps[i])))}</td></tr>"
+            )
+        table = (
+            "<table cellspacing='0' cellpadding='2'><tr><th align='left'>Name</th><th>Count</th>"
+            f"<th>Total</th><th>Self</th></tr>{''.join(rows)}</table>"
+        )
+        more = f"<p>and {len(summary) - shown:,} more names</p>" if len(summary) > shown else ""
+        self.setHtml(head + table + more)

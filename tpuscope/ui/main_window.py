@@ -1,0 +1,361 @@
+"""The main window: timeline in the centre, details dock, tabs for the other views, menus, loading."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+from PySide6.QtCore import QSettings, Qt, Signal
+from PySide6.QtGui import QAction, QKeySequence
+from PySide6.QtWidgets import (
+    QDockWidget,
+    QFileDialog,
+    QLabel,
+    QMainWindow,
+    QMessageBox,
+    QProgressBar,
+    QPushButton,
+    QStackedWidget,
+    QTabWidget,
+    QVBoxLayout,
+    QWidget,
+)
+
+from tpuscope.model.trace import Trace, Track
+from tpuscope.ui.details import DetailsPanel
+from tpuscope.ui.loader import LoadResult, LoadWorker
+from tpuscope.ui.optional_views import optional_class
+from tpuscope.ui.range_summary import summarize_range
+from tpuscope.ui.search import SearchBar, SearchResults
+from tpuscope.ui.timeline.view import TimelineView
+from tpuscope.ui.welcome import WelcomePage, bundled_sample
+
+MAX_RECENT = 10
+PROFILE_FILTER = "XPlane profiles (*.xplane.pb *.xplane.pb.gz *.pb *.pb.gz);;All files (*)"
+VIEW_TITLES = {
+    "timeline": "Timeline",
+    "ops": "Op breakdown",
+    "diagnostics": "Diagnostics",
+    "overview": "Overview",
+}
+
+
+def default_settings() -> QSettings:
+    return QSettings(QSettings.IniFormat, QSettings.UserScope, "tpuscope", "tpuscope")
+
+
+class MainWindow(QMainWindow):
+    traceLoaded = Signal(object)  # Trace
+    loadFailed = Signal(str)
+
+    def __init__(self, settings: QSettings | None = None):
+        super().__init__()
+        self.settings = settings if settings is not None else default_settings()
+        self.setWindowTitle("tpuscope")
+        self.resize(1400, 900)
+        self.setAcceptDrops(True)
+        self.trace: Trace | None = None
+        self.path: Path | None = None
+        self.generation = 0
+        self.workers: set[LoadWorker] = set()
+
+        self.timeline = TimelineView(self)
+        self.search = SearchBar(self)
+        timeline_tab = QWidget(self)
+        column = QVBoxLayout(timeline_tab)
+        column.setContentsMargins(0, 0, 0, 0)
+        column.setSpacing(0)
+        column.addWidget(self.search)
+        column.addWidget(self.timeline, 1)
+        self.tabs = QTabWidget(self)
+        self.views: dict[str, QWidget] = {"timeline": timeline_tab}
+        self.tabs.addTab(timeline_tab, VIEW_TITLES["timeline"])
+        for key in ("overview", "ops", "diagnostics"):
+            view_class = optional_class(key)
+            if view_class is None:
+                continue
+            view = view_class(self)
+            self.views[key] = view
+            self.tabs.addTab(view, VIEW_TITLES[key])
+            if hasattr(view, "highlightRequested"):
+                view.highlightRequested.connect(self.highlight_events)
+            if hasattr(view, "zoomRequested"):
+                view.zoomRequested.connect(self.zoom_timeline)
+
+        self.welcome = WelcomePage(self)
+        self.stack = QStackedWidget(self)
+        self.stack.addWidget(self.welcome)
+        self.stack.addWidget(self.tabs)
+        self.setCentralWidget(self.stack)
+
+        self.details = DetailsPanel(self)
+        self.details_dock = QDockWidget("Details", self)
+        self.details_dock.setObjectName("details")
+        self.details_dock.setWidget(self.details)
+        self.addDockWidget(Qt.RightDockWidgetArea, self.details_dock)
+
+        self.status_label = QLabel("", self)
+        self.progress = QProgressBar(self)
+        self.progress.setRange(0, 1000)
+        self.progress.setMaximumWidth(260)
+        self.cancel_button = QPushButton("Cancel", self)
+        self.cancel_button.clicked.connect(self.cancel_load)
+        self.statusBar().addWidget(self.status_label, 1)
+        self.statusBar().addPermanentWidget(self.progress)
+        self.statusBar().addPermanentWidget(self.cancel_button)
+        self._show_progress(False)
+
+        self._build_menus()
+        self.welcome.openFileRequested.connect(self.open_file_dialog)
+        self.welcome.openFolderRequested.connect(self.open_folder_dialog)
+        self.welcome.openPathRequested.connect(self.open_path)
+        self.timeline.eventSelected.connect(self._on_event_selected)
+        self.timeline.rangeSelected.connect(self._on_range_selected)
+        self.search.matchesChanged.connect(self._on_matches)
+        self.search.currentMatch.connect(self._on_current_match)
+        self._refresh_recent()
+        self._restore_state()
+
+    # ----- menus -----------------------------------------------------------------------------
+
+    def _build_menus(self) -> None:
+        file_menu = self.menuBar().addMenu("&File")
+        self._action(file_menu, "&Open\u2026", self.open_file_dialog, QKeySequence.Open)
+        self._action(file_menu, "Open &Folder\u2026", self.open_folder_dialog, "Ctrl+Shift+O")
+        self.recent_menu = file_menu.addMenu("Open &Recent")
+        sample = bundled_sample()
+        if sample is not None:
+            self._action(file_menu, "Open &Sample (TPU v6e)", lambda: self.open_path(sample))
+        self.capture_class = optional_class("capture")
+        if self.capture_class is not None:
+            file_menu.addSeparator()
+            self._action(file_menu, "&Capture\u2026", self.open_capture_dialog, "Ctrl+Shift+C")
+        file_menu.addSeparator()
+        self._action(file_menu, "&Quit", self.close, QKeySequence.Quit)
+        view_menu = self.menuBar().addMenu("&View")
+        self._action(view_menu, "Zoom to &Fit", self.timeline.zoom_to_fit, "Ctrl+0")
+        self._action(view_menu, "Zoom &In (W)", lambda: self.timeline.zoom(1.25), QKeySequence.ZoomIn)
+        self._action(view_menu, "Zoom &Out (S)", lambda: self.timeline.zoom(0.8), QKeySequence.ZoomOut)
+        view_menu.addSeparator()
+        self._action(view_menu, "&Collapse All Groups", lambda: self.timeline.set_all_collapsed(True))
+        self._action(view_menu, "&Expand All Groups", lambda: self.timeline.set_all_collapsed(False))
+        self._action(view_menu, "Find\u2026", self._focus_search, QKeySequence.Find)
+        view_menu.addSeparator()
+        view_menu.addAction(self.details_dock.toggleViewAction())
+        help_menu = self.menuBar().addMenu("&Help")
+        self._action(help_menu, "&Keys", self._show_keys)
+
+    def _action(self, menu, text: str, slot, shortcut=None) -> QAction:
+        action = QAction(text, self)
+        if shortcut is not None:
+            action.setShortcut(QKeySequence(shortcut))
+        action.triggered.connect(slot)
+        menu.addAction(action)
+        return action
+
+    def _focus_search(self) -> None:
+        self.show_view("timeline")
+        self.search.line.setFocus()
+        self.search.line.selectAll()
+
+    def _show_keys(self) -> None:
+        QMessageBox.information(
+            self,
+            "Timeline keys",
+            "Wheel: zoom around the cursor; Shift+wheel: scroll tracks\n"
+            "Drag: pan; Shift+drag: select a time range\nW / S: zoom in / out; A / D: pan\n"
+            "Double-click an event: zoom to it; Ctrl+0 or Home: zoom to fit\n"
+            "Enter / Shift+Enter in the search box: next / previous match",
+        )
+
+    # ----- opening ---------------------------------------------------------------------------
+
+    def open_file_dialog(self) -> None:
+        path, _ = QFileDialog.getOpenFileName(self, "Open profile", self._last_dir(), PROFILE_FILTER)
+        if path:
+            self.open_path(path)
+
+    def open_folder_dialog(self) -> None:
+        path = QFileDialog.getExistingDirectory(self, "Open run folder or logdir", self._last_dir())
+        if path:
+            self.open_path(path)
+
+    def open_capture_dialog(self) -> None:
+        dialog = self.capture_class(self)
+        dialog.captured.connect(self.open_path)
+        dialog.exec()
+
+    def _last_dir(self) -> str:
+        recent = self.recent_paths()
+        return str(Path(recent[0]).parent) if recent else str(Path.home())
+
+    def open_path(self, path: str | Path) -> None:
+        """Starts loading `path` in a worker; any load still running is cancelled and its result dropped."""
+        self.cancel_load()
+        self.generation += 1
+        worker = LoadWorker(self.generation, path, self)
+        worker.progressed.connect(self._on_progress)
+        worker.loaded.connect(self._on_loaded)
+        worker.failed.connect(self._on_failed)
+        worker.cancelled.connect(self._on_cancelled)
+        worker.finished.connect(lambda w=worker: self._forget(w))
+        self.workers.add(worker)
+        self.status_label.setText(f"Opening {path}\u2026")
+        self.progress.setValue(0)
+        self._show_progress(True)
+        worker.start()
+
+    def cancel_load(self) -> None:
+        for worker in self.workers:
+            worker.cancel()
+
+    def is_loading(self) -> bool:
+        return any(w.generation == self.generation for w in self.workers)
+
+    def _forget(self, worker: LoadWorker) -> None:
+        self.workers.discard(worker)
+        worker.deleteLater()
+
+    def _show_progress(self, visible: bool) -> None:
+        self.progress.setVisible(visible)
+        self.cancel_button.setVisible(visible)
+
+    def _on_progress(self, generation: int, fraction: float, message: str) -> None:
+        if generation == self.generation:
+            self.progress.setValue(int(fraction * 1000))
+            self.status_label.setText(message)
+
+    def _on_loaded(self, generation: int, result: LoadResult) -> None:
+        if generation != self.generation:
+            return  # a newer load was started: this result is stale
+        self._show_progress(False)
+        self.set_result(result)
+        self._add_recent(str(result.path))
+
+    def _on_failed(self, generation: int, message: str) -> None:
+        if generation != self.generation:
+            return
+        self._show_progress(False)
+        self.status_label.setText(message)
+        self.loadFailed.emit(message)
+        QMessageBox.warning(self, "Cannot open profile", message)
+
+    def _on_cancelled(self, generation: int) -> None:
+        if generation == self.generation:
+            self._show_progress(False)
+            self.status_label.setText("Loading cancelled.")
+
+    def set_result(self, result: LoadResult) -> None:
+        """Shows a loaded profile in every view."""
+        self.trace = result.trace
+        self.path = result.path
+        self.timeline.set_trace(result.trace, result.lod, result.steps)
+        self.search.set_trace(result.trace)
+        self.details.clear_details()
+        for key, view in self.views.items():
+            if key != "timeline" and hasattr(view, "set_trace"):
+                view.set_trace(result.trace)
+        self.stack.setCurrentWidget(self.tabs)
+        trace = result.trace
+        steps = f", {len(result.steps)} steps" if result.steps is not None else ""
+        self.status_label.setText(
+            f"{result.path.name}: {trace.event_count:,} events, "
+            f"{len(trace.planes)} planes, {len(trace.hosts)} host(s){steps}"
+        )
+        self.setWindowTitle(f"{result.path.name} - tpuscope")
+        self.traceLoaded.emit(trace)
+
+    # ----- views -----------------------------------------------------------------------------
+
+    def show_view(self, key: str) -> bool:
+        """Brings a tab to the front; False when this build has no such view."""
+        view = self.views.get(key)
+        if view is None:
+            return False
+        self.tabs.setCurrentWidget(view)
+        return True
+
+    def highlight_events(self, matches: list[tuple[Track, np.ndarray]]) -> None:
+        """Highlights events picked in another view and zooms the timeline to them."""
+        matches = [(t, np.asarray(i)) for t, i in matches if len(i)]
+        self.timeline.set_highlight(matches)
+        self.show_view("timeline")
+        if matches:
+            t0 = min(int(t.start_ps[i].min()) for t, i in matches)
+            t1 = max(int((t.start_ps[i] + t.duration_ps[i]).max()) for t, i in matches)
+            self.timeline.zoom_to_range(t0, t1, margin=0.02)
+            self.timeline.scroll_to_track(matches[0][0])
+
+    def zoom_timeline(self, t0_ps, t1_ps) -> None:
+        self.show_view("timeline")
+        self.timeline.zoom_to_range(float(t0_ps), float(t1_ps), margin=0.0)
+
+    def _on_event_selected(self, track: Track | None, index: int) -> None:
+        if track is None:
+            self.details.clear_details()
+        else:
+            self.details.show_event(track, index)
+
+    def _on_range_selected(self, t0_ps: float, t1_ps: float) -> None:
+        if self.trace is None or self.timeline.layout_ is None:
+            return
+        tracks = [r.track for r in self.timeline.layout_.rows if r.track is not None]
+        self.details.show_range(t0_ps, t1_ps, summarize_range(tracks, t0_ps, t1_ps), self.trace.strings)
+
+    def _on_matches(self, results: SearchResults) -> None:
+        self.timeline.set_highlight(results.per_track)
+
+    def _on_current_match(self, track: Track, index: int) -> None:
+        self.timeline.select_event(track, index)
+        self.timeline.zoom_to_event(track, index)
+
+    # ----- recent files, drag and drop, state -------------------------------------------------
+
+    def recent_paths(self) -> list[str]:
+        value = self.settings.value("recent", [])
+        if isinstance(value, str):
+            value = [value]
+        return [str(v) for v in value or []]
+
+    def _add_recent(self, path: str) -> None:
+        path = str(Path(path).resolve())
+        paths = [path] + [p for p in self.recent_paths() if p != path]
+        self.settings.setValue("recent", paths[:MAX_RECENT])
+        self.settings.sync()
+        self._refresh_recent()
+
+    def _refresh_recent(self) -> None:
+        paths = self.recent_paths()
+        self.welcome.set_recent(paths)
+        self.recent_menu.clear()
+        for path in paths:
+            action = self.recent_menu.addAction(path)
+            action.triggered.connect(lambda _=False, p=path: self.open_path(p))
+        self.recent_menu.setEnabled(bool(paths))
+
+    def dragEnterEvent(self, event) -> None:  # noqa: N802 (Qt override)
+        if any(url.isLocalFile() for url in event.mimeData().urls()):
+            event.acceptProposedAction()
+
+    def dropEvent(self, event) -> None:  # noqa: N802 (Qt override)
+        paths = [url.toLocalFile() for url in event.mimeData().urls() if url.isLocalFile()]
+        if paths:
+            event.acceptProposedAction()
+            self.open_path(paths[0])
+
+    def _restore_state(self) -> None:
+        geometry = self.settings.value("window/geometry")
+        state = self.settings.value("window/state")
+        if geometry is not None:
+            self.restoreGeometry(geometry)
+        if state is not None:
+            self.restoreState(state)
+
+    def closeEvent(self, event) -> None:  # noqa: N802 (Qt override)
+        self.settings.setValue("window/geometry", self.saveGeometry())
+        self.settings.setValue("window/state", self.saveState())
+        self.settings.sync()
+        self.cancel_load()
+        for worker in list(self.workers):
+            worker.wait(5000)
+        super().closeEvent(event)

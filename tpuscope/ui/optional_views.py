@@ -1,0 +1,29 @@
+"""The one place that imports the views other parts of the project provide.
+
+The op breakdown, diagnostics and capture dialog are written separately; until
+a module exists its tab or menu entry is left out. Only the absence of exactly
+that module is tolerated: an import error inside it is a bug and is raised.
+"""
+
+from __future__ import annotations
+
+import importlib
+
+OPTIONAL_MODULES = {
+    "ops": ("tpuscope.ui.ops_view", "OpsView"),
+    "diagnostics": ("tpuscope.ui.diagnostics_view", "DiagnosticsView"),
+    "overview": ("tpuscope.ui.overview_view", "OverviewView"),
+    "capture": ("tpuscope.ui.capture_dialog", "CaptureDialog"),
+}
+
+
+def optional_class(key: str) -> type | None:
+    """The class for `key` in OPTIONAL_MODULES, or None while its module does not exist."""
+    module_name, class_name = OPTIONAL_MODULES[key]
+    try:
+        module = importlib.import_module(module_name)
+    except ModuleNotFoundError as error:
+        if error.name == module_name:
+            return None
+        raise
+    return getattr(module, class_name)

@@ -1,0 +1,148 @@
+"""Vertical layout of the timeline: plane groups and their tracks, in reading order.
+
+Devices come first (TPU/GPU cores in index order, as Trace.device_planes
+sorts them), then host threads, busiest first, so the tracks a user came for
+are at the top. Within a device plane the XLA lines follow the program's
+structure: steps, modules, ops, async ops. Empty tracks and planes are hidden
+unless asked for. Pure Python over a few hundred tracks: no Qt here.
+"""
+
+from __future__ import annotations
+
+import bisect
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from tpuscope.model.trace import Plane, Trace, Track
+
+ROW_HEIGHT = 18  # pixels per nesting level of a track
+GROUP_HEIGHT = 22  # pixels of a plane's header row
+TRACK_GAP = 3  # pixels between tracks
+# Device lines in program order; the line names are those XLA writes (integration.md section 2).
+DEVICE_LINE_ORDER = {"Steps": 0, "XLA Modules": 1, "XLA Ops": 2, "Async XLA Ops": 3, "XLA TraceMe": 4}
+
+
+@dataclass
+class Row:
+    """One horizontal band: a plane group header or a track."""
+
+    kind: str  # "group" or "track"
+    y: int
+    height: int
+    label: str
+    tooltip: str
+    group: tuple[str, str]  # (host, plane name)
+    track: Track | None = None
+    collapsed: bool = False
+    events: int = 0
+
+
+def group_key(plane: Plane) -> tuple[str, str]:
+    return (plane.host, plane.name)
+
+
+def ordered_planes(trace: Trace) -> list[Plane]:
+    devices = trace.device_planes()
+    hosts = [p for p in trace.host_planes() if p not in devices]
+    others = [p for p in trace.planes if p not in devices and p not in hosts and p.kind != "metadata"]
+    return devices + hosts + others
+
+
+def ordered_tracks(plane: Plane) -> list[Track]:
+    tracks = list(plane.tracks)
+    if plane.is_device:
+        return sorted(tracks, key=lambda t: (DEVICE_LINE_ORDER.get(t.name, len(DEVICE_LINE_ORDER)),))
+    busy = {id(t): int(t.duration_ps[t.depth == 0].sum()) if len(t) else 0 for t in tracks}
+    return sorted(tracks, key=lambda t: (-busy[id(t)], t.display_name))
+
+
+def plane_label(plane: Plane, several_hosts: bool) -> str:
+    label = plane.name
+    if plane.device_type:
+        label += f"  ({plane.device_type})"
+    if several_hosts:
+        label = f"{plane.host}: {label}"
+    return label
+
+
+@dataclass
+class TimelineLayout:
+    """Rows with their y offsets; rebuilt (cheaply) when a group collapses or expands."""
+
+    trace: Trace
+    collapsed: set[tuple[str, str]] = field(default_factory=set)
+    show_empty: bool = False
+    rows: list[Row] = field(default_factory=list)
+    height: int = 0
+
+    def __post_init__(self) -> None:
+        self._order = [(p, ordered_tracks(p)) for p in ordered_planes(self.trace)]
+        self.relayout()
+
+    def relayout(self) -> None:
+        rows: list[Row] = []
+        y = 0
+        several_hosts = len(self.trace.hosts) > 1
+        for plane, tracks in self._order:
+            shown = [t for t in tracks if len(t) or self.show_empty]
+            if not shown:
+                continue
+            key = group_key(plane)
+            collapsed = key in self.collapsed
+            events = sum(len(t) for t in shown)
+            label = plane_label(plane, several_hosts)
+            tooltip = f"{plane.host} {plane.name}: {len(shown)} tracks, {events:,} events"
+            rows.append(Row("group", y, GROUP_HEIGHT, label, tooltip, key, None, collapsed, events))
+            y += GROUP_HEIGHT
+            if collapsed:
+                continue
+            for track in shown:
+                height = (track.max_depth + 1) * ROW_HEIGHT
+                tooltip = f"{track.display_name} ({plane.name}, {len(track):,} events)"
+                rows.append(
+                    Row("track", y, height, track.display_name, tooltip, key, track, False, len(track))
+                )
+                y += height + TRACK_GAP
+        self.rows = rows
+        self.height = y
+        self._tops = [r.y for r in rows]
+
+    def toggle(self, key: tuple[str, str]) -> None:
+        if key in self.collapsed:
+            self.collapsed.discard(key)
+        else:
+            self.collapsed.add(key)
+        self.relayout()
+
+    def set_all_collapsed(self, collapsed: bool) -> None:
+        self.collapsed = {r.group for r in self.rows if r.kind == "group"} if collapsed else set()
+        self.relayout()
+
+    def row_at(self, y: float) -> Row | None:
+        i = bisect.bisect_right(self._tops, y) - 1
+        if 0 <= i < len(self.rows) and y < self.rows[i].y + self.rows[i].height:
+            return self.rows[i]
+        return None
+
+    def rows_between(self, y0: float, y1: float) -> list[Row]:
+        lo = max(0, bisect.bisect_right(self._tops, y0) - 1)
+        hi = bisect.bisect_left(self._tops, y1)
+        return [r for r in self.rows[lo:hi] if r.y + r.height > y0]
+
+    def row_of(self, track: Track) -> Row | None:
+        for row in self.rows:
+            if row.track is track:
+                return row
+        return None
+
+    def expand_to(self, track: Track) -> None:
+        """Makes the track's group visible (expanding it if collapsed)."""
+        key = group_key(track.plane)
+        if key in self.collapsed:
+            self.collapsed.discard(key)
+            self.relayout()
+
+
+def track_depth_at(row: Row, y: float) -> int:
+    return int(np.clip((y - row.y) // ROW_HEIGHT, 0, max(0, row.height // ROW_HEIGHT - 1)))

@@ -1,0 +1,563 @@
+"""The timeline widget: ruler, step band, plane groups and tracks, drawn in batched QPainter calls.
+
+Everything per event is numpy (tpuscope.ui.timeline.scene); this widget only
+turns the frame into a few drawRects calls (one per colour), draws the
+labels that fit, and maps mouse and keys to a time window: wheel zooms
+around the cursor, drag pans, W/S zoom and A/D pan as in Perfetto and
+chrome://tracing, Shift-drag selects a time range, double-click zooms to an
+event.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import shiboken6
+from PySide6.QtCore import QPoint, QPointF, QRectF, Qt, Signal
+from PySide6.QtGui import QColor, QFont, QFontMetricsF, QMouseEvent, QPainter, QPen, QWheelEvent
+from PySide6.QtWidgets import QScrollBar, QToolTip, QWidget
+
+from tpuscope.model.trace import Trace, Track
+from tpuscope.ui.timeline import ruler
+from tpuscope.ui.timeline.layout import ROW_HEIGHT, Row, TimelineLayout, track_depth_at
+from tpuscope.ui.timeline.lod import TimelineLod, TrackLod
+from tpuscope.ui.timeline.palette import PALETTE, Colours, text_is_dark
+from tpuscope.ui.timeline.scene import Frame, Viewport, build_frame, highlight_rects
+
+LABEL_COLUMN_PX = 210
+RULER_PX = 24
+STEP_BAND_PX = 18
+SCROLLBAR_PX = 14
+ZOOM_STEP = 1.25  # one W/S key press or one wheel notch (120 units) zooms by this factor
+PAN_FRACTION = 0.15  # one A/D key press pans by this share of the window
+MIN_WINDOW_PS = 100.0  # the deepest zoom: 100 ps across the whole view
+DRAG_THRESHOLD_PX = 4  # a press that moves less than this is a click
+CLICK_TOLERANCE_PX = 3  # how near an event a click must land to select it
+
+BACKGROUND = QColor("#ffffff")
+ALT_ROW = QColor("#f7f8fa")
+GROUP_BG = QColor("#e4e8ee")
+LABEL_BG = QColor("#f0f2f5")
+GRID = QColor("#dde1e6")
+TEXT = QColor("#1d2330")
+MUTED_TEXT = QColor("#5b6473")
+SELECTION = QColor("#1a57d6")
+HIGHLIGHT = QColor("#ff00aa")
+RANGE_FILL = QColor(40, 110, 240, 40)
+STEP_COLOURS = (QColor("#c7d7ee"), QColor("#dfe8f5"))
+
+
+def draw_rect_array(painter: QPainter, rects: np.ndarray) -> None:
+    """Draws an (n, 4) float64 x/y/w/h array in one call, reading the numpy memory in place.
+
+    QPainter::drawRects takes a pointer to n QRectF, and a QRectF is four
+    doubles laid out like one row of the array, so the buffer is handed over
+    as a QRectF wrapped at its address (the idea behind pyqtgraph's
+    PrimitiveArray; viewer_anchors.md section 4.1).
+    """
+    if not len(rects):
+        return
+    rects = np.ascontiguousarray(rects, dtype=np.float64)
+    painter.drawRects(shiboken6.wrapInstance(rects.ctypes.data, QRectF), len(rects))
+
+
+class TimelineView(QWidget):
+    """Draws one trace; emits what the user selects."""
+
+    eventSelected = Signal(object, int)  # (Track, event index); Track None clears
+    rangeSelected = Signal(float, float)  # (t0_ps, t1_ps) of a Shift-drag
+    windowChanged = Signal(float, float)
+
+    def __init__(self, parent: QWidget | None = None):
+        super().__init__(parent)
+        self.setFocusPolicy(Qt.StrongFocus)
+        self.setMouseTracking(True)
+        self.setMinimumSize(400, 200)
+        self.trace: Trace | None = None
+        self.lod: TimelineLod | None = None
+        self.layout_: TimelineLayout | None = None
+        self.colours = Colours()
+        self.steps = None
+        self.t0_ps = 0.0
+        self.t1_ps = 1.0
+        self.y_scroll = 0
+        self.selected: tuple[Track, int] | None = None
+        self.range: tuple[float, float] | None = None
+        self.highlights: dict[int, TrackLod] = {}
+        self.last_frame = Frame()
+        self._press: QPointF | None = None
+        self._press_window = (0.0, 1.0)
+        self._press_scroll = 0
+        self._dragging = False
+        self._range_drag = False
+        self._elided: dict[tuple[str, int], str] = {}
+        self.font_ = QFont(self.font())
+        self.font_.setPointSizeF(8.5)
+        self.bold_font = QFont(self.font_)
+        self.bold_font.setBold(True)
+        self._metrics = QFontMetricsF(self.font_)
+        self._char_px = max(1.0, self._metrics.averageCharWidth())
+        self._brushes = [QColor(c) for c in PALETTE]
+        self._dark_text = [text_is_dark(c) for c in PALETTE]
+        self.scrollbar = QScrollBar(Qt.Vertical, self)
+        self.scrollbar.valueChanged.connect(self._on_scroll)
+
+    # ----- state -----------------------------------------------------------------------------
+
+    def set_trace(self, trace: Trace | None, lod: TimelineLod | None = None, steps=None) -> None:
+        self.trace = trace
+        self.lod = lod if lod is not None or trace is None else TimelineLod(trace)
+        self.layout_ = TimelineLayout(trace) if trace is not None else None
+        self.colours = Colours()
+        self.steps = steps if steps is not None and len(steps) else None
+        self.selected = None
+        self.range = None
+        self.highlights = {}
+        self.y_scroll = 0
+        self.zoom_to_fit()
+        self._update_scrollbar()
+
+    @property
+    def events_top(self) -> int:
+        return RULER_PX + (STEP_BAND_PX if self.steps is not None else 0)
+
+    @property
+    def events_width(self) -> float:
+        return max(1.0, self.width() - LABEL_COLUMN_PX - SCROLLBAR_PX)
+
+    def viewport(self) -> Viewport:
+        return Viewport(
+            self.t0_ps, self.t1_ps, LABEL_COLUMN_PX, self.events_width, self.y_scroll, self.events_top
+        )
+
+    def set_window(self, t0_ps: float, t1_ps: float) -> None:
+        """Shows [t0, t1], kept within the trace (with a small margin) and no narrower than MIN_WINDOW_PS."""
+        duration = float(self.trace.duration_ps) if self.trace is not None else 1.0
+        margin = 0.02 * max(duration, MIN_WINDOW_PS)
+        lo, hi = -margin, duration + margin
+        width = min(max(t1_ps - t0_ps, MIN_WINDOW_PS), hi - lo)
+        center = (t0_ps + t1_ps) / 2
+        t0 = min(max(center - width / 2, lo), hi - width)
+        self.t0_ps, self.t1_ps = t0, t0 + width
+        self.windowChanged.emit(self.t0_ps, self.t1_ps)
+        self.update()
+
+    def zoom_to_fit(self) -> None:
+        duration = float(self.trace.duration_ps) if self.trace is not None else 1.0
+        self.t0_ps, self.t1_ps = 0.0, max(duration, MIN_WINDOW_PS)
+        self.set_window(self.t0_ps, self.t1_ps)
+
+    def zoom(self, factor: float, anchor_ps: float | None = None) -> None:
+        """Zooms in (factor > 1) or out around `anchor_ps` (the window centre by default)."""
+        if anchor_ps is None:
+            anchor_ps = (self.t0_ps + self.t1_ps) / 2
+        width = max((self.t1_ps - self.t0_ps) / factor, MIN_WINDOW_PS)
+        share = (anchor_ps - self.t0_ps) / max(self.t1_ps - self.t0_ps, 1e-9)
+        t0 = anchor_ps - share * width
+        self._set_anchored(t0, t0 + width)
+
+    def _set_anchored(self, t0: float, t1: float) -> None:
+        duration = float(self.trace.duration_ps) if self.trace is not None else 1.0
+        margin = 0.02 * max(duration, MIN_WINDOW_PS)
+        if t1 - t0 >= duration + 2 * margin:
+            self.set_window(-margin, duration + margin)
+            return
+        shift = max(0.0, -margin - t0) - max(0.0, t1 - duration - margin)
+        self.t0_ps, self.t1_ps = t0 + shift, t1 + shift
+        self.windowChanged.emit(self.t0_ps, self.t1_ps)
+        self.update()
+
+    def pan(self, delta_ps: float) -> None:
+        self._set_anchored(self.t0_ps + delta_ps, self.t1_ps + delta_ps)
+
+    def zoom_to_range(self, t0_ps: float, t1_ps: float, margin: float = 0.1) -> None:
+        width = max(t1_ps - t0_ps, MIN_WINDOW_PS)
+        self.set_window(t0_ps - margin * width, t1_ps + margin * width)
+
+    def zoom_to_event(self, track: Track, index: int) -> None:
+        start = float(track.start_ps[index])
+        self.zoom_to_range(start, start + float(track.duration_ps[index]))
+        self.scroll_to_track(track)
+
+    def select_event(self, track: Track | None, index: int = -1) -> None:
+        self.selected = None if track is None else (track, int(index))
+        self.update()
+        self.eventSelected.emit(track, int(index))
+
+    def set_highlight(self, matches: list[tuple[Track, np.ndarray]]) -> None:
+        """Outlines these events (search matches, ops picked in other views) until cleared."""
+        self.highlights = {id(track): TrackLod(track, indices) for track, indices in matches if len(indices)}
+        self.update()
+
+    def scroll_to_track(self, track: Track) -> None:
+        if self.layout_ is None:
+            return
+        self.layout_.expand_to(track)
+        self._update_scrollbar()
+        row = self.layout_.row_of(track)
+        if row is None:
+            return
+        visible = self.height() - self.events_top
+        if row.y < self.y_scroll or row.y + row.height > self.y_scroll + visible:
+            self.scrollbar.setValue(max(0, row.y - visible // 3))
+
+    def toggle_group(self, key: tuple[str, str]) -> None:
+        if self.layout_ is not None:
+            self.layout_.toggle(key)
+            self._update_scrollbar()
+            self.update()
+
+    def set_all_collapsed(self, collapsed: bool) -> None:
+        if self.layout_ is not None:
+            self.layout_.set_all_collapsed(collapsed)
+            self._update_scrollbar()
+            self.update()
+
+    def _update_scrollbar(self) -> None:
+        visible = max(0, self.height() - self.events_top)
+        total = self.layout_.height if self.layout_ is not None else 0
+        self.scrollbar.setRange(0, max(0, total - visible + ROW_HEIGHT))
+        self.scrollbar.setPageStep(max(1, visible))
+        self.scrollbar.setSingleStep(ROW_HEIGHT)
+
+    def _on_scroll(self, value: int) -> None:
+        self.y_scroll = value
+        self.update()
+
+    def resizeEvent(self, event) -> None:  # noqa: N802 (Qt override)
+        self.scrollbar.setGeometry(
+            self.width() - SCROLLBAR_PX,
+            self.events_top,
+            SCROLLBAR_PX,
+            max(0, self.height() - self.events_top),
+        )
+        self._update_scrollbar()
+        super().resizeEvent(event)
+
+    # ----- hit testing -----------------------------------------------------------------------
+
+    def row_at(self, y: float) -> Row | None:
+        if self.layout_ is None or y < self.events_top:
+            return None
+        return self.layout_.row_at(y - self.events_top + self.y_scroll)
+
+    def event_at(self, pos: QPointF | QPoint) -> tuple[Track, int] | None:
+        """The event under a widget position, if any."""
+        if self.lod is None or pos.x() < LABEL_COLUMN_PX:
+            return None
+        row = self.row_at(pos.y())
+        if row is None or row.track is None:
+            return None
+        track_lod = self.lod.of(row.track)
+        if track_lod is None:
+            return None
+        depth = track_depth_at(row, pos.y() - self.events_top + self.y_scroll)
+        view = self.viewport()
+        found = track_lod.event_at(depth, view.t_of(pos.x()), CLICK_TOLERANCE_PX * view.ps_per_px)
+        return None if found is None else (row.track, found)
+
+    # ----- painting --------------------------------------------------------------------------
+
+    def paintEvent(self, event) -> None:  # noqa: N802 (Qt override)
+        painter = QPainter(self)
+        try:
+            self.paint(painter)
+        finally:
+            painter.end()
+
+    def paint(self, painter: QPainter) -> None:
+        """Draws the whole widget; separate from paintEvent so benchmarks can time it on an image."""
+        painter.setFont(self.font_)
+        width, height = self.width(), self.height()
+        painter.fillRect(0, 0, width, height, BACKGROUND)
+        if self.layout_ is None or self.lod is None:
+            painter.setPen(MUTED_TEXT)
+            painter.drawText(QRectF(0, 0, width, height), Qt.AlignCenter, "No profile open")
+            return
+        view = self.viewport()
+        top = self.events_top
+        rows = self.layout_.rows_between(self.y_scroll, self.y_scroll + height - top)
+        painter.save()
+        painter.setClipRect(QRectF(0, top, width, height - top))
+        self._paint_row_backgrounds(painter, rows, view)
+        self._paint_grid(painter, view, top, height)
+        frame = build_frame(rows, self.lod, self.colours, view)
+        self.last_frame = frame
+        painter.setPen(Qt.NoPen)
+        for colour, rects in frame.rects_by_colour.items():
+            painter.setBrush(self._brushes[colour])
+            draw_rect_array(painter, rects)
+        self._paint_labels(painter, frame)
+        self._paint_highlights(painter, rows, view)
+        self._paint_selection(painter, view)
+        self._paint_range(painter, view, top, height)
+        self._paint_label_column(painter, rows, view)
+        painter.restore()
+        self._paint_ruler(painter, view)
+        if self.steps is not None:
+            self._paint_steps(painter, view)
+
+    def _paint_row_backgrounds(self, painter: QPainter, rows: list[Row], view: Viewport) -> None:
+        for i, row in enumerate(rows):
+            y = view.y_of(row.y)
+            if row.kind == "group":
+                painter.fillRect(QRectF(0, y, self.width(), row.height), GROUP_BG)
+            elif i % 2:
+                painter.fillRect(QRectF(view.x, y, view.width, row.height), ALT_ROW)
+
+    def _paint_grid(self, painter: QPainter, view: Viewport, top: float, bottom: float) -> None:
+        _, times = ruler.ticks(view.t0_ps, view.t1_ps, view.width)
+        painter.setPen(QPen(GRID, 1))
+        for t in times:
+            x = float(view.x_of(t))
+            painter.drawLine(QPointF(x, top), QPointF(x, bottom))
+
+    def _paint_labels(self, painter: QPainter, frame: Frame) -> None:
+        text_height = ROW_HEIGHT - 2
+        for label in frame.labels:
+            text = self._elide(label.text, label.width - 6)
+            if not text:
+                continue
+            painter.setPen(TEXT if self._dark_text[label.colour] else QColor("white"))
+            painter.drawText(
+                QRectF(max(label.x, LABEL_COLUMN_PX) + 3, label.y, label.width - 6, text_height),
+                Qt.AlignLeft | Qt.AlignVCenter,
+                text,
+            )
+
+    def _elide(self, text: str, width: float) -> str:
+        chars = int(width / self._char_px)
+        key = (text, chars)
+        found = self._elided.get(key)
+        if found is None:
+            if len(self._elided) > 20000:
+                self._elided.clear()
+            found = text if len(text) <= chars else (text[: chars - 1] + "\u2026" if chars >= 3 else "")
+            self._elided[key] = found
+        return found
+
+    def _paint_highlights(self, painter: QPainter, rows: list[Row], view: Viewport) -> None:
+        if not self.highlights:
+            return
+        rects = highlight_rects(rows, self.highlights, view)
+        painter.setBrush(Qt.NoBrush)
+        painter.setPen(QPen(HIGHLIGHT, 2))
+        draw_rect_array(painter, rects)
+
+    def _paint_selection(self, painter: QPainter, view: Viewport) -> None:
+        if self.selected is None or self.layout_ is None:
+            return
+        track, index = self.selected
+        row = self.layout_.row_of(track)
+        if row is None:
+            return
+        x0 = max(float(view.x_of(track.start_ps[index])), view.x - 3)
+        x1 = min(float(view.x_of(track.start_ps[index] + track.duration_ps[index])), view.x + view.width + 3)
+        y = view.y_of(row.y + int(track.depth[index]) * ROW_HEIGHT)
+        painter.setBrush(Qt.NoBrush)
+        painter.setPen(QPen(SELECTION, 2.5))
+        painter.drawRect(QRectF(x0 - 1, y, max(x1 - x0, 1) + 2, ROW_HEIGHT))
+
+    def _paint_range(self, painter: QPainter, view: Viewport, top: float, bottom: float) -> None:
+        if self.range is None:
+            return
+        x0, x1 = (float(view.x_of(t)) for t in self.range)
+        painter.fillRect(QRectF(x0, top, max(1.0, x1 - x0), bottom - top), RANGE_FILL)
+        painter.setPen(QPen(SELECTION, 1))
+        painter.drawLine(QPointF(x0, top), QPointF(x0, bottom))
+        painter.drawLine(QPointF(x1, top), QPointF(x1, bottom))
+
+    def _paint_label_column(self, painter: QPainter, rows: list[Row], view: Viewport) -> None:
+        painter.fillRect(QRectF(0, view.top, LABEL_COLUMN_PX, self.height()), LABEL_BG)
+        metrics = self._metrics
+        for row in rows:
+            y = view.y_of(row.y)
+            if row.kind == "group":
+                painter.fillRect(QRectF(0, y, LABEL_COLUMN_PX, row.height), GROUP_BG)
+                painter.setFont(self.bold_font)
+                painter.setPen(TEXT)
+                arrow = "\u25b8" if row.collapsed else "\u25be"
+                text = metrics.elidedText(row.label, Qt.ElideRight, LABEL_COLUMN_PX - 22)
+                painter.drawText(QRectF(6, y, LABEL_COLUMN_PX - 8, row.height), Qt.AlignVCenter, arrow)
+                painter.drawText(QRectF(20, y, LABEL_COLUMN_PX - 22, row.height), Qt.AlignVCenter, text)
+                painter.setFont(self.font_)
+            else:
+                painter.setPen(TEXT)
+                text = metrics.elidedText(row.label, Qt.ElideMiddle, LABEL_COLUMN_PX - 26)
+                painter.drawText(QRectF(20, y, LABEL_COLUMN_PX - 22, ROW_HEIGHT), Qt.AlignVCenter, text)
+        painter.setPen(QPen(GRID, 1))
+        painter.drawLine(
+            QPointF(LABEL_COLUMN_PX - 0.5, view.top), QPointF(LABEL_COLUMN_PX - 0.5, self.height())
+        )
+
+    def _paint_ruler(self, painter: QPainter, view: Viewport) -> None:
+        painter.fillRect(QRectF(0, 0, self.width(), RULER_PX), LABEL_BG)
+        step, times = ruler.ticks(view.t0_ps, view.t1_ps, view.width)
+        painter.setPen(TEXT)
+        for t in times:
+            x = float(view.x_of(t))
+            painter.drawLine(QPointF(x, RULER_PX - 7), QPointF(x, RULER_PX))
+            painter.drawText(
+                QRectF(x + 3, 0, 120, RULER_PX - 3),
+                Qt.AlignLeft | Qt.AlignVCenter,
+                ruler.format_time(t, step),
+            )
+        painter.fillRect(QRectF(0, 0, LABEL_COLUMN_PX, RULER_PX), LABEL_BG)
+        painter.setPen(MUTED_TEXT)
+        span = ruler.format_duration(view.t1_ps - view.t0_ps)
+        painter.drawText(QRectF(6, 0, LABEL_COLUMN_PX - 8, RULER_PX), Qt.AlignVCenter, f"window {span}")
+        painter.setPen(QPen(GRID, 1))
+        painter.drawLine(QPointF(0, RULER_PX - 0.5), QPointF(self.width(), RULER_PX - 0.5))
+
+    def _paint_steps(self, painter: QPainter, view: Viewport) -> None:
+        steps = self.steps
+        y = RULER_PX
+        painter.fillRect(QRectF(0, y, self.width(), STEP_BAND_PX), BACKGROUND)
+        lo = int(np.searchsorted(steps.end_ps, view.t0_ps, side="right"))
+        hi = int(np.searchsorted(steps.start_ps, view.t1_ps, side="left"))
+        if hi > lo:
+            x0 = np.maximum(view.x_of(steps.start_ps[lo:hi]), view.x - 10)
+            x1 = np.minimum(view.x_of(steps.end_ps[lo:hi]), view.x + view.width + 10)
+            w = np.maximum(x1 - x0 - 1, 1.0)
+            parity = (np.arange(lo, hi) % 2).astype(bool)
+            painter.setPen(Qt.NoPen)
+            for odd in (False, True):
+                chosen = parity == odd
+                rects = np.column_stack(
+                    [
+                        x0[chosen],
+                        np.full(chosen.sum(), y + 1.0),
+                        w[chosen],
+                        np.full(chosen.sum(), STEP_BAND_PX - 2.0),
+                    ]
+                )
+                painter.setBrush(STEP_COLOURS[int(odd)])
+                draw_rect_array(painter, rects)
+            painter.setPen(TEXT)
+            for i in np.flatnonzero(w >= 40).tolist():
+                painter.drawText(
+                    QRectF(x0[i] + 3, y, w[i] - 4, STEP_BAND_PX),
+                    Qt.AlignVCenter,
+                    self._elide(f"step {int(steps.number[lo + i])}", w[i] - 4),
+                )
+        painter.fillRect(QRectF(0, y, LABEL_COLUMN_PX, STEP_BAND_PX), LABEL_BG)
+        painter.setPen(MUTED_TEXT)
+        painter.drawText(
+            QRectF(6, y, LABEL_COLUMN_PX - 8, STEP_BAND_PX), Qt.AlignVCenter, f"Steps ({len(steps)})"
+        )
+
+    # ----- input -----------------------------------------------------------------------------
+
+    def wheelEvent(self, event: QWheelEvent) -> None:  # noqa: N802 (Qt override)
+        delta = event.angleDelta()
+        pos = event.position()
+        if event.modifiers() & Qt.ShiftModifier or pos.x() < LABEL_COLUMN_PX:
+            self.scrollbar.setValue(self.scrollbar.value() - int(delta.y() or delta.x()) // 2)
+        elif abs(delta.x()) > abs(delta.y()):
+            self.pan(-delta.x() / 120 * PAN_FRACTION * (self.t1_ps - self.t0_ps))
+        elif delta.y():
+            self.zoom(ZOOM_STEP ** (delta.y() / 120), self.viewport().t_of(pos.x()))
+        event.accept()
+
+    def keyPressEvent(self, event) -> None:  # noqa: N802 (Qt override)
+        key = event.key()
+        cursor = self.mapFromGlobal(self.cursor().pos())
+        anchor = self.viewport().t_of(cursor.x()) if LABEL_COLUMN_PX <= cursor.x() < self.width() else None
+        width = self.t1_ps - self.t0_ps
+        if key == Qt.Key_W:
+            self.zoom(ZOOM_STEP, anchor)
+        elif key == Qt.Key_S:
+            self.zoom(1 / ZOOM_STEP, anchor)
+        elif key == Qt.Key_A:
+            self.pan(-PAN_FRACTION * width)
+        elif key == Qt.Key_D:
+            self.pan(PAN_FRACTION * width)
+        elif key in (Qt.Key_Home, Qt.Key_0):
+            self.zoom_to_fit()
+        elif key == Qt.Key_Escape:
+            self.range = None
+            self.select_event(None)
+        else:
+            super().keyPressEvent(event)
+
+    def mousePressEvent(self, event: QMouseEvent) -> None:  # noqa: N802 (Qt override)
+        if event.button() != Qt.LeftButton:
+            return
+        self.setFocus()
+        self._press = event.position()
+        self._press_window = (self.t0_ps, self.t1_ps)
+        self._press_scroll = self.y_scroll
+        self._dragging = False
+        self._range_drag = (
+            bool(event.modifiers() & Qt.ShiftModifier) and event.position().x() >= LABEL_COLUMN_PX
+        )
+
+    def mouseMoveEvent(self, event: QMouseEvent) -> None:  # noqa: N802 (Qt override)
+        if self._press is None:
+            return
+        pos = event.position()
+        dx, dy = pos.x() - self._press.x(), pos.y() - self._press.y()
+        if not self._dragging and math.hypot(dx, dy) < DRAG_THRESHOLD_PX:
+            return
+        self._dragging = True
+        t0, t1 = self._press_window
+        ps_per_px = (t1 - t0) / self.events_width
+        if self._range_drag:
+            a = t0 + (self._press.x() - LABEL_COLUMN_PX) * ps_per_px
+            b = t0 + (pos.x() - LABEL_COLUMN_PX) * ps_per_px
+            self.range = (min(a, b), max(a, b))
+            self.update()
+        else:
+            self._set_anchored(t0 - dx * ps_per_px, t1 - dx * ps_per_px)
+            self.scrollbar.setValue(int(self._press_scroll - dy))
+
+    def mouseReleaseEvent(self, event: QMouseEvent) -> None:  # noqa: N802 (Qt override)
+        if self._press is None:
+            return
+        pos = event.position()
+        if self._range_drag and self._dragging and self.range is not None:
+            self.rangeSelected.emit(*self.range)
+        elif not self._dragging:
+            self.click(pos)
+        self._press = None
+        self._dragging = False
+        self._range_drag = False
+
+    def click(self, pos: QPointF | QPoint) -> None:
+        """Selects the event under `pos`, or toggles the plane group whose header is there."""
+        row = self.row_at(pos.y())
+        if row is not None and row.kind == "group":
+            self.toggle_group(row.group)
+            return
+        found = self.event_at(pos)
+        self.range = None
+        if found is None:
+            self.select_event(None)
+        else:
+            self.select_event(*found)
+
+    def mouseDoubleClickEvent(self, event: QMouseEvent) -> None:  # noqa: N802 (Qt override)
+        found = self.event_at(event.position())
+        if found is not None:
+            self.select_event(*found)
+            self.zoom_to_event(*found)
+
+    def event(self, event) -> bool:
+        if event.type() == event.Type.ToolTip:
+            QToolTip.showText(event.globalPos(), self.tooltip_at(event.pos()), self)
+            return True
+        return super().event(event)
+
+    def tooltip_at(self, pos: QPoint) -> str:
+        row = self.row_at(pos.y())
+        if row is None:
+            return ""
+        if pos.x() < LABEL_COLUMN_PX:
+            return row.tooltip
+        found = self.event_at(pos)
+        if found is None:
+            return ""
+        track, index = found
+        name = self.colours.of(track.plane).label_of_row[int(track.meta_index[index])]
+        return f"{name}\n{ruler.format_duration(float(track.duration_ps[index]))}"
