@@ -123,8 +123,10 @@ def test_program_and_framework_groupings_read_the_profile(tpu_trace):
     framework = op_breakdown(tpu_trace, "0", "framework")
     assert "jit(f)/jit(main)/add" in framework.names()
     categories = op_breakdown(tpu_trace, "all", "category")
-    hlo = {tpu_trace.strings[int(c)] for c in np.unique(
-        tpu_trace.device_planes()[0].track("XLA Ops").stat_values("hlo_category", fill=0))}  # fmt: skip
+    hlo = {
+        tpu_trace.strings[int(c)]
+        for c in np.unique(tpu_trace.device_planes()[0].track("XLA Ops").stat_values("hlo_category", fill=0))
+    }
     assert set(categories.names()) == hlo
 
 
@@ -183,8 +185,13 @@ def test_roofline_peaks_from_plane_stats_then_chip_table(tpu_trace):
     assert peaks.teraflops_per_second == plane.stats["peak_teraflops_per_second"]
     assert chip_of(plane.device_type) == "v6e"
     assert [chip_of(s) for s in ("TPU v4", "TPU v5 lite", "TPU v5p", "TPU v7x", "NVIDIA H100", None)] == [
-        "v4", "v5e", "v5p", "TPU7x", None, None,
-    ]  # fmt: skip
+        "v4",
+        "v5e",
+        "v5p",
+        "TPU7x",
+        None,
+        None,
+    ]
     assert set(CHIP_PEAKS) == {"v4", "v5e", "v5p", "v6e", "TPU7x"}
 
 
@@ -194,8 +201,12 @@ def test_bound_by_uses_the_ridge_point():
     flops = np.array([1e6, 1e3, np.nan, 0.0, 5.0])
     nbytes = np.array([1e3, 1e3, np.nan, 1e6, np.nan])
     assert bound_by(flops, nbytes, peaks).tolist() == [
-        BOUND_COMPUTE, BOUND_MEMORY, BOUND_UNKNOWN, BOUND_MEMORY, BOUND_COMPUTE,
-    ]  # fmt: skip
+        BOUND_COMPUTE,
+        BOUND_MEMORY,
+        BOUND_UNKNOWN,
+        BOUND_MEMORY,
+        BOUND_COMPUTE,
+    ]
     assert bound_by(flops, nbytes, None).tolist() == [BOUND_UNKNOWN] * 5
 
 
@@ -264,5 +275,15 @@ def test_cli_json_has_steps_and_duty_cycle(capsys):
     assert payload["by"] == "program"
     assert len(payload["steps"]["rows"]) == 15
     assert 0 < payload["duty_cycle"] < 1
-    assert {"name", "category", "occurrences", "total_time_us", "avg_time_us", "self_time_us", "percent",
-            "flops", "bytes_accessed", "bound_by"} <= set(payload["rows"][0])  # fmt: skip
+    assert {
+        "name",
+        "category",
+        "occurrences",
+        "total_time_us",
+        "avg_time_us",
+        "self_time_us",
+        "percent",
+        "flops",
+        "bytes_accessed",
+        "bound_by",
+    } <= set(payload["rows"][0])

@@ -1,0 +1,149 @@
+"""The Ops view on the real TPU profile: table, sorting and filtering in the model, signals, charts."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from PySide6.QtCore import QEvent, QPoint, QPointF, Qt
+from PySide6.QtGui import QMouseEvent
+from PySide6.QtWidgets import QApplication
+
+from tests.conftest import TF_TRACE, TPU_TRACE
+from tpuscope.analysis.ops import op_breakdown
+from tpuscope.model.load import open_trace
+from tpuscope.ui.ops_view import OpsView
+
+COUNT, SELF, NAME = 3, 6, 0
+
+
+@pytest.fixture(scope="module")
+def tpu_trace():
+    return open_trace(TPU_TRACE)
+
+
+@pytest.fixture
+def view(qtbot, tpu_trace):
+    widget = OpsView()
+    qtbot.addWidget(widget)
+    widget.resize(1400, 800)
+    widget.set_trace(tpu_trace)
+    widget.show()
+    qtbot.waitExposed(widget)
+    return widget
+
+
+def _column(view, column):
+    model = view.model
+    return [model.data(model.index(r, column)) for r in range(model.rowCount())]
+
+
+def test_table_lists_every_op_of_all_devices_by_self_time(view, tpu_trace):
+    expected = op_breakdown(tpu_trace, "all", "op")
+    assert view.model.rowCount() == len(expected)
+    assert _column(view, NAME) == expected.names()
+    assert view.device_combo.currentData() == "all" and view.device_combo.count() == 5
+    assert "duty cycle" in view.summary_label.text()
+
+
+def test_sorting_happens_in_the_model(view):
+    view.table_view.sortByColumn(COUNT, Qt.SortOrder.AscendingOrder)
+    counts = [int(c.replace(",", "")) for c in _column(view, COUNT)]
+    assert counts == sorted(counts)
+    assert counts[0] == 1  # broadcast.2 runs once
+    view.table_view.sortByColumn(NAME, Qt.SortOrder.DescendingOrder)
+    names = _column(view, NAME)
+    assert names == sorted(names, reverse=True)
+
+
+def test_filter_keeps_matching_rows(view, qtbot):
+    qtbot.keyClicks(view.filter_edit, "COPY-DONE")
+    names = _column(view, NAME)
+    assert len(names) == 6 and all(n.startswith("copy-done") for n in names)
+    view.filter_edit.clear()
+    assert view.model.rowCount() == 17
+
+
+def test_selecting_a_row_highlights_its_events_and_steps_through_them(view, qtbot):
+    with qtbot.waitSignal(view.highlightRequested) as highlight:
+        view.table_view.selectRow(0)
+    events = highlight.args[0]
+    table_row = view.model.table_row(0)
+    assert sum(len(idx) for _, idx in events) == view.table.occurrences[table_row] == 400
+    assert {track.name for track, _ in events} == {"XLA Ops"}
+    assert len({track.plane.name for track, _ in events}) == 4
+    starts = np.sort(np.concatenate([t.start_ps[i] for t, i in events]))
+    ends = np.concatenate([t.end_ps[i] for t, i in events])[
+        np.argsort(np.concatenate([t.start_ps[i] for t, i in events]), kind="stable")
+    ]
+    zooms = []
+    view.zoomRequested.connect(lambda t0, t1: zooms.append((t0, t1)))
+    qtbot.mouseClick(view.next_button, Qt.MouseButton.LeftButton)
+    qtbot.mouseClick(view.next_button, Qt.MouseButton.LeftButton)
+    qtbot.mouseClick(view.previous_button, Qt.MouseButton.LeftButton)
+    assert len(zooms) == 3
+    for (t0, t1), k in zip(zooms, (0, 1, 0), strict=True):
+        assert t0 < starts[k] and t1 > ends[k]  # the occurrence, with a margin
+        assert t1 - t0 < 2 * (ends[k] - starts[k]) + 4000
+    assert "1 of 400" in view.occurrence_label.text()
+
+
+def test_double_clicking_a_step_zooms_to_it(view, qtbot):
+    breakdown = view.breakdown
+    assert len(breakdown) == 100
+    vb = view.step_plot.getPlotItem().vb
+    scene_point = vb.mapViewToScene(pg_point(3, float(breakdown.busy_ps[3]) / 2e12))
+    widget_point = view.step_plot.mapFromScene(scene_point)
+    pos = QPoint(int(widget_point.x()), int(widget_point.y()))
+    viewport = view.step_plot.viewport()
+    zooms = []
+    view.zoomRequested.connect(lambda t0, t1: zooms.append((t0, t1)))
+    qtbot.mouseClick(viewport, Qt.MouseButton.LeftButton, pos=pos)
+    assert zooms == [], "a single click does not zoom"
+    # What a real double click delivers: press, release, double-click (in place of the second press), release.
+    qtbot.mousePress(viewport, Qt.MouseButton.LeftButton, pos=pos)
+    qtbot.mouseRelease(viewport, Qt.MouseButton.LeftButton, pos=pos)
+    double = QMouseEvent(
+        QEvent.Type.MouseButtonDblClick,
+        QPointF(pos),
+        viewport.mapToGlobal(QPointF(pos)),
+        Qt.MouseButton.LeftButton,
+        Qt.MouseButton.LeftButton,
+        Qt.KeyboardModifier.NoModifier,
+    )
+    QApplication.sendEvent(viewport, double)
+    qtbot.mouseRelease(viewport, Qt.MouseButton.LeftButton, pos=pos)
+    assert zooms == [(int(breakdown.start_ps[3]), int(breakdown.end_ps[3]))]
+
+
+def pg_point(x, y):
+    return QPointF(x, y)
+
+
+def test_grouping_and_device_pickers_recompute(view, tpu_trace):
+    view.set_grouping("category")
+    assert sorted(_column(view, NAME)) == sorted(op_breakdown(tpu_trace, "all", "category").names())
+    view.set_device(2)
+    assert view.table.occurrences.sum() == len(tpu_trace.device_planes()[2].track("XLA Ops"))
+    assert [d.name for d in view.table.devices] == ["/device:TPU:2"]
+
+
+def test_bar_chart_shows_the_top_ops(view):
+    ticks = view.bar_plot.getAxis("left")._tickLevels[0]
+    labels = [label for _, label in sorted(ticks, reverse=True)]
+    assert labels[:4] == view.table.names()[:4]
+
+
+def test_profile_without_device_ops_and_clearing(qtbot):
+    widget = OpsView()
+    qtbot.addWidget(widget)
+    widget.set_trace(open_trace(TF_TRACE))
+    assert widget.model.rowCount() == 0
+    assert "no device ops" in widget.summary_label.text()
+    widget.set_trace(None)
+    assert widget.model.rowCount() == 0 and not widget.next_button.isEnabled()
+
+
+def test_renders_offscreen(view, tmp_path):
+    path = tmp_path / "ops.png"
+    assert view.grab().save(str(path))
+    assert path.stat().st_size > 10_000

@@ -1,0 +1,519 @@
+"""The "Ops" view: where device time goes, as a sortable table, a top-N bar chart and a per-step chart.
+
+The table model sits directly on the numpy columns of an `OpTable`: sorting and filtering only
+rebuild one permutation array (argsort / boolean mask), so 100k rows sort at numpy speed, and
+`data()` formats one cell on demand. A QSortFilterProxyModel would call back into Python for
+every comparison (see ../shared/research/viewer_anchors.md 4.2).
+
+The view knows nothing about the timeline: it asks for highlights and zooms through signals that
+the main window connects (`highlightRequested`, `zoomRequested`).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pyqtgraph as pg
+from PySide6.QtCore import QAbstractTableModel, QModelIndex, QPersistentModelIndex, Qt, Signal
+from PySide6.QtGui import QColor
+from PySide6.QtWidgets import (
+    QAbstractItemView,
+    QComboBox,
+    QHBoxLayout,
+    QHeaderView,
+    QLabel,
+    QLineEdit,
+    QPushButton,
+    QSplitter,
+    QTableView,
+    QVBoxLayout,
+    QWidget,
+)
+
+from tpuscope.analysis.device_ops import Device, find_devices, select_devices
+from tpuscope.analysis.ops import GROUPINGS, OpTable, aggregate, collect_op_events
+from tpuscope.analysis.roofline import BOUND_NAMES
+from tpuscope.analysis.step_breakdown import StepBreakdown, step_breakdown
+from tpuscope.model.trace import Trace
+
+TOP_N_BARS = 15  # bars in the top-N chart: enough to see the long tail start, few enough to read
+BUSY_COLOR = QColor(66, 133, 244)
+IDLE_COLOR = QColor(200, 200, 200)
+# Margin around one op when stepping through occurrences: a tenth of the op on each side.
+ZOOM_MARGIN_FRACTION = 0.1
+
+# Initial column widths (px): names get room, numbers just fit; users resize freely.
+COLUMN_WIDTHS = (220, 95, 140, 60, 85, 85, 85, 60, 60, 75, 70, 75, 70)
+
+_ModelIndex = QModelIndex | QPersistentModelIndex
+
+
+def _format_time(ps: float) -> str:
+    value = float(ps)
+    for unit, scale in (("s", 1e12), ("ms", 1e9), ("us", 1e6), ("ns", 1e3)):
+        if abs(value) >= scale:
+            return f"{value / scale:.3f} {unit}"
+    return f"{value:.0f} ps"
+
+
+def _format_number(value: float, digits: int = 2) -> str:
+    return "" if not np.isfinite(value) else f"{value:,.{digits}f}"
+
+
+class OpsTableModel(QAbstractTableModel):
+    """A read-only table over an OpTable's columns; sorting and filtering live in the model."""
+
+    COLUMNS = (
+        "Name",
+        "Category",
+        "Program",
+        "Count",
+        "Total",
+        "Average",
+        "Self",
+        "Self %",
+        "Cum. %",
+        "GFLOP/s",
+        "GB/s",
+        "FLOP/byte",
+        "Bound by",
+    )
+    TEXT_COLUMNS = 3  # the first three columns are labels, the rest numbers
+
+    def __init__(self, parent=None) -> None:
+        super().__init__(parent)
+        self._table: OpTable | None = None
+        self._rows = np.empty(0, dtype=np.int64)  # visible table rows, in display order
+        self._keys: list[np.ndarray] = []
+        self._filter = ""
+        self._sort_column = 6  # self time, largest first: the table's natural order
+        self._sort_order = Qt.SortOrder.DescendingOrder
+
+    # --- data -------------------------------------------------------------------------------
+    def set_table(self, table: OpTable | None) -> None:
+        self.beginResetModel()
+        self._table = table
+        self._keys = self._sort_keys(table) if table is not None else []
+        self._rows = self._visible_rows()
+        self.endResetModel()
+
+    @property
+    def table(self) -> OpTable | None:
+        return self._table
+
+    def _sort_keys(self, table: OpTable) -> list[np.ndarray]:
+        label_rank = np.empty(len(table.labels), dtype=np.int64)
+        label_rank[np.argsort(np.array(table.labels, dtype=object).astype(str), kind="stable")] = np.arange(
+            len(table.labels)
+        )
+        return [
+            label_rank[table.name],
+            label_rank[table.category],
+            label_rank[table.program],
+            table.occurrences,
+            table.total_ps,
+            table.avg_ps,
+            table.self_ps,
+            table.percent,
+            table.cumulative_percent,
+            np.nan_to_num(table.flop_rate, nan=-1.0),
+            np.nan_to_num(table.bytes_rate, nan=-1.0),
+            np.nan_to_num(table.intensity, nan=-1.0),
+            table.bound,
+        ]
+
+    def _visible_rows(self) -> np.ndarray:
+        table = self._table
+        if table is None:
+            return np.empty(0, dtype=np.int64)
+        rows = np.arange(len(table))
+        if self._filter:
+            needle = self._filter.lower()
+            hit = np.fromiter((needle in text.lower() for text in table.labels), bool, len(table.labels))
+            rows = rows[hit[table.name] | hit[table.category] | hit[table.program]]
+        key = self._keys[self._sort_column][rows]
+        order = np.argsort(key, kind="stable")
+        if self._sort_order == Qt.SortOrder.DescendingOrder:
+            order = order[::-1]
+        return rows[order]
+
+    def table_row(self, view_row: int) -> int:
+        """The OpTable row shown at `view_row`."""
+        return int(self._rows[view_row])
+
+    def view_row_of(self, table_row: int) -> int | None:
+        hits = np.flatnonzero(self._rows == table_row)
+        return int(hits[0]) if len(hits) else None
+
+    # --- sorting and filtering, in the model -------------------------------------------------
+    def sort(self, column: int, order: Qt.SortOrder = Qt.SortOrder.AscendingOrder) -> None:
+        self.layoutAboutToBeChanged.emit()
+        self._sort_column, self._sort_order = column, order
+        self._rows = self._visible_rows()
+        self.layoutChanged.emit()
+
+    def set_filter(self, text: str) -> None:
+        self.beginResetModel()
+        self._filter = text.strip()
+        self._rows = self._visible_rows()
+        self.endResetModel()
+
+    # --- QAbstractTableModel ----------------------------------------------------------------
+    def rowCount(self, parent: _ModelIndex = QModelIndex()) -> int:  # noqa: B008 (Qt's signature)
+        return 0 if parent.isValid() else len(self._rows)
+
+    def columnCount(self, parent: _ModelIndex = QModelIndex()) -> int:  # noqa: B008
+        return 0 if parent.isValid() else len(self.COLUMNS)
+
+    def headerData(self, section: int, orientation: Qt.Orientation, role: int = Qt.ItemDataRole.DisplayRole):
+        if role == Qt.ItemDataRole.DisplayRole and orientation == Qt.Orientation.Horizontal:
+            return self.COLUMNS[section]
+        return None
+
+    def data(self, index: _ModelIndex, role: int = Qt.ItemDataRole.DisplayRole):
+        if not index.isValid() or self._table is None:
+            return None
+        if role == Qt.ItemDataRole.DisplayRole:
+            return self._display(self.table_row(index.row()), index.column())
+        if role == Qt.ItemDataRole.TextAlignmentRole:
+            if index.column() >= self.TEXT_COLUMNS:
+                return int(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
+            return None
+        if role == Qt.ItemDataRole.ToolTipRole and index.column() < self.TEXT_COLUMNS:
+            return self._display(self.table_row(index.row()), index.column())
+        if role == Qt.ItemDataRole.UserRole:
+            return self.table_row(index.row())
+        return None
+
+    def _display(self, row: int, column: int) -> str:
+        t = self._table
+        assert t is not None
+        if column == 0:
+            return t.label(t.name[row])
+        if column == 1:
+            return t.label(t.category[row]) if t.category[row] else ""
+        if column == 2:
+            return t.label(t.program[row]) if t.program[row] else ""
+        if column == 3:
+            return f"{int(t.occurrences[row]):,}"
+        if column in (4, 5, 6):
+            return _format_time((t.total_ps, t.avg_ps, t.self_ps)[column - 4][row])
+        if column == 7:
+            return f"{t.percent[row]:.2f}"
+        if column == 8:
+            return f"{t.cumulative_percent[row]:.2f}"
+        if column == 9:
+            return _format_number(t.flop_rate[row] / 1e9)
+        if column == 10:
+            return _format_number(t.bytes_rate[row] / 1e9)
+        if column == 11:
+            return _format_number(t.intensity[row], 3)
+        return BOUND_NAMES[int(t.bound[row])]
+
+
+class OpsView(QWidget):
+    """Op breakdown of a trace: device and grouping pickers, filterable table, two charts."""
+
+    highlightRequested = Signal(object)  # list of (Track, np.ndarray event indices)
+    zoomRequested = Signal(object, object)  # (t0_ps, t1_ps)
+
+    def __init__(self, parent=None) -> None:
+        super().__init__(parent)
+        self._trace: Trace | None = None
+        self._devices: list[Device] = []
+        self._table: OpTable | None = None
+        self._breakdown: StepBreakdown | None = None
+        self._events = None  # OpEvents of the chosen devices, regrouped without re-reading the trace
+        self._bar_rows = np.empty(0, dtype=np.int64)  # table rows drawn as bars, top first
+        self._occurrence_starts = np.empty(0, dtype=np.int64)
+        self._occurrence_ends = np.empty(0, dtype=np.int64)
+        self._cursor = -1
+        self._build()
+
+    # --- construction -------------------------------------------------------------------------
+    def _build(self) -> None:
+        self.device_combo = QComboBox()
+        self.grouping_combo = QComboBox()
+        for by in GROUPINGS:
+            self.grouping_combo.addItem(f"by {by}", by)
+        self.filter_edit = QLineEdit()
+        self.filter_edit.setPlaceholderText("Filter ops, categories, programs…")
+        self.filter_edit.setClearButtonEnabled(True)
+        self.summary_label = QLabel("No profile loaded.")
+
+        controls = QHBoxLayout()
+        controls.addWidget(QLabel("Device:"))
+        controls.addWidget(self.device_combo)
+        controls.addWidget(self.grouping_combo)
+        controls.addWidget(self.filter_edit, 1)
+
+        self.model = OpsTableModel(self)
+        self.table_view = QTableView()
+        self.table_view.setModel(self.model)
+        self.table_view.setSortingEnabled(True)
+        self.table_view.horizontalHeader().setSortIndicator(6, Qt.SortOrder.DescendingOrder)
+        self.table_view.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
+        self.table_view.setSelectionMode(QAbstractItemView.SelectionMode.SingleSelection)
+        self.table_view.setAlternatingRowColors(True)
+        self.table_view.setWordWrap(False)
+        vertical = self.table_view.verticalHeader()
+        vertical.setSectionResizeMode(QHeaderView.ResizeMode.Fixed)  # never measure 100k rows
+        vertical.setDefaultSectionSize(self.fontMetrics().height() + 6)
+        vertical.hide()
+        header = self.table_view.horizontalHeader()
+        header.setSectionResizeMode(QHeaderView.ResizeMode.Interactive)
+        header.setStretchLastSection(True)
+        for column, width in enumerate(COLUMN_WIDTHS):
+            header.resizeSection(column, width)
+
+        self.previous_button = QPushButton("◀ Previous")
+        self.next_button = QPushButton("Next ▶")
+        self.occurrence_label = QLabel("")
+        stepping = QHBoxLayout()
+        stepping.addWidget(QLabel("Occurrences:"))
+        stepping.addWidget(self.previous_button)
+        stepping.addWidget(self.next_button)
+        stepping.addWidget(self.occurrence_label, 1)
+
+        left = QWidget()
+        left_layout = QVBoxLayout(left)
+        left_layout.setContentsMargins(0, 0, 0, 0)
+        left_layout.addWidget(self.table_view, 1)
+        left_layout.addLayout(stepping)
+
+        self.bar_plot = pg.PlotWidget(background="w")
+        self.bar_plot.setTitle(f"Top {TOP_N_BARS} by self time", color="k")
+        self.bar_plot.setLabel("bottom", "self time", units="s")
+        self.bar_plot.setMouseEnabled(x=False, y=False)
+        self.bar_plot.hideButtons()
+        self.step_plot = pg.PlotWidget(background="w")
+        self.step_plot.setTitle("Per step: device busy vs idle (double-click a step to zoom)", color="k")
+        self.step_plot.setLabel("left", "time", units="s")
+        self.step_plot.setLabel("bottom", "step")
+        self.step_plot.setMouseEnabled(x=True, y=False)
+        self.step_plot.hideButtons()
+        legend = self.step_plot.addLegend(offset=(-10, 10))
+        legend.setLabelTextColor("k")
+        self.step_plot.scene().sigMouseClicked.connect(self._on_step_plot_clicked)
+        self.bar_plot.scene().sigMouseClicked.connect(self._on_bar_plot_clicked)
+
+        for plot in (self.bar_plot, self.step_plot):
+            for side in ("left", "bottom"):
+                plot.getAxis(side).setTextPen("k")
+                plot.getAxis(side).setPen("k")
+        legend.setBrush(pg.mkBrush(255, 255, 255, 220))
+
+        charts = QSplitter(Qt.Orientation.Vertical)
+        charts.addWidget(self.bar_plot)
+        charts.addWidget(self.step_plot)
+        splitter = QSplitter(Qt.Orientation.Horizontal)
+        splitter.addWidget(left)
+        splitter.addWidget(charts)
+        splitter.setStretchFactor(0, 3)
+        splitter.setStretchFactor(1, 2)
+        splitter.setSizes([900, 600])
+
+        layout = QVBoxLayout(self)
+        layout.addLayout(controls)
+        layout.addWidget(self.summary_label)
+        layout.addWidget(splitter, 1)
+
+        self.device_combo.currentIndexChanged.connect(lambda _: self._recompute())
+        self.grouping_combo.currentIndexChanged.connect(lambda _: self._regroup())
+        self.filter_edit.textChanged.connect(self.model.set_filter)
+        self.table_view.selectionModel().currentRowChanged.connect(self._on_current_row)
+        self.table_view.doubleClicked.connect(lambda _: self.next_occurrence())
+        self.previous_button.clicked.connect(self.previous_occurrence)
+        self.next_button.clicked.connect(self.next_occurrence)
+        self._update_stepping()
+
+    # --- public API -----------------------------------------------------------------------------
+    def set_trace(self, trace: Trace | None) -> None:
+        """Shows the op breakdown of `trace` (None clears the view)."""
+        self._trace = trace
+        self._devices = find_devices(trace) if trace is not None else []
+        self.device_combo.blockSignals(True)
+        self.device_combo.clear()
+        if len(self._devices) > 1:
+            self.device_combo.addItem(f"All {len(self._devices)} devices", "all")
+        for position, device in enumerate(self._devices):
+            self.device_combo.addItem(device.label, position)
+        self.device_combo.setEnabled(bool(self._devices))
+        self.device_combo.blockSignals(False)
+        self._recompute()
+
+    @property
+    def table(self) -> OpTable | None:
+        return self._table
+
+    @property
+    def breakdown(self) -> StepBreakdown | None:
+        return self._breakdown
+
+    def set_device(self, which: str | int) -> None:
+        """Selects "all" or a device position, as the device picker does."""
+        found = self.device_combo.findData(which)
+        if found >= 0:
+            self.device_combo.setCurrentIndex(found)
+
+    def set_grouping(self, by: str) -> None:
+        self.grouping_combo.setCurrentIndex(GROUPINGS.index(by))
+
+    def select_table_row(self, table_row: int) -> None:
+        """Selects the row of the OpTable (not the view position), e.g. from a chart click."""
+        view_row = self.model.view_row_of(table_row)
+        if view_row is not None:
+            self.table_view.selectRow(view_row)
+
+    def next_occurrence(self) -> None:
+        self._step_occurrence(+1)
+
+    def previous_occurrence(self) -> None:
+        self._step_occurrence(-1)
+
+    def zoom_to_step(self, position: int) -> None:
+        """Asks the timeline to show step `position` (0-based, in the step chart's order)."""
+        if self._breakdown is None or not 0 <= position < len(self._breakdown):
+            return
+        self.zoomRequested.emit(
+            int(self._breakdown.start_ps[position]), int(self._breakdown.end_ps[position])
+        )
+
+    # --- recomputation --------------------------------------------------------------------------
+    def _chosen_devices(self) -> list[Device]:
+        which = self.device_combo.currentData()
+        return select_devices(self._devices, "all" if which is None else which)
+
+    def _recompute(self) -> None:
+        devices = self._chosen_devices() if self._trace is not None else []
+        self._events = collect_op_events(self._trace, devices) if devices else None
+        self._breakdown = step_breakdown(self._trace, devices=devices) if devices else None
+        self._regroup()
+        self._draw_steps()
+
+    def _regroup(self) -> None:
+        by = self.grouping_combo.currentData()
+        self._table = aggregate(self._events, by) if self._events is not None else None
+        self.model.set_table(self._table)
+        self.table_view.horizontalHeader().setSortIndicator(6, Qt.SortOrder.DescendingOrder)
+        self._clear_occurrences()
+        self._draw_bars()
+        self._update_summary()
+
+    def _update_summary(self) -> None:
+        if self._trace is None:
+            self.summary_label.setText("No profile loaded.")
+            return
+        if self._table is None:
+            self.summary_label.setText(
+                "This profile holds no device ops (no TPU XLA Ops, GPU kernels or XLA:CPU thunks)."
+            )
+            return
+        parts = [f"{len(self._table):,} rows", f"{int(self._table.occurrences.sum()):,} op events"]
+        n = max(len(self._table.devices), 1)
+        parts.append(f"busy {_format_time(self._table.busy_ps / n)} per device")
+        if self._breakdown is not None:
+            parts.append(f"duty cycle {self._breakdown.duty_cycle * 100:.1f}%")
+            if len(self._breakdown):
+                parts.append(f"{len(self._breakdown)} steps ({self._breakdown.steps.description})")
+        if self._table.peaks is not None:
+            p = self._table.peaks
+            parts.append(f"roofline {p.teraflops_per_second:g} TFLOP/s, {p.hbm_gigabytes_per_second:g} GB/s")
+        self.summary_label.setText(" · ".join(parts))
+
+    # --- charts ---------------------------------------------------------------------------------
+    def _draw_bars(self) -> None:
+        self.bar_plot.clear()
+        self._bar_rows = np.empty(0, dtype=np.int64)
+        table = self._table
+        if table is None or len(table) == 0:
+            return
+        rows = np.arange(min(TOP_N_BARS, len(table)))  # the table is in self-time order
+        self._bar_rows = rows
+        y = np.arange(len(rows))[::-1].astype(float)  # largest on top
+        bars = pg.BarGraphItem(x0=0, y=y, height=0.7, width=table.self_ps[rows] / 1e12, brush=BUSY_COLOR)
+        self.bar_plot.addItem(bars)
+        names = [table.label(i) for i in table.name[rows]]
+        ticks = [(float(yy), n if len(n) <= 28 else n[:27] + "…") for yy, n in zip(y, names, strict=True)]
+        self.bar_plot.getAxis("left").setTicks([ticks])
+        self.bar_plot.setYRange(-0.6, len(rows) - 0.4, padding=0)
+        self.bar_plot.setXRange(0, float(table.self_ps[0]) / 1e12 * 1.05, padding=0)
+
+    def _draw_steps(self) -> None:
+        self.step_plot.clear()
+        b = self._breakdown
+        if b is None or len(b) == 0:
+            self.step_plot.setTitle("Per step: no steps found in this profile", color="k")
+            return
+        self.step_plot.setTitle("Per step: device busy vs idle (double-click a step to zoom)", color="k")
+        x = np.arange(len(b), dtype=float)
+        busy, idle = b.busy_ps / 1e12, b.idle_ps / 1e12
+        self.step_plot.addItem(pg.BarGraphItem(x=x, height=busy, width=0.8, brush=BUSY_COLOR, name="busy"))
+        self.step_plot.addItem(
+            pg.BarGraphItem(x=x, y0=busy, height=idle, width=0.8, brush=IDLE_COLOR, name="idle")
+        )
+        self.step_plot.setXRange(-0.6, len(b) - 0.4, padding=0)
+        self.step_plot.setYRange(0, float((busy + idle).max()) * 1.05 or 1.0, padding=0)
+
+    def _on_step_plot_clicked(self, event) -> None:
+        if not event.double() or self._breakdown is None:
+            return
+        point = self.step_plot.getPlotItem().vb.mapSceneToView(event.scenePos())
+        position = int(round(point.x()))
+        if 0 <= position < len(self._breakdown) and abs(point.x() - position) <= 0.4:
+            self.zoom_to_step(position)
+            event.accept()
+
+    def _on_bar_plot_clicked(self, event) -> None:
+        if self._table is None or len(self._bar_rows) == 0:
+            return
+        point = self.bar_plot.getPlotItem().vb.mapSceneToView(event.scenePos())
+        bar = len(self._bar_rows) - 1 - int(round(point.y()))
+        if 0 <= bar < len(self._bar_rows):
+            self.select_table_row(int(self._bar_rows[bar]))
+
+    # --- selection and stepping through occurrences --------------------------------------------
+    def _on_current_row(self, current: QModelIndex, _previous: QModelIndex) -> None:
+        if not current.isValid() or self._table is None:
+            self._clear_occurrences()
+            return
+        events = self._table.events_of_row(self.model.table_row(current.row()))
+        self._set_occurrences(events)
+        self.highlightRequested.emit(events)
+
+    def _set_occurrences(self, events) -> None:
+        """Orders the row's events by start across tracks, for Previous/Next."""
+        if events:
+            starts = np.concatenate([t.start_ps[i] for t, i in events])
+            ends = np.concatenate([t.end_ps[i] for t, i in events])
+        else:
+            starts = ends = np.empty(0, dtype=np.int64)
+        order = np.argsort(starts, kind="stable")
+        self._occurrence_starts, self._occurrence_ends = starts[order], ends[order]
+        self._cursor = -1
+        self._update_stepping()
+
+    def _clear_occurrences(self) -> None:
+        self._set_occurrences([])
+
+    def _step_occurrence(self, delta: int) -> None:
+        count = len(self._occurrence_starts)
+        if count == 0:
+            return
+        self._cursor = (
+            (self._cursor + delta) % count if self._cursor >= 0 else (0 if delta > 0 else count - 1)
+        )
+        t0, t1 = int(self._occurrence_starts[self._cursor]), int(self._occurrence_ends[self._cursor])
+        margin = max(int((t1 - t0) * ZOOM_MARGIN_FRACTION), 1000)
+        self._update_stepping()
+        self.zoomRequested.emit(t0 - margin, t1 + margin)
+
+    def _update_stepping(self) -> None:
+        count = len(self._occurrence_starts)
+        self.previous_button.setEnabled(count > 0)
+        self.next_button.setEnabled(count > 0)
+        if count == 0:
+            self.occurrence_label.setText("select a row to step through its events")
+        elif self._cursor < 0:
+            self.occurrence_label.setText(f"{count:,} events")
+        else:
+            self.occurrence_label.setText(f"{self._cursor + 1:,} of {count:,}")
