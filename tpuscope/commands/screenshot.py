@@ -1,0 +1,81 @@
+"""`tpuscope screenshot PATH OUT.png`: render the window offscreen on a profile, save a PNG, exit.
+
+For docs, tests and bug reports: the same window a user sees, without a
+display (Qt's offscreen platform unless QT_QPA_PLATFORM says otherwise).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+
+from tpuscope.commands._shared import add_path_argument
+
+VIEWS = ("timeline", "ops", "diagnostics", "overview")
+_SIZE = re.compile(r"^(\d{2,5})x(\d{2,5})$")
+MAX_SIDE_PX = 8000  # a larger image is almost surely a typo, and would take gigabytes to render
+
+
+def register(subparsers) -> None:
+    parser = subparsers.add_parser("screenshot", help="render the app window on a profile to a PNG")
+    add_path_argument(parser)
+    parser.add_argument("out", help="the PNG file to write")
+    parser.add_argument("--size", default="1600x1000", help="window size WIDTHxHEIGHT (default 1600x1000)")
+    parser.add_argument(
+        "--view", default="timeline", choices=VIEWS, help="the tab to show (default timeline)"
+    )
+    parser.set_defaults(handler=run)
+
+
+def parse_size(text: str) -> tuple[int, int]:
+    from tpuscope.cli import UserFacingError
+
+    match = _SIZE.match(text.strip())
+    if not match:
+        raise UserFacingError(f"The size {text!r} is not WIDTHxHEIGHT in pixels, such as 1600x1000.")
+    width, height = int(match.group(1)), int(match.group(2))
+    if not (100 <= width <= MAX_SIDE_PX and 100 <= height <= MAX_SIDE_PX):
+        raise UserFacingError(
+            f"The size {text} is out of range: each side must be 100 to {MAX_SIDE_PX} pixels."
+        )
+    return width, height
+
+
+def run(args) -> int:
+    from tpuscope.cli import UserFacingError
+
+    size = parse_size(args.size)
+    out = Path(args.out)
+    if not out.parent.is_dir():
+        raise UserFacingError(f"Cannot write {out}: the folder {out.parent} does not exist.")
+    os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+    from PySide6.QtCore import QSettings
+
+    from tpuscope.model.load import open_trace
+    from tpuscope.ui.app import application
+    from tpuscope.ui.loader import LoadResult, find_steps_or_none
+    from tpuscope.ui.main_window import MainWindow
+    from tpuscope.ui.timeline.lod import TimelineLod
+
+    trace = open_trace(args.path, run=args.run, use_cache=not args.no_cache)
+    app = application()
+    settings = QSettings(QSettings.IniFormat, QSettings.UserScope, "tpuscope", "tpuscope-screenshot")
+    window = MainWindow(settings)
+    try:
+        if not window.show_view(args.view):
+            raise UserFacingError(f"The {args.view} view does not exist in this version of tpuscope yet.")
+        window.set_result(LoadResult(Path(args.path), trace, TimelineLod(trace), find_steps_or_none(trace)))
+        window.show_view(args.view)
+        window.resize(*size)
+        window.show()
+        for _ in range(3):
+            app.processEvents()
+        image = window.grab()
+        if not image.save(str(out), "PNG"):
+            raise UserFacingError(f"Cannot write {out}: Qt could not save the PNG there.")
+    finally:
+        window.close()
+        window.deleteLater()
+    print(f"wrote {out} ({size[0]}x{size[1]}, {args.view} view)")
+    return 0
