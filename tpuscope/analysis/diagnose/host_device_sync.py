@@ -1,5 +1,143 @@
+"""Rule `host_device_sync`: the host blocks on device results inside the step loop.
+
+A device-to-host read (`float(x)`, `np.asarray(jax_array)`, `loss.item()`, printing a
+tensor) makes the host wait for the device to drain its queue, and then the device waits
+for the host to dispatch the next step: async dispatch is lost. The events are the
+blocking reads each framework annotates (research/integration.md 1.5): JAX
+`np.asarray(jax.Array)`, PyTorch/XLA `PjRtComputationClient::TransferFromDevice` and
+`_local_scalar_dense`, TPU `TfrtTpuBuffer::ToLiteral`. For each one the rule measures how
+long the device then sat idle before it ran its next op.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from tpuscope.analysis.diagnose.context import Context, flat_events
+from tpuscope.analysis.diagnose.finding import (
+    MAX_EVIDENCE,
+    Finding,
+    Severity,
+    event_evidence,
+    largest_first,
+    ms,
+    percent,
+)
+from tpuscope.analysis.diagnose.finding import range_evidence as range_ev
+from tpuscope.analysis.framework import JAX, PYTORCH_XLA, TENSORFLOW
+
 RULE_ID = "host_device_sync"
+# PyTorch/XLA's metrics analysis flags TransferFromDeviceTime samples per step above 0.5
+# (torch_xla/csrc/runtime/metrics_analysis.cpp MetricFrequency("TransferFromDeviceTime", 0.5f);
+# research/integration.md 1.1 and 1.5). Fewer syncs (a final read, a periodic log) are reported as info.
+SYNCS_PER_STEP_WARNING = 0.5
+
+ADVICE = {
+    JAX: [
+        "Do not convert device values to Python inside the step (float(loss), np.asarray, .item(), "
+        "print): keep metrics as jax.Arrays and read them every N steps or after the loop.",
+        "If a value is needed on the host, start the copy early with x.copy_to_host_async() and read it "
+        "one step later.",
+        "Use jax.debug.print / jax.debug.callback for debugging instead of host reads.",
+    ],
+    PYTORCH_XLA: [
+        "Avoid loss.item(), tensor.cpu(), print(tensor) and Python control flow on tensor values inside "
+        "the step; they force a graph cut and a device-to-host transfer (aten::_local_scalar_dense).",
+        "Log with torch_xla's xm.add_step_closure so reads happen after the step is dispatched, and only "
+        "every N steps.",
+    ],
+    TENSORFLOW: [
+        "Avoid .numpy() and Python conditions on tensors inside the training step; log through "
+        "Keras callbacks every N steps.",
+    ],
+    "": ["Read device results on the host only every N steps, or asynchronously."],
+}
 
 
-def run(ctx):
-    return []
+def run(ctx: Context) -> list[Finding]:
+    which, index, starts, ends = flat_events(ctx.syncs)
+    if len(starts) == 0:
+        return []
+    tracks = [t for t, _ in ctx.syncs]
+    idle_after = _idle_after(ctx, ends)
+    p0, p1 = ctx.periods
+    n_steps = len(p0)
+    if n_steps:
+        pos = np.searchsorted(p0, starts, side="right") - 1
+        in_step = (pos >= 0) & (starts < p1[-1])
+        per_step = np.bincount(pos[in_step], minlength=n_steps)
+        syncs_in_steps = int(in_step.sum())
+        rate = syncs_in_steps / n_steps
+        step_time = int((p1 - p0).sum())
+    else:
+        in_step = np.zeros(len(starts), bool)
+        per_step = np.zeros(0, np.int64)
+        syncs_in_steps, rate, step_time = 0, 0.0, 0
+    severity = Severity.WARNING if rate > SYNCS_PER_STEP_WARNING else Severity.INFO
+    sync_ps = int((ends - starts).sum())
+    idle_ps = int(idle_after.sum()) if idle_after is not None else None
+    names = sorted({tracks[k].event_name(int(i)) for k, i in zip(which, index, strict=True)})
+    metrics = {
+        "syncs": len(starts),
+        "syncs_in_steps": syncs_in_steps,
+        "steps": n_steps,
+        "syncs_per_step": round(rate, 3),
+        "steps_with_sync": int((per_step > 0).sum()),
+        "host_blocked_ms": ms(sync_ps),
+        "event_names": names,
+    }
+    if idle_ps is not None:
+        metrics["device_idle_after_ms"] = ms(idle_ps)
+        metrics["median_device_idle_after_ms"] = ms(float(np.median(idle_after)))
+        if step_time:
+            metrics["device_idle_after_percent_of_step_time"] = percent(idle_ps, step_time)
+    if n_steps:
+        explanation = (
+            f"The host blocked on {syncs_in_steps} device-to-host read(s) in {n_steps} steps "
+            f"({rate:.2f} per step; {', '.join(names)}), {ms(sync_ps)} ms in total."
+        )
+    else:
+        explanation = f"The host blocked on {len(starts)} device-to-host read(s) ({', '.join(names)})."
+    if idle_ps is not None:
+        explanation += (
+            f" After each read the device sat idle for {metrics['median_device_idle_after_ms']} ms "
+            f"(median; {ms(idle_ps)} ms in total) until the host dispatched more work."
+        )
+    explanation += " Each read drains the device queue, so the host can no longer run ahead of the device."
+    if severity == Severity.WARNING:
+        title = f"Host-device sync in the step loop: {rate:.2f} blocking reads per step"
+    else:
+        title = f"{len(starts)} blocking device-to-host read(s)"
+    evidence = _evidence(ctx, tracks, which, index, ends, idle_after)
+    advice = ctx.advice_for(ADVICE) if severity > Severity.INFO else []
+    return [Finding(RULE_ID, severity, title, explanation, metrics, evidence, advice)]
+
+
+def _idle_after(ctx: Context, ends: np.ndarray) -> np.ndarray | None:
+    """Device idle time from each sync's end to the next device op (0 if the device was busy)."""
+    if not ctx.devices:
+        return None
+    b0, b1 = ctx.device_busy
+    if len(b0) == 0:
+        return None
+    j = np.searchsorted(b0, ends, side="right") - 1
+    busy_now = (j >= 0) & (b1[np.maximum(j, 0)] > ends)
+    nxt = j + 1
+    has_next = nxt < len(b0)
+    gap = np.where(has_next, b0[np.minimum(nxt, len(b0) - 1)] - ends, 0)
+    return np.where(busy_now, 0, np.maximum(gap, 0)).astype(np.int64)
+
+
+def _evidence(ctx, tracks, which, index, ends, idle_after) -> list[dict]:
+    items = []
+    order = np.arange(len(index))
+    if idle_after is not None:
+        order = np.argsort(-idle_after, kind="stable")
+    for k in order[:MAX_EVIDENCE]:
+        track = tracks[int(which[k])]
+        i = int(index[k])
+        items.append(event_evidence(f"blocking read: {track.event_name(i)}", track, i))
+        if idle_after is not None and idle_after[k] > 0:
+            a, b = int(ends[k]), int(ends[k] + idle_after[k])
+            items.append(range_ev(f"device idle after the read ({ms(b - a)} ms)", a, b, track.plane.host))
+    return largest_first(items, 2 * MAX_EVIDENCE)

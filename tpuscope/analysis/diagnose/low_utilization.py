@@ -1,5 +1,126 @@
+"""Rule `low_device_utilization`: the devices spend most of the steady state doing nothing.
+
+Duty cycle is XProf's: busy time (union of device ops) over the window (research/
+integration.md 1.2, `device_duty_cycle_percent`). The window is the steady state: from the
+second step on (the first step compiles), through the last device op, minus time spent
+compiling (reported by `recompilation`). When most ops are tiny, the device is
+launch-bound: it finishes each op faster than the host can issue the next.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from tpuscope.analysis import device_ops
+from tpuscope.analysis.diagnose.context import Context, intervals_of
+from tpuscope.analysis.diagnose.finding import Finding, Severity, largest_first, ms, percent
+from tpuscope.analysis.diagnose.finding import range_evidence as range_ev
+from tpuscope.analysis.diagnose.intervals import difference, intersect, total
+from tpuscope.analysis.framework import JAX, PYTORCH_XLA, TENSORFLOW
+
 RULE_ID = "low_device_utilization"
+# xprof check_host_boundness (xprof 2.24.2 xprof/cli/tools/check_host_boundness_tool.py): a duty cycle
+# above 50 % means "not host-bound" (research/xprof_features.md 2d). Below it the devices idle more than work.
+LOW_DUTY_CYCLE_PERCENT = 50.0
+# Ops shorter than this are "tiny": about the cost of issuing one (HTA flags GPU kernels that run shorter
+# than their CPU launch; research/viewer_anchors.md 6). Suggested heuristic.
+TINY_OP_PS = 10_000_000  # 10 us
+# Launch-bound when at least this share of ops is tiny. Suggested heuristic.
+TINY_OP_SHARE = 0.5
+MIN_STEPS_FOR_STEADY_STATE = 3
+
+ADVICE = {
+    JAX: [
+        "Put the whole step under one jax.jit (including the optimizer update) so the device gets one "
+        "program per step instead of many small ones.",
+        "Increase the per-device batch size, or run several steps per call with jax.lax.scan / fori_loop.",
+        "Check the input_bound and host_device_sync findings: they are the usual reason the device waits.",
+    ],
+    PYTORCH_XLA: [
+        "Make sure one torch_xla.sync() (or torch_xla.compile) covers the whole step, "
+        "so it runs as one graph.",
+        "Increase the batch size; avoid host syncs inside the step.",
+    ],
+    TENSORFLOW: [
+        "Wrap the step in tf.function(jit_compile=True) and run several steps per call "
+        "(steps_per_execution in Keras compile()).",
+    ],
+    "": ["Give the device bigger units of work: larger batches, fused steps, fewer host round trips."],
+}
 
 
-def run(ctx):
-    return []
+def run(ctx: Context) -> list[Finding]:
+    if not ctx.devices:
+        return []
+    w0, w1 = _window(ctx)
+    if w1 <= w0:
+        return []
+    window = difference((np.array([w0]), np.array([w1])), intervals_of(ctx.compiles))
+    window_ps = total(window)
+    if window_ps <= 0:
+        return []
+    per_device = []
+    for device in ctx.devices:
+        busy = intersect(device_ops.busy_intervals(device), window)
+        per_device.append((device, total(busy)))
+    duty = np.array([percent(b, window_ps) for _, b in per_device])
+    best = float(duty.max())
+    if best >= LOW_DUTY_CYCLE_PERCENT:
+        return []
+    durations = np.concatenate([t.duration_ps[idx] for d in ctx.devices for t, idx in d.events])
+    tiny_share = float((durations < TINY_OP_PS).mean()) if len(durations) else 0.0
+    launch_bound = tiny_share >= TINY_OP_SHARE
+    metrics = {
+        "duty_cycle_percent": {d.label: float(v) for (d, _), v in zip(per_device, duty, strict=True)},
+        "max_duty_cycle_percent": best,
+        "window_ms": ms(window_ps),
+        "compile_time_excluded_ms": ms((w1 - w0) - window_ps),
+        "device_ops": int(len(durations)),
+        "median_op_us": round(float(np.median(durations)) / 1e6, 3) if len(durations) else 0.0,
+        "tiny_op_percent": round(100 * tiny_share, 1),
+    }
+    kind = "launch-bound: many tiny ops" if launch_bound else "devices idle most of the time"
+    title = f"Low device utilization: duty cycle {best:.1f}% ({kind})"
+    explanation = (
+        f"Over the steady state ({ms(window_ps)} ms{_window_words(ctx)}, compilation excluded) the busiest "
+        f"device ran ops {best:.1f}% of the time; XProf treats a duty cycle above "
+        f"{LOW_DUTY_CYCLE_PERCENT:g}% as not host-bound."
+    )
+    if launch_bound:
+        explanation += (
+            f" {metrics['tiny_op_percent']}% of the {len(durations)} device ops are shorter than "
+            f"{TINY_OP_PS / 1e6:g} us (median {metrics['median_op_us']} us): the device finishes each op "
+            "before the host issues the next one."
+        )
+    evidence = _idle_evidence(ctx, window)
+    return [Finding(RULE_ID, Severity.WARNING, title, explanation, metrics, evidence, ctx.advice_for(ADVICE))]
+
+
+def _window(ctx: Context) -> tuple[int, int]:
+    b0, b1 = ctx.device_busy
+    if len(b0) == 0:
+        return 0, 0
+    p0, p1 = ctx.periods
+    if len(p0) >= MIN_STEPS_FOR_STEADY_STATE:
+        return int(p0[1]), int(max(p1[-1], b1[-1]))
+    return int(b0[0]), int(b1[-1])
+
+
+def _window_words(ctx: Context) -> str:
+    if len(ctx.steps) >= MIN_STEPS_FOR_STEADY_STATE:
+        return f", steps {int(ctx.steps.number[1])}..{int(ctx.steps.number[-1])}"
+    return ", first to last device op"
+
+
+def _idle_evidence(ctx: Context, window) -> list[dict]:
+    idle = difference(window, ctx.device_busy)
+    i0, i1 = idle
+    host = ctx.devices[0].host
+    plane = ctx.devices[0].plane.name
+    top = np.argsort(-(i1 - i0), kind="stable")[:20]
+    return largest_first(
+        [
+            range_ev(f"all devices idle ({ms(i1[k] - i0[k])} ms)", int(i0[k]), int(i1[k]), host, plane)
+            for k in top
+        ]
+    )
