@@ -1,10 +1,11 @@
 """Vertical layout of the timeline: plane groups and their tracks, in reading order.
 
 Devices come first (TPU/GPU cores in index order, as Trace.device_planes
-sorts them), then host threads, busiest first, so the tracks a user came for
-are at the top. Within a device plane the XLA lines follow the program's
-structure: steps, modules, ops, async ops. Empty tracks and planes are hidden
-unless asked for. Pure Python over a few hundred tracks: no Qt here.
+sorts them), then host threads: the program's main thread, then the busiest
+first, so the tracks a user came for are at the top. Within a device plane
+the XLA lines follow the program's structure: steps, modules, ops, async ops.
+Empty tracks and planes are hidden unless asked for. Pure Python over a few
+hundred tracks: no Qt here.
 """
 
 from __future__ import annotations
@@ -54,7 +55,13 @@ def ordered_tracks(plane: Plane) -> list[Track]:
     if plane.is_device:
         return sorted(tracks, key=lambda t: (DEVICE_LINE_ORDER.get(t.name, len(DEVICE_LINE_ORDER)),))
     busy = {id(t): int(t.duration_ps[t.depth == 0].sum()) if len(t) else 0 for t in tracks}
-    return sorted(tracks, key=lambda t: (-busy[id(t)], t.display_name))
+    return sorted(tracks, key=lambda t: (not is_main_thread(t), -busy[id(t)], t.display_name))
+
+
+def is_main_thread(track: Track) -> bool:
+    """The thread that drives the program: JAX/PyTorch write it as `python`, TPU runtimes as `main/<tid>`."""
+    name = track.display_name.lower()
+    return name == "python" or name == "main" or name.startswith("main/")
 
 
 def plane_label(plane: Plane, several_hosts: bool) -> str:
