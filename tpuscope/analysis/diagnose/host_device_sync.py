@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from tpuscope.analysis.diagnose.context import Context, flat_events
+from tpuscope.analysis.diagnose.context import Context, flat_events, intervals_of
 from tpuscope.analysis.diagnose.finding import (
     MAX_EVIDENCE,
     Finding,
@@ -24,6 +24,7 @@ from tpuscope.analysis.diagnose.finding import (
     percent,
 )
 from tpuscope.analysis.diagnose.finding import range_evidence as range_ev
+from tpuscope.analysis.diagnose.intervals import window_total
 from tpuscope.analysis.framework import JAX, PYTORCH_XLA, TENSORFLOW
 
 RULE_ID = "host_device_sync"
@@ -125,7 +126,10 @@ def _idle_after(ctx: Context, ends: np.ndarray) -> np.ndarray | None:
     nxt = j + 1
     has_next = nxt < len(b0)
     gap = np.where(has_next, b0[np.minimum(nxt, len(b0) - 1)] - ends, 0)
-    return np.where(busy_now, 0, np.maximum(gap, 0)).astype(np.int64)
+    gap = np.where(busy_now, 0, np.maximum(gap, 0)).astype(np.int64)
+    # Idle time spent compiling is the recompilation rule's, not the sync's.
+    compiling = window_total(intervals_of(ctx.compiles), ends, ends + gap)
+    return np.maximum(gap - compiling, 0)
 
 
 def _evidence(ctx, tracks, which, index, ends, idle_after) -> list[dict]:

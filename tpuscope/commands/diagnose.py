@@ -1,0 +1,74 @@
+"""`tpuscope diagnose PATH`: integration problems found in a profile, worst first, with advice.
+
+With `--fail-on warning|critical` the exit code is 1 when a finding of that severity or worse
+exists, so CI can gate on it; errors (bad path, unreadable profile) stay exit 2.
+"""
+
+from __future__ import annotations
+
+import textwrap
+
+from tpuscope.analysis.diagnose import Report, Severity, diagnose
+from tpuscope.cli import EXIT_FINDINGS, EXIT_OK
+from tpuscope.commands._shared import add_path_argument, load_for_cli, print_json
+
+_MARK = {Severity.CRITICAL: "[CRITICAL]", Severity.WARNING: "[WARNING] ", Severity.INFO: "[info]    "}
+
+
+def register(subparsers) -> None:
+    parser = subparsers.add_parser(
+        "diagnose", help="find integration problems: input-bound, recompilation, host syncs, idle devices"
+    )
+    add_path_argument(parser)
+    parser.add_argument("--json", action="store_true", help="print machine-readable JSON")
+    parser.add_argument(
+        "--fail-on",
+        choices=["warning", "critical"],
+        help="exit 1 when a finding of this severity or worse exists (for CI gates)",
+    )
+    parser.set_defaults(handler=run)
+
+
+def run(args) -> int:
+    trace = load_for_cli(args)
+    report = diagnose(trace)
+    if args.json:
+        print_json(report_json(report))
+    else:
+        print_text(report)
+    if args.fail_on and report.worst is not None and report.worst >= Severity.parse(args.fail_on):
+        return EXIT_FINDINGS
+    return EXIT_OK
+
+
+def report_json(report: Report) -> dict:
+    """The documented JSON shape: framework, steps {count, source}, findings worst first."""
+    return report.to_json()
+
+
+def print_text(report: Report) -> None:
+    print(f"Framework: {report.framework.name} ({report.framework.evidence})")
+    print(f"Steps:     {len(report.steps)} from {report.steps.description}")
+    if not report.findings:
+        print("\nNo problems found.")
+    for finding in report.findings:
+        print(f"\n{_MARK[finding.severity]} {finding.title}")
+        for line in textwrap.wrap(finding.explanation, 100):
+            print(f"    {line}")
+        numbers = ", ".join(f"{k}={_short(v)}" for k, v in finding.metrics.items() if _is_scalar(v))
+        if numbers:
+            for line in textwrap.wrap(numbers, 100):
+                print(f"    | {line}")
+        for advice in finding.advice:
+            for k, line in enumerate(textwrap.wrap(advice, 96)):
+                print(f"    {'-' if k == 0 else ' '} {line}")
+    for rule, error in report.rule_errors.items():
+        print(f"\nRule {rule} could not run on this profile: {error}")
+
+
+def _is_scalar(value) -> bool:
+    return isinstance(value, (int, float, str)) and not isinstance(value, bool)
+
+
+def _short(value) -> str:
+    return f"{value:g}" if isinstance(value, float) else str(value)
