@@ -21,6 +21,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 import paramiko
+from paramiko.ssh_exception import NoValidConnectionsError
 
 from tpuscope.capture.errors import CaptureError, PassphraseRequired, UnknownHostKey
 from tpuscope.capture.targets import DEFAULT_SSH_PORT, SshHost, parse_ssh_host
@@ -287,6 +288,14 @@ def _open(resolved: _Resolved, options: SshOptions, sock) -> paramiko.SSHClient:
             f"The SSH host {where} refused authentication for user {resolved.user} (tried {tried}"
             f"{' and ssh-agent' if options.use_agent and os.environ.get('SSH_AUTH_SOCK') else ''}): check "
             "--identity and that the public key is in the server's authorized_keys.") from None
+    except NoValidConnectionsError as error:
+        client.close()
+        causes = list(error.errors.values())
+        if causes and all(isinstance(c, ConnectionRefusedError) for c in causes):
+            raise CaptureError(f"Cannot reach the SSH host {where}: connection refused "
+                               "(no SSH server listens on that port).") from None
+        reason = "; ".join(sorted({getattr(c, "strerror", None) or str(c) for c in causes})) or str(error)
+        raise CaptureError(f"Cannot reach the SSH host {where} ({reason}).") from None
     except socket.gaierror:
         client.close()
         raise CaptureError(f"The SSH host {resolved.hostname} cannot be found (DNS lookup failed).") from None
@@ -300,8 +309,10 @@ def _open(resolved: _Resolved, options: SshOptions, sock) -> paramiko.SSHClient:
                            "(no SSH server listens on that port).") from None
     except paramiko.SSHException as error:
         client.close()
-        if "banner" in str(error).lower() or "timeout" in str(error).lower():
-            raise CaptureError(f"{where} did not answer as an SSH server ({error}).") from None
+        text = str(error).lower()
+        if any(word in text for word in ("banner", "timeout", "no existing session", "timed out")):
+            raise CaptureError(f"{where} accepted the connection but did not answer as an SSH server within "
+                               f"{timeout:g} s: it is not an SSH server, or it is overloaded.") from None
         raise CaptureError(f"The SSH connection to {where} failed ({error}).") from None
     except OSError as error:
         client.close()

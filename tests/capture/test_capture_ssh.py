@@ -1,0 +1,116 @@
+"""Capturing through a real OpenSSH server (sshd on 127.0.0.1) with generated host and user keys."""
+
+from __future__ import annotations
+
+import socket
+import time
+
+import pytest
+
+from tests.capture.processes import free_port
+from tpuscope.capture.errors import CaptureError, UnknownHostKey
+from tpuscope.capture.session import CaptureSettings, capture
+from tpuscope.capture.ssh import SshOptions, trust_host_key
+from tpuscope.capture.targets import parse_ssh_host, parse_targets
+from tpuscope.model.load import open_trace
+
+pytestmark = pytest.mark.usefixtures("no_user_ssh_state")
+
+
+def ssh_settings(sshd, target: str, logdir, **ssh_overrides) -> CaptureSettings:
+    options = {"identity_file": str(sshd.user_key), "known_hosts": str(sshd.known_hosts), **ssh_overrides}
+    return CaptureSettings(
+        targets=parse_targets(target), logdir=logdir, duration_s=1.0,
+        ssh_hosts=[parse_ssh_host(f"{sshd.user}@127.0.0.1:{sshd.port}")], ssh=SshOptions(**options),
+    )  # fmt: skip
+
+
+def has_training_steps(run_folder) -> bool:
+    trace = open_trace(run_folder, use_cache=False)
+    aggregate = trace.aggregate_by_name(list(trace.tracks()))
+    return any("train_step" in trace.strings[i] for i in aggregate.name_ids)
+
+
+def test_capture_through_ssh_port_forwarding(sshd, training_worker, tmp_path):
+    # "localhost:PORT" is resolved on the SSH host, as for a program on a remote TPU VM
+    result = capture(ssh_settings(sshd, f"localhost:{training_worker.port}", tmp_path))
+    assert [f.name for f in result.files] == [f"127.0.0.1_{training_worker.port}.xplane.pb"]
+    assert has_training_steps(result.run_folder)
+
+
+def test_capture_through_a_jump_host(sshd, training_worker, tmp_path):
+    jump = f"{sshd.user}@127.0.0.1:{sshd.port}"  # the same sshd serves as jump host and as target
+    result = capture(ssh_settings(sshd, f"localhost:{training_worker.port}", tmp_path, jump=jump))
+    assert has_training_steps(result.run_folder)
+
+
+def test_server_saved_file_is_fetched_over_sftp(sshd, training_worker, tmp_path):
+    settings = ssh_settings(sshd, f"localhost:{training_worker.port}", tmp_path)
+    settings.inline = False
+    result = capture(settings)
+    assert has_training_steps(result.run_folder)
+
+
+def test_wrong_key_is_refused(sshd, tmp_path):
+    settings = ssh_settings(sshd, "localhost:9012", tmp_path, identity_file=str(sshd.other_key))
+    with pytest.raises(CaptureError, match=rf"127\.0\.0\.1:{sshd.port} refused authentication for user "):
+        capture(settings)
+
+
+def test_unknown_host_key_is_refused_with_its_fingerprint(sshd, tmp_path):
+    empty = tmp_path / "known_hosts"
+    empty.write_text("")
+    with pytest.raises(UnknownHostKey) as caught:
+        capture(ssh_settings(sshd, "localhost:9012", tmp_path / "out", known_hosts=str(empty)))
+    assert caught.value.fingerprint == sshd.host_fingerprint  # what `ssh-keygen -lf` says
+    assert sshd.host_fingerprint in str(caught.value)
+    assert "is not in" in str(caught.value)
+    # the GUI's "trust it" answer writes known_hosts; the next connection then passes that check
+    trust_host_key(caught.value.hostname, caught.value.key, str(empty))
+    with pytest.raises(CaptureError, match="Nothing is listening on localhost:1 as seen from the SSH host"):
+        capture(ssh_settings(sshd, "localhost:1", tmp_path / "out", known_hosts=str(empty)))
+
+
+def test_changed_host_key_is_refused(sshd, tmp_path):
+    forged = tmp_path / "known_hosts"
+    other_public = sshd.other_key.with_suffix(".pub").read_text().split()
+    forged.write_text(f"[127.0.0.1]:{sshd.port} {other_public[0]} {other_public[1]}\n")
+    with pytest.raises(CaptureError, match="presented a different host key"):
+        capture(ssh_settings(sshd, "localhost:9012", tmp_path / "out", known_hosts=str(forged)))
+
+
+def test_nothing_listening_on_the_remote_port(sshd, tmp_path):
+    port = free_port()
+    with pytest.raises(CaptureError, match=f"Nothing is listening on localhost:{port} as seen from the SSH host"):
+        capture(ssh_settings(sshd, f"localhost:{port}", tmp_path))
+
+
+def test_ssh_host_unreachable(sshd, tmp_path):
+    settings = ssh_settings(sshd, "localhost:9012", tmp_path)
+    settings.ssh_hosts = [parse_ssh_host(f"127.0.0.1:{free_port()}")]
+    with pytest.raises(CaptureError, match="Cannot reach the SSH host 127.0.0.1:.*connection refused"):
+        capture(settings)
+
+
+def test_ssh_host_that_never_answers_times_out(sshd, silent_listener, tmp_path):
+    settings = ssh_settings(sshd, "localhost:9012", tmp_path, connect_timeout_s=1.0)
+    settings.ssh_hosts = [parse_ssh_host(f"127.0.0.1:{silent_listener}")]
+    started = time.monotonic()
+    with pytest.raises(CaptureError, match=f"127.0.0.1:{silent_listener} accepted the connection but did not answer"):
+        capture(settings)
+    assert time.monotonic() - started < 10
+
+
+def test_forwarded_port_listens_on_loopback_only(sshd, training_worker):
+    from tpuscope.capture.ssh import connect
+
+    connection = connect(parse_ssh_host(f"127.0.0.1:{sshd.port}"),
+                         SshOptions(identity_file=str(sshd.user_key), known_hosts=str(sshd.known_hosts)))
+    try:
+        forward = connection.forward("localhost", training_worker.port)
+        address = forward._server.getsockname()
+        assert address[0] == "127.0.0.1"
+        with socket.create_connection(("127.0.0.1", forward.local_port), timeout=5):
+            pass
+    finally:
+        connection.close()
