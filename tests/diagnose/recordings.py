@@ -16,7 +16,12 @@ LOADER_SLEEP_S = 0.02
 RECOMPILE_EVERY = 3
 
 
-def _model():
+SCENARIOS = ("healthy", "healthy_unannotated", "input_bound", "recompile", "host_sync")
+
+
+def _model(learning_rate: float):
+    """A fresh jitted step; the learning rate differs per scenario so no scenario reuses another's
+    compiled program from JAX's in-process caches (each profile then holds its own compilations)."""
     import jax
     import jax.numpy as jnp
 
@@ -24,7 +29,7 @@ def _model():
     def train_step(w, x):
         y = jnp.tanh(x @ w)
         grad = x.T @ (y * (1 - y * y)) / x.shape[0]
-        return w - 0.01 * grad, jnp.mean(y * y)
+        return w - learning_rate * grad, jnp.mean(y * y)
 
     w = jnp.ones((256, 256), jnp.float32) * 0.01
     return jax, train_step, w
@@ -34,7 +39,7 @@ def record(scenario: str, logdir: Path) -> Path:
     """Runs one scenario under the profiler and returns the written .xplane.pb path."""
     import numpy as np
 
-    jax, train_step, w = _model()
+    jax, train_step, w = _model(0.01 * (1 + SCENARIOS.index(scenario)))
     rng = np.random.default_rng(0)
     batches = [rng.standard_normal((128, 256), dtype=np.float32) for _ in range(STEPS)]
     annotate = scenario != "healthy_unannotated"
@@ -56,7 +61,14 @@ def record(scenario: str, logdir: Path) -> Path:
                     float(loss)
         w.block_until_ready()
     found = sorted(Path(logdir).glob("plugins/profile/*/*.xplane.pb"))
+    if not found:
+        raise RuntimeError(f"jax.profiler.trace wrote no .xplane.pb under {logdir}")
     return found[-1]
+
+
+def recompile_shapes() -> list[int]:
+    """The distinct batch sizes the recompile scenario feeds, in order (one compilation each)."""
+    return sorted({64 + 16 * (i // RECOMPILE_EVERY) for i in range(STEPS)})
 
 
 class _null:
@@ -67,7 +79,24 @@ class _null:
         return False
 
 
+def record_all_in_subprocess(root: Path) -> dict[str, Path]:
+    """Records every scenario in one fresh interpreter (the test process never starts JAX or a
+    profiler session itself) and returns scenario -> .xplane.pb path."""
+    import subprocess
+    import sys
+
+    done = subprocess.run(
+        [sys.executable, __file__, str(root)], capture_output=True, text=True, timeout=300, check=False
+    )
+    if done.returncode != 0:
+        raise RuntimeError(f"recording the JAX scenarios failed: {done.stderr[-2000:]}")
+    paths = dict(line.split("\t", 1) for line in done.stdout.splitlines() if "\t" in line)
+    return {name: Path(path) for name, path in paths.items()}
+
+
 if __name__ == "__main__":
     import sys
 
-    print(record(sys.argv[1], Path(sys.argv[2])))
+    root = Path(sys.argv[1])
+    for name in SCENARIOS:
+        print(f"{name}\t{record(name, root / name)}", flush=True)

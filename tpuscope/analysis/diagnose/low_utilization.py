@@ -15,7 +15,7 @@ from tpuscope.analysis import device_ops
 from tpuscope.analysis.diagnose.context import Context, intervals_of
 from tpuscope.analysis.diagnose.finding import Finding, Severity, largest_first, ms, percent
 from tpuscope.analysis.diagnose.finding import range_evidence as range_ev
-from tpuscope.analysis.diagnose.intervals import difference, intersect, total
+from tpuscope.analysis.diagnose.intervals import difference, intersect, merge_intervals, total, window_total
 from tpuscope.analysis.framework import JAX, PYTORCH_XLA, TENSORFLOW
 
 RULE_ID = "low_device_utilization"
@@ -52,10 +52,7 @@ ADVICE = {
 def run(ctx: Context) -> list[Finding]:
     if not ctx.devices:
         return []
-    w0, w1 = _window(ctx)
-    if w1 <= w0:
-        return []
-    window = difference((np.array([w0]), np.array([w1])), intervals_of(ctx.compiles))
+    window, skipped = _window(ctx)
     window_ps = total(window)
     if window_ps <= 0:
         return []
@@ -74,7 +71,7 @@ def run(ctx: Context) -> list[Finding]:
         "duty_cycle_percent": {d.label: float(v) for (d, _), v in zip(per_device, duty, strict=True)},
         "max_duty_cycle_percent": best,
         "window_ms": ms(window_ps),
-        "compile_time_excluded_ms": ms((w1 - w0) - window_ps),
+        "steps_left_out_for_compiling": skipped,
         "device_ops": int(len(durations)),
         "median_op_us": round(float(np.median(durations)) / 1e6, 3) if len(durations) else 0.0,
         "tiny_op_percent": round(100 * tiny_share, 1),
@@ -82,7 +79,8 @@ def run(ctx: Context) -> list[Finding]:
     kind = "launch-bound: many tiny ops" if launch_bound else "devices idle most of the time"
     title = f"Low device utilization: duty cycle {best:.1f}% ({kind})"
     explanation = (
-        f"Over the steady state ({ms(window_ps)} ms{_window_words(ctx)}, compilation excluded) the busiest "
+        f"Over the steady state ({ms(window_ps)} ms{_window_words(ctx)}, steps that compiled left out) "
+        "the busiest "
         f"device ran ops {best:.1f}% of the time; XProf treats a duty cycle above "
         f"{LOW_DUTY_CYCLE_PERCENT:g}% as not host-bound."
     )
@@ -96,14 +94,21 @@ def run(ctx: Context) -> list[Finding]:
     return [Finding(RULE_ID, Severity.WARNING, title, explanation, metrics, evidence, ctx.advice_for(ADVICE))]
 
 
-def _window(ctx: Context) -> tuple[int, int]:
+def _window(ctx: Context) -> tuple[tuple[np.ndarray, np.ndarray], int]:
+    """The steady state: steps after the first that did not compile (the last one extended to the
+    last device op, which async dispatch leaves running after the host step ended), else the span
+    from the first to the last device op minus compilation. Also returns how many steps were left out."""
     b0, b1 = ctx.device_busy
     if len(b0) == 0:
-        return 0, 0
+        return (np.empty(0, np.int64), np.empty(0, np.int64)), 0
+    compiles = intervals_of(ctx.compiles)
     p0, p1 = ctx.periods
     if len(p0) >= MIN_STEPS_FOR_STEADY_STATE:
-        return int(p0[1]), int(max(p1[-1], b1[-1]))
-    return int(b0[0]), int(b1[-1])
+        w0, w1 = p0[1:].copy(), p1[1:].copy()
+        w1[-1] = max(int(w1[-1]), int(b1[-1]))
+        compiling = window_total(compiles, w0, w1) > 0
+        return merge_intervals(w0[~compiling], w1[~compiling]), int(compiling.sum())
+    return difference((b0[:1], b1[-1:]), compiles), 0
 
 
 def _window_words(ctx: Context) -> str:
