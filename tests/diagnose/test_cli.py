@@ -1,0 +1,50 @@
+"""`tpuscope diagnose` end to end: text, JSON shape, and --fail-on exit codes."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from tests.conftest import PTXLA_TRACE, require_shared_traces
+from tpuscope.cli import main
+
+
+def test_json_shape_and_exit_zero_without_fail_on(recorded_paths, capsys):
+    assert main(["diagnose", str(recorded_paths["recompile"]), "--json", "--no-cache"]) == 0
+    payload = json.loads(capsys.readouterr().out)
+    assert payload["framework"] == "JAX"
+    assert payload["steps"]["count"] == 12 and payload["steps"]["source"] == "host_step_annotation"
+    first = payload["findings"][0]
+    assert first["id"] == "recompilation" and first["severity"] == "warning"
+    assert {"id", "severity", "title", "metrics", "evidence", "advice"} <= set(first)
+
+
+@pytest.mark.parametrize(
+    ("scenario", "fail_on", "code"),
+    [
+        ("healthy", "warning", 0),
+        ("recompile", "warning", 1),
+        ("recompile", "critical", 0),
+        ("input_bound", "critical", 1),
+    ],
+)
+def test_fail_on_gates(recorded_paths, capsys, scenario, fail_on, code):
+    assert main(["diagnose", str(recorded_paths[scenario]), "--fail-on", fail_on, "--no-cache"]) == code
+    out = capsys.readouterr().out
+    assert out.startswith("Framework: JAX")
+
+
+def test_text_output_names_the_problem_and_the_advice(capsys):
+    require_shared_traces()
+    assert main(["diagnose", str(PTXLA_TRACE), "--no-cache"]) == 0
+    out = capsys.readouterr().out
+    assert "Framework: PyTorch/XLA" in out
+    assert "[WARNING]  Host-device sync in the step loop" in out
+    assert "xm.add_step_closure" in out  # PyTorch/XLA-specific advice
+
+
+def test_bad_path_is_one_sentence_and_exit_2(tmp_path, capsys):
+    assert main(["diagnose", str(tmp_path / "missing.xplane.pb"), "--fail-on", "warning"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "missing.xplane.pb" in err

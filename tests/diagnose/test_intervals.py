@@ -1,0 +1,48 @@
+"""Interval set operations against a boolean-timeline oracle (property-based)."""
+
+from __future__ import annotations
+
+import numpy as np
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from tpuscope.analysis.diagnose.intervals import difference, intersect, total, window_total
+
+SPAN = 60
+pairs = st.lists(st.tuples(st.integers(0, SPAN), st.integers(0, SPAN)), max_size=12)
+
+
+def _arrays(items):
+    starts = np.array([min(a, b) for a, b in items], dtype=np.int64)
+    ends = np.array([max(a, b) for a, b in items], dtype=np.int64)
+    return starts, ends
+
+
+def _mask(intervals):
+    mask = np.zeros(SPAN, dtype=bool)
+    for a, b in zip(*intervals, strict=True):
+        mask[a:b] = True
+    return mask
+
+
+@settings(max_examples=200, deadline=None)
+@given(pairs, pairs)
+def test_intersection_and_difference_match_the_timeline(a_items, b_items):
+    a, b = _arrays(a_items), _arrays(b_items)
+    both, only_a = intersect(a, b), difference(a, b)
+    assert np.array_equal(_mask(both), _mask(a) & _mask(b))
+    assert np.array_equal(_mask(only_a), _mask(a) & ~_mask(b))
+    assert total(both) == int((_mask(a) & _mask(b)).sum())
+    # Results are disjoint and sorted, with no empty intervals.
+    for starts, ends in (both, only_a):
+        assert np.all(ends > starts)
+        assert np.all(starts[1:] > ends[:-1])
+
+
+@settings(max_examples=100, deadline=None)
+@given(pairs, st.integers(0, SPAN), st.integers(0, SPAN))
+def test_window_total_counts_covered_time(items, w0, w1):
+    w0, w1 = min(w0, w1), max(w0, w1)
+    a = intersect(_arrays(items), _arrays(items))  # normalized (merged) form
+    got = window_total(a, np.array([w0]), np.array([w1]))[0]
+    assert got == int(_mask(a)[w0:w1].sum())
