@@ -287,3 +287,15 @@ def test_cli_json_has_steps_and_duty_cycle(capsys):
         "bytes_accessed",
         "bound_by",
     } <= set(payload["rows"][0])
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.integers(0, 50), min_size=1, max_size=200), st.booleans())
+def test_grouping_matches_numpy_unique_for_small_and_huge_keys(values, huge):
+    from tpuscope.analysis.ops import _group
+
+    key = np.array(values, np.int64) * (1 << 40 if huge else 1)  # huge: takes the sorting path
+    representative, inverse = _group(key)
+    uniq, expected_inverse = np.unique(key, return_inverse=True)
+    assert np.array_equal(inverse, expected_inverse.reshape(-1))
+    assert np.array_equal(key[representative], uniq)

@@ -38,6 +38,8 @@ MODULES_LINE = "XLA Modules"
 
 _OPCODE = re.compile(r" = .*? ([a-z][a-z0-9-]*)\(")  # "%x = f32[2]{0} add(...)" -> "add"
 _NUMBER_SUFFIX = re.compile(r"(\.\d+|\.clone)+$")  # "fusion.3.clone" -> "fusion"
+# Value ranges up to this size are mapped through a dense lookup table (4 MiB of int32 at most).
+DENSE_RANGE_LIMIT = 1 << 20
 _MODULE_NAME = re.compile(r"^(.*)\((\d+)\)$")  # "jit_f(1219...)" on `XLA Modules` lines
 
 
@@ -88,9 +90,20 @@ class _Labels:
         return found
 
     def map_ids(self, values: np.ndarray, to_text) -> np.ndarray:
-        """Label ids for `values`, calling `to_text` once per distinct value."""
+        """Label ids for integer `values`, calling `to_text` once per distinct value.
+
+        Ids into the string table span a bounded range, so the distinct values come from one
+        bincount and a lookup table instead of sorting every event (np.unique's argsort).
+        """
         if len(values) == 0:
             return np.empty(0, np.int32)
+        low, high = int(values.min()), int(values.max())
+        if high - low <= max(8 * len(values), DENSE_RANGE_LIMIT):
+            shifted = (values - low).astype(np.int64, copy=False)
+            present = np.flatnonzero(np.bincount(shifted))
+            lookup = np.zeros(high - low + 1, np.int32)
+            lookup[present] = [self.add(to_text(int(v) + low) or NO_LABEL) for v in present]
+            return lookup[shifted]
         uniq, inverse = np.unique(values, return_inverse=True)
         mapped = np.fromiter((self.add(to_text(u) or NO_LABEL) for u in uniq), np.int32, len(uniq))
         return mapped[inverse.reshape(-1)]
@@ -256,15 +269,16 @@ def _category_text(strings: StringTable, code: int) -> str:
 def _framework_labels(
     labels: _Labels, strings: StringTable, tf_op: np.ndarray, scope: np.ndarray
 ) -> np.ndarray:
-    def text(pair: int) -> str:
-        tf_id, scope_id = divmod(int(pair), 1 << 32)
-        name = strings[tf_id].rstrip(":") if tf_id else ""
-        if not name or name == "XlaModule":
-            name = strings[scope_id] if scope_id else ""
-        return name
+    """The `tf_op` stat without its trailing ':', else the `name` scope (GPU kernels say "XlaModule:")."""
 
-    combined = tf_op.astype(np.int64) * (1 << 32) + scope.astype(np.int64)
-    return labels.map_ids(combined, text)
+    def tf_text(i: int) -> str:
+        name = strings[i].rstrip(":") if i else ""
+        return "" if name == "XlaModule" else name
+
+    from_tf = labels.map_ids(tf_op, tf_text)
+    if not np.any(from_tf == 0):
+        return from_tf
+    return np.where(from_tf != 0, from_tf, labels.map_ids(scope, lambda i: strings[i] if i else ""))
 
 
 def _program_labels(labels, strings, program_id, module, modules: dict[int, str]) -> np.ndarray:
@@ -277,10 +291,17 @@ def _program_labels(labels, strings, program_id, module, modules: dict[int, str]
 
     if len(program_id) == 0:
         return np.empty(0, np.int32)
-    pairs = np.stack([program_id, module.astype(np.uint64)], axis=1)
-    uniq, inverse = np.unique(pairs, axis=0, return_inverse=True)
-    mapped = np.fromiter((labels.add(text(u) or NO_LABEL) for u in uniq), np.int32, len(uniq))
-    return mapped[inverse.reshape(-1)]
+    # Consecutive ops almost always belong to the same program: label each run once.
+    module = module.astype(np.uint64)
+    change = np.ones(len(program_id), dtype=bool)
+    change[1:] = (program_id[1:] != program_id[:-1]) | (module[1:] != module[:-1])
+    heads = np.flatnonzero(change)
+    programs, program_code = np.unique(program_id[heads], return_inverse=True)
+    module_ids, module_code = np.unique(module[heads], return_inverse=True)
+    n = len(module_ids)
+    pair_code = program_code.reshape(-1) * n + module_code.reshape(-1)  # small, dense ints
+    mapped = labels.map_ids(pair_code, lambda c: text((programs[c // n], module_ids[c % n])))
+    return np.repeat(mapped, np.diff(np.append(heads, len(program_id))))
 
 
 @dataclass
@@ -394,6 +415,27 @@ def _sum_known(values: np.ndarray, groups: np.ndarray, n: int) -> np.ndarray:
     return np.where(counts > 0, sums, np.nan)
 
 
+def _group(key: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(one event index per group, group of each event) for non-negative int keys, groups in key order.
+
+    Keys are built from label ids, so they usually span a small range: then a bincount replaces
+    np.unique's sort of every event.
+    """
+    if len(key) == 0:
+        return np.empty(0, np.int64), np.empty(0, np.int64)
+    high = int(key.max())
+    if high <= max(8 * len(key), DENSE_RANGE_LIMIT):
+        present = np.flatnonzero(np.bincount(key))
+        rank = np.zeros(high + 1, np.int64)
+        rank[present] = np.arange(len(present))
+        inverse = rank[key]
+        representative = np.empty(len(present), np.int64)
+        representative[inverse] = np.arange(len(key))  # any member will do: its labels are the group's
+        return representative, inverse
+    _, first, inverse = np.unique(key, return_index=True, return_inverse=True)
+    return first, inverse.reshape(-1)
+
+
 def aggregate(events: OpEvents, by: str = "op") -> OpTable:
     """Groups op events into a table sorted by self time (largest first)."""
     if by not in GROUPINGS:
@@ -402,8 +444,7 @@ def aggregate(events: OpEvents, by: str = "op") -> OpTable:
         key = events.program.astype(np.int64) * (len(events.labels.texts) + 1) + events.op
     else:
         key = getattr(events, by).astype(np.int64)
-    _, first, inverse = np.unique(key, return_index=True, return_inverse=True)
-    inverse = inverse.reshape(-1)
+    first, inverse = _group(key)
     n = len(first)
     occurrences = np.bincount(inverse, minlength=n).astype(np.int64)
     total = np.bincount(inverse, weights=events.time_ps, minlength=n).astype(np.int64)
