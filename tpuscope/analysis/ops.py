@@ -30,7 +30,6 @@ from tpuscope.analysis.device_ops import Device, busy_intervals, find_devices, s
 from tpuscope.analysis.roofline import BOUND_NAMES, BOUND_UNKNOWN, Peaks, bound_by, device_peaks
 from tpuscope.model.strings import StringTable
 from tpuscope.model.trace import Trace, Track
-from tpuscope.xplane._linedecode import nesting_depth
 
 GROUPINGS = ("op", "category", "program", "framework")
 NO_LABEL = "(none)"
@@ -142,27 +141,30 @@ class OpEvents:
 def self_times(start_ps: np.ndarray, duration_ps: np.ndarray) -> np.ndarray:
     """Per-event time not covered by nested events of the same line (inputs in any order).
 
-    Nesting comes from a stack pass (the loader's C helper); each event's direct children are
-    found per depth level with searchsorted, and their overlap is subtracted from it.
+    Vectorized nesting: sorted by (start, longer first), an event's depth is the number of earlier
+    events still open at its start (its enclosing ancestors when events nest properly). Each event's
+    parent is the last earlier event one level up; children's overlap with it is subtracted.
+    Zero-length events cover nothing and are left out of the nesting (their self time is 0).
     """
-    n = len(start_ps)
-    if n == 0:
-        return np.empty(0, np.int64)
     start = np.asarray(start_ps, dtype=np.int64)
     duration = np.asarray(duration_ps, dtype=np.int64)
-    order = np.lexsort((-duration, start))
+    out = np.zeros(len(start), dtype=np.int64)
+    positive = np.flatnonzero(duration > 0)
+    if len(positive) == 0:
+        return out
+    order = positive[np.lexsort((-duration[positive], start[positive]))]
     s, d = start[order], duration[order]
     e = s + d
-    depth = np.empty(n, np.int16)
-    nesting_depth(np.ascontiguousarray(s), np.ascontiguousarray(e), depth)
+    n = len(s)
+    depth = np.arange(n) - np.searchsorted(np.sort(e), s, side="right")
     covered = np.zeros(n, dtype=np.int64)
     for level in range(1, int(depth.max()) + 1):
         kids = np.flatnonzero(depth == level)
         parents = np.flatnonzero(depth == level - 1)
-        parent = parents[np.searchsorted(parents, kids) - 1]
+        slot = np.searchsorted(parents, kids) - 1
+        kids, parent = kids[slot >= 0], parents[slot[slot >= 0]]
         overlap = np.clip(np.minimum(e[kids], e[parent]) - s[kids], 0, None)
         covered += np.bincount(parent, weights=overlap, minlength=n).astype(np.int64)
-    out = np.empty(n, dtype=np.int64)
     out[order] = np.maximum(d - covered, 0)
     return out
 
