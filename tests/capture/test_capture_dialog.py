@@ -1,0 +1,126 @@
+"""The Capture dialog: a real capture off the UI thread, Cancel, failures shown in place, presets."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from PySide6.QtCore import QSettings
+
+from tests.capture.processes import free_port
+from tpuscope.ui.capture_dialog import LAST_GROUP, PRESETS_GROUP, SAVED_KEYS, CaptureDialog
+
+
+@pytest.fixture
+def store(tmp_path):
+    (tmp_path / "config").mkdir()
+    settings = QSettings(str(tmp_path / "config" / "tpuscope.ini"), QSettings.IniFormat)
+    yield settings
+    settings.sync()
+
+
+@pytest.fixture
+def dialog(qtbot, store):
+    widget = CaptureDialog(settings=store)
+    qtbot.addWidget(widget)
+    yield widget
+    if widget.is_running():
+        widget.worker.cancel()
+        widget.worker.wait(30_000)
+
+
+def fill(dialog: CaptureDialog, target: str, logdir: Path, duration_s: float = 0.5) -> None:
+    dialog.targets.setText(target)
+    dialog.logdir.setText(str(logdir))
+    dialog.duration.setValue(duration_s)
+
+
+def test_capture_emits_the_run_folder_and_closes(qtbot, dialog, training_worker, tmp_path):
+    fill(dialog, training_worker.target, tmp_path)
+    progress = []
+    dialog.progress.valueChanged.connect(progress.append)
+    with qtbot.waitSignal(dialog.captured, timeout=60_000) as emitted:
+        dialog.start_button.click()
+        assert dialog.is_running() and dialog.cancel_button.text() == "Cancel"
+    run_folder = Path(emitted.args[0])
+    assert run_folder.parent == tmp_path / "plugins" / "profile"
+    assert (run_folder / f"127.0.0.1_{training_worker.port}.xplane.pb").is_file()
+    assert dialog.result() == CaptureDialog.Accepted
+    assert progress and max(progress) == dialog.progress.maximum()
+
+
+def test_cancel_stops_the_capture_and_saves_nothing(qtbot, dialog, training_worker, tmp_path):
+    fill(dialog, training_worker.target, tmp_path / "out", duration_s=20.0)
+    dialog.start_button.click()
+    qtbot.waitUntil(lambda: dialog.progress.value() > 0 or "profiling" in dialog.status.text(), timeout=30_000)
+    dialog.cancel_button.click()
+    qtbot.waitUntil(lambda: not dialog.is_running(), timeout=30_000)
+    qtbot.waitUntil(lambda: "Cancelled" in dialog.status.text(), timeout=5_000)
+    assert [p for p in (tmp_path / "out").rglob("*") if p.is_file()] == []
+    assert dialog.start_button.isEnabled() and dialog.cancel_button.text() == "Close"
+
+
+def test_failure_is_shown_as_one_sentence_in_the_dialog(qtbot, dialog, tmp_path):
+    port = free_port()
+    fill(dialog, f"127.0.0.1:{port}", tmp_path)
+    dialog.start_button.click()
+    qtbot.waitUntil(lambda: not dialog.is_running() and "Nothing is listening" in dialog.status.text(),
+                    timeout=30_000)  # fmt: skip
+    assert dialog.status.text().startswith(f"Nothing is listening on 127.0.0.1:{port}")
+    assert dialog.start_button.isEnabled()
+    dialog.targets.setText("no-port-here")
+    dialog.start_button.click()
+    assert "has no port" in dialog.status.text() and not dialog.is_running()
+
+
+def test_presets_round_trip_and_hold_no_secrets(qtbot, store, tmp_path):
+    first = CaptureDialog(settings=store)
+    qtbot.addWidget(first)
+    fill(first, "10.0.0.2:9012,10.0.0.3:9012", tmp_path, duration_s=3.0)
+    first.ssh_group.setChecked(True)
+    first.ssh_hosts.setText("alice@tpu-vm-0")
+    first.identity.setText("/home/alice/.ssh/google_compute_engine")
+    first.python_level.setValue(1)
+    first._passphrase = "hunter2"  # typed during an earlier capture: must never reach the settings file
+    first.save_preset("pod slice")
+    first._write_group(LAST_GROUP, first.values())
+
+    second = CaptureDialog(settings=store)
+    qtbot.addWidget(second)
+    assert second.preset_names() == ["pod slice"]
+    second.targets.setText("")
+    second.load_preset("pod slice")
+    assert second.values() == first.values()
+    assert second.values()["ssh_hosts"] == "alice@tpu-vm-0" and second.values()["use_ssh"] is True
+
+    store.sync()
+    keys = set(store.allKeys())
+    assert {k.rsplit("/", 1)[1] for k in keys} <= set(SAVED_KEYS)
+    assert "hunter2" not in Path(store.fileName()).read_text()
+    assert any(k.startswith(f"{PRESETS_GROUP}/pod slice/") for k in keys)
+
+    second.delete_preset("pod slice")
+    assert second.preset_names() == []
+
+
+def test_unknown_ssh_host_asks_to_trust_it(qtbot, dialog, sshd, training_worker, tmp_path, monkeypatch):
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))  # the trusted key goes to this ~/.ssh/known_hosts
+    monkeypatch.delenv("SSH_AUTH_SOCK", raising=False)
+    fill(dialog, f"localhost:{training_worker.port}", tmp_path / "out")
+    dialog.ssh_group.setChecked(True)
+    dialog.ssh_hosts.setText(f"{sshd.user}@127.0.0.1:{sshd.port}")
+    dialog.identity.setText(str(sshd.user_key))
+    asked = []
+
+    def answer(error):  # the user reads the fingerprint and clicks Yes
+        asked.append(error.fingerprint)
+        return True
+
+    monkeypatch.setattr(dialog, "ask_trust", answer)
+    with qtbot.waitSignal(dialog.captured, timeout=60_000) as emitted:
+        dialog.start_button.click()
+        qtbot.waitUntil(lambda: bool(asked) or not dialog.is_running(), timeout=30_000)
+        assert asked, dialog.status.text()
+    assert asked == [sshd.host_fingerprint]
+    assert f"[127.0.0.1]:{sshd.port}" in (tmp_path / "home" / ".ssh" / "known_hosts").read_text()
+    assert Path(emitted.args[0]).is_dir()
