@@ -109,3 +109,26 @@ def percent(part: float, whole: float) -> float:
 def ms(ps: float) -> float:
     """Picoseconds as milliseconds, rounded for display and JSON."""
     return round(float(ps) / 1e9, 3)
+
+
+def evidence_events(trace, evidence: list[dict[str, Any]]) -> list[tuple[Track, np.ndarray]]:
+    """The events that evidence items point at, grouped per track (what a timeline highlights).
+
+    Items without an event (time ranges) are skipped; items naming a plane or track the trace
+    does not have are ignored rather than failing, since evidence may come from a saved report.
+    """
+    per_track: dict[tuple[str, str, str], list[int]] = {}
+    for item in evidence:
+        if item.get("event_index") is None or not item.get("plane") or not item.get("track"):
+            continue
+        key = (item["host"], item["plane"], item["track"])
+        per_track.setdefault(key, []).append(int(item["event_index"]))
+    found = []
+    for (host, plane_name, track_name), indices in per_track.items():
+        plane = trace.find_plane(plane_name, host)
+        track = plane.track(track_name) if plane is not None else None
+        if track is None:
+            continue
+        idx = np.unique(np.array(indices, dtype=np.int64))
+        found.append((track, idx[idx < len(track)]))
+    return found

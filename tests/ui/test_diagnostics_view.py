@@ -1,0 +1,95 @@
+"""The Diagnostics view on real profiles: background diagnosis, icons, detail pane, signals."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from PySide6.QtCore import QUrl
+
+from tests.conftest import GPU_TRACE, PTXLA_TRACE, TF_TRACE, require_shared_traces
+from tpuscope.analysis.diagnose import Severity, diagnose
+from tpuscope.model.load import open_trace
+from tpuscope.ui.diagnostics_view import DiagnosticsView
+
+WAIT_MS = 30_000  # generous: the CI machine is shared
+
+
+@pytest.fixture(scope="module")
+def traces():
+    require_shared_traces()
+    return {path: open_trace(path, use_cache=False) for path in (PTXLA_TRACE, GPU_TRACE, TF_TRACE)}
+
+
+@pytest.fixture
+def view(qtbot):
+    widget = DiagnosticsView()
+    qtbot.addWidget(widget)
+    widget.resize(1100, 650)
+    widget.show()
+    qtbot.waitExposed(widget)
+    yield widget
+    widget.shutdown()
+
+
+def _load(qtbot, view, trace):
+    with qtbot.waitSignal(view.reportReady, timeout=WAIT_MS) as ready:
+        view.set_trace(trace)
+    return ready.args[0]
+
+
+def test_lists_findings_worst_first_with_severity_icons(qtbot, view, traces):
+    trace = traces[PTXLA_TRACE]
+    report = _load(qtbot, view, trace)
+    expected = diagnose(trace)
+    titles = [view.findings.item(r).text() for r in range(view.findings.count())]
+    assert titles == [f.title for f in expected.findings]
+    assert report.findings[0].severity == Severity.WARNING and report.findings[0].id == "host_device_sync"
+    assert all(not view.findings.item(r).icon().isNull() for r in range(view.findings.count()))
+    assert "PyTorch/XLA" in view.summary.text() and "15 steps" in view.summary.text()
+
+
+def test_selecting_a_finding_shows_details_and_highlights_its_events(qtbot, view, traces):
+    trace = traces[PTXLA_TRACE]
+    _load(qtbot, view, trace)
+    view.findings.setCurrentRow(-1)
+    with qtbot.waitSignal(view.highlightRequested, timeout=WAIT_MS) as highlight:
+        view.findings.setCurrentRow(0)
+    text = view.detail.toPlainText()
+    assert "What to do" in text and "xm.add_step_closure" in text and "syncs per step" in text
+    payload = highlight.args[0]
+    names = {track.event_name(int(i)) for track, idx in payload for i in idx}
+    assert names == {"PjRtComputationClient::TransferFromDevice"}
+    assert sum(len(idx) for _, idx in payload) == 15
+    assert all(isinstance(idx, np.ndarray) for _, idx in payload)
+
+
+def test_clicking_evidence_zooms_to_it(qtbot, view, traces):
+    _load(qtbot, view, traces[PTXLA_TRACE])
+    view.findings.setCurrentRow(0)
+    item = view.current_finding.evidence[2]
+    with qtbot.waitSignal(view.zoomRequested, timeout=WAIT_MS) as zoom:
+        view.detail.anchorClicked.emit(QUrl("evidence:2"))
+    assert zoom.args == [item["start_ps"], max(item["end_ps"], item["start_ps"] + 1)]
+    with qtbot.waitSignal(view.zoomRequested, timeout=WAIT_MS) as whole:
+        view._zoom_to_finding()
+    t0, t1 = whole.args
+    evidence = view.current_finding.evidence
+    assert t0 == min(e["start_ps"] for e in evidence) and t1 == max(e["end_ps"] for e in evidence)
+
+
+def test_a_newer_trace_supersedes_a_running_diagnosis(qtbot, view, traces):
+    view.set_trace(traces[TF_TRACE])
+    report = _load(qtbot, view, traces[GPU_TRACE])
+    qtbot.wait(200)  # let the superseded run finish: its result must not replace the newer one
+    view.shutdown()
+    qtbot.wait(50)
+    assert view.report is report
+    assert view.findings.item(0).text().startswith("Low device utilization")
+
+
+def test_renders_offscreen(qtbot, view, traces, tmp_path):
+    _load(qtbot, view, traces[PTXLA_TRACE])
+    view.findings.setCurrentRow(0)
+    path = tmp_path / "diagnostics.png"
+    assert view.grab().save(str(path))
+    assert path.stat().st_size > 10_000
