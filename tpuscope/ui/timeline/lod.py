@@ -16,6 +16,7 @@ Nothing here knows about Qt: the view turns the boxes into rectangles.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -32,6 +33,15 @@ BASE_SPACINGS = 32
 MIN_EVENTS_FOR_PYRAMID = 4096
 # A level is kept only when it holds at most this share of the boxes of the level below it.
 MIN_LEVEL_REDUCTION = 0.5
+
+
+def time_key(t_ps: float, up: bool = False) -> np.int64:
+    """A window edge as int64, rounded outwards.
+
+    Bisecting an int64 column with a float key makes numpy convert the whole
+    column to float first: O(n) per lookup instead of O(log n).
+    """
+    return np.int64(math.ceil(t_ps) if up else math.floor(t_ps))
 
 
 @dataclass
@@ -143,8 +153,8 @@ class DepthLod:
             else:
                 break
         if level is not None:
-            lo = max(0, int(np.searchsorted(level.start_ps, t0_ps, side="right")) - 1)
-            hi = int(np.searchsorted(level.start_ps, t1_ps, side="left"))
+            lo = max(0, int(np.searchsorted(level.start_ps, time_key(t0_ps), side="right")) - 1)
+            hi = int(np.searchsorted(level.start_ps, time_key(t1_ps, up=True), side="left"))
             part = slice(lo, hi)
             start, end, rep, count = (
                 level.start_ps[part],
@@ -164,8 +174,8 @@ class DepthLod:
         # Events of one depth nest, so they do not overlap: only the one event starting before t0
         # can reach into the window. Track positions are found by bisection, then mapped to this depth.
         starts = self.track.start_ps
-        p0 = int(np.searchsorted(starts, t0_ps, side="right"))
-        p1 = int(np.searchsorted(starts, t1_ps, side="left"))
+        p0 = int(np.searchsorted(starts, time_key(t0_ps), side="right"))
+        p1 = int(np.searchsorted(starts, time_key(t1_ps, up=True), side="left"))
         if self.indices is None:
             lo, hi = max(0, p0 - 1), p1
         else:

@@ -21,7 +21,7 @@ from PySide6.QtWidgets import QScrollBar, QToolTip, QWidget
 from tpuscope.model.trace import Trace, Track
 from tpuscope.ui.timeline import ruler
 from tpuscope.ui.timeline.layout import ROW_HEIGHT, Row, TimelineLayout, track_depth_at
-from tpuscope.ui.timeline.lod import TimelineLod, TrackLod
+from tpuscope.ui.timeline.lod import TimelineLod, TrackLod, time_key
 from tpuscope.ui.timeline.palette import PALETTE, Colours, text_is_dark
 from tpuscope.ui.timeline.scene import Frame, Viewport, build_frame, highlight_rects
 
@@ -414,8 +414,8 @@ class TimelineView(QWidget):
         steps = self.steps
         y = RULER_PX
         painter.fillRect(QRectF(0, y, self.width(), STEP_BAND_PX), BACKGROUND)
-        lo = int(np.searchsorted(steps.end_ps, view.t0_ps, side="right"))
-        hi = int(np.searchsorted(steps.start_ps, view.t1_ps, side="left"))
+        lo = int(np.searchsorted(steps.end_ps, time_key(view.t0_ps), side="right"))
+        hi = int(np.searchsorted(steps.start_ps, time_key(view.t1_ps, up=True), side="left"))
         if hi > lo:
             x0 = np.maximum(view.x_of(steps.start_ps[lo:hi]), view.x - 10)
             x1 = np.minimum(view.x_of(steps.end_ps[lo:hi]), view.x + view.width + 10)

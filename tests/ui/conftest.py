@@ -1,0 +1,47 @@
+"""Fixtures for driving the real main window: isolated settings, loading and waiting, a JAX CPU recording."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from PySide6.QtCore import QSettings
+
+from tests.jax_recordings import record_training_profile
+from tpuscope.ui.main_window import MainWindow
+
+LOAD_TIMEOUT_MS = 120_000
+JAX_STEPS = 6
+
+
+@pytest.fixture
+def settings(tmp_path) -> QSettings:
+    """A settings file of this test's own, so tests never read or write the user's."""
+    return QSettings(str(tmp_path / "tpuscope.ini"), QSettings.IniFormat)
+
+
+@pytest.fixture
+def window(qtbot, settings) -> MainWindow:
+    win = MainWindow(settings)
+    qtbot.addWidget(win)
+    win.resize(1500, 950)
+    win.show()
+    qtbot.waitExposed(win)
+    yield win
+    win.cancel_load()
+    for worker in list(win.workers):
+        worker.wait(10_000)
+
+
+def open_and_wait(qtbot, win: MainWindow, path: str | Path):
+    """Opens `path` through the window's worker thread and waits for the loaded trace."""
+    with qtbot.waitSignal(win.traceLoaded, timeout=LOAD_TIMEOUT_MS) as blocker:
+        win.open_path(path)
+    qtbot.waitUntil(lambda: not win.workers, timeout=LOAD_TIMEOUT_MS)
+    return blocker.args[0]
+
+
+@pytest.fixture(scope="session")
+def jax_cpu_profile(tmp_path_factory) -> Path:
+    """A real profile recorded now by JAX on the CPU: annotated training steps (`step_num`)."""
+    return record_training_profile(tmp_path_factory.mktemp("jax_ui"), steps=JAX_STEPS)
