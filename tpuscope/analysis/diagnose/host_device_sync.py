@@ -94,8 +94,9 @@ def run(ctx: Context) -> list[Finding]:
             metrics["device_idle_after_percent_of_step_time"] = percent(idle_ps, step_time)
     if n_steps:
         explanation = (
-            f"The host blocked on {syncs_in_steps} device-to-host read(s) in {n_steps} steps "
-            f"({rate:.2f} per step; {', '.join(names)}), {ms(sync_ps)} ms in total."
+            f"The host blocked on {len(starts)} device-to-host read(s) ({', '.join(names)}), "
+            f"{ms(sync_ps)} ms in total; {syncs_in_steps} of them inside the {n_steps} steps "
+            f"({rate:.2f} per step)."
         )
     else:
         explanation = f"The host blocked on {len(starts)} device-to-host read(s) ({', '.join(names)})."

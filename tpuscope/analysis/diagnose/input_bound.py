@@ -49,6 +49,9 @@ USER_INPUT_PATTERN = (
     r"|input_fn|__next__|fetch_?batch)"
 )
 
+# Idle ranges shorter than this fraction of the longest one are left out of the evidence list.
+MIN_EVIDENCE_FRACTION = 0.1
+
 ADVICE = {
     JAX: [
         "Prepare the next batch while the device computes: prefetch batches to the device ahead of use "
@@ -191,7 +194,10 @@ def _evidence(ctx: Context, input_events: list, waiting) -> list[dict]:
             items.append(event_evidence(f"input work: {track.event_name(int(i))}", track, int(i)))
     host = ctx.steps.host or (ctx.trace.hosts[0] if ctx.trace.hosts else "")
     w0, w1 = waiting
-    for k in np.argsort(-(w1 - w0), kind="stable")[:MAX_EVIDENCE]:
+    lengths = w1 - w0
+    # Slivers between device ops say nothing a user can act on; list the real waits.
+    big = np.flatnonzero(lengths >= MIN_EVIDENCE_FRACTION * lengths.max()) if len(lengths) else lengths
+    for k in big[np.argsort(-lengths[big], kind="stable")][:MAX_EVIDENCE]:
         a, b = int(w0[k]), int(w1[k])
         items.append(range_ev(f"device idle, waiting for the host ({ms(b - a)} ms)", a, b, host))
     return largest_first(items)

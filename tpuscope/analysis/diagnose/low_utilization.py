@@ -79,8 +79,7 @@ def run(ctx: Context) -> list[Finding]:
     kind = "launch-bound: many tiny ops" if launch_bound else "devices idle most of the time"
     title = f"Low device utilization: duty cycle {best:.1f}% ({kind})"
     explanation = (
-        f"Over the steady state ({ms(window_ps)} ms{_window_words(ctx)}, steps that compiled left out) "
-        "the busiest "
+        f"Over the steady state ({ms(window_ps)} ms{_window_words(ctx)}) the busiest "
         f"device ran ops {best:.1f}% of the time; XProf treats a duty cycle above "
         f"{LOW_DUTY_CYCLE_PERCENT:g}% as not host-bound."
     )
@@ -113,8 +112,9 @@ def _window(ctx: Context) -> tuple[tuple[np.ndarray, np.ndarray], int]:
 
 def _window_words(ctx: Context) -> str:
     if len(ctx.steps) >= MIN_STEPS_FOR_STEADY_STATE:
-        return f", steps {int(ctx.steps.number[1])}..{int(ctx.steps.number[-1])}"
-    return ", first to last device op"
+        numbers = ctx.steps.number
+        return f", steps {int(numbers[1])}..{int(numbers[-1])}, steps that compiled left out"
+    return ", first to last device op, compilation left out"
 
 
 def _idle_evidence(ctx: Context, window) -> list[dict]:
