@@ -133,9 +133,20 @@ def test_bar_chart_shows_the_top_ops(view):
     assert labels[:4] == view.table.names()[:4]
 
 
+def test_hidden_view_computes_when_first_shown(qtbot, tpu_trace):
+    widget = OpsView()
+    qtbot.addWidget(widget)
+    widget.set_trace(tpu_trace)
+    assert widget.model.rowCount() == 0  # nothing computed while nobody looks
+    widget.show()
+    qtbot.waitExposed(widget)
+    assert widget.model.rowCount() == 17
+
+
 def test_profile_without_device_ops_and_clearing(qtbot):
     widget = OpsView()
     qtbot.addWidget(widget)
+    widget.show()
     widget.set_trace(open_trace(TF_TRACE))
     assert widget.model.rowCount() == 0
     assert "no device ops" in widget.summary_label.text()

@@ -152,7 +152,11 @@ def self_times(start_ps: np.ndarray, duration_ps: np.ndarray) -> np.ndarray:
     positive = np.flatnonzero(duration > 0)
     if len(positive) == 0:
         return out
-    order = positive[np.lexsort((-duration[positive], start[positive]))]
+    order = positive
+    s, d = start[order], duration[order]
+    in_order = (s[1:] > s[:-1]) | ((s[1:] == s[:-1]) & (d[1:] <= d[:-1]))
+    if not in_order.all():  # lines come sorted by host time; device times nearly always agree
+        order = positive[np.lexsort((-d, s))]
     s, d = start[order], duration[order]
     e = s + d
     n = len(s)

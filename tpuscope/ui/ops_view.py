@@ -222,6 +222,7 @@ class OpsView(QWidget):
         self._devices: list[Device] = []
         self._table: OpTable | None = None
         self._breakdown: StepBreakdown | None = None
+        self._stale = False  # a trace was set but its breakdown not computed yet
         self._events = None  # OpEvents of the chosen devices, regrouped without re-reading the trace
         self._bar_rows = np.empty(0, dtype=np.int64)  # table rows drawn as bars, top first
         self._occurrence_starts = np.empty(0, dtype=np.int64)
@@ -339,14 +340,27 @@ class OpsView(QWidget):
             self.device_combo.addItem(device.label, position)
         self.device_combo.setEnabled(bool(self._devices))
         self.device_combo.blockSignals(False)
-        self._recompute()
+        # The breakdown of a big profile takes a moment: compute it when the view is first shown,
+        # not on every load while the user looks at another tab.
+        self._stale = True
+        if self.isVisible():
+            self._recompute()
+
+    def showEvent(self, event) -> None:
+        if self._stale:
+            self._recompute()
+        super().showEvent(event)
 
     @property
     def table(self) -> OpTable | None:
+        if self._stale:
+            self._recompute()
         return self._table
 
     @property
     def breakdown(self) -> StepBreakdown | None:
+        if self._stale:
+            self._recompute()
         return self._breakdown
 
     def set_device(self, which: str | int) -> None:
@@ -384,6 +398,7 @@ class OpsView(QWidget):
         return select_devices(self._devices, "all" if which is None else which)
 
     def _recompute(self) -> None:
+        self._stale = False
         devices = self._chosen_devices() if self._trace is not None else []
         self._events = collect_op_events(self._trace, devices) if devices else None
         self._breakdown = step_breakdown(self._trace, devices=devices) if devices else None
@@ -391,6 +406,9 @@ class OpsView(QWidget):
         self._draw_steps()
 
     def _regroup(self) -> None:
+        if self._stale:
+            self._recompute()
+            return
         by = self.grouping_combo.currentData()
         self._table = aggregate(self._events, by) if self._events is not None else None
         self.model.set_table(self._table)
