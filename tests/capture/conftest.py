@@ -51,8 +51,8 @@ def idle_worker():
 def web_server(tmp_path):
     """`python -m http.server`: a web UI on the port instead of a profiler (like TensorBoard on 6006)."""
     port = free_port()
-    process = subprocess.Popen([sys.executable, "-m", "http.server", str(port), "--bind", "127.0.0.1"],
-                               cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # fmt: skip
+    command = [sys.executable, "-m", "http.server", str(port), "--bind", "127.0.0.1"]
+    process = subprocess.Popen(command, cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         wait_for_port(port, process)
         yield port
@@ -76,7 +76,8 @@ def silent_listener():
 def sshd(tmp_path_factory):
     """A real OpenSSH server on a free 127.0.0.1 port with generated host and user keys."""
     if not SSHD.exists() or shutil.which("ssh-keygen") is None:
-        pytest.fail("OpenSSH is missing: install Debian's openssh-server (as .ci/run does) to run the SSH tests")
+        pytest.fail("OpenSSH is missing: install Debian's openssh-server (as .ci/run does) to run the SSH "
+                    "tests")
     folder = tmp_path_factory.mktemp("sshd")
     home = tmp_path_factory.mktemp("home")
     host_key, user_key, other_key = folder / "host_ed25519", folder / "user_ed25519", folder / "other_ed25519"
@@ -105,8 +106,9 @@ def sshd(tmp_path_factory):
     try:
         try:
             wait_for_port(port, process)
-        except RuntimeError:
-            raise RuntimeError(f"sshd did not start: {process.stderr.read() if process.poll() is not None else ''}")
+        except RuntimeError as error:
+            raise RuntimeError(f"sshd did not start: "
+                               f"{process.stderr.read() if process.poll() is not None else ''}") from error
         yield Sshd(port, getpass.getuser(), user_key, other_key, known_hosts, listed[1], home)
     finally:
         if process.poll() is None:

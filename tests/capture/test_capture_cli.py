@@ -41,11 +41,12 @@ def test_capture_then_info_and_ops_work_on_the_result(training_worker, second_tr
 
 
 def test_plain_output_is_the_saved_path(training_worker, tmp_path):
-    done = tpuscope("capture", f"localhost:{training_worker.port}", "--duration", "500ms", "--out", str(tmp_path),
-                    "--run", "my_run", "--python-tracer-level", "1")  # fmt: skip
+    done = tpuscope("capture", f"localhost:{training_worker.port}", "--duration", "500ms",
+                    "--out", str(tmp_path), "--run", "my_run", "--python-tracer-level", "1")  # fmt: skip
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == str(tmp_path / "plugins" / "profile" / "my_run")
-    assert (tmp_path / "plugins" / "profile" / "my_run" / f"localhost_{training_worker.port}.xplane.pb").is_file()
+    saved = tmp_path / "plugins" / "profile" / "my_run" / f"localhost_{training_worker.port}.xplane.pb"
+    assert saved.is_file()
 
 
 def test_failure_is_one_sentence_and_exit_code_2(tmp_path):

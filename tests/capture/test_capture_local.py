@@ -18,7 +18,8 @@ SHORT_S = 1.0  # capture window for most tests: long enough for dozens of traini
 
 
 def settings(targets: str, logdir: Path, **overrides) -> CaptureSettings:
-    return CaptureSettings(targets=parse_targets(targets), logdir=logdir, **{"duration_s": SHORT_S, **overrides})
+    overrides = {"duration_s": SHORT_S, **overrides}
+    return CaptureSettings(targets=parse_targets(targets), logdir=logdir, **overrides)
 
 
 def profile_files(folder: Path) -> list[Path]:
@@ -71,7 +72,8 @@ def test_server_saved_file_is_fetched_when_not_sent_back(training_worker, tmp_pa
 
 def test_nothing_listening(tmp_path):
     port = free_port()
-    with pytest.raises(CaptureError, match=rf"^Nothing is listening on 127\.0\.0\.1:{port}: start the profiler"):
+    with pytest.raises(CaptureError, match=rf"^Nothing is listening on 127\.0\.0\.1:{port}: start the "
+                                           r"profiler"):
         capture(settings(f"127.0.0.1:{port}", tmp_path))
     assert profile_files(tmp_path) == []
 
@@ -108,7 +110,8 @@ def test_second_concurrent_session_is_refused(training_worker, tmp_path):
 def test_program_dying_during_capture(tmp_path):
     worker = start_worker("exit-after", "1.0")
     try:
-        with pytest.raises(CaptureError, match="closed the connection during the capture: it probably exited"):
+        with pytest.raises(CaptureError, match="closed the connection during the capture: it probably "
+                                               "exited"):
             capture(settings(worker.target, tmp_path, duration_s=5.0))
     finally:
         stop(worker.process)

@@ -81,7 +81,8 @@ def test_changed_host_key_is_refused(sshd, tmp_path):
 
 def test_nothing_listening_on_the_remote_port(sshd, tmp_path):
     port = free_port()
-    with pytest.raises(CaptureError, match=f"Nothing is listening on localhost:{port} as seen from the SSH host"):
+    with pytest.raises(CaptureError, match=f"Nothing is listening on localhost:{port} as seen from the SSH "
+                                           "host"):
         capture(ssh_settings(sshd, f"localhost:{port}", tmp_path))
 
 
@@ -96,7 +97,8 @@ def test_ssh_host_that_never_answers_times_out(sshd, silent_listener, tmp_path):
     settings = ssh_settings(sshd, "localhost:9012", tmp_path, connect_timeout_s=1.0)
     settings.ssh_hosts = [parse_ssh_host(f"127.0.0.1:{silent_listener}")]
     started = time.monotonic()
-    with pytest.raises(CaptureError, match=f"127.0.0.1:{silent_listener} accepted the connection but did not answer"):
+    with pytest.raises(CaptureError, match=f"127.0.0.1:{silent_listener} accepted the connection but did not "
+                                           "answer"):
         capture(settings)
     assert time.monotonic() - started < 10
 

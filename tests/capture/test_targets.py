@@ -16,8 +16,10 @@ from tpuscope.capture.targets import (
 
 
 def test_targets_accept_lists_scheme_and_bare_ports():
-    assert parse_targets("localhost:9012,10.0.0.2:9012") == [Target("localhost", 9012), Target("10.0.0.2", 9012)]
-    assert parse_targets(["grpc://vm:9012", "9013", "vm:9012"]) == [Target("vm", 9012), Target("localhost", 9013)]
+    two = [Target("localhost", 9012), Target("10.0.0.2", 9012)]
+    assert parse_targets("localhost:9012,10.0.0.2:9012") == two
+    deduplicated = [Target("vm", 9012), Target("localhost", 9013)]
+    assert parse_targets(["grpc://vm:9012", "9013", "vm:9012"]) == deduplicated
     assert parse_targets("[::1]:9012") == [Target("::1", 9012)]
     assert str(Target("::1", 9012)) == "[::1]:9012"
 

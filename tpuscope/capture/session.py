@@ -96,8 +96,8 @@ def validate(settings: CaptureSettings) -> None:
             raise CaptureError(f"The {name} tracer level {value} is out of range: use 0 to {top}.")
     count = len(settings.ssh_hosts)
     if count > 1 and count != len(settings.targets):
-        raise CaptureError(f"{count} SSH hosts were given for {len(settings.targets)} targets: give one SSH host "
-                           "for all targets, or one per target in the same order.")
+        raise CaptureError(f"{count} SSH hosts were given for {len(settings.targets)} targets: give one SSH "
+                           "host for all targets, or one per target in the same order.")
 
 
 def new_run_name(logdir: Path) -> str:
@@ -185,8 +185,10 @@ def _profile_all(settings: CaptureSettings, run_name: str, workers: list[_Worker
     for worker in workers:
         if not settings.inline:
             worker.repository_root = _repository_root(worker, run_name, local_roots)
-        request = build_request(settings.duration_s, settings.delay_s, settings.levels, run_name, worker.label,
-                                inline=settings.inline, repository_root=worker.repository_root)  # fmt: skip
+        request = build_request(
+            settings.duration_s, settings.delay_s, settings.levels, run_name, worker.label,
+            inline=settings.inline, repository_root=worker.repository_root,
+        )  # fmt: skip
         worker.call = ProfileCall(worker.address, request, deadline_s)
     started = time.monotonic()
     try:
@@ -220,7 +222,8 @@ def _check_reply(worker: _Worker, settings: CaptureSettings, deadline_s: float) 
     except grpc.RpcError as error:
         if worker.forward is not None and worker.forward.error:
             raise CaptureError(worker.forward.error) from None
-        raise CaptureError(explain_rpc_error(error, worker.describe(), worker.target.port, deadline_s)) from None
+        message = explain_rpc_error(error, worker.describe(), worker.target.port, deadline_s)
+        raise CaptureError(message) from None
     if reply.empty_trace:
         raise CaptureError(
             f"No trace events were collected from {worker.describe()} during the {settings.duration_s:g} s "
@@ -253,12 +256,13 @@ def _fetch_if_needed(worker: _Worker, settings: CaptureSettings, run_name: str, 
         finally:
             local.unlink(missing_ok=True)
     if worker.target.host.lower() not in _LOCAL_NAMES:
-        raise CaptureError(f"The profiler server at {worker.target} saved the trace on its own machine at {remote}; "
-                           "capture through --ssh so tpuscope can fetch it.")
+        raise CaptureError(f"The profiler server at {worker.target} saved the trace on its own machine at "
+                           f"{remote}; capture through --ssh so tpuscope can fetch it.")
     try:
         return Path(remote).read_bytes()
     except OSError:
-        raise CaptureError(f"The profiler server at {worker.target} did not save a trace at {remote}.") from None
+        raise CaptureError(f"The profiler server at {worker.target} did not save a trace at {remote}.") \
+            from None
 
 
 def _save(settings: CaptureSettings, run_name: str, workers: list[_Worker], replies: list[bytes],
@@ -273,6 +277,7 @@ def _save(settings: CaptureSettings, run_name: str, workers: list[_Worker], repl
             part.rename(part.with_suffix(""))  # drop ".part"
         staging.rename(final_folder)
     except OSError as error:
-        raise CaptureError(f"Cannot save the capture into {final_folder.parent} ({error.strerror or error}).") \
+        raise CaptureError(f"Cannot save the capture into {final_folder.parent} "
+                           f"({error.strerror or error}).") \
             from None
     return sorted(final_folder / f"{w.label}.xplane.pb" for w in workers)

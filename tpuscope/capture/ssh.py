@@ -147,7 +147,8 @@ class LocalForward:
 
     def _serve(self, client: socket.socket, peer) -> None:
         try:
-            channel = self._transport.open_channel("direct-tcpip", self.dest, peer, timeout=DEFAULT_CONNECT_TIMEOUT_S)
+            channel = self._transport.open_channel("direct-tcpip", self.dest, peer,
+                                                   timeout=DEFAULT_CONNECT_TIMEOUT_S)
         except (paramiko.SSHException, OSError, EOFError) as error:
             reason = getattr(error, "text", None) or str(error) or type(error).__name__
             self.error = (f"Nothing is listening on {self.dest[0]}:{self.dest[1]} as seen from the SSH host "
@@ -203,8 +204,8 @@ class SshConnection:
                 with contextlib.suppress(OSError):
                     sftp.remove(remote_path)
         except FileNotFoundError:
-            raise CaptureError(f"The profiler server did not write {remote_path} on {self.label}, so there is "
-                               "no trace to fetch.") from None
+            raise CaptureError(f"The profiler server did not write {remote_path} on {self.label}, so there "
+                               "is no trace to fetch.") from None
         except (OSError, paramiko.SSHException) as error:
             raise CaptureError(f"Cannot copy {remote_path} from {self.label} over SFTP ({error}).") from None
 
@@ -244,7 +245,8 @@ def _channel_to(hop: paramiko.SSHClient, target: _Resolved, jump_label: str) -> 
                                       timeout=DEFAULT_CONNECT_TIMEOUT_S)
     except (paramiko.SSHException, OSError) as error:
         reason = getattr(error, "text", None) or str(error) or type(error).__name__
-        raise CaptureError(f"The jump host {jump_label} cannot reach the SSH host {target.hostname}:{target.port} "
+        raise CaptureError(f"The jump host {jump_label} cannot reach the SSH host "
+                           f"{target.hostname}:{target.port} "
                            f"({reason}).") from None
 
 
@@ -279,8 +281,8 @@ def _open(resolved: _Resolved, options: SshOptions, sock) -> paramiko.SSHClient:
     except paramiko.PasswordRequiredException:
         client.close()
         key = resolved.identity_files[0] if resolved.identity_files else "the SSH key"
-        raise PassphraseRequired(f"The SSH key {key} is protected by a passphrase: enter it when asked, or load "
-                                 "the key into ssh-agent.", key) from None
+        raise PassphraseRequired(f"The SSH key {key} is protected by a passphrase: enter it when asked, or "
+                                 "load the key into ssh-agent.", key) from None
     except paramiko.AuthenticationException:
         client.close()
         tried = ", ".join(resolved.identity_files) or "the default keys in ~/.ssh"

@@ -46,7 +46,8 @@ def _split_host_port(text: str, what: str) -> tuple[str, str | None]:
     if text.startswith("["):  # [ipv6]:port
         host, sep, rest = text[1:].partition("]")
         if not sep or (rest and not rest.startswith(":")):
-            raise CaptureError(f"The {what} {text!r} is not valid: an IPv6 address must look like [::1]:9012.")
+            raise CaptureError(f"The {what} {text!r} is not valid: an IPv6 address must look like "
+                               "[::1]:9012.")
         return host, rest[1:] or None
     host, sep, port = text.rpartition(":")
     return (host, port) if sep else (text, None)
@@ -54,7 +55,8 @@ def _split_host_port(text: str, what: str) -> tuple[str, str | None]:
 
 def _port(value: str, text: str, what: str) -> int:
     if not value.isdigit() or not 0 < int(value) < 65536:
-        raise CaptureError(f"The {what} {text!r} has no valid port: {value!r} is not a number from 1 to 65535.")
+        raise CaptureError(f"The {what} {text!r} has no valid port: {value!r} is not a number from 1 to "
+                           "65535.")
     return int(value)
 
 

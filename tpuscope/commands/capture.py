@@ -28,8 +28,8 @@ _BAR_WIDTH = 30
 def register(subparsers) -> None:
     parser = subparsers.add_parser(
         "capture", help="record a live trace from running programs (profiler servers), locally or over SSH",
-        description="Ask each program's profiler server (jax.profiler.start_server(PORT)) for a trace of the next "
-        "DURATION and save it as OUT/plugins/profile/RUN/HOST.xplane.pb, one file per host.",
+        description="Ask each program's profiler server (jax.profiler.start_server(PORT)) for a trace of the "
+                    "next DURATION and save it as OUT/plugins/profile/RUN/HOST.xplane.pb, one file per host.",
     )  # fmt: skip
     parser.add_argument("targets", nargs="+", metavar="TARGET[,TARGET...]",
                         help="profiler servers as host:port (as seen from the SSH host with --ssh)")
@@ -37,7 +37,8 @@ def register(subparsers) -> None:
     parser.add_argument("--delay", default="0s", help="wait this long before recording (default 0s)")
     parser.add_argument("--ssh", action="append", default=[], metavar="[USER@]HOST[:PORT]",
                         help="reach the targets through this SSH host (once for all, or once per target)")
-    parser.add_argument("--identity", metavar="FILE", help="SSH private key file (default: ~/.ssh/config, agent)")
+    parser.add_argument("--identity", metavar="FILE", help="SSH private key file (default: ~/.ssh/config, "
+                                                           "agent)")
     parser.add_argument("--jump", metavar="[USER@]HOST[:PORT]", help="SSH jump host (like ssh -J)")
     parser.add_argument("--known-hosts", metavar="FILE", help="known_hosts file (default ~/.ssh/known_hosts)")
     parser.add_argument("--ssh-config", metavar="FILE", help="SSH config file (default ~/.ssh/config)")
@@ -51,8 +52,8 @@ def register(subparsers) -> None:
                         help="how long to wait for the answers after the recording window (default max(60s, "
                         "duration))")  # fmt: skip
     parser.add_argument("--fetch-file", action="store_true",
-                        help="have the server save the trace on its disk and copy it (for servers that cannot "
-                        "send it back)")  # fmt: skip
+                        help="have the server save the trace on its disk and copy it (for servers that "
+                             "cannot send it back)")  # fmt: skip
     parser.add_argument("--open", action="store_true", help="open the saved trace in the app")
     parser.add_argument("--json", action="store_true", help="print the result as JSON")
     parser.set_defaults(handler=run)

@@ -131,7 +131,8 @@ class CaptureDialog(QDialog):
 
         self.targets = QLineEdit(self)
         self.targets.setPlaceholderText("localhost:9012, 10.0.0.2:9012")
-        self.targets.setToolTip("Profiler servers (jax.profiler.start_server(PORT)) as host:port, comma separated")
+        self.targets.setToolTip("Profiler servers (jax.profiler.start_server(PORT)) as host:port, comma "
+                                "separated")
         self.duration = self._seconds(0.1, 3600, 2.0, "How long to record")
         self.delay = self._seconds(0.0, 600, 0.0, "Wait this long before recording")
         self.timeout = self._seconds(0.0, 3600, 0.0, "How long to wait for the answers after the window "
@@ -149,7 +150,9 @@ class CaptureDialog(QDialog):
         form.addRow("Duration:", self.duration)
         form.addRow("Delay:", self.delay)
         levels = QHBoxLayout()
-        for label, box in (("host", self.host_level), ("device", self.device_level), ("python", self.python_level)):
+        level_boxes = (("host", self.host_level), ("device", self.device_level),
+                       ("python", self.python_level))
+        for label, box in level_boxes:
             levels.addWidget(QLabel(label, self))
             levels.addWidget(box)
         levels.addStretch(1)
@@ -326,7 +329,8 @@ class CaptureDialog(QDialog):
             self.delete_preset(self.preset_box.currentText())
 
     def _ask_preset_name(self) -> None:
-        name, ok = QInputDialog.getText(self, "Save preset", "Preset name:", text=self.preset_box.currentText())
+        current = self.preset_box.currentText()
+        name, ok = QInputDialog.getText(self, "Save preset", "Preset name:", text=current)
         if ok:
             self.save_preset(name)
 
@@ -336,7 +340,8 @@ class CaptureDialog(QDialog):
         """The settings for the capture library; raises CaptureError on a bad entry."""
         values = self.values()
         use_ssh = values["use_ssh"]
-        ssh_hosts = [parse_ssh_host(h) for h in values["ssh_hosts"].split(",") if h.strip()] if use_ssh else []
+        typed_hosts = values["ssh_hosts"].split(",") if use_ssh else []
+        ssh_hosts = [parse_ssh_host(h) for h in typed_hosts if h.strip()]
         if use_ssh and not ssh_hosts:
             raise CaptureError("Name the SSH host (as [user@]host[:port]) or untick 'Through SSH'.")
         return CaptureSettings(
@@ -427,10 +432,11 @@ class CaptureDialog(QDialog):
             self._run(replace(settings, ssh=replace(settings.ssh, passphrase=passphrase)))
 
     def ask_trust(self, error: UnknownHostKey) -> bool:
-        """Asks whether to add an unknown SSH host key to ~/.ssh/known_hosts (after checking its fingerprint)."""
+        """Asks whether to add an unknown SSH host key to ~/.ssh/known_hosts, showing its fingerprint."""
         answer = QMessageBox.question(
             self, "Unknown SSH host",
-            f"{error}\n\nTrust {error.hostname} with key {error.fingerprint} and add it to ~/.ssh/known_hosts?",
+            f"{error}\n\nTrust {error.hostname} with key {error.fingerprint} and add it to "
+            "~/.ssh/known_hosts?",
         )  # fmt: skip
         return answer == QMessageBox.Yes
 
@@ -441,9 +447,10 @@ class CaptureDialog(QDialog):
         return text if ok else None
 
     def _set_editing(self, enabled: bool) -> None:
-        for widget in (self.targets, self.duration, self.delay, self.timeout, self.host_level, self.device_level,
-                       self.python_level, self.logdir, self.ssh_group, self.preset_box, self.start_button):
-            widget.setEnabled(enabled)  # fmt: skip
+        editors = (self.targets, self.duration, self.delay, self.timeout, self.host_level, self.device_level,
+                   self.python_level, self.logdir, self.ssh_group, self.preset_box, self.start_button)
+        for widget in editors:
+            widget.setEnabled(enabled)
         self.cancel_button.setText("Close" if enabled else "Cancel")
 
     def _show_status(self, message: str, error: bool = False) -> None:
