@@ -8,6 +8,7 @@ stat columns.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from pathlib import Path
 
@@ -48,18 +49,19 @@ def open_trace(
     total_bytes = sum(_size(f) for f in files) or 1
     read_so_far = 0
     for file in files:
-        data = read_profile_bytes(file)
         file_share = _size(file) / total_bytes
 
         def on_line(done: int, total: int, base=read_so_far / total_bytes, share=file_share, name=file.name):
             _report(progress, 0.9 * (base + share * done / total), f"decoding {name}")
 
-        spaces.append((file, _decode(file, data, on_line)))
+        # The file's bytes live only inside _decode: freed before the next file and the assembly.
+        spaces.append((file, _decode(file, _read(file), on_line)))
         read_so_far += _size(file)
     _report(progress, 0.9, "building the timeline")
     trace = assemble(spaces)
     if use_cache:
         cache.store(files, trace)
+    _linedecode.return_freed_memory_to_os()  # the load's freed temporaries: keeps RSS near the model
     _report(progress, 1.0, "done")
     return trace
 
@@ -76,8 +78,37 @@ def _report(progress: ProgressCallback | None, fraction: float, message: str) ->
         raise LoadCancelled()
 
 
-def _decode(file: Path, data: bytes, on_line) -> DecodedSpace:
-    foreign = describe_foreign_format(data)
+# Below this size the plain read is as fast; above it a numpy buffer gets huge pages.
+_BUFFER_READ_MIN_BYTES = 4 << 20
+_GZIP_MAGIC = b"\x1f\x8b"
+# describe_foreign_format and looks_utf8_reencoded look at most at the first 1 MiB.
+_SNIFF_BYTES = 1 << 20
+
+
+def _read(file: Path):
+    """The file's bytes: a numpy buffer for big uncompressed files, else read_profile_bytes.
+
+    Why: reading 35 MB into a bytes object costs ~16 ms here, mostly page
+    faults on fresh 4 KiB pages; numpy madvises huge pages for buffers of
+    4 MiB and more, so the same read into one costs ~4 ms (measured in
+    benchmarks/README.md). Any failure or a gzip file goes through
+    read_profile_bytes, which owns the error messages.
+    """
+    try:
+        with open(file, "rb", buffering=0) as handle:
+            size = os.fstat(handle.fileno()).st_size
+            if size < _BUFFER_READ_MIN_BYTES:
+                return read_profile_bytes(file)
+            buffer = np.empty(size, np.uint8)
+            if handle.readinto(buffer) != size or bytes(buffer[:2]) == _GZIP_MAGIC:
+                return read_profile_bytes(file)
+    except OSError:
+        return read_profile_bytes(file)
+    return memoryview(buffer)
+
+
+def _decode(file: Path, data, on_line) -> DecodedSpace:
+    foreign = describe_foreign_format(bytes(data[:_SNIFF_BYTES]))
     if foreign is not None:
         raise ProfileError(file, foreign)
     try:
@@ -206,8 +237,10 @@ def _build_track(trace: Trace, plane: Plane, line: DecodedLine, meta_index, name
     start += (line.timestamp_ns - trace.origin_ns) * 1000
     duration = np.maximum(line.event_duration_ps, 0, out=line.event_duration_ps)
     permutation = _sort_permutation(start, duration)
-    if permutation is not None:
-        start, duration, meta_index = start[permutation], duration[permutation], meta_index[permutation]
+    if permutation is not None:  # in place: start/duration may be views of the decoder's block
+        start[:] = start[permutation]
+        duration[:] = duration[permutation]
+        meta_index = meta_index[permutation]
     depth = np.empty(len(start), np.int16)
     if len(start):
         _linedecode.nesting_depth(start, start + duration, depth)
@@ -260,6 +293,11 @@ def _stat_table(
             values = (values + base).astype(np.int32)
         elif raw.kind == "int":
             values = narrow_integers(values)
+        if rows is None:  # dense: one value per row, in decoded order
+            if permutation is not None:
+                values = values[permutation]
+            columns[name] = StatColumn(name, raw.kind, None, values)
+            continue
         if inverse is not None:
             rows = inverse[rows]
             order = np.argsort(rows, kind="stable")

@@ -18,6 +18,9 @@
 #include <Python.h>
 #include <stdint.h>
 #include <string.h>
+#ifdef __GLIBC__
+#include <malloc.h>
+#endif
 
 typedef struct {
     const uint8_t *p;
@@ -91,12 +94,14 @@ enum { KIND_NONE = 0, KIND_DOUBLE = 1, KIND_UINT = 2, KIND_INT = 3, KIND_STR = 4
 typedef struct {
     int64_t *meta;          /* stat metadata id */
     uint8_t *kind;
-    int64_t *value;         /* integer value, or the bits of a double */
-    int64_t *str_offset;    /* for string-like kinds: offset into the line */
+    int64_t *value;         /* integer value, the bits of a double, or a string's row below */
+    int32_t *event;         /* owning event index */
+    Py_ssize_t capacity;    /* stat rows the caller allocated */
+    /* String-like stats only (a minority), so numeric stats cost no string columns: */
+    int64_t *str_offset;    /* offset into the line */
     int64_t *str_length;
     uint64_t *str_hash;     /* FNV-1a of the string bytes, for vectorized interning */
-    int32_t *event;         /* owning event index */
-    Py_ssize_t capacity;    /* rows the caller allocated */
+    Py_ssize_t str_capacity;
 } StatColumns;
 
 static uint64_t fnv1a(const uint8_t *p, const uint8_t *end) {
@@ -108,9 +113,9 @@ static uint64_t fnv1a(const uint8_t *p, const uint8_t *end) {
     return h;
 }
 
-/* Decodes one XStat; with out == NULL it only validates. */
+/* Decodes one XStat; with out == NULL it only validates and counts strings. */
 static int decode_stat(Cursor c, const uint8_t *line_start, StatColumns *out, Py_ssize_t index,
-                       int32_t event_index) {
+                       int32_t event_index, Py_ssize_t *str_count) {
     int64_t meta = 0, value = 0, str_offset = 0, str_length = 0;
     uint64_t hash = 0;
     uint8_t kind = KIND_NONE;
@@ -140,16 +145,22 @@ static int decode_stat(Cursor c, const uint8_t *line_start, StatColumns *out, Py
             return -1;
         }
     }
+    int is_string = kind == KIND_STR || kind == KIND_BYTES || kind == KIND_COMPRESSED;
     if (out) {
         if (index >= out->capacity) return -1;
+        if (is_string) {
+            if (*str_count >= out->str_capacity) return -1;
+            out->str_offset[*str_count] = str_offset;
+            out->str_length[*str_count] = str_length;
+            out->str_hash[*str_count] = hash;
+            value = (int64_t)*str_count;
+        }
         out->meta[index] = meta;
         out->kind[index] = kind;
         out->value[index] = value;
-        out->str_offset[index] = str_offset;
-        out->str_length[index] = str_length;
-        out->str_hash[index] = hash;
         out->event[index] = event_index;
     }
+    if (is_string) (*str_count)++;
     return 0;
 }
 
@@ -161,7 +172,7 @@ typedef struct {
 
 /* Decodes one XEvent; counts or writes its stats. */
 static int decode_event(Cursor c, const uint8_t *line_start, EventColumns *events, Py_ssize_t index,
-                        StatColumns *stats, Py_ssize_t *stat_count) {
+                        StatColumns *stats, Py_ssize_t *stat_count, Py_ssize_t *str_count) {
     int64_t meta = 0, offset = 0, duration = 0;
     while (c.p < c.end) {
         uint64_t field, v;
@@ -176,7 +187,7 @@ static int decode_event(Cursor c, const uint8_t *line_start, EventColumns *event
             /* field 5, num_occurrences (aggregated events), is not modelled */
         } else if (field == 4 && wt == 2) {
             if (read_len(&c, &sub) < 0) return -1;
-            if (decode_stat(sub, line_start, stats, *stat_count, (int32_t)index) < 0) return -1;
+            if (decode_stat(sub, line_start, stats, *stat_count, (int32_t)index, str_count) < 0) return -1;
             (*stat_count)++;
         } else if (skip_field(&c, wt) < 0) {
             return -1;
@@ -193,14 +204,14 @@ static int decode_event(Cursor c, const uint8_t *line_start, EventColumns *event
 typedef struct {
     int64_t id, display_id, timestamp_ns, duration_ps;
     Cursor name, display_name;
-    Py_ssize_t events, stats;
+    Py_ssize_t events, stats, strings;
 } LineHeader;
 
 /* Walks a whole line. With events == NULL it only counts; else it fills. */
 static int walk_line(Cursor c, LineHeader *header, EventColumns *events, StatColumns *stats,
                      Py_ssize_t event_capacity) {
     const uint8_t *line_start = c.p;
-    Py_ssize_t event_count = 0, stat_count = 0;
+    Py_ssize_t event_count = 0, stat_count = 0, str_count = 0;
     memset(header, 0, sizeof(*header));
     header->name.p = header->name.end = line_start;
     header->display_name.p = header->display_name.end = line_start;
@@ -223,7 +234,8 @@ static int walk_line(Cursor c, LineHeader *header, EventColumns *events, StatCol
             if (read_len(&c, &sub) < 0) return -1;
             if (event_count >= INT32_MAX) return -1;
             if (events && event_count >= event_capacity) return -1;
-            if (decode_event(sub, line_start, events, event_count, stats, &stat_count) < 0) return -1;
+            if (decode_event(sub, line_start, events, event_count, stats, &stat_count, &str_count) < 0)
+                return -1;
             event_count++;
         } else if (skip_field(&c, wt) < 0) {
             return -1;
@@ -231,19 +243,21 @@ static int walk_line(Cursor c, LineHeader *header, EventColumns *events, StatCol
     }
     header->events = event_count;
     header->stats = stat_count;
+    header->strings = str_count;
     return 0;
 }
 
 static PyObject *header_tuple(const LineHeader *h, const uint8_t *start) {
-    return Py_BuildValue("LLLLy#y#nn", (long long)h->id, (long long)h->display_id,
+    return Py_BuildValue("LLLLy#y#nnn", (long long)h->id, (long long)h->display_id,
                          (long long)h->timestamp_ns, (long long)h->duration_ps,
                          (const char *)h->name.p, (Py_ssize_t)(h->name.end - h->name.p),
                          (const char *)h->display_name.p,
                          (Py_ssize_t)(h->display_name.end - h->display_name.p), h->events,
-                         h->stats);
+                         h->stats, h->strings);
 }
 
-/* scan(line) -> (id, display_id, timestamp_ns, duration_ps, name, display_name, n_events, n_stats) */
+/* scan(line) -> (id, display_id, timestamp_ns, duration_ps, name, display_name, n_events, n_stats,
+ *               n_strings) */
 static PyObject *scan(PyObject *self, PyObject *args) {
     Py_buffer line;
     LineHeader header;
@@ -267,34 +281,37 @@ static int check_buffer(Py_buffer *b, Py_ssize_t count, Py_ssize_t item) {
     return 0;
 }
 
-/* fill(line, n_events, n_stats, ev_meta, ev_offset, ev_duration,
- *      st_meta, st_kind, st_value, st_offset, st_length, st_hash, st_event)
+/* fill(line, n_events, n_stats, n_strings, ev_meta, ev_offset, ev_duration,
+ *      st_meta, st_kind, st_value, st_event, str_offset, str_length, str_hash)
  * One walk: every write is checked against the counts the caller allocated
  * (from scan()), and the counts found must equal them exactly. */
 static PyObject *fill(PyObject *self, PyObject *args) {
     Py_buffer line, b[10];
-    Py_ssize_t n_events, n_stats;
+    Py_ssize_t n_events, n_stats, n_strings;
     memset(b, 0, sizeof(b));
-    if (!PyArg_ParseTuple(args, "y*nnw*w*w*w*w*w*w*w*w*w*", &line, &n_events, &n_stats, &b[0],
+    if (!PyArg_ParseTuple(args, "y*nnnw*w*w*w*w*w*w*w*w*w*", &line, &n_events, &n_stats, &n_strings, &b[0],
                           &b[1], &b[2], &b[3], &b[4], &b[5], &b[6], &b[7], &b[8], &b[9]))
         return NULL;
     PyObject *result = NULL;
     static const Py_ssize_t ev_items[3] = {8, 8, 8};
-    static const Py_ssize_t st_items[7] = {8, 1, 8, 8, 8, 8, 4};
-    int ok = n_events >= 0 && n_stats >= 0;
+    static const Py_ssize_t st_items[4] = {8, 1, 8, 4};
+    static const Py_ssize_t str_items[3] = {8, 8, 8};
+    int ok = n_events >= 0 && n_stats >= 0 && n_strings >= 0;
     if (!ok) PyErr_SetString(PyExc_ValueError, "negative column size");
     for (int i = 0; i < 3 && ok; i++) ok = check_buffer(&b[i], n_events, ev_items[i]) == 0;
-    for (int i = 0; i < 7 && ok; i++) ok = check_buffer(&b[3 + i], n_stats, st_items[i]) == 0;
+    for (int i = 0; i < 4 && ok; i++) ok = check_buffer(&b[3 + i], n_stats, st_items[i]) == 0;
+    for (int i = 0; i < 3 && ok; i++) ok = check_buffer(&b[7 + i], n_strings, str_items[i]) == 0;
     if (ok) {
         EventColumns events = {b[0].buf, b[1].buf, b[2].buf};
-        StatColumns stats = {b[3].buf, b[4].buf, b[5].buf, b[6].buf, b[7].buf, b[8].buf, b[9].buf,
-                             n_stats};
+        StatColumns stats = {b[3].buf, b[4].buf, b[5].buf, b[6].buf, n_stats,
+                             b[7].buf, b[8].buf, b[9].buf, n_strings};
         LineHeader header;
         Cursor c = {(const uint8_t *)line.buf, (const uint8_t *)line.buf + line.len};
         int rc;
         Py_BEGIN_ALLOW_THREADS
         rc = walk_line(c, &header, &events, &stats, n_events);
-        if (rc == 0 && (header.events != n_events || header.stats != n_stats)) rc = -2;
+        if (rc == 0 && (header.events != n_events || header.stats != n_stats || header.strings != n_strings))
+            rc = -2;
         Py_END_ALLOW_THREADS
         if (rc == -2) PyErr_SetString(PyExc_ValueError, "column sizes do not match the line");
         else if (rc < 0) PyErr_SetString(PyExc_ValueError, "malformed XLine");
@@ -389,12 +406,34 @@ static PyObject *nesting_depth(PyObject *self, PyObject *args) {
     return result;
 }
 
+/* return_freed_memory_to_os(): why: a load allocates and frees many large
+ * numpy temporaries; glibc then raises its mmap threshold (up to 32 MiB), so
+ * they live in the heap, whose freed holes it keeps: the process would stay
+ * at ~2x the model's size. malloc_trim gives the free pages of every arena
+ * back (madvise), without the page-fault cost that a fixed low mmap threshold
+ * costs during the load (~40 ms per 1M events, measured). Returns True where
+ * the C library has it (glibc), else False. */
+static PyObject *return_freed_memory_to_os(PyObject *self, PyObject *args) {
+#ifdef __GLIBC__
+    int released;
+    Py_BEGIN_ALLOW_THREADS
+    released = malloc_trim(0);
+    Py_END_ALLOW_THREADS
+    (void)released;
+    Py_RETURN_TRUE;
+#else
+    Py_RETURN_FALSE;
+#endif
+}
+
 static PyMethodDef methods[] = {
     {"scan", scan, METH_VARARGS, "Read a serialized XLine's header and count its events and stats."},
     {"fill", fill, METH_VARARGS, "Decode a serialized XLine into preallocated column buffers."},
     {"split_message", split_message, METH_VARARGS,
      "Split a message into the spans of one length-delimited field and the bytes of all others."},
     {"nesting_depth", nesting_depth, METH_VARARGS, "Nesting depth of sorted intervals."},
+    {"return_freed_memory_to_os", return_freed_memory_to_os, METH_NOARGS,
+     "Give the heap's free pages back to the OS (glibc only)."},
     {NULL, NULL, 0, NULL},
 };
 
