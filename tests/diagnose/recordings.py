@@ -16,7 +16,10 @@ LOADER_SLEEP_S = 0.02
 RECOMPILE_EVERY = 3
 
 
-SCENARIOS = ("healthy", "healthy_unannotated", "input_bound", "recompile", "host_sync")
+SCENARIOS = ("healthy", "healthy_unannotated", "input_bound", "recompile", "host_sync", "stall")
+# The "stall" loop saves a pretend checkpoint in one step, after launching it: a slow step, not input.
+STALL_STEP = 6
+STALL_SLEEP_S = 0.08
 
 
 def _model(learning_rate: float):
@@ -59,6 +62,9 @@ def record(scenario: str, logdir: Path) -> Path:
                 w, loss = train_step(w, x)
                 if scenario == "host_sync":
                     float(loss)
+                if scenario == "stall" and i == STALL_STEP:
+                    with jax.profiler.TraceAnnotation("save_checkpoint"):
+                        time.sleep(STALL_SLEEP_S)
         w.block_until_ready()
     found = sorted(Path(logdir).glob("plugins/profile/*/*.xplane.pb"))
     if not found:

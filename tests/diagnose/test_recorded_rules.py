@@ -9,7 +9,13 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from tests.diagnose.recordings import LOADER_SLEEP_S, STEPS, recompile_shapes
+from tests.diagnose.recordings import (
+    LOADER_SLEEP_S,
+    STALL_SLEEP_S,
+    STALL_STEP,
+    STEPS,
+    recompile_shapes,
+)
 from tpuscope.analysis.diagnose import Severity, diagnose
 
 
@@ -121,3 +127,16 @@ def test_findings_are_sorted_worst_first(reports):
     severities = [int(f.severity) for f in reports("input_bound").findings]
     assert severities == sorted(severities, reverse=True)
     assert np.all(np.diff(severities) <= 0)
+
+
+def test_one_stalled_step_is_a_step_time_outlier(reports):
+    report = reports("stall")
+    (finding,) = [f for f in report.findings if f.id == "step_time_variance"]
+    assert finding.severity == Severity.WARNING
+    m = finding.metrics
+    slowest = m["slow_steps"][int(np.argmax(m["slow_step_ms"]))]
+    assert slowest == f"step {STALL_STEP}"
+    assert max(m["slow_step_ms"]) >= STALL_SLEEP_S * 1e3
+    assert m["steps_left_out_for_compiling"] >= 1  # step 0 compiled
+    # The stall happens after the step's launch: it is not input time.
+    assert "input_bound" not in _warnings(report)
