@@ -16,8 +16,12 @@ from tpuscope.ui.timeline.palette import short_name
 from tpuscope.ui.timeline.view import LABEL_COLUMN_PX, PAN_FRACTION, ZOOM_STEP
 
 
-def send_mouse(widget, kind, pos: QPointF, buttons=Qt.LeftButton, modifiers=Qt.NoModifier, button=Qt.LeftButton):
-    event = QMouseEvent(kind, QPointF(pos), QPointF(widget.mapToGlobal(pos.toPoint())), button, buttons, modifiers)
+def send_mouse(
+    widget, kind, pos: QPointF, buttons=Qt.LeftButton, modifiers=Qt.NoModifier, button=Qt.LeftButton
+):
+    event = QMouseEvent(
+        kind, QPointF(pos), QPointF(widget.mapToGlobal(pos.toPoint())), button, buttons, modifiers
+    )
     QApplication.sendEvent(widget, event)
 
 
@@ -62,8 +66,13 @@ def test_starts_on_the_welcome_page_and_opens_a_real_tpu_profile(qtbot, window):
     view = window.timeline
     groups = [r for r in view.layout_.rows if r.kind == "group"]
     # Devices first, in index order, then the host threads.
-    assert [g.group[1] for g in groups] == ["/device:TPU:0", "/device:TPU:1", "/device:TPU:2", "/device:TPU:3",
-                                            "/host:CPU"]  # fmt: skip
+    assert [g.group[1] for g in groups] == [
+        "/device:TPU:0",
+        "/device:TPU:1",
+        "/device:TPU:2",
+        "/device:TPU:3",
+        "/host:CPU",
+    ]
     tpu0 = [r.track.name for r in view.layout_.rows if r.kind == "track" and r.group[1] == "/device:TPU:0"]
     assert tpu0.index("XLA Modules") < tpu0.index("XLA Ops")
     assert "Overlay" not in tpu0  # empty tracks are hidden
@@ -92,11 +101,21 @@ def test_wheel_keys_and_drag_zoom_and_pan(qtbot, window):
     full = window_width(view)
     anchor_x = LABEL_COLUMN_PX + view.events_width * 0.25
     anchor_t = view.viewport().t_of(anchor_x)
-    wheel = QWheelEvent(QPointF(anchor_x, 200), QPointF(view.mapToGlobal(QPoint(int(anchor_x), 200))), QPoint(0, 0),
-                        QPoint(0, 120), Qt.NoButton, Qt.NoModifier, Qt.NoScrollPhase, False)  # fmt: skip
+    wheel = QWheelEvent(
+        QPointF(anchor_x, 200),
+        QPointF(view.mapToGlobal(QPoint(int(anchor_x), 200))),
+        QPoint(0, 0),
+        QPoint(0, 120),
+        Qt.NoButton,
+        Qt.NoModifier,
+        Qt.NoScrollPhase,
+        False,
+    )
     QApplication.sendEvent(view, wheel)
     assert window_width(view) == pytest.approx(full / ZOOM_STEP)
-    assert view.viewport().t_of(anchor_x) == pytest.approx(anchor_t, abs=full * 1e-9)  # zoomed around the cursor
+    assert view.viewport().t_of(anchor_x) == pytest.approx(
+        anchor_t, abs=full * 1e-9
+    )  # zoomed around the cursor
 
     for _ in range(8):
         qtbot.keyClick(view, Qt.Key_W)

@@ -115,8 +115,19 @@ def synthetic_trace(n: int, seed: int = 0) -> Trace:
     gaps = np.where(rng.random(n) < 0.01, rng.integers(1_000_000, 50_000_000, n), rng.integers(0, 5_000, n))
     start = np.cumsum(duration + gaps) - duration[0]
     meta = rng.integers(0, 50, n).astype(np.int32)
-    track = Track(plane, 1, 1, "XLA Ops", "XLA Ops", start.astype(np.int64), duration.astype(np.int64), meta,
-                  names[meta], np.zeros(n, np.int16), StatTable(n))  # fmt: skip
+    track = Track(
+        plane,
+        1,
+        1,
+        "XLA Ops",
+        "XLA Ops",
+        start.astype(np.int64),
+        duration.astype(np.int64),
+        meta,
+        names[meta],
+        np.zeros(n, np.int16),
+        StatTable(n),
+    )
     plane.tracks.append(track)
     trace.planes.append(plane)
     trace.duration_ps = int(track.end_ps.max())
