@@ -158,3 +158,32 @@ def test_renders_offscreen(view, tmp_path):
     path = tmp_path / "ops.png"
     assert view.grab().save(str(path))
     assert path.stat().st_size > 10_000
+
+
+def test_showing_and_focusing_the_table_sends_the_timeline_nowhere(qtbot, tpu_trace):
+    widget = OpsView()
+    qtbot.addWidget(widget)
+    sent = []
+    widget.highlightRequested.connect(sent.append)
+    widget.zoomRequested.connect(lambda *a: sent.append(a))
+    widget.set_trace(tpu_trace)
+    widget.show()
+    qtbot.waitExposed(widget)
+    widget.activateWindow()
+    widget.table_view.setFocus()
+    qtbot.waitUntil(widget.table_view.hasFocus)
+    assert widget.table_view.currentIndex().isValid()  # Qt made a cell current on focus ...
+    assert sent == []  # ... which is not a selection by the user
+
+
+def test_sorting_keeps_the_selected_op_selected(view, qtbot):
+    view.table_view.selectRow(2)
+    chosen = view.model.table_row(2)
+    sent = []
+    view.highlightRequested.connect(sent.append)
+    view.table_view.sortByColumn(NAME, Qt.SortOrder.AscendingOrder)
+    selected = view.table_view.selectionModel().selectedRows()
+    assert [view.model.table_row(i.row()) for i in selected] == [chosen]
+    assert sent == []  # same op: no new highlight
+    qtbot.mouseClick(view.next_button, Qt.MouseButton.LeftButton)
+    assert "1 of" in view.occurrence_label.text()

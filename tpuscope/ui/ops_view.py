@@ -147,8 +147,17 @@ class OpsTableModel(QAbstractTableModel):
     # --- sorting and filtering, in the model -------------------------------------------------
     def sort(self, column: int, order: Qt.SortOrder = Qt.SortOrder.AscendingOrder) -> None:
         self.layoutAboutToBeChanged.emit()
+        persistent = self.persistentIndexList()
+        table_rows = [self.table_row(i.row()) for i in persistent]  # a handful: the selection
         self._sort_column, self._sort_order = column, order
         self._rows = self._visible_rows()
+        if persistent and self._table is not None:
+            position = np.zeros(len(self._table), dtype=np.int64)
+            position[self._rows] = np.arange(len(self._rows))  # sorting keeps the same rows visible
+            moved = [
+                self.index(int(position[r]), p.column()) for r, p in zip(table_rows, persistent, strict=True)
+            ]
+            self.changePersistentIndexList(persistent, moved)
         self.layoutChanged.emit()
 
     def set_filter(self, text: str) -> None:
@@ -228,6 +237,7 @@ class OpsView(QWidget):
         self._occurrence_starts = np.empty(0, dtype=np.int64)
         self._occurrence_ends = np.empty(0, dtype=np.int64)
         self._cursor = -1
+        self._selected_table_row = -1  # OpTable row whose events are being stepped through
         self._build()
 
     # --- construction -------------------------------------------------------------------------
@@ -321,7 +331,10 @@ class OpsView(QWidget):
         self.device_combo.currentIndexChanged.connect(lambda _: self._recompute())
         self.grouping_combo.currentIndexChanged.connect(lambda _: self._regroup())
         self.filter_edit.textChanged.connect(self.model.set_filter)
-        self.table_view.selectionModel().currentRowChanged.connect(self._on_current_row)
+        # Selection, not the current index: Qt moves the current index by itself when the table gets
+        # focus, and that must not send the timeline anywhere.
+        self.table_view.selectionModel().selectionChanged.connect(self._on_selection_changed)
+        self.model.modelReset.connect(self._clear_occurrences)
         self.table_view.doubleClicked.connect(lambda _: self.next_occurrence())
         self.previous_button.clicked.connect(self.previous_occurrence)
         self.next_button.clicked.connect(self.next_occurrence)
@@ -490,12 +503,17 @@ class OpsView(QWidget):
             self.select_table_row(int(self._bar_rows[bar]))
 
     # --- selection and stepping through occurrences --------------------------------------------
-    def _on_current_row(self, current: QModelIndex, _previous: QModelIndex) -> None:
-        if not current.isValid() or self._table is None:
+    def _on_selection_changed(self, *_args) -> None:
+        selected = self.table_view.selectionModel().selectedRows()
+        if not selected or self._table is None:
             self._clear_occurrences()
             return
-        events = self._table.events_of_row(self.model.table_row(current.row()))
+        table_row = self.model.table_row(selected[0].row())
+        if table_row == self._selected_table_row:
+            return  # the same op, moved by sorting
+        events = self._table.events_of_row(table_row)
         self._set_occurrences(events)
+        self._selected_table_row = table_row
         self.highlightRequested.emit(events)
 
     def _set_occurrences(self, events) -> None:
@@ -508,6 +526,7 @@ class OpsView(QWidget):
         order = np.argsort(starts, kind="stable")
         self._occurrence_starts, self._occurrence_ends = starts[order], ends[order]
         self._cursor = -1
+        self._selected_table_row = -1
         self._update_stepping()
 
     def _clear_occurrences(self) -> None:
