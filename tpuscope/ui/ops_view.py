@@ -35,6 +35,7 @@ from tpuscope.analysis.roofline import BOUND_NAMES
 from tpuscope.analysis.step_breakdown import StepBreakdown, step_breakdown
 from tpuscope.model.trace import Trace
 
+BAR_LABEL_CHARS = 36  # longer bar labels are cut: the full name is in the table
 TOP_N_BARS = 15  # bars in the top-N chart: enough to see the long tail start, few enough to read
 BUSY_COLOR = QColor(66, 133, 244)
 IDLE_COLOR = QColor(200, 200, 200)
@@ -464,7 +465,14 @@ class OpsView(QWidget):
         bars = pg.BarGraphItem(x0=0, y=y, height=0.7, width=table.self_ps[rows] / 1e12, brush=BUSY_COLOR)
         self.bar_plot.addItem(bars)
         names = [table.label(i) for i in table.name[rows]]
-        ticks = [(float(yy), n if len(n) <= 28 else n[:27] + "…") for yy, n in zip(y, names, strict=True)]
+        if len(set(names)) < len(names):  # the same op name in several programs: say which
+            names = [
+                f"{n} · {table.label(p)}" if p else n for n, p in zip(names, table.program[rows], strict=True)
+            ]
+        cut = BAR_LABEL_CHARS
+        ticks = [
+            (float(yy), n if len(n) <= cut else n[: cut - 1] + "…") for yy, n in zip(y, names, strict=True)
+        ]
         self.bar_plot.getAxis("left").setTicks([ticks])
         self.bar_plot.setYRange(-0.6, len(rows) - 0.4, padding=0)
         self.bar_plot.setXRange(0, float(table.self_ps[0]) / 1e12 * 1.05, padding=0)
