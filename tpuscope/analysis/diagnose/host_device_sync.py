@@ -77,7 +77,8 @@ def run(ctx: Context) -> list[Finding]:
     severity = Severity.WARNING if rate > SYNCS_PER_STEP_WARNING else Severity.INFO
     sync_ps = int((ends - starts).sum())
     idle_ps = int(idle_after.sum()) if idle_after is not None else None
-    names = sorted({tracks[k].event_name(int(i)) for k, i in zip(which, index, strict=True)})
+    name_ids = np.unique(np.concatenate([t.name_id[idx] for t, idx in ctx.syncs]))
+    names = sorted(ctx.trace.strings[int(n)] for n in name_ids)
     metrics = {
         "syncs": len(starts),
         "syncs_in_steps": syncs_in_steps,
