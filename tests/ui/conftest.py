@@ -28,9 +28,7 @@ def window(qtbot, settings) -> MainWindow:
     win.show()
     qtbot.waitExposed(win)
     yield win
-    win.cancel_load()
-    for worker in list(win.workers):
-        worker.wait(10_000)
+    win.wait_for_background_work()
 
 
 def open_and_wait(qtbot, win: MainWindow, path: str | Path):

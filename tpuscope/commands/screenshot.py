@@ -69,6 +69,12 @@ def run(args) -> int:
         window.show_view(args.view)
         window.resize(*size)
         window.show()
+        app.processEvents()
+        # Views that compute in the background (diagnostics) must finish before the picture is taken;
+        # their results arrive as queued signals, delivered by processEvents.
+        for key, view in window.views.items():
+            if key != "timeline" and hasattr(view, "shutdown"):
+                view.shutdown()
         for _ in range(3):
             app.processEvents()
         image = window.grab()

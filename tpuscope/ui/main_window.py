@@ -276,15 +276,13 @@ class MainWindow(QMainWindow):
         return True
 
     def highlight_events(self, matches: list[tuple[Track, np.ndarray]]) -> None:
-        """Highlights events picked in another view and zooms the timeline to them."""
-        matches = [(t, np.asarray(i)) for t, i in matches if len(i)]
-        self.timeline.set_highlight(matches)
-        self.show_view("timeline")
-        if matches:
-            t0 = min(int(t.start_ps[i].min()) for t, i in matches)
-            t1 = max(int((t.start_ps[i] + t.duration_ps[i]).max()) for t, i in matches)
-            self.timeline.zoom_to_range(t0, t1, margin=0.02)
-            self.timeline.scroll_to_track(matches[0][0])
+        """Outlines events picked in another view on the timeline.
+
+        It neither switches tabs nor moves the timeline: views highlight on
+        mere selection (the diagnostics view selects its first finding by
+        itself), and the user's place must not jump. zoomRequested does both.
+        """
+        self.timeline.set_highlight([(t, np.asarray(i)) for t, i in matches if len(i)])
 
     def zoom_timeline(self, t0_ps, t1_ps) -> None:
         self.show_view("timeline")
@@ -351,11 +349,18 @@ class MainWindow(QMainWindow):
         if state is not None:
             self.restoreState(state)
 
+    def wait_for_background_work(self) -> None:
+        """Cancels loading and waits for every worker thread, ours and the views' (before closing)."""
+        self.cancel_load()
+        for worker in list(self.workers):
+            worker.wait()
+        for key, view in self.views.items():
+            if key != "timeline" and hasattr(view, "shutdown"):
+                view.shutdown()
+
     def closeEvent(self, event) -> None:  # noqa: N802 (Qt override)
         self.settings.setValue("window/geometry", self.saveGeometry())
         self.settings.setValue("window/state", self.saveState())
         self.settings.sync()
-        self.cancel_load()
-        for worker in list(self.workers):
-            worker.wait(5000)
+        self.wait_for_background_work()
         super().closeEvent(event)
