@@ -16,7 +16,15 @@ LOADER_SLEEP_S = 0.02
 RECOMPILE_EVERY = 3
 
 
-SCENARIOS = ("healthy", "healthy_unannotated", "input_bound", "recompile", "host_sync", "stall")
+SCENARIOS = (
+    "healthy",
+    "healthy_unannotated",
+    "input_bound",
+    "input_bound_unannotated",
+    "recompile",
+    "host_sync",
+    "stall",
+)
 # The "stall" loop saves a pretend checkpoint in one step, after launching it: a slow step, not input.
 STALL_STEP = 6
 STALL_SLEEP_S = 0.08
@@ -45,12 +53,12 @@ def record(scenario: str, logdir: Path) -> Path:
     jax, train_step, w = _model(0.01 * (1 + SCENARIOS.index(scenario)))
     rng = np.random.default_rng(0)
     batches = [rng.standard_normal((128, 256), dtype=np.float32) for _ in range(STEPS)]
-    annotate = scenario != "healthy_unannotated"
+    annotate = not scenario.endswith("_unannotated")
     with jax.profiler.trace(str(logdir)):
         for i in range(STEPS):
             ctx = jax.profiler.StepTraceAnnotation("train", step_num=i) if annotate else _null()
             with ctx:
-                if scenario == "input_bound":
+                if scenario.startswith("input_bound"):
                     with jax.profiler.TraceAnnotation("load_batch"):
                         time.sleep(LOADER_SLEEP_S)
                         x = batches[i]

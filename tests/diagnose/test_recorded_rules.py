@@ -140,3 +140,12 @@ def test_one_stalled_step_is_a_step_time_outlier(reports):
     assert m["steps_left_out_for_compiling"] >= 1  # step 0 compiled
     # The stall happens after the step's launch: it is not input time.
     assert "input_bound" not in _warnings(report)
+
+
+def test_sleeping_loader_without_step_annotations_is_still_input_bound(reports):
+    report = reports("input_bound_unannotated")
+    assert report.steps.source == "host_program" and len(report.steps) == STEPS
+    (finding,) = [f for f in report.findings if f.id == "input_bound"]
+    assert finding.severity == Severity.CRITICAL
+    # Steps are the jitted function's dispatches: the sleeps sit between them, before each launch.
+    assert finding.metrics["device_waiting_ms"] >= 0.85 * (STEPS - 1) * LOADER_SLEEP_S * 1e3
