@@ -16,7 +16,16 @@ from pathlib import Path
 
 import pytest
 
-from tests.capture.processes import SSHD, Sshd, free_port, keygen, start_worker, stop, wait_for_port
+from tests.capture.processes import (
+    PROTECTED_KEY_PASSPHRASE,
+    SSHD,
+    Sshd,
+    free_port,
+    keygen,
+    start_worker,
+    stop,
+    wait_for_port,
+)
 
 
 @pytest.fixture(scope="session")
@@ -83,8 +92,10 @@ def sshd(tmp_path_factory):
     host_key, user_key, other_key = folder / "host_ed25519", folder / "user_ed25519", folder / "other_ed25519"
     for key in (host_key, user_key, other_key):
         keygen(key)
+    protected_key = folder / "protected_ed25519"
+    keygen(protected_key, PROTECTED_KEY_PASSPHRASE)
     authorized = folder / "authorized_keys"
-    authorized.write_text(user_key.with_suffix(".pub").read_text())
+    authorized.write_text("".join(k.with_suffix(".pub").read_text() for k in (user_key, protected_key)))
     authorized.chmod(0o600)
     port = free_port()
     config = folder / "sshd_config"
@@ -109,7 +120,7 @@ def sshd(tmp_path_factory):
         except RuntimeError as error:
             raise RuntimeError(f"sshd did not start: "
                                f"{process.stderr.read() if process.poll() is not None else ''}") from error
-        yield Sshd(port, getpass.getuser(), user_key, other_key, known_hosts, listed[1], home)
+        yield Sshd(port, getpass.getuser(), user_key, other_key, protected_key, known_hosts, listed[1], home)
     finally:
         if process.poll() is None:
             process.send_signal(signal.SIGTERM)

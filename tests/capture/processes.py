@@ -76,11 +76,15 @@ class Sshd:
     user: str
     user_key: Path  # authorized private key
     other_key: Path  # a valid key that the server does not authorize
+    protected_key: Path  # authorized, encrypted with PROTECTED_KEY_PASSPHRASE
     known_hosts: Path  # holds the server's host key under [127.0.0.1]:port
     host_fingerprint: str  # as `ssh-keygen -lf` prints it
     home: Path  # a HOME with no keys or config, so nothing of the real user's leaks in
 
 
-def keygen(path: Path) -> None:
-    subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", "tpuscope-test", "-f", str(path)],
-                   check=True, stdout=subprocess.DEVNULL)  # fmt: skip
+PROTECTED_KEY_PASSPHRASE = "correct horse battery staple"
+
+
+def keygen(path: Path, passphrase: str = "") -> None:
+    command = ["ssh-keygen", "-q", "-t", "ed25519", "-N", passphrase, "-C", "tpuscope-test", "-f", str(path)]
+    subprocess.run(command, check=True, stdout=subprocess.DEVNULL)

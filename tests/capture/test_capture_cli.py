@@ -98,3 +98,15 @@ def test_ssh_config_alias_keys_and_known_hosts_are_honoured(sshd, training_worke
     failed = tpuscope("capture", f"localhost:{training_worker.port}", "--ssh", "tpu-vm", "--out",
                       str(tmp_path / "out"), env=env)  # fmt: skip
     assert failed.returncode == 2 and "tpu-vm" in failed.stderr
+
+
+def test_open_hands_the_saved_run_folder_to_the_app(training_worker, tmp_path, monkeypatch):
+    import tpuscope.cli
+
+    opened = []
+    # the app itself is tested elsewhere; here: --open launches it on exactly the saved folder
+    monkeypatch.setattr(tpuscope.cli, "gui_main", lambda argv: opened.append(argv) or 0)
+    code = tpuscope.cli.main(["capture", training_worker.target, "--duration", "500ms",
+                              "--out", str(tmp_path), "--run", "opened", "--open"])  # fmt: skip
+    assert code == 0
+    assert opened == [[str(tmp_path / "plugins" / "profile" / "opened")]]

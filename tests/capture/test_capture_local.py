@@ -11,7 +11,7 @@ import pytest
 from tests.capture.processes import free_port, start_worker, stop
 from tpuscope.capture.errors import CaptureCancelled, CaptureError
 from tpuscope.capture.session import CaptureSettings, capture
-from tpuscope.capture.targets import parse_targets
+from tpuscope.capture.targets import SshHost, parse_targets
 from tpuscope.model.load import open_trace
 
 SHORT_S = 1.0  # capture window for most tests: long enough for dozens of training steps
@@ -68,6 +68,14 @@ def test_server_saved_file_is_fetched_when_not_sent_back(training_worker, tmp_pa
     result = capture(settings(training_worker.target, tmp_path, inline=False))
     trace = open_trace(result.run_folder, use_cache=False)
     assert any("train_step" in name for name in step_names(trace))
+
+
+def test_delay_postpones_the_window(training_worker, tmp_path):
+    started = time.monotonic()
+    result = capture(settings(training_worker.target, tmp_path, duration_s=0.5, delay_s=1.0))
+    assert time.monotonic() - started >= 1.4  # the server waited, then recorded for the duration
+    trace = open_trace(result.run_folder, use_cache=False)
+    assert trace.duration_ps / 1e12 < 1.2  # the trace covers the window only, not the delay
 
 
 def test_nothing_listening(tmp_path):
@@ -145,3 +153,12 @@ def test_bad_settings_are_refused_before_connecting(tmp_path):
         capture(settings("localhost:1", tmp_path, levels=TracerLevels(host=7)))
     with pytest.raises(CaptureError, match="duration must be more than zero"):
         capture(settings("localhost:1", tmp_path, duration_s=0))
+    with pytest.raises(CaptureError, match="2 SSH hosts were given for 3 targets"):
+        capture(settings("a:1,b:1,c:1", tmp_path, ssh_hosts=[SshHost("x"), SshHost("y")]))
+
+
+def test_output_folder_that_cannot_be_created(training_worker, tmp_path):
+    blocker = tmp_path / "a-file"
+    blocker.write_text("not a folder")
+    with pytest.raises(CaptureError, match=f"^Cannot create the output folder {blocker}"):
+        capture(settings(training_worker.target, blocker))

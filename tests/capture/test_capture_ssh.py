@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import socket
 import time
+from pathlib import Path
 
 import pytest
 
-from tests.capture.processes import free_port
-from tpuscope.capture.errors import CaptureError, UnknownHostKey
+from tests.capture.processes import PROTECTED_KEY_PASSPHRASE, free_port
+from tpuscope.capture.errors import CaptureError, PassphraseRequired, UnknownHostKey
 from tpuscope.capture.session import CaptureSettings, capture
 from tpuscope.capture.ssh import SshOptions, trust_host_key
 from tpuscope.capture.targets import parse_ssh_host, parse_targets
@@ -47,7 +48,39 @@ def test_capture_through_a_jump_host(sshd, training_worker, tmp_path):
 def test_server_saved_file_is_fetched_over_sftp(sshd, training_worker, tmp_path):
     settings = ssh_settings(sshd, f"localhost:{training_worker.port}", tmp_path)
     settings.inline = False
+    settings.run_name = f"sftp_{tmp_path.name}"
     result = capture(settings)
+    assert has_training_steps(result.run_folder)
+    # the copy the server wrote on the remote machine is cleaned up there
+    assert not Path(f"/tmp/tpuscope-capture-{settings.run_name}").exists()
+
+
+def test_one_ssh_host_per_target(sshd, training_worker, second_training_worker, tmp_path):
+    # two "machines": the same sshd reached as 127.0.0.1 and as localhost, one SSH connection each
+    known = tmp_path / "known_hosts"
+    entry = sshd.known_hosts.read_text().split(" ", 1)[1]
+    known.write_text(f"[127.0.0.1]:{sshd.port} {entry}[localhost]:{sshd.port} {entry}")
+    targets = f"localhost:{training_worker.port},localhost:{second_training_worker.port}"
+    settings = ssh_settings(sshd, targets, tmp_path / "out", known_hosts=str(known))
+    hosts = ("127.0.0.1", "localhost")
+    settings.ssh_hosts = [parse_ssh_host(f"{sshd.user}@{host}:{sshd.port}") for host in hosts]
+    result = capture(settings)
+    expected = {f"127.0.0.1_{training_worker.port}", f"localhost_{second_training_worker.port}"}
+    assert {f.name.removesuffix(".xplane.pb") for f in result.files} == expected
+    assert set(open_trace(result.run_folder, use_cache=False).hosts) == expected
+
+
+def test_passphrase_protected_key(sshd, training_worker, tmp_path):
+    target = f"localhost:{training_worker.port}"
+    with pytest.raises(PassphraseRequired) as caught:
+        capture(ssh_settings(sshd, target, tmp_path, identity_file=str(sshd.protected_key)))
+    assert caught.value.key_file == str(sshd.protected_key)
+    assert "is protected by a passphrase" in str(caught.value)
+    with pytest.raises(PassphraseRequired, match="The passphrase for the SSH key .* is wrong"):
+        capture(ssh_settings(sshd, target, tmp_path, identity_file=str(sshd.protected_key),
+                             passphrase="wrong passphrase"))  # fmt: skip
+    result = capture(ssh_settings(sshd, target, tmp_path, identity_file=str(sshd.protected_key),
+                                  passphrase=PROTECTED_KEY_PASSPHRASE))  # fmt: skip
     assert has_training_steps(result.run_folder)
 
 

@@ -14,11 +14,12 @@ class CaptureCancelled(Exception):
 class UnknownHostKey(CaptureError):
     """The SSH server's host key is not in known_hosts; the GUI may offer to trust it."""
 
-    def __init__(self, message: str, hostname: str, key, fingerprint: str):
+    def __init__(self, message: str, hostname: str, key, fingerprint: str, known_hosts_file: str):
         super().__init__(message)
         self.hostname = hostname  # the known_hosts entry name ("host" or "[host]:port")
         self.key = key  # the paramiko PKey the server presented
         self.fingerprint = fingerprint
+        self.known_hosts_file = known_hosts_file  # where trusting it should write (the file that was read)
 
 
 class PassphraseRequired(CaptureError):

@@ -251,7 +251,8 @@ def _fetch_if_needed(worker: _Worker, settings: CaptureSettings, run_name: str, 
     if worker.via is not None:
         local = Path(tempfile.mkstemp(prefix="tpuscope-fetch-")[1])
         try:
-            worker.via.fetch(remote, local)
+            folders = (f"{worker.repository_root}/{run_name}", worker.repository_root)
+            worker.via.fetch(remote, local, remove_empty=folders)
             return local.read_bytes()
         finally:
             local.unlink(missing_ok=True)

@@ -72,7 +72,7 @@ class _RefuseUnknownHost(paramiko.MissingHostKeyPolicy):
             f"The SSH host {hostname} is not in {where} (its {key.get_name()} key fingerprint is "
             f"{fingerprint(key)}): check the fingerprint, then add it with `{scan} >> ~/.ssh/known_hosts` "
             "or by connecting once with ssh.",
-            hostname, key, fingerprint(key),
+            hostname, key, fingerprint(key), str(self._files[0]) if self._files else "~/.ssh/known_hosts",
         )
 
 
@@ -196,13 +196,16 @@ class SshConnection:
         self._forwards.append(forward)
         return forward
 
-    def fetch(self, remote_path: str, local_path: Path) -> None:
-        """Copies a file the profiler server wrote on this machine (SFTP), then removes it there."""
+    def fetch(self, remote_path: str, local_path: Path, remove_empty: tuple[str, ...] = ()) -> None:
+        """Copies a file the profiler server wrote on this machine (SFTP), then removes it and the
+        folders in `remove_empty` (innermost first) there."""
         try:
             with self.client.open_sftp() as sftp:
                 sftp.get(remote_path, str(local_path))
                 with contextlib.suppress(OSError):
                     sftp.remove(remote_path)
+                    for folder in remove_empty:
+                        sftp.rmdir(folder)
         except FileNotFoundError:
             raise CaptureError(f"The profiler server did not write {remote_path} on {self.label}, so there "
                                "is no trace to fetch.") from None
@@ -250,7 +253,37 @@ def _channel_to(hop: paramiko.SSHClient, target: _Resolved, jump_label: str) -> 
                            f"({reason}).") from None
 
 
+def _encrypted(key_files: tuple[str, ...]) -> list[str]:
+    """The key files that need a passphrase to be read."""
+    found = []
+    for key_file in key_files:
+        try:
+            paramiko.PKey.from_path(key_file)
+        except (paramiko.PasswordRequiredException, TypeError):  # cryptography: "Key is password-protected"
+            found.append(key_file)
+        except (OSError, ValueError, paramiko.SSHException):
+            pass  # unreadable or unsupported: paramiko's own attempt reports it
+    return found
+
+
+def _passphrase_required(key_file: str) -> PassphraseRequired:
+    return PassphraseRequired(f"The SSH key {key_file} is protected by a passphrase: enter it when asked, or "
+                              "load the key into ssh-agent.", key_file)  # fmt: skip
+
+
 def _open(resolved: _Resolved, options: SshOptions, sock) -> paramiko.SSHClient:
+    agent = options.use_agent and bool(os.environ.get("SSH_AUTH_SOCK"))
+    encrypted = _encrypted(resolved.identity_files)
+    if options.passphrase is not None:
+        for key_file in encrypted:
+            try:
+                paramiko.PKey.from_path(key_file, password=options.passphrase.encode())
+            except (paramiko.SSHException, ValueError, TypeError):
+                raise PassphraseRequired(f"The passphrase for the SSH key {key_file} is wrong.", key_file) \
+                    from None
+        encrypted = []
+    elif encrypted and not agent:  # without an agent holding it, the key cannot be used: ask first
+        raise _passphrase_required(encrypted[0])
     client = paramiko.SSHClient()
     for known in resolved.known_hosts:
         if known.is_file():
@@ -265,7 +298,7 @@ def _open(resolved: _Resolved, options: SshOptions, sock) -> paramiko.SSHClient:
         client.connect(
             resolved.hostname, port=resolved.port, username=resolved.user,
             key_filename=list(resolved.identity_files) or None, passphrase=options.passphrase,
-            allow_agent=options.use_agent and bool(os.environ.get("SSH_AUTH_SOCK")), look_for_keys=True,
+            allow_agent=agent, look_for_keys=True,
             timeout=timeout, banner_timeout=timeout, auth_timeout=timeout, channel_timeout=timeout, sock=sock,
         )  # fmt: skip
         return client
@@ -280,15 +313,15 @@ def _open(resolved: _Resolved, options: SshOptions, sock) -> paramiko.SSHClient:
             "connect.") from None
     except paramiko.PasswordRequiredException:
         client.close()
-        key = resolved.identity_files[0] if resolved.identity_files else "the SSH key"
-        raise PassphraseRequired(f"The SSH key {key} is protected by a passphrase: enter it when asked, or "
-                                 "load the key into ssh-agent.", key) from None
+        raise _passphrase_required(encrypted[0] if encrypted else resolved.identity_files[0]) from None
     except paramiko.AuthenticationException:
         client.close()
+        if encrypted:  # the agent did not hold the key after all
+            raise _passphrase_required(encrypted[0]) from None
         tried = ", ".join(resolved.identity_files) or "the default keys in ~/.ssh"
         raise CaptureError(
             f"The SSH host {where} refused authentication for user {resolved.user} (tried {tried}"
-            f"{' and ssh-agent' if options.use_agent and os.environ.get('SSH_AUTH_SOCK') else ''}): check "
+            f"{' and ssh-agent' if agent else ''}): check "
             "--identity and that the public key is in the server's authorized_keys.") from None
     except NoValidConnectionsError as error:
         client.close()

@@ -121,7 +121,7 @@ def _capture_interactively(settings: CaptureSettings) -> CaptureResult:
             answer = input(f"Trust {error.hostname} ({error.fingerprint}) and add it to known_hosts? [y/N] ")
             if answer.strip().lower() not in ("y", "yes"):
                 raise
-            trust_host_key(error.hostname, error.key, settings.ssh.known_hosts)
+            trust_host_key(error.hostname, error.key, error.known_hosts_file)
         finally:
             bar.clear()
 

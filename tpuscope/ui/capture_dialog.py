@@ -420,7 +420,7 @@ class CaptureDialog(QDialog):
     def _on_unknown_host(self, error: UnknownHostKey) -> None:
         self._on_stopped(str(error), error=True)
         if self.ask_trust(error):
-            trust_host_key(error.hostname, error.key)
+            trust_host_key(error.hostname, error.key, error.known_hosts_file)
             self.start()
 
     def _on_passphrase_needed(self, error: PassphraseRequired) -> None:
@@ -432,11 +432,11 @@ class CaptureDialog(QDialog):
             self._run(replace(settings, ssh=replace(settings.ssh, passphrase=passphrase)))
 
     def ask_trust(self, error: UnknownHostKey) -> bool:
-        """Asks whether to add an unknown SSH host key to ~/.ssh/known_hosts, showing its fingerprint."""
+        """Asks whether to add an unknown SSH host key to known_hosts, showing its fingerprint."""
         answer = QMessageBox.question(
             self, "Unknown SSH host",
             f"{error}\n\nTrust {error.hostname} with key {error.fingerprint} and add it to "
-            "~/.ssh/known_hosts?",
+            f"{error.known_hosts_file}?",
         )  # fmt: skip
         return answer == QMessageBox.Yes
 
