@@ -86,6 +86,11 @@ def test_nothing_listening(tmp_path):
     assert profile_files(tmp_path) == []
 
 
+def test_unknown_host_name(tmp_path):
+    with pytest.raises(CaptureError, match=r"^The host of nosuchhost\.invalid:9012 cannot be found"):
+        capture(settings("nosuchhost.invalid:9012", tmp_path))
+
+
 def test_web_server_instead_of_profiler(web_server, tmp_path):
     with pytest.raises(CaptureError, match="is a web server .* not a profiler gRPC server"):
         capture(settings(f"127.0.0.1:{web_server}", tmp_path))

@@ -125,15 +125,22 @@ def explain_rpc_error(error: grpc.RpcError, target: str, port: int, waited_s: fl
         return (f"Another profiling session is already active in the program at {target} (a "
                 "jax.profiler.trace in its code or another capture): wait for it to end and try again.")
     if code == grpc.StatusCode.UNAVAILABLE:
-        if "connection refused" in lowered or "failed to connect" in lowered:
+        if "connection refused" in lowered:
             return (f"Nothing is listening on {target}: start the profiler server in the program "
                     f"(jax.profiler.start_server({port})) or check the host and port.")
+        if any(word in lowered for word in ("lookup", "resolv", "dns", "name or service not known")):
+            return f"The host of {target} cannot be found (DNS lookup failed): check the host name."
         if any(word in lowered for word in ("stream removed", "socket closed", "connection reset", "goaway",
                                             "end of tcp stream", "broken pipe", "eof")):
             return (f"The program at {target} closed the connection during the capture: it probably exited "
                     "or crashed, so this window's trace is lost.")
-        if "dns" in lowered or "resolve" in lowered or "name or service not known" in lowered:
-            return f"The host of {target} cannot be found (DNS lookup failed): check the host name."
-        return f"Cannot reach the profiler server at {target} ({details.strip()})."
+        return (f"Cannot reach the profiler server at {target} ({_last_error(details)}): the host is down, "
+                f"or a firewall blocks port {port}.")
     name = code.name if code is not None else "error"
     return f"The profiler server at {target} failed the capture ({name}: {details.strip() or 'no details'})."
+
+
+def _last_error(details: str) -> str:
+    """The useful tail of gRPC's "failed to connect to all addresses; last error: ..." text."""
+    tail = details.rsplit("last error:", 1)[-1].strip()
+    return tail.rsplit(": ", 1)[-1].strip() or details.strip() or "unavailable"
