@@ -21,13 +21,17 @@
 #ifdef __GLIBC__
 #include <malloc.h>
 #endif
+#ifdef __linux__
+#include <sys/mman.h>
+#include <unistd.h>
+#endif
 
 typedef struct {
     const uint8_t *p;
     const uint8_t *end;
 } Cursor;
 
-static int read_varint(Cursor *c, uint64_t *out) {
+static int read_varint_slow(Cursor *c, uint64_t *out) {
     uint64_t value = 0;
     int shift = 0;
     while (c->p < c->end) {
@@ -40,6 +44,49 @@ static int read_varint(Cursor *c, uint64_t *out) {
         }
         shift += 7;
         if (shift > 63) return -1;
+    }
+    return -1;
+}
+
+/* Most varints (tags, small ids) are one byte: that case costs one compare.
+ * With 10 bytes left (the longest varint) the rest unrolls without per-byte
+ * bounds checks; near the end of the buffer the checked loop takes over. */
+static inline int read_varint(Cursor *c, uint64_t *out) {
+    const uint8_t *p = c->p;
+    if (p < c->end && !(*p & 0x80)) {
+        *out = *p;
+        c->p = p + 1;
+        return 0;
+    }
+    if (c->end - p < 10) return read_varint_slow(c, out);
+    uint64_t b, v = (uint64_t)(*p++ & 0x7f);
+#define VARINT_BYTE(shift)                 \
+    b = *p++;                              \
+    v |= (b & 0x7f) << (shift);            \
+    if (b < 0x80) goto done;
+    VARINT_BYTE(7)
+    VARINT_BYTE(14)
+    VARINT_BYTE(21)
+    VARINT_BYTE(28)
+    VARINT_BYTE(35)
+    VARINT_BYTE(42)
+    VARINT_BYTE(49)
+    VARINT_BYTE(56)
+#undef VARINT_BYTE
+    b = *p++;
+    if (b > 1) return -1; /* a 10th byte may only hold bit 63 */
+    v |= b << 63;
+done:
+    c->p = p;
+    *out = v;
+    return 0;
+}
+
+/* Steps over a varint without assembling its value (counting pass). */
+static inline int skip_varint(Cursor *c) {
+    const uint8_t *limit = c->end - c->p > 10 ? c->p + 10 : c->end;
+    while (c->p < limit) {
+        if (!(*c->p++ & 0x80)) return 0;
     }
     return -1;
 }
@@ -207,7 +254,56 @@ typedef struct {
     Py_ssize_t events, stats, strings;
 } LineHeader;
 
-/* Walks a whole line. With events == NULL it only counts; else it fills. */
+/* Counting pass: the line header, its events and their stats, without
+ * decoding the stats' contents (fill() validates those). */
+static int count_line(Cursor c, LineHeader *header) {
+    const uint8_t *line_start = c.p;
+    Py_ssize_t event_count = 0, stat_count = 0;
+    memset(header, 0, sizeof(*header));
+    header->name.p = header->name.end = line_start;
+    header->display_name.p = header->display_name.end = line_start;
+    while (c.p < c.end) {
+        uint64_t field, v;
+        int wt;
+        Cursor sub;
+        if (read_tag(&c, &field, &wt) < 0) return -1;
+        if ((field == 1 || field == 10 || field == 3 || field == 9) && wt == 0) {
+            if (read_varint(&c, &v) < 0) return -1;
+            if (field == 1) header->id = (int64_t)v;
+            else if (field == 10) header->display_id = (int64_t)v;
+            else if (field == 3) header->timestamp_ns = (int64_t)v;
+            else header->duration_ps = (int64_t)v;
+        } else if ((field == 2 || field == 11) && wt == 2) {
+            if (read_len(&c, &sub) < 0) return -1;
+            if (field == 2) header->name = sub;
+            else header->display_name = sub;
+        } else if (field == 4 && wt == 2) {
+            Cursor ev;
+            if (read_len(&c, &ev) < 0) return -1;
+            if (event_count >= INT32_MAX) return -1;
+            while (ev.p < ev.end) {
+                uint64_t f;
+                int w;
+                if (read_tag(&ev, &f, &w) < 0) return -1;
+                if (w == 0) {
+                    if (skip_varint(&ev) < 0) return -1;
+                } else {
+                    if (f == 4 && w == 2) stat_count++;
+                    if (skip_field(&ev, w) < 0) return -1;
+                }
+            }
+            event_count++;
+        } else if (skip_field(&c, wt) < 0) {
+            return -1;
+        }
+    }
+    header->events = event_count;
+    header->stats = stat_count;
+    header->strings = 0; /* known only after fill() */
+    return 0;
+}
+
+/* Walks a whole line, filling the columns. */
 static int walk_line(Cursor c, LineHeader *header, EventColumns *events, StatColumns *stats,
                      Py_ssize_t event_capacity) {
     const uint8_t *line_start = c.p;
@@ -257,7 +353,7 @@ static PyObject *header_tuple(const LineHeader *h, const uint8_t *start) {
 }
 
 /* scan(line) -> (id, display_id, timestamp_ns, duration_ps, name, display_name, n_events, n_stats,
- *               n_strings) */
+ *               0); the string count is fill()'s to find: at most n_stats. */
 static PyObject *scan(PyObject *self, PyObject *args) {
     Py_buffer line;
     LineHeader header;
@@ -265,7 +361,7 @@ static PyObject *scan(PyObject *self, PyObject *args) {
     Cursor c = {(const uint8_t *)line.buf, (const uint8_t *)line.buf + line.len};
     int rc;
     Py_BEGIN_ALLOW_THREADS
-    rc = walk_line(c, &header, NULL, NULL, 0);
+    rc = count_line(c, &header);
     Py_END_ALLOW_THREADS
     PyObject *result = rc < 0 ? NULL : header_tuple(&header, c.p);
     PyBuffer_Release(&line);
@@ -281,41 +377,40 @@ static int check_buffer(Py_buffer *b, Py_ssize_t count, Py_ssize_t item) {
     return 0;
 }
 
-/* fill(line, n_events, n_stats, n_strings, ev_meta, ev_offset, ev_duration,
- *      st_meta, st_kind, st_value, st_event, str_offset, str_length, str_hash)
- * One walk: every write is checked against the counts the caller allocated
- * (from scan()), and the counts found must equal them exactly. */
+/* fill(line, n_events, n_stats, str_capacity, ev_meta, ev_offset, ev_duration,
+ *      st_meta, st_kind, st_value, st_event, str_offset, str_length, str_hash) -> n_strings
+ * One walk: every write is checked against the sizes the caller allocated
+ * (from scan()); the event and stat counts found must equal them exactly. */
 static PyObject *fill(PyObject *self, PyObject *args) {
     Py_buffer line, b[10];
-    Py_ssize_t n_events, n_stats, n_strings;
+    Py_ssize_t n_events, n_stats, str_capacity;
     memset(b, 0, sizeof(b));
-    if (!PyArg_ParseTuple(args, "y*nnnw*w*w*w*w*w*w*w*w*w*", &line, &n_events, &n_stats, &n_strings, &b[0],
+    if (!PyArg_ParseTuple(args, "y*nnnw*w*w*w*w*w*w*w*w*w*", &line, &n_events, &n_stats, &str_capacity, &b[0],
                           &b[1], &b[2], &b[3], &b[4], &b[5], &b[6], &b[7], &b[8], &b[9]))
         return NULL;
     PyObject *result = NULL;
     static const Py_ssize_t ev_items[3] = {8, 8, 8};
     static const Py_ssize_t st_items[4] = {8, 1, 8, 4};
     static const Py_ssize_t str_items[3] = {8, 8, 8};
-    int ok = n_events >= 0 && n_stats >= 0 && n_strings >= 0;
+    int ok = n_events >= 0 && n_stats >= 0 && str_capacity >= 0;
     if (!ok) PyErr_SetString(PyExc_ValueError, "negative column size");
     for (int i = 0; i < 3 && ok; i++) ok = check_buffer(&b[i], n_events, ev_items[i]) == 0;
     for (int i = 0; i < 4 && ok; i++) ok = check_buffer(&b[3 + i], n_stats, st_items[i]) == 0;
-    for (int i = 0; i < 3 && ok; i++) ok = check_buffer(&b[7 + i], n_strings, str_items[i]) == 0;
+    for (int i = 0; i < 3 && ok; i++) ok = check_buffer(&b[7 + i], str_capacity, str_items[i]) == 0;
     if (ok) {
         EventColumns events = {b[0].buf, b[1].buf, b[2].buf};
         StatColumns stats = {b[3].buf, b[4].buf, b[5].buf, b[6].buf, n_stats,
-                             b[7].buf, b[8].buf, b[9].buf, n_strings};
+                             b[7].buf, b[8].buf, b[9].buf, str_capacity};
         LineHeader header;
         Cursor c = {(const uint8_t *)line.buf, (const uint8_t *)line.buf + line.len};
         int rc;
         Py_BEGIN_ALLOW_THREADS
         rc = walk_line(c, &header, &events, &stats, n_events);
-        if (rc == 0 && (header.events != n_events || header.stats != n_stats || header.strings != n_strings))
-            rc = -2;
+        if (rc == 0 && (header.events != n_events || header.stats != n_stats)) rc = -2;
         Py_END_ALLOW_THREADS
         if (rc == -2) PyErr_SetString(PyExc_ValueError, "column sizes do not match the line");
         else if (rc < 0) PyErr_SetString(PyExc_ValueError, "malformed XLine");
-        else result = Py_None, Py_INCREF(Py_None);
+        else result = PyLong_FromSsize_t(header.strings);
     }
     PyBuffer_Release(&line);
     for (int i = 0; i < 10; i++)
@@ -426,12 +521,36 @@ static PyObject *return_freed_memory_to_os(PyObject *self, PyObject *args) {
 #endif
 }
 
+/* release_pages(buffer, offset, length): the caller is done with these bytes of
+ * its own writable buffer (a file's bytes, read into numpy): the whole pages
+ * inside the range go back to the OS now (they would read as zeros), so a
+ * big file's memory shrinks plane by plane while it decodes instead of
+ * staying resident until the end. Pages only partly inside stay. */
+static PyObject *release_pages(PyObject *self, PyObject *args) {
+    Py_buffer buf;
+    Py_ssize_t offset, length;
+    if (!PyArg_ParseTuple(args, "w*nn", &buf, &offset, &length)) return NULL;
+    int released = 0;
+    if (offset >= 0 && length > 0 && offset <= buf.len && length <= buf.len - offset) {
+#if defined(__linux__) && defined(MADV_DONTNEED)
+        uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
+        uintptr_t start = ((uintptr_t)buf.buf + (uintptr_t)offset + page - 1) & ~(page - 1);
+        uintptr_t end = ((uintptr_t)buf.buf + (uintptr_t)offset + (uintptr_t)length) & ~(page - 1);
+        if (end > start) released = madvise((void *)start, end - start, MADV_DONTNEED) == 0;
+#endif
+    }
+    PyBuffer_Release(&buf);
+    return PyBool_FromLong(released);
+}
+
 static PyMethodDef methods[] = {
     {"scan", scan, METH_VARARGS, "Read a serialized XLine's header and count its events and stats."},
     {"fill", fill, METH_VARARGS, "Decode a serialized XLine into preallocated column buffers."},
     {"split_message", split_message, METH_VARARGS,
      "Split a message into the spans of one length-delimited field and the bytes of all others."},
     {"nesting_depth", nesting_depth, METH_VARARGS, "Nesting depth of sorted intervals."},
+    {"release_pages", release_pages, METH_VARARGS,
+     "Give the whole pages of a byte range of a writable buffer back to the OS."},
     {"return_freed_memory_to_os", return_freed_memory_to_os, METH_NOARGS,
      "Give the heap's free pages back to the OS (glibc only)."},
     {NULL, NULL, 0, NULL},

@@ -168,6 +168,15 @@ class _Scratch:
             self.buffer = np.empty(max(nbytes, self.MIN_BYTES), np.uint8)
         self.used = 0
 
+    def shrink(self) -> None:
+        """Frees an arena that a big line grew, so idle threads never hold big arenas.
+
+        Only the small, reused arena is worth keeping: a big line's arena is
+        huge-page backed, so allocating it afresh costs few page faults.
+        """
+        if len(self.buffer) > self.MIN_BYTES:
+            self.buffer = np.empty(0, np.uint8)
+
     def take(self, n: int, dtype) -> np.ndarray:
         itemsize = np.dtype(dtype).itemsize
         start = -(-self.used // 8) * 8  # 8-byte aligned
@@ -175,9 +184,10 @@ class _Scratch:
         return self.buffer[start : self.used].view(dtype)
 
 
-_SCRATCH_BYTES_PER_EVENT = 8 + 8  # meta id, plus alignment slack
-_SCRATCH_BYTES_PER_STAT = 8 + 1 + 8 + 4 + 8
-_SCRATCH_BYTES_PER_STRING = 8 + 8 + 8
+_SCRATCH_BYTES_PER_EVENT = 8  # meta id
+_SCRATCH_BYTES_PER_STAT = 8 + 1 + 8 + 4  # meta id, kind, value, event
+_SCRATCH_BYTES_PER_STRING = 8 + 8 + 8  # offset, length, hash
+_SCRATCH_ALIGNMENT_SLACK = 8 * 8  # 8 arrays, each aligned to 8 bytes
 _thread_scratch = threading.local()
 
 
@@ -190,7 +200,7 @@ def _scratch() -> _Scratch:
 
 def scan_line(raw) -> tuple:
     """The line's header and sizes: (id, display_id, timestamp_ns, duration_ps, name, display_name,
-    n_events, n_stats, n_strings). Raises MalformedXSpace."""
+    n_events, n_stats, 0). Raises MalformedXSpace."""
     try:
         return _linedecode.scan(raw)
     except ValueError as exc:
@@ -208,23 +218,25 @@ def decode_line(raw, stat_names: dict[int, str], header: tuple | None = None,
     """
     if header is None:
         header = scan_line(raw)
-    line_id, display_id, ts_ns, dur_ps, name, display_name, n_events, n_stats, n_strings = header
+    line_id, display_id, ts_ns, dur_ps, name, display_name, n_events, n_stats, _ = header
+    str_capacity = n_stats  # every string is a stat; fill() says how many there are
     ev_offset = np.empty(n_events, np.int64) if offset_out is None else offset_out
     ev_duration = np.empty(n_events, np.int64) if duration_out is None else duration_out
     scratch = _scratch()
     scratch.reset(n_events * _SCRATCH_BYTES_PER_EVENT + n_stats * _SCRATCH_BYTES_PER_STAT
-                  + n_strings * _SCRATCH_BYTES_PER_STRING + 64)  # fmt: skip
+                  + str_capacity * _SCRATCH_BYTES_PER_STRING + _SCRATCH_ALIGNMENT_SLACK)  # fmt: skip
     ev_meta = scratch.take(n_events, np.int64)
     st_meta = scratch.take(n_stats, np.int64)
     st_kind = scratch.take(n_stats, np.uint8)
     st_value = scratch.take(n_stats, np.int64)  # for string kinds: the row in the str_* columns
     st_event = scratch.take(n_stats, np.int32)
-    str_offset = scratch.take(n_strings, np.int64)
-    str_length = scratch.take(n_strings, np.int64)
-    str_hash = scratch.take(n_strings, np.uint64)
+    # Last in the arena: the pages of unused string capacity are never touched, so never resident.
+    str_offset = scratch.take(str_capacity, np.int64)
+    str_length = scratch.take(str_capacity, np.int64)
+    str_hash = scratch.take(str_capacity, np.uint64)
     try:
-        _linedecode.fill(
-            raw, n_events, n_stats, n_strings, ev_meta, ev_offset, ev_duration,
+        n_strings = _linedecode.fill(
+            raw, n_events, n_stats, str_capacity, ev_meta, ev_offset, ev_duration,
             st_meta, st_kind, st_value, st_event, str_offset, str_length, str_hash,
         )  # fmt: skip
     except ValueError as exc:
@@ -235,11 +247,12 @@ def decode_line(raw, stat_names: dict[int, str], header: tuple | None = None,
         line_id, display_id, _text(name), _text(display_name), ts_ns, dur_ps, ev_meta, ev_offset, ev_duration
     )
     if n_stats:
-        line.stats = _group_stats(raw, stat_names, st_meta, st_kind, st_value, st_event,
-                                  (str_offset, str_length, str_hash), n_events)  # fmt: skip
+        strings = (str_offset[:n_strings], str_length[:n_strings], str_hash[:n_strings])
+        line.stats = _group_stats(raw, stat_names, st_meta, st_kind, st_value, st_event, strings, n_events)
         for column in line.stats.values():  # nothing may keep pointing into the scratch arena
             column.values = _own(column.values)
             column.rows = None if column.rows is None else _own(column.rows)
+    scratch.shrink()
     return line
 
 
@@ -422,6 +435,10 @@ def decode_xspace(data, progress=None, threads: int | None = None) -> DecodedSpa
     (huge pages, no per-line allocation); then lines decode in a thread pool
     (`threads`, default: up to 4 cores). `progress(done_bytes, total_bytes)` is
     called in this thread after each line; it may raise to cancel the load.
+
+    When `data` is writable (the loader's own numpy buffer), each plane's
+    bytes are handed back to the OS as soon as its lines are decoded, and
+    must not be read afterwards.
     """
     view = memoryview(data)
     space_rest, plane_spans = _split(view, _XSPACE_PLANES_FIELD)
@@ -452,10 +469,18 @@ def decode_xspace(data, progress=None, threads: int | None = None) -> DecodedSpa
             return decode_line(raw, names, line_headers[index], block[0, lo:hi], block[1, lo:hi])
 
         results = pool.map(run, range(len(jobs))) if pool else map(run, range(len(jobs)))
+        # A plane's bytes are dead once its last line is decoded: give them back if we may.
+        releasable = not view.readonly
+        last_line_of = np.cumsum([len(lines) for lines in plane_lines]) - 1
+        plane = 0
         done = 0
-        for (raw, _), line in zip(jobs, results, strict=True):
+        for index, ((raw, _), line) in enumerate(zip(jobs, results, strict=True)):
             decoded.append(line)
             done += len(raw)
+            while plane < len(plane_spans) and last_line_of[plane] <= index:
+                if releasable:
+                    _linedecode.release_pages(view, *plane_spans[plane])
+                plane += 1
             if progress is not None:
                 progress(done, total)
     finally:
