@@ -130,11 +130,12 @@ def assemble(spaces: list[tuple[Path, DecodedSpace]]) -> Trace:
     hosts = _host_names(spaces)
     trace.hosts = list(dict.fromkeys(hosts))
     trace.origin_ns = _origin_ns(spaces)
-    for (file, space), host in zip(spaces, hosts, strict=True):
+    columns = _ColumnBlock(sum(len(line) for _, space in spaces for p in space.planes for line in p.lines))
+    for (_, space), host in zip(spaces, hosts, strict=True):
         trace.errors.extend(space.errors)
         trace.warnings.extend(space.warnings)
         for decoded in space.planes:
-            trace.planes.append(_build_plane(trace, decoded, host))
+            trace.planes.append(_build_plane(trace, decoded, host, columns))
     ends = [int(t.start_ps[-1] + t.duration_ps.max()) for t in trace.tracks() if len(t)]
     trace.duration_ps = max(ends) if ends else 0
     return trace
@@ -159,7 +160,25 @@ def _origin_ns(spaces: list[tuple[Path, DecodedSpace]]) -> int:
     return min(starts) if starts else 0
 
 
-def _build_plane(trace: Trace, decoded: DecodedPlane, host: str) -> Plane:
+class _ColumnBlock:
+    """The per-event columns the model adds (meta_index, name_id, depth) for all tracks at once.
+
+    Why one block: ~10 bytes per event of fresh memory, which as per-track
+    arrays costs a page fault per 4 KiB; one block of 4 MiB or more gets huge
+    pages from numpy. Each track's columns are contiguous views into it.
+    """
+
+    def __init__(self, n_events: int):
+        self.indices = np.empty((2, n_events), np.int32)  # rows: meta_index, name_id
+        self.depth = np.empty(n_events, np.int16)
+        self.used = 0
+
+    def take(self, n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        lo, self.used = self.used, self.used + n
+        return self.indices[0, lo : self.used], self.indices[1, lo : self.used], self.depth[lo : self.used]
+
+
+def _build_plane(trace: Trace, decoded: DecodedPlane, host: str, columns: _ColumnBlock) -> Plane:
     plane = Plane(trace, decoded.plane_id, decoded.name, host, decoded.stats)
     meta_ids = decoded.metadata_ids
     names = list(decoded.metadata_names)
@@ -177,8 +196,10 @@ def _build_plane(trace: Trace, decoded: DecodedPlane, host: str) -> Plane:
     meta_stats = _stat_table(trace, len(meta_ids), decoded.metadata_stats, None)
     plane.metadata = EventMetadataTable(meta_ids, name_ids, display_names, meta_stats, children)
     for position, line in enumerate(decoded.lines):
-        meta_index = row_of(line.metadata_id) if len(line) else np.empty(0, np.int32)
-        plane.tracks.append(_build_track(trace, plane, line, meta_index, name_ids))
+        meta_index, name_id, depth = columns.take(len(line))
+        if len(line):
+            row_of(line.metadata_id, meta_index)
+        plane.tracks.append(_build_track(trace, plane, line, meta_index, name_id, depth, name_ids))
         decoded.lines[position] = None  # type: ignore[call-overload]  # its columns now live in the track
     return plane
 
@@ -220,30 +241,34 @@ def _undefined_ids(defined: np.ndarray, referenced: list[np.ndarray]) -> np.ndar
 
 
 def _row_lookup(meta_ids: np.ndarray):
-    """A function mapping an array of metadata ids (all present in `meta_ids`) to int32 row numbers."""
+    """A function writing the int32 row numbers of metadata ids (all in `meta_ids`) into `out`."""
     bound = _lookup_bound(meta_ids)
     if bound is not None:
         table = np.full(bound, -1, np.int32)
         table[meta_ids] = np.arange(len(meta_ids), dtype=np.int32)
-        return lambda ids: table[ids]
-    order = np.argsort(meta_ids, kind="stable")
+        return lambda ids, out: np.take(table, ids, out=out)
+    order = np.argsort(meta_ids, kind="stable").astype(np.int32)
     sorted_ids = meta_ids[order]
-    return lambda ids: order[np.searchsorted(sorted_ids, ids)].astype(np.int32)
+    return lambda ids, out: np.take(order, np.searchsorted(sorted_ids, ids), out=out)
 
 
-def _build_track(trace: Trace, plane: Plane, line: DecodedLine, meta_index, name_ids) -> Track:
+def _build_track(trace: Trace, plane: Plane, line: DecodedLine, meta_index: np.ndarray, name_id: np.ndarray,
+                 depth: np.ndarray, name_ids: np.ndarray) -> Track:  # fmt: skip
+    """One track from a decoded line; meta_index (filled), name_id and depth are views to fill in place."""
     # In place: the decoded columns become the track's (no copy of the biggest arrays).
     start = line.offset_ps
     start += (line.timestamp_ns - trace.origin_ns) * 1000
     duration = np.maximum(line.event_duration_ps, 0, out=line.event_duration_ps)
-    permutation = _sort_permutation(start, duration)
-    if permutation is not None:  # in place: start/duration may be views of the decoder's block
-        start[:] = start[permutation]
+    permutation = None
+    # One C pass checks the order and computes depths; only out-of-order tracks get sorted.
+    if len(start) and not _linedecode.sorted_depth(start, duration, depth):
+        permutation = np.lexsort((-duration, start))  # start ascending, longer first on ties
+        start[:] = start[permutation]  # in place: start/duration are views of the decoder's block
         duration[:] = duration[permutation]
-        meta_index = meta_index[permutation]
-    depth = np.empty(len(start), np.int16)
-    if len(start):
-        _linedecode.nesting_depth(start, start + duration, depth)
+        meta_index[:] = meta_index[permutation]
+        _linedecode.sorted_depth(start, duration, depth)
+    if len(meta_index):
+        np.take(name_ids, meta_index, out=name_id)
     track = Track(
         plane=plane,
         line_id=line.line_id,
@@ -253,25 +278,12 @@ def _build_track(trace: Trace, plane: Plane, line: DecodedLine, meta_index, name
         start_ps=start,
         duration_ps=duration,
         meta_index=meta_index,
-        name_id=name_ids[meta_index] if len(meta_index) else np.empty(0, np.int32),
+        name_id=name_id,
         depth=depth,
         stats=StatTable(0),
     )
     track.stats = _stat_table(trace, len(start), line.stats, permutation)
     return track
-
-
-def _sort_permutation(start: np.ndarray, duration: np.ndarray) -> np.ndarray | None:
-    """The order (start ascending, longer first on ties), or None when already in it."""
-    if len(start) < 2:
-        return None
-    step = np.diff(start)
-    if (step > 0).all():
-        return None
-    ties = step == 0
-    if (step >= 0).all() and (duration[1:][ties] <= duration[:-1][ties]).all():
-        return None
-    return np.lexsort((-duration, start))
 
 
 def _stat_table(

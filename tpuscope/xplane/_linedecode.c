@@ -465,39 +465,51 @@ static PyObject *split_message(PyObject *self, PyObject *args) {
     return result;
 }
 
-/* nesting_depth(start, end, out_depth): start/end int64 sorted by (start, -duration);
- * writes int16 depths. A stack of open ends gives each event its number of
- * enclosing ancestors in one pass; partial overlaps simply stack deeper. */
-static PyObject *nesting_depth(PyObject *self, PyObject *args) {
-    Py_buffer s, e, d;
-    if (!PyArg_ParseTuple(args, "y*y*w*", &s, &e, &d)) return NULL;
+/* sorted_depth(start, duration, out_depth) -> bool: one pass over a track's
+ * int64 columns. If the events are in the model's order (start ascending,
+ * longer first on ties) it writes each event's int16 nesting depth (its
+ * number of enclosing ancestors, via a stack of open ends; partial overlaps
+ * simply stack deeper) and returns True; at the first event out of order it
+ * stops and returns False, and the caller sorts and calls again. Ends are
+ * start + duration, saturated so corrupt values cannot overflow. */
+static PyObject *sorted_depth(PyObject *self, PyObject *args) {
+    Py_buffer s, d, out;
+    if (!PyArg_ParseTuple(args, "y*y*w*", &s, &d, &out)) return NULL;
     Py_ssize_t n = s.len / 8;
     PyObject *result = NULL;
-    if (e.len / 8 != n || d.len / 2 != n) {
+    if (d.len / 8 != n || out.len / 2 != n) {
         PyErr_SetString(PyExc_ValueError, "column lengths differ");
     } else {
         int64_t *stack = PyMem_Malloc(sizeof(int64_t) * (n > 0 ? n : 1));
         if (!stack) {
             PyErr_NoMemory();
         } else {
-            const int64_t *start = s.buf, *end = e.buf;
-            int16_t *depth = d.buf;
+            const int64_t *start = s.buf, *duration = d.buf;
+            int16_t *depth = out.buf;
             Py_ssize_t top = 0;
+            int in_order = 1;
             Py_BEGIN_ALLOW_THREADS
             for (Py_ssize_t i = 0; i < n; i++) {
+                if (i > 0 && (start[i] < start[i - 1] ||
+                              (start[i] == start[i - 1] && duration[i] > duration[i - 1]))) {
+                    in_order = 0;
+                    break;
+                }
+                int64_t end;
+                if (__builtin_add_overflow(start[i], duration[i], &end))
+                    end = duration[i] > 0 ? INT64_MAX : INT64_MIN;
                 while (top > 0 && stack[top - 1] <= start[i]) top--;
                 depth[i] = top > INT16_MAX ? INT16_MAX : (int16_t)top;
-                stack[top++] = end[i];
+                stack[top++] = end;
             }
             Py_END_ALLOW_THREADS
             PyMem_Free(stack);
-            result = Py_None;
-            Py_INCREF(Py_None);
+            result = PyBool_FromLong(in_order);
         }
     }
     PyBuffer_Release(&s);
-    PyBuffer_Release(&e);
     PyBuffer_Release(&d);
+    PyBuffer_Release(&out);
     return result;
 }
 
@@ -548,7 +560,8 @@ static PyMethodDef methods[] = {
     {"fill", fill, METH_VARARGS, "Decode a serialized XLine into preallocated column buffers."},
     {"split_message", split_message, METH_VARARGS,
      "Split a message into the spans of one length-delimited field and the bytes of all others."},
-    {"nesting_depth", nesting_depth, METH_VARARGS, "Nesting depth of sorted intervals."},
+    {"sorted_depth", sorted_depth, METH_VARARGS,
+     "Nesting depths of a track's events if they are in order (else False)."},
     {"release_pages", release_pages, METH_VARARGS,
      "Give the whole pages of a byte range of a writable buffer back to the OS."},
     {"return_freed_memory_to_os", return_freed_memory_to_os, METH_NOARGS,
