@@ -88,3 +88,21 @@ PROTECTED_KEY_PASSPHRASE = "correct horse battery staple"
 def keygen(path: Path, passphrase: str = "") -> None:
     command = ["ssh-keygen", "-q", "-t", "ed25519", "-N", passphrase, "-C", "tpuscope-test", "-f", str(path)]
     subprocess.run(command, check=True, stdout=subprocess.DEVNULL)
+
+
+def wait_until_profiler_free(target: str, scratch: Path, timeout_s: float = 20) -> float:
+    """After a cancelled capture the program ends its profiling session within moments; other tests
+    share the program, so wait for that. Returns the seconds it took."""
+    from tpuscope.capture.errors import CaptureError
+    from tpuscope.capture.session import CaptureSettings, capture
+    from tpuscope.capture.targets import parse_targets
+
+    started = time.monotonic()
+    while True:
+        try:
+            capture(CaptureSettings(parse_targets(target), scratch, duration_s=0.05))
+            return time.monotonic() - started
+        except CaptureError as error:
+            if "Another profiling session" not in str(error) or time.monotonic() - started > timeout_s:
+                raise
+            time.sleep(0.1)

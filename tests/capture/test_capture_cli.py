@@ -10,7 +10,7 @@ import sys
 import time
 from pathlib import Path
 
-from tests.capture.processes import free_port
+from tests.capture.processes import free_port, wait_until_profiler_free
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -79,6 +79,7 @@ def test_ctrl_c_leaves_nothing_half_written(training_worker, tmp_path):
     assert "interrupted" in stderr and "Traceback" not in stderr
     assert [p for p in tmp_path.rglob("*") if p.is_file()] == []
     assert list(profile_root.iterdir()) == []
+    wait_until_profiler_free(training_worker.target, tmp_path / "next")
 
 
 def test_ssh_config_alias_keys_and_known_hosts_are_honoured(sshd, training_worker, tmp_path):

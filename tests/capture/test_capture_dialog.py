@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 from PySide6.QtCore import QSettings
 
-from tests.capture.processes import free_port
+from tests.capture.processes import free_port, wait_until_profiler_free
 from tpuscope.ui.capture_dialog import LAST_GROUP, PRESETS_GROUP, SAVED_KEYS, CaptureDialog
 
 
@@ -58,6 +58,7 @@ def test_cancel_stops_the_capture_and_saves_nothing(qtbot, dialog, training_work
     qtbot.waitUntil(lambda: "Cancelled" in dialog.status.text(), timeout=5_000)
     assert [p for p in (tmp_path / "out").rglob("*") if p.is_file()] == []
     assert dialog.start_button.isEnabled() and dialog.cancel_button.text() == "Close"
+    wait_until_profiler_free(training_worker.target, tmp_path / "next")
 
 
 def test_failure_is_shown_as_one_sentence_in_the_dialog(qtbot, dialog, tmp_path):

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.capture.processes import PROTECTED_KEY_PASSPHRASE, free_port
+from tests.capture.processes import PROTECTED_KEY_PASSPHRASE, free_port, wait_until_profiler_free
 from tpuscope.capture.errors import CaptureError, PassphraseRequired, UnknownHostKey
 from tpuscope.capture.session import CaptureSettings, capture
 from tpuscope.capture.ssh import SshOptions, trust_host_key
@@ -68,6 +68,20 @@ def test_one_ssh_host_per_target(sshd, training_worker, second_training_worker, 
     expected = {f"127.0.0.1_{training_worker.port}", f"localhost_{second_training_worker.port}"}
     assert {f.name.removesuffix(".xplane.pb") for f in result.files} == expected
     assert set(open_trace(result.run_folder, use_cache=False).hosts) == expected
+
+
+def test_one_target_on_several_ssh_hosts(sshd, training_worker, tmp_path):
+    # `localhost:PORT` on every VM of a pod slice; here two names for one machine, hence one program twice
+    known = tmp_path / "known_hosts"
+    entry = sshd.known_hosts.read_text().split(" ", 1)[1]
+    known.write_text(f"[127.0.0.1]:{sshd.port} {entry}[localhost]:{sshd.port} {entry}")
+    target = f"localhost:{training_worker.port}"
+    settings = ssh_settings(sshd, target, tmp_path / "out", known_hosts=str(known))
+    hosts = ("127.0.0.1", "localhost")
+    settings.ssh_hosts = [parse_ssh_host(f"{sshd.user}@{host}:{sshd.port}") for host in hosts]
+    with pytest.raises(CaptureError, match="Another profiling session is already active"):
+        capture(settings)  # one program cannot be profiled twice at once: proves both requests reached it
+    wait_until_profiler_free(training_worker.target, tmp_path / "next")
 
 
 def test_passphrase_protected_key(sshd, training_worker, tmp_path):

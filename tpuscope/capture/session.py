@@ -47,7 +47,8 @@ class CaptureSettings:
     duration_s: float = 2.0
     delay_s: float = 0.0
     levels: TracerLevels = field(default_factory=TracerLevels)
-    ssh_hosts: list[SshHost] = field(default_factory=list)  # none, one for all targets, or one per target
+    # none; one for all targets; one per target; or several for one target (the same port on each machine)
+    ssh_hosts: list[SshHost] = field(default_factory=list)
     ssh: SshOptions = field(default_factory=SshOptions)
     timeout_s: float | None = None  # wait for answers this long beyond the window; None: tsl's rule
     run_name: str | None = None  # default: capture start time, like tsl (`2026_11_30_08_43_55`)
@@ -95,9 +96,10 @@ def validate(settings: CaptureSettings) -> None:
         if not 0 <= value <= top:
             raise CaptureError(f"The {name} tracer level {value} is out of range: use 0 to {top}.")
     count = len(settings.ssh_hosts)
-    if count > 1 and count != len(settings.targets):
+    if count > 1 and len(settings.targets) > 1 and count != len(settings.targets):
         raise CaptureError(f"{count} SSH hosts were given for {len(settings.targets)} targets: give one SSH "
-                           "host for all targets, or one per target in the same order.")
+                           "host for all targets, one per target in the same order, or one target for all "
+                           "SSH hosts.")
 
 
 def new_run_name(logdir: Path) -> str:
@@ -161,8 +163,7 @@ def _prepare_workers(settings: CaptureSettings, connections: list[SshConnection]
         return [_Worker(t, file_label(t), str(t)) for t in settings.targets]
     by_host: dict[SshHost, SshConnection] = {}
     workers = []
-    for index, target in enumerate(settings.targets):
-        host = settings.ssh_hosts[index if len(settings.ssh_hosts) > 1 else 0]
+    for target, host in _pairs(settings):
         if host not in by_host:
             _report(progress, 0.0, f"connecting to {host} over SSH")
             by_host[host] = connect(host, settings.ssh)
@@ -172,10 +173,22 @@ def _prepare_workers(settings: CaptureSettings, connections: list[SshConnection]
         workers.append(_Worker(target, file_label(target, host), f"127.0.0.1:{forward.local_port}",
                                via=connection, forward=forward))  # fmt: skip
     labels = [w.label for w in workers]
+    repeats: dict[str, int] = {}
     for worker in workers:
-        if labels.count(worker.label) > 1:  # two SSH hosts sharing an alias: keep the files apart
-            worker.label = f"{worker.label}_{labels.index(worker.label)}_{worker.target.port}"
+        if labels.count(worker.label) > 1:  # e.g. alice@vm and bob@vm: keep their files apart
+            repeats[worker.label] = repeats.get(worker.label, 0) + 1
+            worker.label = f"{worker.label}_{repeats[worker.label]}"
     return workers
+
+
+def _pairs(settings: CaptureSettings) -> list[tuple[Target, SshHost]]:
+    """Which target is reached through which SSH host."""
+    targets, hosts = settings.targets, settings.ssh_hosts
+    if len(hosts) == 1:
+        return [(target, hosts[0]) for target in targets]
+    if len(targets) == 1:  # a pod slice: the same profiler port on every VM
+        return [(targets[0], host) for host in hosts]
+    return list(zip(targets, hosts, strict=True))
 
 
 def _profile_all(settings: CaptureSettings, run_name: str, workers: list[_Worker], local_roots: list[Path],
