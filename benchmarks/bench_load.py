@@ -45,7 +45,8 @@ sys.path.insert(0, str(HERE))
 import generate_xspace  # noqa: E402
 
 PYTHON = sys.executable
-XPROF_RS = shutil.which("xprof-rs", path=os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")]))
+_SEARCH_PATH = os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")])
+XPROF_RS = shutil.which("xprof-rs", path=_SEARCH_PATH)  # pip puts it beside the venv's python
 
 # Targets from issue 2 ("Speed and memory").
 PEAK_MEMORY_FACTOR = 3.0  # peak memory during load < 3x the file size
@@ -148,7 +149,8 @@ def bench_warm(file: Path, repeat: int) -> dict:
     with tempfile.TemporaryDirectory() as cache_dir:
         _worker("warm", file, Path(cache_dir))  # fills the cache
         warm = [_worker("warm", file, Path(cache_dir)) for _ in range(repeat)]
-    return {"load_s": _median([r["load_s"] for r in warm]), "peak_delta": _median([r["peak_delta"] for r in warm])}
+    return {"load_s": _median([r["load_s"] for r in warm]),
+            "peak_delta": _median([r["peak_delta"] for r in warm])}  # fmt: skip
 
 
 def xprof_rs_cli_trial(file: Path) -> tuple[float, int] | None:

@@ -78,7 +78,8 @@ def differences(a, b, path: str = "") -> list[str]:
     if isinstance(a, list | tuple) and isinstance(b, list | tuple):
         if len(a) != len(b):
             return [f"{path}: length {len(a)} != {len(b)}"]
-        return [d for i, (x, y) in enumerate(zip(a, b, strict=True)) for d in differences(x, y, f"{path}[{i}]")]
+        pairs = enumerate(zip(a, b, strict=True))
+        return [d for i, (x, y) in pairs for d in differences(x, y, f"{path}[{i}]")]
     if isinstance(a, np.ndarray) or isinstance(b, np.ndarray):
         a, b = np.asarray(a), np.asarray(b)
         same = a.shape == b.shape and bool(np.array_equal(a, b, equal_nan=a.dtype.kind == "f"))

@@ -143,7 +143,8 @@ def _add_stat(msg, stat_id: int, value) -> None:
 
 
 def _line_bytes(line_id: int, name: str, timestamp_ns: int, events: bytes) -> bytes:
-    header = pb.XLine(id=line_id, display_id=line_id, name=name, timestamp_ns=timestamp_ns).SerializeToString()
+    header = pb.XLine(id=line_id, display_id=line_id, name=name, timestamp_ns=timestamp_ns)
+    header = header.SerializeToString()
     return _length_prefixed(0x1A, header + events)  # XPlane field 3
 
 
@@ -193,9 +194,11 @@ def device_plane(index: int, n_ops: int, rng: np.random.Generator) -> bytes:
     module_starts = np.arange(0, n_ops, OPS_PER_MODULE)
     step_starts = module_starts[::MODULES_PER_STEP]
     ts = BASE_NS + index * 1000
+    steps = groups(step_starts, step_meta, sid["step_num"], 1) if n_ops else b""
+    modules = groups(module_starts, module_meta, sid["run_id"], 7) if n_ops else b""
     lines = [
-        _line_bytes(1, "Steps", ts, groups(step_starts, step_meta, sid["step_num"], 1) if n_ops else b""),
-        _line_bytes(2, "XLA Modules", ts, groups(module_starts, module_meta, sid["run_id"], 7) if n_ops else b""),
+        _line_bytes(1, "Steps", ts, steps),
+        _line_bytes(2, "XLA Modules", ts, modules),
         _line_bytes(3, "XLA Ops", ts, ops),
     ]
     return _length_prefixed(0x0A, header + b"".join(lines))  # XSpace field 1
@@ -257,7 +260,7 @@ def default_path(n_events: int) -> Path:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--events", type=int, default=1_000_000, help="number of events (default 1M)")
-    parser.add_argument("--out", type=Path, help="output file (default benchmarks/data/tpu_<N>/tpu_<N>.xplane.pb)")
+    parser.add_argument("--out", type=Path, help="default: benchmarks/data/tpu_<N>/tpu_<N>.xplane.pb")
     parser.add_argument("--devices", type=int, default=4)
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args(argv)

@@ -19,10 +19,20 @@ from tpuscope.model import cache
 from tpuscope.model.stats import StatColumn, StatTable, narrow_integers
 from tpuscope.model.trace import EventMetadataTable, Plane, Trace, Track
 from tpuscope.xplane import _linedecode
-from tpuscope.xplane.decode import DecodedLine, DecodedPlane, DecodedSpace, MalformedXSpace, RawStatColumn, \
-    decode_xspace  # fmt: skip
-from tpuscope.xplane.files import describe_foreign_format, host_from_filename, read_profile_bytes, \
-    resolve_profile_files  # fmt: skip
+from tpuscope.xplane.decode import (
+    DecodedLine,
+    DecodedPlane,
+    DecodedSpace,
+    MalformedXSpace,
+    RawStatColumn,
+    decode_xspace,  # fmt: skip
+)
+from tpuscope.xplane.files import (
+    describe_foreign_format,
+    host_from_filename,
+    read_profile_bytes,
+    resolve_profile_files,  # fmt: skip
+)
 
 # progress(fraction_done, what_is_happening) -> False to cancel
 ProgressCallback = Callable[[float, str], bool | None]

@@ -110,7 +110,9 @@ def _gunzip_text(raw: bytes) -> str:
 
 
 def _stats_to_dict(stats, stat_names: dict[int, str]) -> dict[str, object]:
-    return {stat_names.get(s.metadata_id, str(s.metadata_id)): _python_stat_value(s, stat_names) for s in stats}
+    return {
+        stat_names.get(s.metadata_id, str(s.metadata_id)): _python_stat_value(s, stat_names) for s in stats
+    }
 
 
 def _columns_from_python(per_row: list[dict[str, object]]) -> dict[str, RawStatColumn]:
@@ -207,8 +209,13 @@ def scan_line(raw) -> tuple:
         raise MalformedXSpace(str(exc)) from None
 
 
-def decode_line(raw, stat_names: dict[int, str], header: tuple | None = None,
-                offset_out: np.ndarray | None = None, duration_out: np.ndarray | None = None) -> DecodedLine:  # fmt: skip
+def decode_line(
+    raw,
+    stat_names: dict[int, str],
+    header: tuple | None = None,
+    offset_out: np.ndarray | None = None,
+    duration_out: np.ndarray | None = None,
+) -> DecodedLine:
     """Decodes one serialized XLine (bytes or memoryview) into columns; raises MalformedXSpace.
 
     `header` is scan_line's result when the caller already has it; the event
@@ -458,7 +465,8 @@ def decode_xspace(data, progress=None, threads: int | None = None) -> DecodedSpa
     pool = ThreadPoolExecutor(workers, thread_name_prefix="xline") if workers > 1 else None
     decoded: list[DecodedLine] = []
     try:
-        line_headers = list(pool.map(scan_line, [raw for raw, _ in jobs]) if pool else map(scan_line, [raw for raw, _ in jobs]))
+        raws = [raw for raw, _ in jobs]
+        line_headers = list(pool.map(scan_line, raws) if pool else map(scan_line, raws))
         counts = np.array([h[6] for h in line_headers], dtype=np.int64)
         bounds = np.concatenate([[0], np.cumsum(counts)])
         block = np.empty((2, int(bounds[-1])), np.int64)  # row 0: offsets, row 1: durations

@@ -1,0 +1,160 @@
+"""The loader's fast paths give the same trace as its plain ones: threads, big-file buffers, the mmap cache.
+
+Each fast path (threaded line decoding, the numpy file buffer whose pages are
+released plane by plane, the memory-mapped cache) is checked against a path
+without it on real profiles and on generated TPU-shaped ones.
+"""
+
+from __future__ import annotations
+
+import gzip
+import importlib.util
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from tests.conftest import ALL_SHARED_TRACES, ROOT, TPU_TRACE, require_shared_traces
+from tpuscope.model import cache
+from tpuscope.model.load import open_trace
+from tpuscope.model.trace import Trace
+from tpuscope.xplane import _linedecode
+from tpuscope.xplane.decode import MalformedXSpace, decode_xspace
+
+
+def _generator():
+    source = ROOT / "benchmarks" / "generate_xspace.py"
+    spec = importlib.util.spec_from_file_location("generate_xspace", source)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.fixture(scope="module")
+def big_profile(tmp_path_factory) -> Path:
+    """A generated TPU-shaped profile above the loader's 4 MiB buffer threshold."""
+    path = tmp_path_factory.mktemp("generated") / "big.xplane.pb"
+    _generator().generate(150_000, path, devices=2, seed=1)
+    assert path.stat().st_size > 4 << 20
+    return path
+
+
+def _columns(trace: Trace) -> list:
+    """Every event column and stat of a trace, with string ids resolved to text."""
+    out = []
+    for track in trace.tracks():
+        stats = {}
+        for name, col in track.stats.columns.items():
+            values = col.values
+            if col.kind == "str":
+                values = [trace.strings[int(v)] for v in values]
+            rows = None if col.rows is None else col.rows.tolist()
+            stats[name] = (col.kind, rows, np.asarray(values).tolist())
+        out.append((track.plane.name, track.name, track.start_ps.tolist(), track.duration_ps.tolist(),
+                    [trace.strings[int(i)] for i in track.name_id], track.depth.tolist(),
+                    track.meta_index.tolist(), stats))  # fmt: skip
+    return out
+
+
+def test_generated_profile_reads_like_jax_reads_it(big_profile):
+    from jax.profiler import ProfileData
+
+    trace = open_trace(big_profile, use_cache=False)
+    theirs = ProfileData.from_file(str(big_profile))
+    ours = [(p.name, t.name, len(t)) for p in trace.planes for t in p.tracks]
+    assert ours == [(p.name, line.name, len(list(line.events))) for p in theirs.planes for line in p.lines]
+    assert abs(trace.event_count - 150_000) < 10
+    ops = trace.find_plane("/device:TPU:0").track("XLA Ops")
+    assert set(ops.stats.names()) == {"device_offset_ps", "device_duration_ps"}
+    flops = ops.stat_values("flops")
+    assert np.isfinite(flops).all() and (flops > 0).all()
+    assert trace.find_plane("/host:CPU").tracks[0].max_depth == _generator().NEST_DEPTH - 1
+
+
+@pytest.mark.parametrize("path", [TPU_TRACE, None], ids=["tpu", "generated"])
+def test_threaded_decoding_equals_serial(path, big_profile):
+    require_shared_traces()
+    data = (path or big_profile).read_bytes()
+    serial, threaded = decode_xspace(data, threads=1), decode_xspace(data, threads=4)
+    assert serial.event_count == threaded.event_count > 0
+    for a_plane, b_plane in zip(serial.planes, threaded.planes, strict=True):
+        for a, b in zip(a_plane.lines, b_plane.lines, strict=True):
+            for column in ("metadata_id", "offset_ps", "event_duration_ps"):
+                np.testing.assert_array_equal(getattr(a, column), getattr(b, column))
+            assert a.stats.keys() == b.stats.keys()
+            for name in a.stats:
+                np.testing.assert_array_equal(a.stats[name].values, b.stats[name].values)
+
+
+def test_big_file_buffer_path_equals_gzip_bytes_path(big_profile, tmp_path):
+    """Above 4 MiB the file goes into a numpy buffer whose plane pages are released as they decode;
+    a gzip file takes the plain bytes path. Both must give the same trace."""
+    gz = tmp_path / "big.xplane.pb.gz"
+    gz.write_bytes(gzip.compress(big_profile.read_bytes(), compresslevel=1))
+    assert _columns(open_trace(big_profile, use_cache=False)) == _columns(open_trace(gz, use_cache=False))
+
+
+def test_release_pages_needs_a_writable_buffer():
+    buffer = np.ones(1 << 16, np.uint8)
+    assert _linedecode.release_pages(buffer, 4096, 8192) in (True, False)
+    assert (buffer[:4096] == 1).all() and (buffer[12288:] == 1).all()  # outside the range: untouched
+    with pytest.raises(TypeError):
+        _linedecode.release_pages(b"\0" * 8192, 0, 8192)
+    assert _linedecode.release_pages(buffer, 60000, 10000) is False  # past the end: refused
+
+
+@pytest.mark.parametrize("path", ALL_SHARED_TRACES, ids=lambda p: p.parent.name)
+def test_cache_reopens_identical_writable_columns(path, tmp_path):
+    copy = tmp_path / path.name
+    shutil.copy(path, copy)
+    first = open_trace(copy)
+    assert list(cache.cache_dir().glob("*.trace")), "the first open should have written the cache"
+    second = open_trace(copy)
+    assert _columns(second) == _columns(first)
+    track = max(second.tracks(), key=len)
+    track.start_ps[0] += 1  # copy-on-write mapping: the cache file itself is not changed
+    assert _columns(open_trace(copy)) == _columns(first)
+
+
+@pytest.mark.parametrize("damage", ["garbage", "truncated", "empty"])
+def test_damaged_cache_file_is_ignored(damage, tmp_path):
+    copy = tmp_path / TPU_TRACE.name
+    shutil.copy(TPU_TRACE, copy)
+    expected = _columns(open_trace(copy))
+    (stored,) = cache.cache_dir().glob("*.trace")
+    raw = stored.read_bytes()
+    stored.write_bytes({"garbage": b"TPUSCOPE" + bytes(range(256)) * 64, "truncated": raw[: len(raw) // 2],
+                        "empty": b""}[damage])  # fmt: skip
+    assert _columns(open_trace(copy)) == expected
+
+
+def test_fill_checks_every_write_against_the_sizes_given():
+    data = TPU_TRACE.read_bytes()
+    _, planes = _linedecode.split_message(data, 1)
+    offset, length = planes[0]
+    plane = memoryview(data)[offset : offset + length]
+    _, lines = _linedecode.split_message(plane, 3)
+    o, n = max(lines, key=lambda span: span[1])  # the longest line of the first plane
+    raw = plane[o : o + n]
+    header = _linedecode.scan(raw)
+    n_events, n_stats = header[6], header[7]
+    assert n_events > 0 and n_stats > 0
+
+    def buffers(events, stats):
+        e = [np.empty(events, np.int64) for _ in range(3)]
+        s = [np.empty(stats, np.int64), np.empty(stats, np.uint8), np.empty(stats, np.int64),
+             np.empty(stats, np.int32)]  # fmt: skip
+        strings = [np.empty(stats, np.int64), np.empty(stats, np.int64), np.empty(stats, np.uint64)]
+        return e + s + strings
+
+    assert _linedecode.fill(raw, n_events, n_stats, n_stats, *buffers(n_events, n_stats)) >= 0
+    for events, stats in [(n_events - 1, n_stats), (n_events, n_stats - 1)]:
+        with pytest.raises(ValueError):
+            _linedecode.fill(raw, events, stats, stats, *buffers(events, stats))
+    with pytest.raises(ValueError):  # a count larger than the buffers really are
+        _linedecode.fill(raw, n_events + 10, n_stats, n_stats, *buffers(n_events, n_stats))
+    with pytest.raises(ValueError):
+        _linedecode.scan(raw[: n // 2])
+    with pytest.raises(MalformedXSpace):
+        decode_xspace(data[: len(data) // 2])
