@@ -125,3 +125,24 @@ def test_unknown_ssh_host_asks_to_trust_it(qtbot, dialog, sshd, training_worker,
     assert asked == [sshd.host_fingerprint]
     assert f"[127.0.0.1]:{sshd.port}" in (tmp_path / "home" / ".ssh" / "known_hosts").read_text()
     assert Path(emitted.args[0]).is_dir()
+
+
+def test_file_capture_in_the_main_window_opens_the_new_trace(qtbot, store, training_worker, tmp_path):
+    from PySide6.QtCore import QTimer
+
+    from tpuscope.ui.main_window import MainWindow
+
+    window = MainWindow(settings=store)
+    qtbot.addWidget(window)
+
+    def fill_and_start():  # runs inside the dialog's exec(), as a user would
+        dialog = window.findChild(CaptureDialog)
+        fill(dialog, training_worker.target, tmp_path / "out")
+        dialog.start_button.click()
+
+    QTimer.singleShot(0, fill_and_start)
+    with qtbot.waitSignal(window.traceLoaded, timeout=60_000) as loaded:
+        window.open_capture_dialog()  # File > Capture...: returns when the dialog closes
+    trace = loaded.args[0]
+    assert trace.event_count > 0
+    assert str(trace.sources[0]).startswith(str(tmp_path / "out" / "plugins" / "profile"))

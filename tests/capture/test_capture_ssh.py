@@ -15,7 +15,11 @@ from tpuscope.capture.ssh import SshOptions, trust_host_key
 from tpuscope.capture.targets import parse_ssh_host, parse_targets
 from tpuscope.model.load import open_trace
 
-pytestmark = pytest.mark.usefixtures("no_user_ssh_state")
+pytestmark = [
+    pytest.mark.usefixtures("no_user_ssh_state"),
+    # a forwarding thread that dies with an exception is a bug even when the capture succeeded
+    pytest.mark.filterwarnings("error::pytest.PytestUnhandledThreadExceptionWarning"),
+]
 
 
 def ssh_settings(sshd, target: str, logdir, **ssh_overrides) -> CaptureSettings:

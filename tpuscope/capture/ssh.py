@@ -168,8 +168,8 @@ class LocalForward:
                     if not data:
                         break
                     client.sendall(data)
-        except OSError:
-            pass
+        except (OSError, EOFError, paramiko.SSHException):
+            pass  # either side went away (the SSH connection is closing): this forwarded connection ends
         finally:
             channel.close()
             client.close()
