@@ -13,7 +13,7 @@ from tests.ui.conftest import JAX_STEPS, LOAD_TIMEOUT_MS, open_and_wait
 from tpuscope.ui.main_window import MainWindow
 from tpuscope.ui.timeline.layout import ROW_HEIGHT
 from tpuscope.ui.timeline.palette import short_name
-from tpuscope.ui.timeline.view import LABEL_COLUMN_PX, PAN_FRACTION, ZOOM_STEP
+from tpuscope.ui.timeline.view import HIGHLIGHT, LABEL_COLUMN_PX, PAN_FRACTION, ZOOM_STEP
 
 
 def send_mouse(
@@ -199,6 +199,9 @@ def test_search_counts_highlights_and_steps_through_matches(qtbot, window):
     assert view.selected == (track, index)
     assert window.details.toPlainText().startswith(short_name(track.event_name(index)))
     assert set(view.highlights) == {id(t) for t, _ in window.search.results.per_track}
+    image = view.grab().toImage().convertToFormat(QImage.Format_RGB32)
+    pixels = np.frombuffer(image.constBits(), np.uint32, image.width() * image.height())
+    assert (pixels == (HIGHLIGHT.rgb() & 0xFFFFFFFF)).sum() > 20  # the matches are outlined on screen
 
     qtbot.keyClick(window.search.line, Qt.Key_Return)
     assert window.search.count_label.text() == f"2 of {expected:,} matches"
