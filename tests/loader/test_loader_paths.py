@@ -14,13 +14,18 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from tests.conftest import ALL_SHARED_TRACES, ROOT, TPU_TRACE, require_shared_traces
+from tpuscope.errors import ProfileError
 from tpuscope.model import cache
 from tpuscope.model.load import open_trace
 from tpuscope.model.trace import Trace
 from tpuscope.xplane import _linedecode
 from tpuscope.xplane.decode import MalformedXSpace, decode_xspace
+
+_BIG_FILE_BYTES = 4 << 20  # tpuscope.model.load reads files from this size into a numpy buffer
 
 
 def _generator():
@@ -36,7 +41,7 @@ def big_profile(tmp_path_factory) -> Path:
     """A generated TPU-shaped profile above the loader's 4 MiB buffer threshold."""
     path = tmp_path_factory.mktemp("generated") / "big.xplane.pb"
     _generator().generate(150_000, path, devices=2, seed=1)
-    assert path.stat().st_size > 4 << 20
+    assert path.stat().st_size > _BIG_FILE_BYTES
     return path
 
 
@@ -158,3 +163,27 @@ def test_fill_checks_every_write_against_the_sizes_given():
         _linedecode.scan(raw[: n // 2])
     with pytest.raises(MalformedXSpace):
         decode_xspace(data[: len(data) // 2])
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(edits=st.lists(st.tuples(st.integers(0, 2**31), st.integers(0, 255)), min_size=1, max_size=3),
+       cut=st.none() | st.integers(0, 2**31))  # fmt: skip
+def test_mutated_big_profile_loads_or_raises_profile_error(big_profile, tmp_path, edits, cut):
+    """The big-file path (numpy buffer, threads, pages released per plane) under byte mutations."""
+    buffer = bytearray(big_profile.read_bytes())
+    for position, value in edits:
+        buffer[position % len(buffer)] = value
+    if cut is not None:
+        buffer = buffer[: max(_BIG_FILE_BYTES, cut % (len(buffer) + 1))]  # stay on the big-file path
+    path = tmp_path / "mutated.xplane.pb"
+    path.write_bytes(bytes(buffer))
+    try:
+        trace = open_trace(path, use_cache=False)
+    except ProfileError as error:
+        assert str(path) in str(error)
+        return
+    for track in trace.tracks():
+        assert len(track.start_ps) == len(track.duration_ps) == len(track.name_id) == len(track.depth)
+        for column in track.stats.columns.values():
+            if column.rows is not None:
+                assert column.rows.max(initial=-1) < len(track)
