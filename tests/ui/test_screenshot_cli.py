@@ -57,3 +57,17 @@ def test_bad_profile_and_missing_folder_exit_2(tmp_path, capsys):
     assert capsys.readouterr().err.startswith(f"tpuscope: Cannot open {bad}")
     assert main(["screenshot", str(TPU_TRACE), str(tmp_path / "nope" / "x.png")]) == 2
     assert "does not exist" in capsys.readouterr().err
+
+
+def test_a_time_window_zooms_the_timeline(tmp_path, capsys):
+    whole, zoomed = tmp_path / "whole.png", tmp_path / "zoomed.png"
+    assert main(["screenshot", str(TPU_TRACE), str(whole), "--size", "800x500"]) == 0
+    assert (
+        main(["screenshot", str(TPU_TRACE), str(zoomed), "--size", "800x500", "--window-ms", "40190:41170"])
+        == 0
+    )
+    assert QImage(str(whole)) != QImage(str(zoomed))
+    assert main(["screenshot", str(TPU_TRACE), str(zoomed), "--window-ms", "5:2"]) == 2
+    assert "ends before it starts" in capsys.readouterr().err
+    assert main(["screenshot", str(TPU_TRACE), str(zoomed), "--window-ms", "soon"]) == 2
+    assert "is not START:END in milliseconds" in capsys.readouterr().err

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QDialog
 
 from tests.conftest import PTXLA_TRACE, TPU_TRACE
@@ -38,10 +39,14 @@ def test_highlight_and_zoom_requests_reach_the_timeline(qtbot, window, key):
     assert set(timeline.highlights) == {id(track)}
     assert window.tabs.currentWidget() is view  # a highlight neither steals the tab nor moves the timeline
     assert (timeline.t0_ps, timeline.t1_ps) == before
+    assert f"{len(picked)} events outlined" in window.status_label.text()
+    assert window.tabs.tabText(window.tabs.indexOf(view)) in window.status_label.text()
     t0, t1 = int(track.start_ps[picked[0]]), int(track.end_ps[picked[-1]])
     view.zoomRequested.emit(t0, t1)
     assert window.tabs.currentWidget() is window.views["timeline"]
     assert (timeline.t0_ps, timeline.t1_ps) == pytest.approx((t0, t1))
+    qtbot.keyClick(timeline, Qt.Key_Escape)
+    assert timeline.highlights == {}
 
 
 def test_missing_views_are_left_out_but_broken_ones_raise(monkeypatch):

@@ -25,6 +25,11 @@ def register(subparsers) -> None:
     parser.add_argument(
         "--view", default="timeline", choices=VIEWS, help="the tab to show (default timeline)"
     )
+    parser.add_argument(
+        "--window-ms",
+        metavar="START:END",
+        help="show this time window, in ms from the trace start (default: the whole trace)",
+    )
     parser.set_defaults(handler=run)
 
 
@@ -42,10 +47,28 @@ def parse_size(text: str) -> tuple[int, int]:
     return width, height
 
 
+def parse_window(text: str | None) -> tuple[float, float] | None:
+    """`START:END` in ms from the trace start, as picoseconds; None when not given."""
+    from tpuscope.cli import UserFacingError
+
+    if text is None:
+        return None
+    try:
+        start, end = (float(part) * 1e9 for part in text.split(":"))
+    except ValueError:
+        raise UserFacingError(
+            f"The window {text!r} is not START:END in milliseconds, such as 40.5:41.8."
+        ) from None
+    if not end > start:
+        raise UserFacingError(f"The window {text} ends before it starts.")
+    return start, end
+
+
 def run(args) -> int:
     from tpuscope.cli import UserFacingError
 
     size = parse_size(args.size)
+    window_ps = parse_window(args.window_ms)
     out = Path(args.out)
     if not out.parent.is_dir():
         raise UserFacingError(f"Cannot write {out}: the folder {out.parent} does not exist.")
@@ -69,6 +92,8 @@ def run(args) -> int:
         window.show_view(args.view)
         window.resize(*size)
         window.show()
+        if window_ps is not None:
+            window.timeline.zoom_to_range(*window_ps, margin=0.0)
         app.processEvents()
         # Views that compute in the background (diagnostics) must finish before the picture is taken;
         # their results arrive as queued signals, delivered by processEvents.

@@ -282,7 +282,15 @@ class MainWindow(QMainWindow):
         mere selection (the diagnostics view selects its first finding by
         itself), and the user's place must not jump. zoomRequested does both.
         """
-        self.timeline.set_highlight([(t, np.asarray(i)) for t, i in matches if len(i)])
+        matches = [(t, np.asarray(i)) for t, i in matches if len(i)]
+        self.timeline.set_highlight(matches)
+        source = self.sender()
+        title = next((VIEW_TITLES[k] for k, v in self.views.items() if v is source), "another view")
+        count = sum(len(i) for _, i in matches)
+        if count:
+            self.status_label.setText(
+                f"{count:,} events outlined on the timeline, picked in {title} (Esc on the timeline clears)."
+            )
 
     def zoom_timeline(self, t0_ps, t1_ps) -> None:
         self.show_view("timeline")

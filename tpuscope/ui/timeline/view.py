@@ -477,6 +477,7 @@ class TimelineView(QWidget):
             self.zoom_to_fit()
         elif key == Qt.Key_Escape:
             self.range = None
+            self.highlights = {}
             self.select_event(None)
         else:
             super().keyPressEvent(event)
