@@ -76,6 +76,10 @@ def test_starts_on_the_welcome_page_and_opens_a_real_tpu_profile(qtbot, window):
     tpu0 = [r.track.name for r in view.layout_.rows if r.kind == "track" and r.group[1] == "/device:TPU:0"]
     assert tpu0.index("XLA Modules") < tpu0.index("XLA Ops")
     assert "Overlay" not in tpu0  # empty tracks are hidden
+    window.show_empty_action.trigger()
+    shown = [r.track.name for r in view.layout_.rows if r.kind == "track" and r.group[1] == "/device:TPU:0"]
+    assert "Overlay" in shown and len(shown) == len(trace.find_plane("/device:TPU:0").tracks)
+    window.show_empty_action.trigger()
     host = [r.track for r in view.layout_.rows if r.kind == "track" and r.group[1] == "/host:CPU"]
     assert host[0].display_name.startswith("main/")
     assert view.t0_ps <= 0 and view.t1_ps >= trace.duration_ps
@@ -304,6 +308,18 @@ def test_recent_files_and_window_state_persist(qtbot, settings, tmp_path):
     with qtbot.waitSignal(second.traceLoaded, timeout=LOAD_TIMEOUT_MS):
         second.recent_menu.actions()[1].trigger()
     assert second.path == PTXLA_TRACE.resolve()
+    with qtbot.waitSignal(second.traceLoaded, timeout=LOAD_TIMEOUT_MS):
+        second.welcome.recent.itemActivated.emit(second.welcome.recent.item(1))
+    assert second.path == GPU_TRACE.resolve()
+    qtbot.waitUntil(lambda: not second.workers, timeout=LOAD_TIMEOUT_MS)
+
+
+def test_the_welcome_page_opens_the_bundled_sample(qtbot, window):
+    with qtbot.waitSignal(window.traceLoaded, timeout=LOAD_TIMEOUT_MS) as loaded:
+        window.welcome.sample_button.click()
+    assert window.path == window.welcome.sample
+    assert loaded.args[0].sources == [window.welcome.sample]
+    assert window.timeline.layout_.rows[0].label.startswith("/device:TPU:0")
 
 
 def test_dropping_a_file_opens_it(qtbot, window):

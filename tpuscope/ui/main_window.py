@@ -139,6 +139,8 @@ class MainWindow(QMainWindow):
         view_menu.addSeparator()
         self._action(view_menu, "&Collapse All Groups", lambda: self.timeline.set_all_collapsed(True))
         self._action(view_menu, "&Expand All Groups", lambda: self.timeline.set_all_collapsed(False))
+        self.show_empty_action = self._action(view_menu, "Show &Empty Tracks", self._toggle_empty_tracks)
+        self.show_empty_action.setCheckable(True)
         self._action(view_menu, "Find\u2026", self._focus_search, QKeySequence.Find)
         view_menu.addSeparator()
         view_menu.addAction(self.details_dock.toggleViewAction())
@@ -152,6 +154,9 @@ class MainWindow(QMainWindow):
         action.triggered.connect(slot)
         menu.addAction(action)
         return action
+
+    def _toggle_empty_tracks(self) -> None:
+        self.timeline.set_show_empty(self.show_empty_action.isChecked())
 
     def _focus_search(self) -> None:
         self.show_view("timeline")

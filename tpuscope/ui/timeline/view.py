@@ -79,6 +79,7 @@ class TimelineView(QWidget):
         self.layout_: TimelineLayout | None = None
         self.colours = Colours()
         self.steps = None
+        self.show_empty = False
         self.t0_ps = 0.0
         self.t1_ps = 1.0
         self.y_scroll = 0
@@ -108,7 +109,7 @@ class TimelineView(QWidget):
     def set_trace(self, trace: Trace | None, lod: TimelineLod | None = None, steps=None) -> None:
         self.trace = trace
         self.lod = lod if lod is not None or trace is None else TimelineLod(trace)
-        self.layout_ = TimelineLayout(trace) if trace is not None else None
+        self.layout_ = TimelineLayout(trace, show_empty=self.show_empty) if trace is not None else None
         self.colours = Colours()
         self.steps = steps if steps is not None and len(steps) else None
         self.selected = None
@@ -211,6 +212,15 @@ class TimelineView(QWidget):
     def set_all_collapsed(self, collapsed: bool) -> None:
         if self.layout_ is not None:
             self.layout_.set_all_collapsed(collapsed)
+            self._update_scrollbar()
+            self.update()
+
+    def set_show_empty(self, show: bool) -> None:
+        """Shows or hides tracks (and planes) without events; hidden by default."""
+        self.show_empty = show
+        if self.layout_ is not None:
+            self.layout_.show_empty = show
+            self.layout_.relayout()
             self._update_scrollbar()
             self.update()
 
