@@ -154,11 +154,13 @@ class _Scratch:
 
     Why: fresh memory costs a page fault per 4 KiB page, which dominated line
     decoding here (a 225k-event line: 40 ms CPU with fresh arrays, 12 ms with
-    reused ones). Reusing one arena per thread, of at least 4 MiB so numpy
-    backs it with huge pages, pays those faults once per thread.
+    reused ones). Small lines reuse one 4 MiB arena per thread; a bigger line
+    gets its own arena, which numpy backs with huge pages (few faults), and
+    frees it right after (shrink), so idle threads hold no big arenas.
     """
 
-    MIN_BYTES = 4 << 20  # numpy asks for transparent huge pages from this size on
+    # numpy madvises transparent huge pages from 4 MiB on (numpy/_core/src/multiarray/alloc.c)
+    MIN_BYTES = 4 << 20
 
     def __init__(self) -> None:
         self.buffer = np.empty(0, np.uint8)
@@ -268,9 +270,10 @@ def _own(array: np.ndarray) -> np.ndarray:
     return array if array.base is None else array.copy()
 
 
-# Up to this many distinct stat ids on a line, one comparison pass per id beats sorting all records.
+# Up to this many distinct stat ids on a line, one comparison pass per id beats a stable argsort of
+# all records (lexsort of 450k records: ~20 ms; 2 passes: ~2 ms; measured, benchmarks/README.md).
 _FEW_STAT_IDS = 8
-# Stat ids below this bound are found with one bincount instead of np.unique's sort.
+# Stat ids below this bound are found with one bincount (a 512 KiB table) instead of np.unique's sort.
 _BINCOUNT_ID_BOUND = 1 << 16
 
 
@@ -407,9 +410,11 @@ def _merge_columns(a: RawStatColumn, b: RawStatColumn) -> RawStatColumn:
 
 
 # Worker threads for line decoding: the C decoder releases the GIL, so lines decode in parallel.
-# Capped because each thread holds one line's temporary stat records (~45 bytes per stat).
+# Capped because each thread holds one line's scratch (21 bytes per stat, 8 per event) while the
+# file and the decoded columns are also resident: 2 threads cost ~20 MB more peak than 1 on the
+# 1M-event file (benchmarks/README.md).
 _MAX_THREADS = 4
-# Below this many line bytes a thread pool costs more than it saves.
+# Below this many line bytes (~30k events) a thread pool's start-up costs more than it saves.
 _PARALLEL_MIN_BYTES = 1 << 20
 
 # XSpace.planes and XPlane.lines (tpuscope/xplane/xplane.proto).
