@@ -96,9 +96,7 @@ def track_boxes(
     return out
 
 
-def build_frame(
-    rows: list[Row], lod: TimelineLod, colours: Colours, view: Viewport, char_px: float = 7.0
-) -> Frame:
+def build_frame(rows: list[Row], lod: TimelineLod, colours: Colours, view: Viewport) -> Frame:
     """Rectangles (grouped by palette colour) and labels for the visible track rows."""
     pieces = _Pieces()
     labels: list[Label] = []

@@ -42,6 +42,8 @@ LABEL_BG = QColor("#f0f2f5")
 GRID = QColor("#dde1e6")
 TEXT = QColor("#1d2330")
 MUTED_TEXT = QColor("#5b6473")
+LIGHT_TEXT = QColor("#ffffff")
+LABEL_PADDING_PX = 3
 SELECTION = QColor("#1a57d6")
 HIGHLIGHT = QColor("#ff00aa")
 RANGE_FILL = QColor(40, 110, 240, 40)
@@ -324,17 +326,19 @@ class TimelineView(QWidget):
             painter.drawLine(QPointF(x, top), QPointF(x, bottom))
 
     def _paint_labels(self, painter: QPainter, frame: Frame) -> None:
+        """Names inside boxes wide enough for them; drawText clips each to its box."""
         text_height = ROW_HEIGHT - 2
+        dark = None
         for label in frame.labels:
-            text = self._elide(label.text, label.width - 6)
+            left = max(label.x, LABEL_COLUMN_PX) + LABEL_PADDING_PX
+            width = label.x + label.width - LABEL_PADDING_PX - left
+            text = self._elide(label.text, width)
             if not text:
                 continue
-            painter.setPen(TEXT if self._dark_text[label.colour] else QColor("white"))
-            painter.drawText(
-                QRectF(max(label.x, LABEL_COLUMN_PX) + 3, label.y, label.width - 6, text_height),
-                Qt.AlignLeft | Qt.AlignVCenter,
-                text,
-            )
+            if self._dark_text[label.colour] is not dark:
+                dark = self._dark_text[label.colour]
+                painter.setPen(TEXT if dark else LIGHT_TEXT)
+            painter.drawText(QRectF(left, label.y, width, text_height), Qt.AlignLeft | Qt.AlignVCenter, text)
 
     def _elide(self, text: str, width: float) -> str:
         chars = int(width / self._char_px)
