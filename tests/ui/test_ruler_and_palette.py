@@ -65,3 +65,23 @@ def test_the_common_categories_have_distinct_colours():
         "custom-call",
     ]
     assert len({CATEGORY_COLOURS[c] for c in common}) == len(common)
+
+
+def test_track_labels_shorten_long_thread_ids_only():
+    from tests.conftest import TF_TRACE
+    from tpuscope.ui.timeline.layout import TimelineLayout
+
+    layout = TimelineLayout(open_trace(TF_TRACE))
+    labels = {r.track.display_name: r.label for r in layout.rows if r.kind == "track"}
+    assert labels["python"] == "python"
+    long_ids = [
+        n for n in labels if n.rsplit("/", 1)[-1].lstrip("-").isdigit() and len(n.rsplit("/", 1)[-1]) >= 10
+    ]
+    assert long_ids
+    for name in long_ids:
+        prefix, number = name.rsplit("/", 1)
+        assert labels[name] == f"{prefix}/\u2026{number[-4:]}"
+        assert name in next(
+            r.tooltip for r in layout.rows if r.track is not None and r.track.display_name == name
+        )
+    assert len(set(labels.values())) == len(labels)  # still tells every thread apart

@@ -11,6 +11,7 @@ hundred tracks: no Qt here.
 from __future__ import annotations
 
 import bisect
+import re
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -64,6 +65,19 @@ def is_main_thread(track: Track) -> bool:
     return name == "python" or name == "main" or name.startswith("main/")
 
 
+_LONG_THREAD_ID = re.compile(r"^(.+)/(-?\d{10,})$")  # TensorFlow writes 64-bit hashes; OS ids stay whole
+THREAD_ID_DIGITS_SHOWN = 4  # enough to tell a pool's threads apart; the tooltip has the full name
+
+
+def track_label(track: Track) -> str:
+    """A readable track name: TensorFlow's 19-digit thread ids are cut to their last digits."""
+    name = track.display_name
+    match = _LONG_THREAD_ID.match(name)
+    if match:
+        return f"{match.group(1)}/\u2026{match.group(2)[-THREAD_ID_DIGITS_SHOWN:]}"
+    return name
+
+
 def plane_label(plane: Plane, several_hosts: bool) -> str:
     label = plane.name
     if plane.device_type:
@@ -108,7 +122,7 @@ class TimelineLayout:
                 height = (track.max_depth + 1) * ROW_HEIGHT
                 tooltip = f"{track.display_name} ({plane.name}, {len(track):,} events)"
                 rows.append(
-                    Row("track", y, height, track.display_name, tooltip, key, track, False, len(track))
+                    Row("track", y, height, track_label(track), tooltip, key, track, False, len(track))
                 )
                 y += height + TRACK_GAP
         self.rows = rows
