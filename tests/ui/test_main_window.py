@@ -218,14 +218,29 @@ def test_regex_search_and_a_bad_regex(qtbot, window):
     trace = open_and_wait(qtbot, window, TPU_TRACE)
     window.search.regex.setChecked(True)
     qtbot.keyClicks(window.search.line, r"^%copy-start\.\d+ =")
-    qtbot.keyClick(window.search.line, Qt.Key_Return)
+    with qtbot.waitSignal(window.search.matchesChanged):
+        qtbot.keyClick(window.search.line, Qt.Key_Return)
     expected = sum(len(i) for _, i in trace.find_events(r"^%copy-start\.\d+ =", regex=True))
     assert expected > 0 and window.search.results.count == expected
     window.search.line.clear()
     qtbot.keyClicks(window.search.line, "fusion(")
     qtbot.keyClick(window.search.line, Qt.Key_Return)
     assert "bad regex" in window.search.count_label.text()
-    assert window.search.results.count == 0
+    assert window.search.results.count == 0 and not window.search.is_searching()
+    assert window.timeline.highlights == {}
+
+
+def test_a_stale_search_never_overrides_a_newer_one(qtbot, window):
+    open_and_wait(qtbot, window, TF_TRACE)
+    search = window.search
+    search.line.setText("Iterator")
+    search.run()
+    search.line.setText("EagerExecute")
+    with qtbot.waitSignal(search.matchesChanged, timeout=60_000):
+        search.run()
+    qtbot.waitUntil(lambda: not search._workers, timeout=60_000)
+    names = {t.event_name(int(i)) for t, idx in search.results.per_track for i in idx[:50]}
+    assert names and all("eagerexecute" in n.lower() for n in names)
 
 
 def test_shift_drag_summarizes_the_range_per_name(qtbot, window):

@@ -314,7 +314,7 @@ class MainWindow(QMainWindow):
         self.details.show_range(t0_ps, t1_ps, summarize_range(tracks, t0_ps, t1_ps), self.trace.strings)
 
     def _on_matches(self, results: SearchResults) -> None:
-        self.timeline.set_highlight(results.per_track)
+        self.timeline.set_highlight_lods(results.outlines)
 
     def _on_current_match(self, track: Track, index: int) -> None:
         self.timeline.select_event(track, index)
@@ -367,6 +367,7 @@ class MainWindow(QMainWindow):
         self.cancel_load()
         for worker in list(self.workers):
             worker.wait()
+        self.search.shutdown()
         for key, view in self.views.items():
             if key != "timeline" and hasattr(view, "shutdown"):
                 view.shutdown()

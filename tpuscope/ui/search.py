@@ -3,7 +3,9 @@
 Matching scans the table of distinct names, then tests each track's name ids
 with np.isin (Trace.find_events), so it costs one vectorized pass per track,
 not a Python test per event. Matches are ordered by start time across tracks
-for Enter / Shift+Enter stepping.
+for Enter / Shift+Enter stepping. A query with millions of matches takes
+seconds to order and index for outlining, so it runs in a worker thread;
+Enter pressed meanwhile is taken as soon as the matches arrive.
 """
 
 from __future__ import annotations
@@ -12,19 +14,21 @@ import re
 from dataclasses import dataclass, field
 
 import numpy as np
-from PySide6.QtCore import Qt, Signal
+from PySide6.QtCore import Qt, QThread, Signal
 from PySide6.QtWidgets import QCheckBox, QHBoxLayout, QLabel, QLineEdit, QToolButton, QWidget
 
 from tpuscope.model.trace import Trace, Track
+from tpuscope.ui.timeline.lod import TrackLod
 
 
 @dataclass
 class SearchResults:
-    """All matches of one query, per track and in global start order."""
+    """All matches of one query, per track and in global start order, with their outline index."""
 
     per_track: list[tuple[Track, np.ndarray]] = field(default_factory=list)
-    order_track: np.ndarray = field(default_factory=lambda: np.empty(0, np.int64))
+    order_track: np.ndarray = field(default_factory=lambda: np.empty(0, np.int32))
     order_index: np.ndarray = field(default_factory=lambda: np.empty(0, np.int64))
+    outlines: dict[int, TrackLod] = field(default_factory=dict)  # id(track) -> LOD of its matches
 
     @property
     def count(self) -> int:
@@ -40,10 +44,25 @@ def search_trace(trace: Trace, pattern: str, regex: bool) -> SearchResults:
     if not per_track:
         return SearchResults()
     starts = np.concatenate([track.start_ps[idx] for track, idx in per_track])
-    owners = np.concatenate([np.full(len(idx), i, np.int64) for i, (_, idx) in enumerate(per_track)])
+    owners = np.concatenate([np.full(len(idx), i, np.int32) for i, (_, idx) in enumerate(per_track)])
     indices = np.concatenate([idx for _, idx in per_track]).astype(np.int64)
     order = np.argsort(starts, kind="stable")
-    return SearchResults(per_track, owners[order], indices[order])
+    outlines = {id(track): TrackLod(track, idx) for track, idx in per_track}
+    return SearchResults(per_track, owners[order], indices[order], outlines)
+
+
+class SearchWorker(QThread):
+    """Runs one search off the UI thread: millions of matches take seconds to order and index."""
+
+    done = Signal(int, object)  # (generation, SearchResults)
+
+    def __init__(self, generation: int, trace: Trace, pattern: str, regex: bool, parent=None):
+        super().__init__(parent)
+        self.generation = generation
+        self.trace, self.pattern, self.regex = trace, pattern, regex
+
+    def run(self) -> None:
+        self.done.emit(self.generation, search_trace(self.trace, self.pattern, self.regex))
 
 
 class SearchLine(QLineEdit):
@@ -72,6 +91,10 @@ class SearchBar(QWidget):
         self.results = SearchResults()
         self.position = -1
         self._query: tuple[str, bool] | None = None
+        self._generation = 0
+        self._pending_step = 0
+        self._searching = False
+        self._workers: set[SearchWorker] = set()
         self.line = SearchLine(self)
         self.line.setPlaceholderText("Search events (Enter: next, Shift+Enter: previous)")
         self.line.setClearButtonEnabled(True)
@@ -99,43 +122,74 @@ class SearchBar(QWidget):
     def set_trace(self, trace: Trace | None) -> None:
         self.trace = trace
         self._query = None
+        self._clear()
+        if self.line.text():
+            self.run()
+
+    def _clear(self) -> None:
+        self._generation += 1  # a search still running for the old text or trace is now stale
+        self._searching = False
+        self._pending_step = 0
         self.results = SearchResults()
         self.position = -1
         self.count_label.setText("")
-        if self.line.text():
-            self.run()
 
     def _on_text_changed(self, *_) -> None:
         if not self.line.text():
             self._query = None
-            self.results = SearchResults()
-            self.position = -1
-            self.count_label.setText("")
+            self._clear()
             self.matchesChanged.emit(self.results)
 
+    def is_searching(self) -> bool:
+        """Whether the matches for the current text are still being computed."""
+        return self._searching
+
     def run(self) -> None:
-        """Searches for the current text (if it changed since the last search)."""
+        """Starts searching for the current text (if it changed since the last search)."""
         query = (self.line.text(), self.regex.isChecked())
         if query == self._query or self.trace is None:
             return
         self._query = query
-        self.position = -1
+        self._clear()
         if not query[0]:
-            self.results = SearchResults()
-        else:
+            self.matchesChanged.emit(self.results)
+            return
+        if query[1]:
             try:
-                self.results = search_trace(self.trace, *query)
+                re.compile(query[0])
             except re.error as error:
-                self.results = SearchResults()
                 self.count_label.setText(f"<span style='color:#c0392b'>bad regex: {error.msg}</span>")
                 self.matchesChanged.emit(self.results)
                 return
+        self.count_label.setText("searching\u2026")
+        self._searching = True
+        worker = SearchWorker(self._generation, self.trace, *query, parent=self)
+        worker.done.connect(self._on_done)
+        worker.finished.connect(lambda w=worker: self._forget(w))
+        self._workers.add(worker)
+        worker.start()
+
+    def _forget(self, worker: SearchWorker) -> None:
+        self._workers.discard(worker)
+        worker.deleteLater()
+
+    def _on_done(self, generation: int, results: SearchResults) -> None:
+        if generation != self._generation:
+            return
+        self._searching = False
+        self.results = results
         self._show_count()
         self.matchesChanged.emit(self.results)
+        if self._pending_step:
+            direction, self._pending_step = self._pending_step, 0
+            self.step(direction)
 
     def step(self, direction: int) -> None:
         """Goes to the next (1) or previous (-1) match, searching first if the text changed."""
         self.run()
+        if self.is_searching():
+            self._pending_step = direction  # taken as soon as the matches are in
+            return
         if not self.results.count:
             return
         self.position = (
@@ -145,6 +199,11 @@ class SearchBar(QWidget):
         )
         self._show_count()
         self.currentMatch.emit(*self.results.match(self.position))
+
+    def shutdown(self) -> None:
+        """Waits for a running search (before the window closes)."""
+        for worker in list(self._workers):
+            worker.wait()
 
     def _show_count(self) -> None:
         count = self.results.count

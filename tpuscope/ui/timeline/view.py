@@ -190,7 +190,11 @@ class TimelineView(QWidget):
 
     def set_highlight(self, matches: list[tuple[Track, np.ndarray]]) -> None:
         """Outlines these events (search matches, ops picked in other views) until cleared."""
-        self.highlights = {id(track): TrackLod(track, indices) for track, indices in matches if len(indices)}
+        self.set_highlight_lods({id(track): TrackLod(track, idx) for track, idx in matches if len(idx)})
+
+    def set_highlight_lods(self, lods: dict[int, TrackLod]) -> None:
+        """Outlines events whose level-of-detail index was built elsewhere (the search worker)."""
+        self.highlights = dict(lods)
         self.update()
 
     def scroll_to_track(self, track: Track) -> None:
