@@ -171,7 +171,8 @@ class LocalForward:
         except (OSError, EOFError, paramiko.SSHException):
             pass  # either side went away (the SSH connection is closing): this forwarded connection ends
         finally:
-            channel.close()
+            with contextlib.suppress(OSError, EOFError, paramiko.SSHException):
+                channel.close()  # tells the SSH server, unless the connection is already gone
             client.close()
 
     def close(self) -> None:
