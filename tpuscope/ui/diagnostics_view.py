@@ -12,6 +12,7 @@ A newer `set_trace` supersedes an older run (its result is dropped when it arriv
 from __future__ import annotations
 
 import html
+import re
 
 from PySide6.QtCore import QThread, QUrl, Signal
 from PySide6.QtGui import QIcon
@@ -213,13 +214,20 @@ def finding_html(finding: Finding) -> str:
         f"<p><i>{esc(finding.severity.label)}</i> · <code>{esc(finding.id)}</code></p>",
         f"<p>{esc(finding.explanation)}</p>",
     ]
-    if finding.metrics:
+    scalars = {k: v for k, v in finding.metrics.items() if not _is_records(v)}
+    records = {k: v for k, v in finding.metrics.items() if _is_records(v)}
+    if scalars:
         out.append("<h4>Numbers</h4><table cellspacing='0' cellpadding='2'>")
-        for key, value in finding.metrics.items():
+        for key, value in scalars.items():
+            label, text = _labelled(key, value)
             out.append(
-                f"<tr><td>{esc(key.replace('_', ' '))}</td><td><b>{esc(_metric_text(value))}</b></td></tr>"
+                f"<tr><td style='color:{_MUTED}; padding-right:12px'>{esc(label)}</td>"
+                f"<td><b>{text}</b></td></tr>"
             )
         out.append("</table>")
+    for key, rows in records.items():
+        out.append(f"<h4>{esc(_label(key)[0].capitalize())} ({len(rows)})</h4>")
+        out.append(records_table_html(rows))
     if finding.advice:
         out.append("<h4>What to do</h4><ul>")
         out.extend(f"<li>{esc(a)}</li>" for a in finding.advice)
@@ -235,12 +243,149 @@ def finding_html(finding: Finding) -> str:
     return "".join(out)
 
 
-def _metric_text(value) -> str:
-    if isinstance(value, float):
-        return f"{value:g}"
+# -- metric formatting -------------------------------------------------------------------------
+# Metric keys carry their unit as a suffix (finding.py: `compile_ms`, `percent_of_profile`);
+# the pane moves the unit into the label or column header and formats the number to match.
+_MUTED = "#555"
+_HEADER_BACKGROUND = "#e4e8ee"
+_STRIPE_BACKGROUND = "#f4f6f9"
+_GRID = "#c8ced6"
+# Rows shown per table and items per list cell: metrics hold at most a few dozen.
+MAX_TABLE_ROWS = 40
+MAX_LIST_ITEMS = 12
+# A list of strings longer than this (characters, joined) is shown one item per line.
+INLINE_LIST_CHARS = 70
+# Table cells up to this many characters never wrap (names, step labels, single shapes); longer
+# ones wrap between words, but never inside a shape such as f32[5,1024,1024,256].
+NOWRAP_CHARS = 32
+_WORD_JOINER = "\u2060"
+# Column headers are broken into lines of about this many characters (between words).
+HEADER_LINE_CHARS = 12
+_BRACKETED = re.compile(r"\[[^\[\]]*\]")
+
+
+def _is_records(value) -> bool:
+    """A list of dicts: one table row per item."""
+    return isinstance(value, (list, tuple)) and len(value) > 0 and all(isinstance(v, dict) for v in value)
+
+
+def _label(key: str) -> tuple[str, str]:
+    """(words, unit) of a metric key: `compile_ms` -> ('compile', 'ms'), `percent_of_profile` ->
+    ('percent of profile', '%')."""
+    words = key.replace("_", " ").strip()
+    if key.endswith("_ms"):
+        return words[: -len(" ms")], "ms"
+    if key == "ms":
+        return "time", "ms"
+    if "percent" in key:
+        return words, "%"
+    return words, ""
+
+
+def _labelled(key: str, value) -> tuple[str, str]:
+    """The label and the (escaped, HTML) value text of one scalar metric."""
+    words, unit = _label(key)
+    text = _value_html(value, key)
+    if unit and isinstance(value, (int, float)) and not isinstance(value, bool):
+        text += f" {unit}" if unit == "ms" else "&nbsp;%"
+    return words, text
+
+
+def format_number(value: float | int, key: str = "") -> str:
+    """A metric number as people read it: `281.2` ms, `63.81` ms, `0.273`, `12,345`; ids unchanged."""
+    if isinstance(value, bool):
+        return str(value)
+    if isinstance(value, int):
+        return str(value) if key.endswith("id") or key.endswith("_num") else f"{value:,}"
+    if value != value:  # NaN
+        return "–"
+    magnitude = abs(value)
+    if "percent" in key:  # finding.percent rounds to 2 decimals; 1 reads enough above 1 %
+        return f"{value:.1f}" if magnitude >= 1 else f"{value:.2f}"
+    if key.endswith("_ms") or key == "ms":  # finding.ms rounds to 3 decimals (1 µs)
+        digits = 1 if magnitude >= 100 else 2 if magnitude >= 1 else 3
+        return f"{value:,.{digits}f}"
+    if magnitude >= 1000:
+        return f"{value:,.0f}"
+    return f"{value:.4g}"
+
+
+def _value_html(value, key: str = "") -> str:
+    esc = html.escape
+    if isinstance(value, (int, float)):
+        return esc(format_number(value, key))
     if isinstance(value, dict):
-        return ", ".join(f"{k}: {_metric_text(v)}" for k, v in list(value.items())[:8])
+        return esc(", ".join(f"{k}: {_plain_text(v, k)}" for k, v in list(value.items())[:8]))
+    if _is_records(value):
+        return "<br>".join(
+            esc(", ".join(f"{k}: {_plain_text(v, k)}" for k, v in row.items())) for row in value
+        )
     if isinstance(value, (list, tuple)):
-        shown = ", ".join(_metric_text(v) for v in value[:12])
-        return shown + (f" … ({len(value)})" if len(value) > 12 else "")
+        items = [_plain_text(v, key) for v in value[:MAX_LIST_ITEMS]]
+        more = f" … ({len(value)} in all)" if len(value) > MAX_LIST_ITEMS else ""
+        if sum(len(i) for i in items) <= INLINE_LIST_CHARS:
+            return esc(", ".join(items) + more)
+        return "<br>".join(f"• {esc(i)}" for i in items) + esc(more)
+    return esc(str(value))
+
+
+def _plain_text(value, key: str = "") -> str:
+    if isinstance(value, (int, float)):
+        return format_number(value, key)
+    if isinstance(value, (list, tuple)):
+        return ", ".join(_plain_text(v, key) for v in value[:MAX_LIST_ITEMS])
     return str(value)
+
+
+def _header_lines(header: str) -> list[str]:
+    """A column header broken between words into lines of about HEADER_LINE_CHARS (never inside one)."""
+    lines: list[str] = []
+    for word in header.split():
+        if lines and len(lines[-1]) + 1 + len(word) <= HEADER_LINE_CHARS:
+            lines[-1] += " " + word
+        else:
+            lines.append(word)
+    return lines or [""]
+
+
+def _keep_shapes_whole(text: str) -> str:
+    """Forbids line breaks after the commas inside [...] (Qt would otherwise split shapes)."""
+    return _BRACKETED.sub(lambda m: m.group(0).replace(",", "," + _WORD_JOINER), text)
+
+
+def records_table_html(rows: list[dict]) -> str:
+    """A list of dicts as a small grid: one row per item, one column per key (in first-seen order)."""
+    esc = html.escape
+    columns: list[str] = []
+    for row in rows:
+        columns.extend(k for k in row if k not in columns)
+    numeric = {
+        c: all(isinstance(r.get(c), (int, float)) and not isinstance(r.get(c), bool) for r in rows if c in r)
+        for c in columns
+    }
+    out = [
+        f"<table cellspacing='0' cellpadding='3' border='1' "
+        f"style='border-collapse:collapse; border-color:{_GRID}; margin-bottom:6px; font-size:small'>",
+        f"<tr style='background:{_HEADER_BACKGROUND}'>",
+    ]
+    for column in columns:
+        words, unit = _label(column)
+        header = f"{words} ({unit})" if unit and numeric[column] else words
+        align = "right" if numeric[column] else "left"
+        lines = "<br>".join(esc(line) for line in _header_lines(header))
+        out.append(f"<th align='{align}' valign='bottom' style='white-space:nowrap'>{lines}</th>")
+    out.append("</tr>")
+    for k, row in enumerate(rows[:MAX_TABLE_ROWS]):
+        stripe = f" style='background:{_STRIPE_BACKGROUND}'" if k % 2 else ""
+        out.append(f"<tr{stripe}>")
+        for column in columns:
+            value = row.get(column, "")
+            align = "right" if numeric[column] else "left"
+            text = _value_html(value, column)
+            nowrap = " style='white-space:nowrap'" if len(_plain_text(value, column)) <= NOWRAP_CHARS else ""
+            out.append(f"<td align='{align}' valign='top'{nowrap}>{_keep_shapes_whole(text)}</td>")
+        out.append("</tr>")
+    out.append("</table>")
+    if len(rows) > MAX_TABLE_ROWS:
+        out.append(f"<p><small>… {len(rows) - MAX_TABLE_ROWS} more rows</small></p>")
+    return "".join(out)

@@ -19,9 +19,8 @@ from google.protobuf.message import DecodeError
 from tpuscope.xplane import hlo_pb2
 
 # Element type names as XLA prints them in HLO text (`f32[8,128]`, `bf16[]`, `pred[]`).
-_TYPE_NAMES = {
-    value.number: value.name.lower() for value in hlo_pb2.DESCRIPTOR.enum_types_by_name["PrimitiveType"].values
-}
+_PRIMITIVE_TYPES = hlo_pb2.DESCRIPTOR.enum_types_by_name["PrimitiveType"]
+_TYPE_NAMES = {value.number: value.name.lower() for value in _PRIMITIVE_TYPES.values}
 _TYPE_NAMES.update({0: "invalid", 14: "opaque", 13: "tuple", 17: "token"})
 _TUPLE, _TOKEN, _OPAQUE = 13, 17, 14
 # Nested tuples deeper than this are printed as `(...)`: real signatures nest one or two levels;
@@ -53,9 +52,7 @@ def format_shape(shape: hlo_pb2.ShapeProto, depth: int = 0) -> str:
     if kind in (_TOKEN, _OPAQUE):
         return f"{name}[]"
     dynamic = list(shape.is_dynamic_dimension)
-    dims = [
-        f"<={d}" if k < len(dynamic) and dynamic[k] else str(d) for k, d in enumerate(shape.dimensions)
-    ]
+    dims = [f"<={d}" if k < len(dynamic) and dynamic[k] else str(d) for k, d in enumerate(shape.dimensions)]
     return f"{name}[{','.join(dims)}]"
 
 

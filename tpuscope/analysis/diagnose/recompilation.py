@@ -8,6 +8,11 @@ are found from the host events each framework emits, grouped by what was compile
 - TensorFlow: `tf.function` calls that were traced (stat `tf_function_call` = `traced-*`),
   and `XlaCompile`;
 - otherwise runtime compiler events (`TfrtTpuCompiler::Compile`, `PjRtCApiClient::CompileAndLoad`).
+
+What differed between compilations comes from the HLO protos in `/host:metadata` (one per
+compiled module, see tpuscope.model.programs): their argument shapes, e.g. `argument 1 changed
+f32[64,256] -> f32[80,256]`. Without protos the program ids (JAX) or graph hashes (PyTorch/XLA)
+are all there is to show.
 """
 
 from __future__ import annotations
@@ -21,6 +26,7 @@ from tpuscope.analysis.diagnose.context import Context
 from tpuscope.analysis.diagnose.finding import Finding, Severity, event_evidence, largest_first, ms, percent
 from tpuscope.analysis.diagnose.intervals import merge_intervals, total
 from tpuscope.analysis.framework import JAX, PYTORCH_XLA, TENSORFLOW
+from tpuscope.model.programs import ProgramSignature, signatures_of_module
 from tpuscope.model.trace import Track
 
 RULE_ID = "recompilation"
@@ -77,6 +83,8 @@ class _Group:
     name: str
     events: list[tuple[Track, int]] = field(default_factory=list)
     details: set[str] = field(default_factory=set)
+    # Signatures of the compiled module(s), oldest first, from /host:metadata (may be empty).
+    signatures: list[ProgramSignature] = field(default_factory=list)
 
 
 def run(ctx: Context) -> list[Finding]:
@@ -103,6 +111,7 @@ def run(ctx: Context) -> list[Finding]:
         }
         if group.details:
             metrics["what_differed"] = sorted(group.details)
+        _add_signature_metrics(group, metrics, starts, ends)
         if after_first > MAX_COMPILES_AFTER_FIRST_STEP:
             per_step = after_first / steps_after if steps_after else float(after_first)
             critical = steps_after > CRITICAL_MIN_STEPS and per_step > CRITICAL_COMPILES_PER_STEP
@@ -127,7 +136,10 @@ def _repeated(ctx: Context, group: _Group, metrics: dict, severity: Severity) ->
         "A function compiled again after warm-up means its input shapes, dtypes or static arguments "
         "keep changing."
     )
-    if differed:
+    changes = metrics.get("argument_changes")
+    if changes:
+        explanation += f" What changed between the compilations: {'; '.join(changes)}."
+    elif differed:
         explanation += f" The compilations differ in: {'; '.join(differed)}."
     title = f"Recompilation: `{group.name}` compiled {n} times ({after} after the first step)"
     evidence = largest_first([event_evidence(f"compile {group.name}", t, i) for t, i in group.events])
@@ -138,7 +150,7 @@ def _summary(ctx: Context, quiet: list) -> Finding:
     count = sum(m["compilations"] for _, m in quiet)
     names = ", ".join(f"`{g.name}` x{m['compilations']}" for g, m in quiet)
     compile_ms = round(sum(m["compile_ms"] for _, m in quiet), 3)
-    metrics = {"compilations": count, "compile_ms": compile_ms, "functions": [m for _, m in quiet]}
+    metrics = {"compilations": count, "compile_ms": compile_ms, "functions": [_compact(m) for _, m in quiet]}
     explanation = (
         f"{count} compilation(s) inside the profile ({names}), {compile_ms} ms in total; none of these "
         "functions was compiled more than once after the first step, which is normal warm-up."
@@ -146,6 +158,77 @@ def _summary(ctx: Context, quiet: list) -> Finding:
     items = [event_evidence(f"compile {g.name}", t, i) for g, _ in quiet for t, i in g.events]
     title = f"{count} compilation(s) during warm-up ({compile_ms} ms)"
     return Finding(RULE_ID, Severity.INFO, title, explanation, metrics, largest_first(items), [])
+
+
+def _add_signature_metrics(group: _Group, metrics: dict, starts: np.ndarray, ends: np.ndarray) -> None:
+    """Adds each compilation's argument shapes (`signatures`) and what changed (`argument_changes`).
+
+    Compilations are paired with signatures in order only when the counts match: the metadata
+    also lists modules compiled before the profile started, and then which is which is unknown.
+    """
+    signatures = group.signatures
+    if not signatures:
+        return
+    order = np.argsort(starts, kind="stable")
+    paired = len(signatures) == len(starts)
+    steps = [metrics["steps"][k] for k in order] if paired else [None] * len(signatures)
+    rows = []
+    for k, signature in enumerate(signatures):
+        row: dict = {}
+        if paired:
+            row["step"] = steps[k]
+        row["program_id"] = signature.program_id
+        row["arguments"] = ", ".join(signature.parameters)
+        row["result"] = signature.result
+        if paired:
+            row["compile_ms"] = ms(ends[order[k]] - starts[order[k]])
+        rows.append(row)
+    metrics["signatures"] = rows
+    changes = describe_signature_changes(signatures, steps)
+    if changes:
+        metrics["argument_changes"] = changes
+
+
+def describe_signature_changes(
+    signatures: list[ProgramSignature], labels: list[str | None] | None = None
+) -> list[str]:
+    """What differs between each compilation and the one before it, in words.
+
+    e.g. `argument 1 changed f32[64,256] -> f32[80,256] (step 3)`; arguments are numbered from 0
+    as XLA numbers its parameters (p0, p1, ...), and named when the module names them.
+    """
+    labels = labels if labels is not None else [None] * len(signatures)
+    changes = []
+    for k in range(1, len(signatures)):
+        before, after = signatures[k - 1], signatures[k]
+        where = f" ({labels[k]})" if labels[k] else ""
+        found = []
+        if len(before.parameters) != len(after.parameters):
+            found.append(f"argument count changed {len(before.parameters)} -> {len(after.parameters)}")
+        for i, (old, new) in enumerate(zip(before.parameters, after.parameters, strict=False)):
+            if old != new:
+                found.append(f"{_argument_label(after, i)} changed {old} -> {new}")
+        if before.result != after.result:
+            found.append(f"result changed {before.result} -> {after.result}")
+        if not found:
+            found.append("same argument and result shapes (a static argument or the sharding changed)")
+        changes.extend(f"{text}{where}" for text in found)
+    return changes
+
+
+def _argument_label(signature: ProgramSignature, index: int) -> str:
+    names = signature.parameter_names
+    name = names[index] if index < len(names) else ""
+    return f"argument {index} ({name})" if name and name != f"p{index}" else f"argument {index}"
+
+
+def _compact(metrics: dict) -> dict:
+    """One function's row in the warm-up summary: its argument shapes as text, not a nested table
+    (one compilation per function is the normal case there, and its step and time are already shown)."""
+    row = {k: v for k, v in metrics.items() if k != "signatures"}
+    if "signatures" in metrics:
+        row["arguments"] = [s["arguments"] for s in metrics["signatures"]]
+    return row
 
 
 def _step_labels(ctx: Context, starts: np.ndarray) -> list[str]:
@@ -175,20 +258,41 @@ def _groups(ctx: Context) -> dict[str, _Group]:
     metadata_programs = _jax_program_ids(ctx)
     for track, idx in events:
         owner = _enclosing(dispatches.get(id(track)), track, idx)
-        graph_hash = track.stat_values("graph_hash")
+        graph_hashes = _graph_hashes(ctx, track, idx)
         for k, i in enumerate(idx):
             name = track.event_name(int(i))
             key = owner[k] or _name_of_compile(name)
             group = groups.setdefault(key, _Group(key))
             group.events.append((track, int(i)))
-            if graph_hash is not None and not np.isnan(float(graph_hash[i])):
-                group.details.add(f"graph_hash {int(graph_hash[i])}")
+            if graph_hashes[k]:
+                group.details.add(f"graph_hash {graph_hashes[k]}")
     for key, group in groups.items():
         programs = metadata_programs.get(f"jit_{key}")
         if programs and len(programs) > 1:
             group.details.add(f"program ids of jit_{key} in /host:metadata: {', '.join(programs)}")
+        group.signatures = signatures_of_module(ctx.trace, f"jit_{key}") or signatures_of_module(
+            ctx.trace, key
+        )
     _add_tf_retracing(ctx, groups)
     return groups
+
+
+def _graph_hashes(ctx: Context, track: Track, idx: np.ndarray) -> list[str]:
+    """The `graph_hash` stat of each compile event as text ('' where absent).
+
+    PyTorch/XLA writes it as a string stat (a hex digest), whose column holds string ids.
+    """
+    own = track.stats.column("graph_hash")
+    meta = track.plane.metadata.stats.column("graph_hash")
+    column, rows = (own, idx) if own is not None else (meta, track.meta_index[idx])
+    if column is None:
+        return [""] * len(idx)
+    n_rows = len(track) if own is not None else len(track.plane.metadata)
+    present = column.present(n_rows)[rows]
+    values = column.dense(n_rows, 0)[rows]
+    if column.kind == "str":
+        return [ctx.trace.strings[int(v)] if ok else "" for ok, v in zip(present, values, strict=True)]
+    return [str(v) if ok else "" for ok, v in zip(present, values, strict=True)]
 
 
 def _enclosing(dispatch, track: Track, idx: np.ndarray) -> list[str | None]:
