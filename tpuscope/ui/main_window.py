@@ -57,6 +57,7 @@ class MainWindow(QMainWindow):
         self.trace: Trace | None = None
         self.path: Path | None = None
         self.generation = 0
+        self._cancelled_generation = -1
         self.workers: set[LoadWorker] = set()
 
         self.timeline = TimelineView(self)
@@ -211,8 +212,10 @@ class MainWindow(QMainWindow):
         worker.start()
 
     def cancel_load(self) -> None:
+        """Stops the running load; a result that was already on its way is dropped too."""
         for worker in self.workers:
             worker.cancel()
+        self._cancelled_generation = self.generation
 
     def is_loading(self) -> bool:
         return any(w.generation == self.generation for w in self.workers)
@@ -233,12 +236,18 @@ class MainWindow(QMainWindow):
     def _on_loaded(self, generation: int, result: LoadResult) -> None:
         if generation != self.generation:
             return  # a newer load was started: this result is stale
+        if generation == self._cancelled_generation:
+            self._on_cancelled(generation)  # Cancel was pressed before the result arrived
+            return
         self._show_progress(False)
         self.set_result(result)
         self._add_recent(str(result.path))
 
     def _on_failed(self, generation: int, message: str) -> None:
         if generation != self.generation:
+            return
+        if generation == self._cancelled_generation:
+            self._on_cancelled(generation)
             return
         self._show_progress(False)
         self.status_label.setText(message)
