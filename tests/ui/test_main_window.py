@@ -376,3 +376,29 @@ def test_jax_cpu_profile_has_a_step_band_and_step_stats(qtbot, window, jax_cpu_p
     assert view.selected == (track, index)
     text = window.details.toPlainText()
     assert "step_num" in text and str(track.event_stats(index)["step_num"]) in text
+
+
+def test_tooltips_tell_folded_boxes_and_the_step_source(qtbot, window):
+    open_and_wait(qtbot, window, TF_TRACE)
+    view = window.timeline
+    vp = view.viewport()
+    found = None
+    for row in view.layout_.rows:
+        if row.track is None or row.y + row.height > vp.y_shift + view.height() - view.events_top:
+            continue
+        for depth_lod in view.lod.of(row.track).depths:
+            boxes = depth_lod.window(vp.t0_ps, vp.t1_ps, vp.ps_per_px * 2)
+            folded = np.flatnonzero(boxes.count > 1)
+            if len(folded):
+                i = folded[0]
+                x = float(vp.x_of((boxes.start_ps[i] + boxes.end_ps[i]) / 2))
+                y = vp.y_of(row.y + depth_lod.depth * ROW_HEIGHT + ROW_HEIGHT / 2)
+                found = (QPoint(int(x), int(y)), int(boxes.count[i]))
+                break
+        if found:
+            break
+    assert found is not None  # the whole TF profile at 1,100 px folds some of its 128k events
+    pos, count = found
+    assert view.box_at(pos)[1] >= count
+    assert "events too small to draw apart here" in view.tooltip_at(pos)
+    assert view.tooltip_at(QPoint(LABEL_COLUMN_PX + 50, 30)) == f"Steps: {view.steps.description}"

@@ -23,7 +23,7 @@ from tpuscope.ui.timeline import ruler
 from tpuscope.ui.timeline.layout import ROW_HEIGHT, Row, TimelineLayout, track_depth_at
 from tpuscope.ui.timeline.lod import TimelineLod, TrackLod, time_key
 from tpuscope.ui.timeline.palette import PALETTE, Colours, text_is_dark
-from tpuscope.ui.timeline.scene import Frame, Viewport, build_frame, highlight_rects
+from tpuscope.ui.timeline.scene import MERGE_PX, Frame, Viewport, build_frame, highlight_rects
 
 LABEL_COLUMN_PX = 210
 RULER_PX = 24
@@ -569,14 +569,40 @@ class TimelineView(QWidget):
         return super().event(event)
 
     def tooltip_at(self, pos: QPoint) -> str:
+        """Full track names over the name column; the event, or how many events a box folds, elsewhere."""
+        if self.steps is not None and RULER_PX <= pos.y() < self.events_top:
+            return f"Steps: {self.steps.description}"
         row = self.row_at(pos.y())
         if row is None:
             return ""
         if pos.x() < LABEL_COLUMN_PX:
             return row.tooltip
+        folded = self.box_at(pos)
+        if folded is not None and folded[1] > 1:
+            return f"{folded[1]:,} events too small to draw apart here: zoom in to see them"
         found = self.event_at(pos)
         if found is None:
             return ""
         track, index = found
         name = self.colours.of(track.plane).label_of_row[int(track.meta_index[index])]
         return f"{name}\n{ruler.format_duration(float(track.duration_ps[index]))}"
+
+    def box_at(self, pos: QPoint | QPointF) -> tuple[float, int] | None:
+        """(start_ps, event count) of the drawn box under a position, as the current frame merges it."""
+        row = self.row_at(pos.y())
+        if self.lod is None or row is None or row.track is None or pos.x() < LABEL_COLUMN_PX:
+            return None
+        track_lod = self.lod.of(row.track)
+        depth = track_depth_at(row, pos.y() - self.events_top + self.y_scroll)
+        view = self.viewport()
+        for depth_lod in track_lod.depths if track_lod is not None else []:
+            if depth_lod.depth != depth:
+                continue
+            boxes = depth_lod.window(view.t0_ps, view.t1_ps, view.ps_per_px * MERGE_PX)
+            t = view.t_of(pos.x())
+            pad = CLICK_TOLERANCE_PX * view.ps_per_px
+            hit = np.flatnonzero((boxes.start_ps - pad <= t) & (boxes.end_ps + pad >= t))
+            if len(hit):
+                best = hit[np.argmax(boxes.count[hit])]
+                return float(boxes.start_ps[best]), int(boxes.count[best])
+        return None
