@@ -5,11 +5,12 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from PySide6.QtCore import QUrl
+from PySide6.QtGui import QTextDocument, QTextTable
 
-from tests.conftest import GPU_TRACE, PTXLA_TRACE, TF_TRACE, require_shared_traces
+from tests.conftest import GPU_TRACE, PTXLA_TRACE, TF_TRACE, TPU_TRACE, require_shared_traces
 from tpuscope.analysis.diagnose import Severity, diagnose
 from tpuscope.model.load import open_trace
-from tpuscope.ui.diagnostics_view import DiagnosticsView
+from tpuscope.ui.diagnostics_view import DiagnosticsView, finding_html, format_number
 
 WAIT_MS = 30_000  # generous: the CI machine is shared
 
@@ -17,7 +18,7 @@ WAIT_MS = 30_000  # generous: the CI machine is shared
 @pytest.fixture(scope="module")
 def traces():
     require_shared_traces()
-    return {path: open_trace(path, use_cache=False) for path in (PTXLA_TRACE, GPU_TRACE, TF_TRACE)}
+    return {path: open_trace(path, use_cache=False) for path in (PTXLA_TRACE, GPU_TRACE, TF_TRACE, TPU_TRACE)}
 
 
 @pytest.fixture
@@ -93,3 +94,73 @@ def test_renders_offscreen(qtbot, view, traces, tmp_path):
     path = tmp_path / "diagnostics.png"
     assert view.grab().save(str(path))
     assert path.stat().st_size > 10_000
+
+
+def _tables(document: QTextDocument) -> list[QTextTable]:
+    found, frames = [], [document.rootFrame()]
+    while frames:
+        frame = frames.pop()
+        if isinstance(frame, QTextTable):
+            found.append(frame)
+        frames.extend(frame.childFrames())
+    return found
+
+
+def _cell(table: QTextTable, row: int, column: int) -> str:
+    cell = table.cellAt(row, column)
+    cursor = cell.firstCursorPosition()
+    cursor.setPosition(cell.lastCursorPosition().position(), cursor.MoveMode.KeepAnchor)
+    return cursor.selectedText().replace("\u2060", "").replace("\u2029", "\n").replace("\u2028", "\n")
+
+
+def test_list_of_dict_metrics_render_as_a_table_one_row_per_item(qtbot, view, traces):
+    """TPU warm-up compilations: the per-function list is a grid with units in the headers."""
+    trace = traces[TPU_TRACE]
+    _load(qtbot, view, trace)
+    row = next(r for r, f in enumerate(view.report.findings) if f.id == "recompilation")
+    view.findings.setCurrentRow(row)
+    functions = view.current_finding.metrics["functions"]
+    (table,) = [t for t in _tables(view.detail.document()) if t.columns() > 2]
+    keys = list(functions[0])
+    assert table.rows() == len(functions) + 1 and table.columns() == len(keys)
+    headers = [" ".join(_cell(table, 0, c).split()) for c in range(table.columns())]
+    assert headers[keys.index("compile_ms")] == "compile (ms)"
+    assert headers[keys.index("percent_of_profile")] == "percent of profile (%)"
+    for r, item in enumerate(functions, start=1):
+        assert _cell(table, r, keys.index("function")) == item["function"]
+        assert _cell(table, r, keys.index("compile_ms")) == format_number(item["compile_ms"], "compile_ms")
+        assert _cell(table, r, keys.index("arguments")) == ", ".join(item["arguments"])
+    # Scalars stay in the key/value "Numbers" table, with their unit after the number.
+    text = view.detail.toPlainText()
+    assert f"compile\n{format_number(view.current_finding.metrics['compile_ms'], 'compile_ms')} ms" in text
+    assert "{'function'" not in text and "function: " not in text  # no dict dumped as text
+
+
+def test_long_string_lists_are_one_line_per_item(traces):
+    finding = next(f for f in diagnose(traces[PTXLA_TRACE]).findings if f.id == "recompilation")
+    finding.metrics["argument_changes"] = [
+        f"argument {k} changed f32[{k},1024,1024] -> f32[{k + 1},1024,1024]" for k in range(3)
+    ]
+    document = QTextDocument()
+    document.setHtml(finding_html(finding))
+    text = document.toPlainText()
+    for change in finding.metrics["argument_changes"]:
+        assert f"• {change}" in text.replace("\u2060", "")
+
+
+@pytest.mark.parametrize(
+    ("value", "key", "shown"),
+    [
+        (281.188, "compile_ms", "281.2"),
+        (63.81, "compile_ms", "63.81"),
+        (0.0421, "host_blocked_ms", "0.042"),
+        (1528.923, "compile_ms", "1,528.9"),
+        (61.2, "percent_of_profile", "61.2"),
+        (0.08, "percent_of_profile", "0.08"),
+        (0.273, "compilations_per_step_after_first", "0.273"),
+        (12345, "syncs", "12,345"),
+        (12190760917235803885, "program_id", "12190760917235803885"),
+    ],
+)
+def test_numbers_are_formatted_for_reading(value, key, shown):
+    assert format_number(value, key) == shown
