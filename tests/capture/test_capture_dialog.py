@@ -61,6 +61,16 @@ def test_cancel_stops_the_capture_and_saves_nothing(qtbot, dialog, training_work
     wait_until_profiler_free(training_worker.target, tmp_path / "next")
 
 
+def test_closing_the_dialog_stops_a_running_capture(qtbot, dialog, training_worker, tmp_path):
+    fill(dialog, training_worker.target, tmp_path / "out", duration_s=20.0)
+    dialog.start_button.click()
+    qtbot.waitUntil(lambda: "profiling" in dialog.status.text(), timeout=30_000)
+    dialog.reject()  # Esc or the window's close button
+    assert not dialog.is_running()
+    assert [p for p in (tmp_path / "out").rglob("*") if p.is_file()] == []
+    wait_until_profiler_free(training_worker.target, tmp_path / "next")
+
+
 def test_failure_is_shown_as_one_sentence_in_the_dialog(qtbot, dialog, tmp_path):
     port = free_port()
     fill(dialog, f"127.0.0.1:{port}", tmp_path)
@@ -69,6 +79,9 @@ def test_failure_is_shown_as_one_sentence_in_the_dialog(qtbot, dialog, tmp_path)
                     timeout=30_000)  # fmt: skip
     assert dialog.status.text().startswith(f"Nothing is listening on 127.0.0.1:{port}")
     assert dialog.start_button.isEnabled()
+    reopened = CaptureDialog(settings=dialog.store)  # the next File > Capture starts from the last settings
+    qtbot.addWidget(reopened)
+    assert reopened.targets.text() == f"127.0.0.1:{port}" and reopened.logdir.text() == str(tmp_path)
     dialog.targets.setText("no-port-here")
     dialog.start_button.click()
     assert "has no port" in dialog.status.text() and not dialog.is_running()
