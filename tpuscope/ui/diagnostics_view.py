@@ -255,8 +255,8 @@ MAX_TABLE_ROWS = 40
 MAX_LIST_ITEMS = 12
 # A list of strings longer than this (characters, joined) is shown one item per line.
 INLINE_LIST_CHARS = 70
-# Table cells up to this many characters never wrap (names, step labels, single shapes); longer
-# ones wrap between words, but never inside a shape such as f32[5,1024,1024,256].
+# Table cells whose lines are at most this long never wrap (names, step labels, short shapes);
+# longer ones wrap between words, but never inside a shape such as f32[5,1024,1024,256].
 NOWRAP_CHARS = 32
 _WORD_JOINER = "\u2060"
 # Column headers are broken into lines of about this many characters (between words).
@@ -337,6 +337,15 @@ def _plain_text(value, key: str = "") -> str:
     return str(value)
 
 
+def _longest_line(value, key: str) -> int:
+    """Characters in the longest line a cell shows (list items of long lists get a line each)."""
+    if isinstance(value, (list, tuple)) and not _is_records(value):
+        items = [_plain_text(v, key) for v in value[:MAX_LIST_ITEMS]]
+        if sum(len(i) for i in items) > INLINE_LIST_CHARS:
+            return max(len(i) for i in items)
+    return len(_plain_text(value, key))
+
+
 def _header_lines(header: str) -> list[str]:
     """A column header broken between words into lines of about HEADER_LINE_CHARS (never inside one)."""
     lines: list[str] = []
@@ -382,7 +391,7 @@ def records_table_html(rows: list[dict]) -> str:
             value = row.get(column, "")
             align = "right" if numeric[column] else "left"
             text = _value_html(value, column)
-            nowrap = " style='white-space:nowrap'" if len(_plain_text(value, column)) <= NOWRAP_CHARS else ""
+            nowrap = " style='white-space:nowrap'" if _longest_line(value, column) <= NOWRAP_CHARS else ""
             out.append(f"<td align='{align}' valign='top'{nowrap}>{_keep_shapes_whole(text)}</td>")
         out.append("</tr>")
     out.append("</table>")
