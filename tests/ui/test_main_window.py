@@ -13,7 +13,13 @@ from tests.ui.conftest import JAX_STEPS, LOAD_TIMEOUT_MS, open_and_wait
 from tpuscope.ui.main_window import MainWindow
 from tpuscope.ui.timeline.layout import ROW_HEIGHT
 from tpuscope.ui.timeline.palette import short_name
-from tpuscope.ui.timeline.view import HIGHLIGHT, LABEL_COLUMN_PX, PAN_FRACTION, ZOOM_STEP
+from tpuscope.ui.timeline.view import (
+    HIGHLIGHT_COLOURS,
+    LABEL_COLUMN_PX,
+    PAN_FRACTION,
+    SEARCH_LAYER,
+    ZOOM_STEP,
+)
 
 
 def send_mouse(
@@ -202,10 +208,12 @@ def test_search_counts_highlights_and_steps_through_matches(qtbot, window):
     assert view.t0_ps <= track.start_ps[index] <= view.t1_ps
     assert view.selected == (track, index)
     assert window.details.toPlainText().startswith(short_name(track.event_name(index)))
-    assert set(view.highlights) == {id(t) for t, _ in window.search.results.per_track}
+    assert set(view.highlights[SEARCH_LAYER]) == {id(t) for t, _ in window.search.results.per_track}
     image = view.grab().toImage().convertToFormat(QImage.Format_RGB32)
     pixels = np.frombuffer(image.constBits(), np.uint32, image.width() * image.height())
-    assert (pixels == (HIGHLIGHT.rgb() & 0xFFFFFFFF)).sum() > 20  # the matches are outlined on screen
+    assert (
+        pixels == (HIGHLIGHT_COLOURS[SEARCH_LAYER].rgb() & 0xFFFFFFFF)
+    ).sum() > 20  # the matches are outlined on screen
 
     qtbot.keyClick(window.search.line, Qt.Key_Return)
     assert window.search.count_label.text() == f"2 of {expected:,} matches"
@@ -227,7 +235,7 @@ def test_regex_search_and_a_bad_regex(qtbot, window):
     qtbot.keyClick(window.search.line, Qt.Key_Return)
     assert "bad regex" in window.search.count_label.text()
     assert window.search.results.count == 0 and not window.search.is_searching()
-    assert window.timeline.highlights == {}
+    assert SEARCH_LAYER not in window.timeline.highlights
 
 
 def test_a_stale_search_never_overrides_a_newer_one(qtbot, window):

@@ -10,6 +10,7 @@ from PySide6.QtWidgets import QDialog
 from tests.conftest import PTXLA_TRACE, TPU_TRACE
 from tests.ui.conftest import LOAD_TIMEOUT_MS, open_and_wait
 from tpuscope.ui.optional_views import OPTIONAL_MODULES, optional_class
+from tpuscope.ui.timeline.view import PICKED_LAYER
 
 TAB_VIEWS = ["ops", "diagnostics"]
 
@@ -36,11 +37,12 @@ def test_highlight_and_zoom_requests_reach_the_timeline(qtbot, window, key):
     timeline = window.timeline
     before = (timeline.t0_ps, timeline.t1_ps)
     view.highlightRequested.emit([(track, picked)])
-    assert set(timeline.highlights) == {id(track)}
+    assert set(timeline.highlights[PICKED_LAYER]) == {id(track)}
     assert window.tabs.currentWidget() is view  # a highlight neither steals the tab nor moves the timeline
     assert (timeline.t0_ps, timeline.t1_ps) == before
-    assert f"{len(picked)} events outlined" in window.status_label.text()
-    assert window.tabs.tabText(window.tabs.indexOf(view)) in window.status_label.text()
+    message = window.statusBar().currentMessage()
+    assert f"{len(picked)} events outlined" in message
+    assert window.tabs.tabText(window.tabs.indexOf(view)) in message
     t0, t1 = int(track.start_ps[picked[0]]), int(track.end_ps[picked[-1]])
     view.zoomRequested.emit(t0, t1)
     assert window.tabs.currentWidget() is window.views["timeline"]

@@ -19,6 +19,7 @@ from tpuscope.errors import LoadCancelled, ProfileError
 from tpuscope.model.load import open_trace
 from tpuscope.model.trace import Trace
 from tpuscope.ui.timeline.lod import TimelineLod
+from tpuscope.ui.timeline.palette import Colours
 
 log = logging.getLogger(__name__)
 
@@ -29,6 +30,7 @@ class LoadResult:
     trace: Trace
     lod: TimelineLod
     steps: object | None  # tpuscope.analysis.steps.Steps, when step finding is available
+    colours: Colours | None = None  # made here: a plane with a million distinct names takes a second
 
 
 def find_steps_or_none(trace: Trace):
@@ -57,7 +59,11 @@ def prepare(path: Path, progress=None) -> LoadResult:
     if progress is not None and progress(0.97, "indexing the timeline") is False:
         raise LoadCancelled()
     lod = TimelineLod(trace)
-    return LoadResult(Path(path), trace, lod, find_steps_or_none(trace))
+    colours = Colours()
+    for plane in trace.planes:
+        if plane.event_count:
+            colours.of(plane)
+    return LoadResult(Path(path), trace, lod, find_steps_or_none(trace), colours)
 
 
 class LoadWorker(QThread):

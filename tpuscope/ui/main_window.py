@@ -27,10 +27,11 @@ from tpuscope.ui.loader import LoadResult, LoadWorker
 from tpuscope.ui.optional_views import optional_class
 from tpuscope.ui.range_summary import summarize_range
 from tpuscope.ui.search import SearchBar, SearchResults
-from tpuscope.ui.timeline.view import TimelineView
+from tpuscope.ui.timeline.view import PICKED_LAYER, SEARCH_LAYER, TimelineView
 from tpuscope.ui.welcome import WelcomePage, bundled_sample
 
 MAX_RECENT = 10
+OUTLINE_MESSAGE_MS = 8000  # how long the status bar says where outlined events came from
 PROFILE_FILTER = "XPlane profiles (*.xplane.pb *.xplane.pb.gz *.pb *.pb.gz);;All files (*)"
 VIEW_TITLES = {
     "timeline": "Timeline",
@@ -263,7 +264,7 @@ class MainWindow(QMainWindow):
         """Shows a loaded profile in every view."""
         self.trace = result.trace
         self.path = result.path
-        self.timeline.set_trace(result.trace, result.lod, result.steps)
+        self.timeline.set_trace(result.trace, result.lod, result.steps, result.colours)
         self.search.set_trace(result.trace)
         self.details.clear_details()
         for key, view in self.views.items():
@@ -297,13 +298,14 @@ class MainWindow(QMainWindow):
         itself), and the user's place must not jump. zoomRequested does both.
         """
         matches = [(t, np.asarray(i)) for t, i in matches if len(i)]
-        self.timeline.set_highlight(matches)
+        self.timeline.set_highlight(matches, PICKED_LAYER)
         source = self.sender()
         title = next((VIEW_TITLES[k] for k, v in self.views.items() if v is source), "another view")
         count = sum(len(i) for _, i in matches)
         if count:
-            self.status_label.setText(
-                f"{count:,} events outlined on the timeline, picked in {title} (Esc on the timeline clears)."
+            self.statusBar().showMessage(
+                f"{count:,} events outlined on the timeline, picked in {title} (Esc on the timeline clears).",
+                OUTLINE_MESSAGE_MS,
             )
 
     def zoom_timeline(self, t0_ps, t1_ps) -> None:
@@ -323,7 +325,7 @@ class MainWindow(QMainWindow):
         self.details.show_range(t0_ps, t1_ps, summarize_range(tracks, t0_ps, t1_ps), self.trace.strings)
 
     def _on_matches(self, results: SearchResults) -> None:
-        self.timeline.set_highlight_lods(results.outlines)
+        self.timeline.set_highlight_lods(results.outlines, SEARCH_LAYER)
 
     def _on_current_match(self, track: Track, index: int) -> None:
         self.timeline.select_event(track, index)

@@ -45,7 +45,10 @@ MUTED_TEXT = QColor("#5b6473")
 LIGHT_TEXT = QColor("#ffffff")
 LABEL_PADDING_PX = 3
 SELECTION = QColor("#1a57d6")
-HIGHLIGHT = QColor("#ff00aa")
+SEARCH_LAYER, PICKED_LAYER = "search", "picked"
+# Outline colours: search matches and events picked in other views are separate layers, so a
+# diagnosis selected in the background never wipes out the user's search.
+HIGHLIGHT_COLOURS = {SEARCH_LAYER: QColor("#ff00aa"), PICKED_LAYER: QColor("#ff7a00")}
 RANGE_FILL = QColor(40, 110, 240, 40)
 STEP_COLOURS = (QColor("#c7d7ee"), QColor("#dfe8f5"))
 
@@ -87,7 +90,7 @@ class TimelineView(QWidget):
         self.y_scroll = 0
         self.selected: tuple[Track, int] | None = None
         self.range: tuple[float, float] | None = None
-        self.highlights: dict[int, TrackLod] = {}
+        self.highlights: dict[str, dict[int, TrackLod]] = {}  # layer -> id(track) -> outlined events
         self.last_frame = Frame()
         self._press: QPointF | None = None
         self._press_window = (0.0, 1.0)
@@ -108,11 +111,14 @@ class TimelineView(QWidget):
 
     # ----- state -----------------------------------------------------------------------------
 
-    def set_trace(self, trace: Trace | None, lod: TimelineLod | None = None, steps=None) -> None:
+    def set_trace(
+        self, trace: Trace | None, lod: TimelineLod | None = None, steps=None, colours: Colours | None = None
+    ) -> None:
+        """Shows a trace; `lod` and `colours` are built here unless the loader made them off the UI thread."""
         self.trace = trace
         self.lod = lod if lod is not None or trace is None else TimelineLod(trace)
         self.layout_ = TimelineLayout(trace, show_empty=self.show_empty) if trace is not None else None
-        self.colours = Colours()
+        self.colours = colours if colours is not None else Colours()
         self.steps = steps if steps is not None and len(steps) else None
         self.selected = None
         self.range = None
@@ -188,13 +194,17 @@ class TimelineView(QWidget):
         self.update()
         self.eventSelected.emit(track, int(index))
 
-    def set_highlight(self, matches: list[tuple[Track, np.ndarray]]) -> None:
-        """Outlines these events (search matches, ops picked in other views) until cleared."""
-        self.set_highlight_lods({id(track): TrackLod(track, idx) for track, idx in matches if len(idx)})
+    def set_highlight(self, matches: list[tuple[Track, np.ndarray]], layer: str = PICKED_LAYER) -> None:
+        """Outlines these events (ops or findings picked in other views) until replaced or cleared."""
+        self.set_highlight_lods(
+            {id(track): TrackLod(track, idx) for track, idx in matches if len(idx)}, layer
+        )
 
-    def set_highlight_lods(self, lods: dict[int, TrackLod]) -> None:
+    def set_highlight_lods(self, lods: dict[int, TrackLod], layer: str) -> None:
         """Outlines events whose level-of-detail index was built elsewhere (the search worker)."""
-        self.highlights = dict(lods)
+        self.highlights = {k: v for k, v in self.highlights.items() if k != layer}
+        if lods:
+            self.highlights[layer] = dict(lods)
         self.update()
 
     def scroll_to_track(self, track: Track) -> None:
@@ -356,12 +366,10 @@ class TimelineView(QWidget):
         return found
 
     def _paint_highlights(self, painter: QPainter, rows: list[Row], view: Viewport) -> None:
-        if not self.highlights:
-            return
-        rects = highlight_rects(rows, self.highlights, view)
         painter.setBrush(Qt.NoBrush)
-        painter.setPen(QPen(HIGHLIGHT, 2))
-        draw_rect_array(painter, rects)
+        for layer, lods in self.highlights.items():
+            painter.setPen(QPen(HIGHLIGHT_COLOURS[layer], 2))
+            draw_rect_array(painter, highlight_rects(rows, lods, view))
 
     def _paint_selection(self, painter: QPainter, view: Viewport) -> None:
         if self.selected is None or self.layout_ is None:
