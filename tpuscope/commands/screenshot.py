@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import re
+import tempfile
 from pathlib import Path
 
 from tpuscope.commands._shared import add_path_argument
@@ -83,7 +84,9 @@ def run(args) -> int:
 
     trace = open_trace(args.path, run=args.run, use_cache=not args.no_cache)
     app = application()
-    settings = QSettings(QSettings.IniFormat, QSettings.UserScope, "tpuscope", "tpuscope-screenshot")
+    # Throwaway settings: a screenshot neither depends on nor changes the user's window state and recents.
+    scratch = tempfile.TemporaryDirectory(prefix="tpuscope-screenshot-")
+    settings = QSettings(str(Path(scratch.name) / "settings.ini"), QSettings.IniFormat)
     window = MainWindow(settings)
     try:
         if not window.show_view(args.view):
@@ -108,5 +111,7 @@ def run(args) -> int:
     finally:
         window.close()
         window.deleteLater()
+        del settings
+        scratch.cleanup()
     print(f"wrote {out} ({size[0]}x{size[1]}, {args.view} view)")
     return 0
