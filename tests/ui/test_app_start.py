@@ -34,4 +34,5 @@ def test_tpuscope_path_opens_the_window_on_it_and_returns_when_closed(qtbot, tmp
     assert window.path == PTXLA_TRACE and window.trace.sources == [PTXLA_TRACE]
     assert window.recent_paths() == [str(PTXLA_TRACE.resolve())]
     assert (tmp_path / "tpuscope" / "tpuscope.ini").is_file()
+    assert not QApplication.windowIcon().isNull()  # the bundled icon (tpuscope/resources)
     window.deleteLater()

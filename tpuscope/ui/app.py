@@ -4,10 +4,14 @@ from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
 
+from PySide6.QtGui import QIcon
 from PySide6.QtWidgets import QApplication
 
 from tpuscope.ui.main_window import MainWindow
+
+ICON = Path(__file__).resolve().parents[1] / "resources" / "tpuscope.svg"
 
 
 def application() -> QApplication:
@@ -17,6 +21,8 @@ def application() -> QApplication:
         app = QApplication(sys.argv[:1])
     app.setOrganizationName("tpuscope")
     app.setApplicationName("tpuscope")
+    if ICON.is_file():
+        app.setWindowIcon(QIcon(str(ICON)))
     return app
 
 
