@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import os
 import socket
+import subprocess
 import time
 from pathlib import Path
 
@@ -167,3 +169,27 @@ def test_forwarded_port_listens_on_loopback_only(sshd, training_worker):
             pass
     finally:
         connection.close()
+
+
+def test_key_held_by_ssh_agent(sshd, training_worker, tmp_path, monkeypatch):
+    socket_path = tmp_path / "agent.sock"
+    agent = subprocess.Popen(["ssh-agent", "-D", "-a", str(socket_path)], stdout=subprocess.DEVNULL,
+                             stderr=subprocess.DEVNULL)  # fmt: skip
+    try:
+        deadline = time.monotonic() + 10
+        while not socket_path.exists() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        env = dict(os.environ, SSH_AUTH_SOCK=str(socket_path))
+        subprocess.run(["ssh-add", "-q", str(sshd.protected_key)], env=env, check=True, timeout=10,
+                       input=PROTECTED_KEY_PASSPHRASE, text=True, capture_output=True,
+                       preexec_fn=os.setsid)  # fmt: skip
+        monkeypatch.setenv("SSH_AUTH_SOCK", str(socket_path))
+        # no key file at all: the agent holds the (passphrase-protected) key, as after `ssh-add` on a laptop
+        settings = ssh_settings(sshd, f"localhost:{training_worker.port}", tmp_path, identity_file=None)
+        assert has_training_steps(capture(settings).run_folder)
+        monkeypatch.delenv("SSH_AUTH_SOCK")
+        with pytest.raises(CaptureError, match=f"^There is no SSH key to log in to 127.0.0.1:{sshd.port}"):
+            capture(settings)  # the same settings without the agent: no key at all
+    finally:
+        agent.kill()
+        agent.wait()

@@ -52,7 +52,10 @@ class CaptureSettings:
     ssh: SshOptions = field(default_factory=SshOptions)
     timeout_s: float | None = None  # wait for answers this long beyond the window; None: tsl's rule
     run_name: str | None = None  # default: capture start time, like tsl (`2026_11_30_08_43_55`)
-    inline: bool = True  # ask for the XSpace in the answer; False makes the server save it (then we fetch it)
+    # Ask for the XSpace in the answer. Either way the request names a folder on the server's machine
+    # where a server that cannot answer inline saves the trace, and tpuscope fetches it from there;
+    # False forces that path.
+    inline: bool = True
 
     def response_wait_s(self) -> float:
         if self.timeout_s is not None:
@@ -196,8 +199,7 @@ def _profile_all(settings: CaptureSettings, run_name: str, workers: list[_Worker
     window_s = settings.delay_s + settings.duration_s
     deadline_s = window_s + settings.response_wait_s()
     for worker in workers:
-        if not settings.inline:
-            worker.repository_root = _repository_root(worker, run_name, local_roots)
+        worker.repository_root = _repository_root(worker, run_name, local_roots)
         request = build_request(
             settings.duration_s, settings.delay_s, settings.levels, run_name, worker.label,
             inline=settings.inline, repository_root=worker.repository_root,
@@ -223,7 +225,7 @@ def _profile_all(settings: CaptureSettings, run_name: str, workers: list[_Worker
         for worker in workers:
             worker.call.cancel()
         raise
-    return [_fetch_if_needed(worker, settings, run_name, _check_reply(worker, settings, deadline_s))
+    return [_fetch_if_needed(worker, run_name, _check_reply(worker, settings, deadline_s))
             for worker in workers]  # fmt: skip
 
 
@@ -244,22 +246,24 @@ def _check_reply(worker: _Worker, settings: CaptureSettings, deadline_s: float) 
     return reply.xspace
 
 
+def _is_local(worker: _Worker) -> bool:
+    return worker.via is None and worker.target.host.lower() in _LOCAL_NAMES
+
+
 def _repository_root(worker: _Worker, run_name: str, local_roots: list[Path]) -> str:
-    """Where a server that does not answer inline saves the trace, on its own machine."""
-    if worker.via is not None:
+    """Where a server that does not answer inline saves the trace, on its own machine (the server
+    creates the folder; with emit_xspace a current server writes nothing there)."""
+    if not _is_local(worker):
         return f"/tmp/tpuscope-capture-{run_name}"
     root = Path(tempfile.mkdtemp(prefix="tpuscope-capture-"))
     local_roots.append(root)
     return str(root)
 
 
-def _fetch_if_needed(worker: _Worker, settings: CaptureSettings, run_name: str, xspace: bytes) -> bytes:
+def _fetch_if_needed(worker: _Worker, run_name: str, xspace: bytes) -> bytes:
     """Falls back to the file the server wrote when it returned no XSpace in its answer."""
     if xspace:
         return xspace
-    if settings.inline or not worker.repository_root:
-        raise CaptureError(f"The profiler server at {worker.describe()} returned no trace in its answer; "
-                           "it may be too old to send it back (try again with the file fallback).")
     remote = f"{worker.repository_root}/{run_name}/{worker.label}.xplane.pb"
     if worker.via is not None:
         local = Path(tempfile.mkstemp(prefix="tpuscope-fetch-")[1])
@@ -269,14 +273,14 @@ def _fetch_if_needed(worker: _Worker, settings: CaptureSettings, run_name: str, 
             return local.read_bytes()
         finally:
             local.unlink(missing_ok=True)
-    if worker.target.host.lower() not in _LOCAL_NAMES:
-        raise CaptureError(f"The profiler server at {worker.target} saved the trace on its own machine at "
-                           f"{remote}; capture through --ssh so tpuscope can fetch it.")
+    if not _is_local(worker):
+        raise CaptureError(f"The profiler server at {worker.target} sent no trace back and saved it on its "
+                           f"own machine at {remote}; capture through --ssh so tpuscope can fetch it.")
     try:
         return Path(remote).read_bytes()
     except OSError:
-        raise CaptureError(f"The profiler server at {worker.target} did not save a trace at {remote}.") \
-            from None
+        raise CaptureError(f"The profiler server at {worker.target} sent no trace back and saved none at "
+                           f"{remote}.") from None
 
 
 def _save(settings: CaptureSettings, run_name: str, workers: list[_Worker], replies: list[bytes],

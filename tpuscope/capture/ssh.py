@@ -346,6 +346,9 @@ def _open(resolved: _Resolved, options: SshOptions, sock) -> paramiko.SSHClient:
     except paramiko.SSHException as error:
         client.close()
         text = str(error).lower()
+        if "no authentication methods" in text:
+            raise CaptureError(f"There is no SSH key to log in to {where} as {resolved.user}: give "
+                               "--identity, put a key in ~/.ssh, or load one into ssh-agent.") from None
         if any(word in text for word in ("banner", "timeout", "no existing session", "timed out")):
             raise CaptureError(f"{where} accepted the connection but did not answer as an SSH server within "
                                f"{timeout:g} s: it is not an SSH server, or it is overloaded.") from None
