@@ -112,14 +112,14 @@ def sshd(tmp_path_factory):
     known_hosts.write_text(f"[127.0.0.1]:{port} {public[0]} {public[1]}\n")
     listed = subprocess.run(["ssh-keygen", "-lf", str(host_key.with_suffix(".pub"))], check=True,
                             capture_output=True, text=True).stdout.split()  # fmt: skip
-    process = subprocess.Popen([str(SSHD), "-D", "-e", "-f", str(config)], stdout=subprocess.DEVNULL,
-                               stderr=subprocess.PIPE, text=True)  # fmt: skip
+    log = folder / "sshd.log"  # a file, not a pipe: nobody reads sshd's messages while tests run
+    command = [str(SSHD), "-D", "-E", str(log), "-f", str(config)]
+    process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         try:
             wait_for_port(port, process)
         except RuntimeError as error:
-            raise RuntimeError(f"sshd did not start: "
-                               f"{process.stderr.read() if process.poll() is not None else ''}") from error
+            raise RuntimeError(f"sshd did not start: {log.read_text() if log.exists() else ''}") from error
         yield Sshd(port, getpass.getuser(), user_key, other_key, protected_key, known_hosts, listed[1], home)
     finally:
         if process.poll() is None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import select
 import socket
 import subprocess
 import sys
@@ -59,9 +60,9 @@ def start_worker(mode: str, *extra: str) -> Worker:
     process = subprocess.Popen([sys.executable, str(WORKLOAD), str(port), mode, *extra], env=env,
                                stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)  # fmt: skip
     try:
-        deadline = time.monotonic() + WORKER_START_TIMEOUT_S
-        line = process.stdout.readline()
-        if line.strip() != "READY" or time.monotonic() > deadline:
+        ready, _, _ = select.select([process.stdout], [], [], WORKER_START_TIMEOUT_S)
+        line = process.stdout.readline() if ready else "(nothing within the start timeout)"
+        if line.strip() != "READY":
             raise RuntimeError(f"the JAX workload ({mode}) did not start: {line!r}, exit {process.poll()}")
         wait_for_port(port, process)
     except BaseException:
