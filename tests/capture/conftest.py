@@ -28,9 +28,10 @@ from tests.capture.processes import (
 )
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="package")
 def training_worker():
-    """One JAX training program shared by the tests that only capture from it."""
+    """One JAX training program shared by the capture tests (package scope: it stops, and stops using
+    CPU, once tests/capture is done)."""
     worker = start_worker("train")
     try:
         yield worker
@@ -38,7 +39,7 @@ def training_worker():
         stop(worker.process)
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="package")
 def second_training_worker():
     worker = start_worker("train")
     try:
@@ -81,7 +82,7 @@ def silent_listener():
         server.close()
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="package")
 def sshd(tmp_path_factory):
     """A real OpenSSH server on a free 127.0.0.1 port with generated host and user keys."""
     if not SSHD.exists() or shutil.which("ssh-keygen") is None:
