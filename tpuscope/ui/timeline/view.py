@@ -125,7 +125,8 @@ class TimelineView(QWidget):
         self.highlights = {}
         self.y_scroll = 0
         self.zoom_to_fit()
-        self._update_scrollbar()
+        self._place_scrollbar()
+        self.scrollbar.setValue(0)
 
     @property
     def events_top(self) -> int:
@@ -251,14 +252,16 @@ class TimelineView(QWidget):
         self.y_scroll = value
         self.update()
 
-    def resizeEvent(self, event) -> None:  # noqa: N802 (Qt override)
+    def _place_scrollbar(self) -> None:
+        """Beside the tracks, below the ruler and step band (whose height depends on the trace)."""
+        top = self.events_top
         self.scrollbar.setGeometry(
-            self.width() - SCROLLBAR_PX,
-            self.events_top,
-            SCROLLBAR_PX,
-            max(0, self.height() - self.events_top),
+            self.width() - SCROLLBAR_PX, top, SCROLLBAR_PX, max(0, self.height() - top)
         )
         self._update_scrollbar()
+
+    def resizeEvent(self, event) -> None:  # noqa: N802 (Qt override)
+        self._place_scrollbar()
         super().resizeEvent(event)
 
     # ----- hit testing -----------------------------------------------------------------------
