@@ -20,7 +20,7 @@ def tpuscope(*args: str, env: dict | None = None, timeout: float = 120) -> subpr
                           timeout=timeout, cwd=ROOT, env=env)  # fmt: skip
 
 
-def test_capture_then_info_and_ops_work_on_the_result(training_worker, second_training_worker, tmp_path):
+def test_info_ops_and_diagnose_work_on_the_result(training_worker, second_training_worker, tmp_path):
     targets = f"127.0.0.1:{training_worker.port},127.0.0.1:{second_training_worker.port}"
     done = tpuscope("capture", targets, "--duration", "1s", "--out", str(tmp_path), "--json")
     assert done.returncode == 0, done.stderr
@@ -38,6 +38,11 @@ def test_capture_then_info_and_ops_work_on_the_result(training_worker, second_tr
     ops = tpuscope("ops", str(run_folder), "--json")
     assert ops.returncode == 0, ops.stderr
     assert json.loads(ops.stdout)["rows"], "the captured training step has XLA ops"
+
+    diagnose = tpuscope("diagnose", str(run_folder), "--json")
+    assert diagnose.returncode in (0, 1), diagnose.stderr  # 1: it has findings
+    report = json.loads(diagnose.stdout)
+    assert report["framework"] == "JAX" and "findings" in report
 
 
 def test_plain_output_is_the_saved_path(training_worker, tmp_path):
