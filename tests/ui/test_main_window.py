@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from PySide6.QtCore import QEvent, QMimeData, QPoint, QPointF, Qt, QUrl
-from PySide6.QtGui import QDropEvent, QImage, QMouseEvent, QWheelEvent
+from PySide6.QtGui import QDragEnterEvent, QDropEvent, QImage, QMouseEvent, QWheelEvent
 from PySide6.QtWidgets import QApplication, QMessageBox
 
 from tests.conftest import GPU_TRACE, PTXLA_TRACE, TF_TRACE, TPU_TRACE
@@ -348,6 +348,9 @@ def test_the_welcome_page_opens_the_bundled_sample(qtbot, window):
 def test_dropping_a_file_opens_it(qtbot, window):
     mime = QMimeData()
     mime.setUrls([QUrl.fromLocalFile(str(GPU_TRACE))])
+    enter = QDragEnterEvent(QPointF(50, 50), Qt.CopyAction, mime, Qt.LeftButton, Qt.NoModifier)
+    window.dragEnterEvent(enter)
+    assert enter.isAccepted()
     event = QDropEvent(QPointF(50, 50), Qt.CopyAction, mime, Qt.LeftButton, Qt.NoModifier)
     with qtbot.waitSignal(window.traceLoaded, timeout=LOAD_TIMEOUT_MS):
         window.dropEvent(event)
