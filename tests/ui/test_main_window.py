@@ -164,6 +164,7 @@ def test_click_shows_the_event_with_its_stats_and_metadata_stats(qtbot, window):
     assert name.split(" = ")[1][:40] in text  # the full HLO expression
     meta = track.metadata_stats(index)
     assert f"{int(meta['flops']):,}" in text
+    assert f"program_id\n{meta['program_id']}\n" in text  # ids are not digit-grouped
     assert "hlo_category" in text and str(meta["hlo_category"]) in text
     for stat in track.event_stats(index):
         assert stat in text

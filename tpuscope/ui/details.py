@@ -11,17 +11,21 @@ from tpuscope.ui.range_summary import RangeSummary
 from tpuscope.ui.timeline.palette import short_name
 from tpuscope.ui.timeline.ruler import format_duration
 
+DETAILS_MIN_WIDTH_PX = 300
+DETAILS_START_WIDTH_PX = 420  # room for stat names such as `raw_bytes_accessed` and 20-digit values
 MAX_RANGE_ROWS = 200  # names listed for a range; the rest are counted in one line
 MAX_STAT_TEXT = 2000  # characters of one stat value shown (long HLO texts and source stacks)
 
 
 def format_stat(name: str, value: object) -> str:
-    """A stat value for people: bytes summarized, big integers grouped, *_ps also as a duration."""
+    """A stat value for people: bytes summarized, quantities grouped, *_ps also as a duration."""
     if isinstance(value, bytes):
         return f"<{len(value):,} bytes>"
     if isinstance(value, bool):
         return str(value)
     if isinstance(value, int):
+        if name == "id" or name.endswith("_id"):
+            return str(value)  # identifiers are not quantities: no digit grouping
         text = f"{value:,}"
         return f"{text}  ({format_duration(value)})" if name.endswith("_ps") else text
     if isinstance(value, float):
@@ -32,7 +36,7 @@ def format_stat(name: str, value: object) -> str:
 
 def _table(rows: list[tuple[str, str]]) -> str:
     cells = "".join(
-        f"<tr><td style='color:#5b6473;padding-right:10px;vertical-align:top'>{html.escape(k)}</td>"
+        f"<tr><td nowrap style='color:#5b6473;padding-right:10px;vertical-align:top'>{html.escape(k)}</td>"
         f"<td>{html.escape(v)}</td></tr>"
         for k, v in rows
     )
@@ -45,7 +49,7 @@ class DetailsPanel(QTextBrowser):
     def __init__(self, parent: QWidget | None = None):
         super().__init__(parent)
         self.setOpenLinks(False)
-        self.setMinimumWidth(260)
+        self.setMinimumWidth(DETAILS_MIN_WIDTH_PX)
         self.clear_details()
 
     def clear_details(self) -> None:

@@ -22,7 +22,7 @@ from PySide6.QtWidgets import (
 )
 
 from tpuscope.model.trace import Trace, Track
-from tpuscope.ui.details import DetailsPanel
+from tpuscope.ui.details import DETAILS_START_WIDTH_PX, DetailsPanel
 from tpuscope.ui.loader import LoadResult, LoadWorker
 from tpuscope.ui.optional_views import optional_class
 from tpuscope.ui.range_summary import summarize_range
@@ -95,6 +95,7 @@ class MainWindow(QMainWindow):
         self.details_dock.setObjectName("details")
         self.details_dock.setWidget(self.details)
         self.addDockWidget(Qt.RightDockWidgetArea, self.details_dock)
+        self.resizeDocks([self.details_dock], [DETAILS_START_WIDTH_PX], Qt.Horizontal)
 
         self.status_label = QLabel("", self)
         self.progress = QProgressBar(self)
