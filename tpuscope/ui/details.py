@@ -12,7 +12,7 @@ from tpuscope.ui.timeline.palette import short_name
 from tpuscope.ui.timeline.ruler import format_duration
 
 DETAILS_MIN_WIDTH_PX = 300
-DETAILS_START_WIDTH_PX = 420  # room for stat names such as `raw_bytes_accessed` and 20-digit values
+DETAILS_START_WIDTH_PX = 360  # room for stat names such as `raw_bytes_accessed` and 20-digit values
 MAX_RANGE_ROWS = 200  # names listed for a range; the rest are counted in one line
 MAX_STAT_TEXT = 2000  # characters of one stat value shown (long HLO texts and source stacks)
 

@@ -28,6 +28,7 @@ from tpuscope.ui.timeline.scene import MERGE_PX, Frame, Viewport, build_frame, h
 LABEL_COLUMN_PX = 210
 RULER_PX = 24
 STEP_BAND_PX = 18
+STEP_LABEL_MIN_PX = 16  # narrower steps carry no number
 SCROLLBAR_PX = 14
 ZOOM_STEP = 1.25  # one W/S key press or one wheel notch (120 units) zooms by this factor
 PAN_FRACTION = 0.15  # one A/D key press pans by this share of the window
@@ -464,12 +465,12 @@ class TimelineView(QWidget):
                 painter.setBrush(STEP_COLOURS[int(odd)])
                 draw_rect_array(painter, rects)
             painter.setPen(TEXT)
-            for i in np.flatnonzero(w >= 40).tolist():
-                painter.drawText(
-                    QRectF(x0[i] + 3, y, w[i] - 4, STEP_BAND_PX),
-                    Qt.AlignVCenter,
-                    self._elide(f"step {int(steps.number[lo + i])}", w[i] - 4),
-                )
+            for i in np.flatnonzero(w >= STEP_LABEL_MIN_PX).tolist():
+                number = int(steps.number[lo + i])
+                text = f"step {number}"
+                if self._metrics.horizontalAdvance(text) > w[i] - 4:
+                    text = str(number)  # a narrow step still shows its number
+                painter.drawText(QRectF(x0[i] + 2, y, w[i] - 2, STEP_BAND_PX), Qt.AlignVCenter, text)
         painter.fillRect(QRectF(0, y, LABEL_COLUMN_PX, STEP_BAND_PX), LABEL_BG)
         painter.setPen(MUTED_TEXT)
         painter.drawText(
