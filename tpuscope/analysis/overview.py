@@ -1,0 +1,278 @@
+"""The overview of a profile: the first numbers a user wants, gathered from the other analyses.
+
+Nothing here is measured anew where another module already measures it: devices and duty cycle
+come from `device_ops`/`step_breakdown`, steps from `steps.find_steps`, the framework and the
+findings from the diagnose engine, the top ops from `ops`. What is added is the per-step split
+of step time into four parts that add up to the step:
+
+- busy: a device ran an op (mean over the devices, as `step_breakdown` counts it);
+- input: no device ran an op while the host was still preparing the step: the same intervals
+  the `input_bound` rule measures, so the chart and the finding agree;
+- compile: no device ran an op while the host was compiling (and not already counted as input);
+- idle: the rest of the step.
+
+A step lasts from its start to the next step's start (the last one: to its end), as the diagnose
+rules measure it (`Context.periods`): the host work between two annotated steps belongs to a step.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from tpuscope.analysis.device_ops import Device
+from tpuscope.analysis.diagnose import Finding, Report, diagnose, input_bound
+from tpuscope.analysis.diagnose.context import Context, intervals_of
+from tpuscope.analysis.diagnose.intervals import (
+    Intervals,
+    difference,
+    empty,
+    intersect,
+    merge_intervals,
+    window_total,
+)
+from tpuscope.analysis.framework import Framework
+from tpuscope.analysis.ops import OpTable, aggregate, collect_op_events
+from tpuscope.analysis.step_breakdown import step_breakdown
+from tpuscope.analysis.steps import Steps
+from tpuscope.model.trace import Trace
+
+# The tail statistic shown beside mean and median (XProf's step-time graph reports min/avg/max;
+# a high percentile says "how slow are the slow steps" without being one outlier).
+STEP_TIME_PERCENTILE = 95.0
+# Rows of the top-ops list and of the findings list in the text and JSON summaries.
+TOP_OPS = 10
+TOP_FINDINGS = 5
+PARTS = ("busy", "input", "compile", "idle")
+
+
+@dataclass(frozen=True)
+class DeviceSummary:
+    """What ran the programs: `count` devices of `type`, of which `active` ran ops."""
+
+    kind: str  # "TPU", "GPU", "CPU" or "" (no device activity at all)
+    type: str  # "TPU v6 Lite", "AMD GPU", "XLA:CPU", ...
+    count: int
+    active: int
+
+    @property
+    def label(self) -> str:
+        if not self.kind:
+            return "none recorded"
+        return f"{self.count} × {self.type}" if self.count > 1 else self.type
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "kind": self.kind or None,
+            "type": self.type or None,
+            "count": self.count,
+            "active": self.active,
+        }
+
+
+@dataclass(frozen=True)
+class StepTimeStats:
+    """Step time (start to next start) over all steps, in ps."""
+
+    mean_ps: float
+    median_ps: float
+    p95_ps: float
+    min_ps: float
+    max_ps: float
+
+    def to_json(self) -> dict[str, float]:
+        return {
+            "mean_us": self.mean_ps / 1e6,
+            "median_us": self.median_ps / 1e6,
+            "p95_us": self.p95_ps / 1e6,
+            "min_us": self.min_ps / 1e6,
+            "max_us": self.max_ps / 1e6,
+        }
+
+
+@dataclass
+class StepSeries:
+    """Per step (parallel arrays, ps as float64): the period and its busy/input/compile/idle split."""
+
+    number: np.ndarray
+    start_ps: np.ndarray
+    end_ps: np.ndarray
+    busy_ps: np.ndarray
+    input_ps: np.ndarray
+    compile_ps: np.ndarray
+    idle_ps: np.ndarray
+
+    def __len__(self) -> int:
+        return len(self.start_ps)
+
+    @property
+    def duration_ps(self) -> np.ndarray:
+        return (self.end_ps - self.start_ps).astype(np.float64)
+
+    def part(self, name: str) -> np.ndarray:
+        return getattr(self, f"{name}_ps")
+
+    def split_percent(self) -> dict[str, float] | None:
+        """Each part's share of all step time (percent; they add up to 100), None without steps."""
+        total = float(self.duration_ps.sum())
+        if total <= 0:
+            return None
+        return {name: 100.0 * float(self.part(name).sum()) / total for name in PARTS}
+
+    def rows_json(self) -> list[dict[str, float | int]]:
+        columns = [self.number, self.start_ps, self.duration_ps] + [self.part(p) for p in PARTS]
+        keys = ["start_us", "duration_us"] + [f"{p}_us" for p in PARTS]
+        return [
+            {"step": int(row[0]), **{k: float(v) / 1e6 for k, v in zip(keys, row[1:], strict=True)}}
+            for row in zip(*columns, strict=True)
+        ]
+
+
+@dataclass
+class Overview:
+    """Everything the overview page and `tpuscope overview` show, computed once."""
+
+    sources: list[str]
+    devices: DeviceSummary
+    hosts: list[str]
+    framework: Framework
+    span_ps: int
+    steps: Steps
+    series: StepSeries
+    step_time: StepTimeStats | None
+    duty_cycle: float | None  # mean over the devices, whole profile (None: no devices)
+    ops: OpTable | None  # by op over all devices, largest self time first (None: no device ops)
+    report: Report
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def findings(self) -> list[Finding]:
+        return self.report.findings
+
+    @property
+    def step_duty_cycle(self) -> float | None:
+        """Busy share of the time inside steps, None without steps or devices."""
+        split = self.series.split_percent()
+        return None if split is None or self.duty_cycle is None else split["busy"] / 100.0
+
+    def to_json(self, top_ops: int = TOP_OPS, top_findings: int | None = None) -> dict[str, Any]:
+        findings = self.findings if top_findings is None else self.findings[:top_findings]
+        return {
+            "profile": self.sources,
+            "devices": self.devices.to_json(),
+            "hosts": self.hosts,
+            "framework": {"name": self.framework.name, "evidence": self.framework.evidence},
+            "span_us": self.span_ps / 1e6,
+            "steps": self.steps.to_json(),
+            "step_time": None if self.step_time is None else self.step_time.to_json(),
+            "duty_cycle": self.duty_cycle,
+            "step_duty_cycle": self.step_duty_cycle,
+            "step_time_split_percent": self.series.split_percent(),
+            "per_step": self.series.rows_json(),
+            "top_ops": [] if self.ops is None else [_op_json(r) for r in self.ops.rows_json(top_ops)],
+            "findings": [{"id": f.id, "severity": f.severity.label, "title": f.title} for f in findings],
+            "rule_errors": dict(self.report.rule_errors),
+        }
+
+
+def compute_overview(trace: Trace) -> Overview:
+    """The overview of `trace`: runs the diagnose engine once and reuses its steps and framework."""
+    report = diagnose(trace)
+    ctx = Context(trace, steps=report.steps, framework=report.framework)
+    devices = ctx.devices
+    series, duty_cycle = _step_series(ctx)
+    ops = aggregate(collect_op_events(trace, devices), "op") if devices else None
+    return Overview(
+        sources=[str(s) for s in trace.sources],
+        devices=summarize_devices(trace, devices),
+        hosts=list(trace.hosts),
+        framework=report.framework,
+        span_ps=int(trace.duration_ps),
+        steps=report.steps,
+        series=series,
+        step_time=step_time_stats(series.duration_ps),
+        duty_cycle=duty_cycle,
+        ops=ops if ops is not None and len(ops) else None,
+        report=report,
+    )
+
+
+def summarize_devices(trace: Trace, devices: list[Device]) -> DeviceSummary:
+    """The kind and type of the devices that ran ops, and how many planes of that kind exist."""
+    if not devices:
+        return DeviceSummary("", "", 0, 0)
+    kind = devices[0].kind
+    active = [d for d in devices if d.kind == kind]
+    if kind == "CPU":  # XLA:CPU: each host that ran thunks is one device
+        return DeviceSummary(kind, "XLA:CPU", len(active), len(active))
+    planes = trace.device_planes(kind)
+    return DeviceSummary(kind, _device_type(active[0]), max(len(planes), len(active)), len(active))
+
+
+def _device_type(device: Device) -> str:
+    plane = device.plane
+    if plane.device_type:
+        return plane.device_type
+    vendor = plane.stats.get("device_vendor")
+    return f"{vendor} {device.kind}" if isinstance(vendor, str) and vendor else device.kind
+
+
+def step_time_stats(durations_ps: np.ndarray) -> StepTimeStats | None:
+    """Mean, median, p95, min and max of the step times; None without steps."""
+    values = np.asarray(durations_ps, dtype=np.float64)
+    if len(values) == 0:
+        return None
+    return StepTimeStats(
+        float(values.mean()),
+        float(np.median(values)),
+        float(np.percentile(values, STEP_TIME_PERCENTILE)),
+        float(values.min()),
+        float(values.max()),
+    )
+
+
+def input_wait_intervals(ctx: Context) -> Intervals:
+    """The time the devices waited for the host's input, as the `input_bound` rule defines it.
+
+    With devices: the rule's candidate ranges (host still preparing the step), minus compiles and
+    blocking reads, where no device ran an op. Without devices: input events inside the steps.
+    """
+    p0, p1 = ctx.periods
+    if len(p0) == 0:
+        return empty()
+    work = intervals_of(
+        ctx.host_events(input_bound.RUNTIME_INPUT_PATTERN) + input_bound._user_input_events(ctx)
+    )
+    if not ctx.devices:
+        return intersect(work, (p0, p1))
+    candidate = difference(
+        merge_intervals(*input_bound._candidate(ctx)), intervals_of(ctx.compiles + ctx.syncs)
+    )
+    return intersect(candidate, difference((p0[:1], p1[-1:]), ctx.device_busy))
+
+
+def compile_wait_intervals(ctx: Context, input_wait: Intervals) -> Intervals:
+    """Host compilation time during which no device ran an op, minus what is counted as input."""
+    compiling = intervals_of(ctx.compiles)
+    return difference(difference(compiling, ctx.device_busy), input_wait)
+
+
+def _step_series(ctx: Context) -> tuple[StepSeries, float | None]:
+    """The per-step split, and the whole-profile duty cycle (from `step_breakdown`)."""
+    p0, p1 = ctx.periods
+    periods = Steps(ctx.steps.number, p0, p1, ctx.steps.source, ctx.steps.description)
+    breakdown = step_breakdown(ctx.trace, devices=ctx.devices, steps=periods)
+    busy = breakdown.busy_ps.astype(np.float64)
+    waiting = input_wait_intervals(ctx)
+    input_ps = window_total(waiting, p0, p1).astype(np.float64)
+    compile_ps = window_total(compile_wait_intervals(ctx, waiting), p0, p1).astype(np.float64)
+    idle = np.maximum((p1 - p0) - busy - input_ps - compile_ps, 0.0)
+    series = StepSeries(ctx.steps.number, p0, p1, busy, input_ps, compile_ps, idle)
+    return series, (breakdown.duty_cycle if ctx.devices else None)
+
+
+def _op_json(row: dict[str, Any]) -> dict[str, Any]:
+    keys = ("name", "category", "program", "occurrences", "self_time_us", "percent", "bound_by")
+    return {k: row[k] for k in keys}
