@@ -46,6 +46,21 @@ STEP_TIME_PERCENTILE = 95.0
 TOP_OPS = 10
 TOP_FINDINGS = 5
 PARTS = ("busy", "input", "compile", "idle")
+# What each part means in words; without devices nothing is "busy" and the rest is host time.
+PART_LABELS = {
+    "busy": "device busy",
+    "input": "waiting for input",
+    "compile": "waiting for compilation",
+    "idle": "other idle",
+}
+NO_STEPS_TEXT = "no step annotations, step markers or repeated programs found"
+
+
+def part_label(name: str, has_devices: bool = True) -> str:
+    """The words for a part of step time (`PARTS`) in charts and text."""
+    if name == "idle" and not has_devices:
+        return "other host time"
+    return PART_LABELS[name]
 
 
 @dataclass(frozen=True)

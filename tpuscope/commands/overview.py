@@ -1,0 +1,112 @@
+"""`tpuscope overview PATH`: the first numbers to read about a profile, as the app's Overview shows them.
+
+Devices, hosts, framework, span, steps and where they came from, step time (mean, median, p95),
+duty cycle, how step time splits into busy/input/compile/idle, the top ops by self time and the
+worst findings. Each line points at the command that says more (`ops`, `diagnose`).
+"""
+
+from __future__ import annotations
+
+from tpuscope.analysis.diagnose.finding import Severity
+from tpuscope.analysis.overview import (
+    NO_STEPS_TEXT,
+    PARTS,
+    TOP_FINDINGS,
+    TOP_OPS,
+    Overview,
+    compute_overview,
+    part_label,
+)
+from tpuscope.cli import UserFacingError
+from tpuscope.commands._shared import add_path_argument, format_ps, load_for_cli, print_json
+
+_MARK = {Severity.CRITICAL: "[CRITICAL]", Severity.WARNING: "[WARNING] ", Severity.INFO: "[info]    "}
+NAME_CHARS = 48  # op names are cut to this many characters in the text table
+
+
+def register(subparsers) -> None:
+    parser = subparsers.add_parser(
+        "overview",
+        help="the first look at a profile: devices, steps, step time, duty cycle, top ops, findings",
+    )
+    add_path_argument(parser)
+    parser.add_argument("--json", action="store_true", help="print machine-readable JSON")
+    parser.add_argument(
+        "--top", type=int, default=TOP_OPS, help=f"how many ops to list by self time (default {TOP_OPS})"
+    )
+    parser.set_defaults(handler=run)
+
+
+def run(args) -> int:
+    if args.top < 1:
+        raise UserFacingError(f"--top must be a positive number of ops, not {args.top}.")
+    overview = compute_overview(load_for_cli(args))
+    if args.json:
+        print_json(overview.to_json(top_ops=args.top))
+    else:
+        print_text(overview, args.top)
+    return 0
+
+
+def print_text(overview: Overview, top_ops: int = TOP_OPS) -> None:
+    o = overview
+    devices = o.devices
+    active = f" ({devices.active} ran ops)" if devices.active < devices.count else ""
+    print(f"Profile:     {', '.join(o.sources)}")
+    print(f"Devices:     {devices.label}{active}")
+    print(f"Hosts:       {len(o.hosts)} ({', '.join(o.hosts) or '-'})")
+    print(f"Framework:   {o.framework.name} ({o.framework.evidence})")
+    print(f"Span:        {format_ps(o.span_ps)}")
+    if len(o.steps):
+        print(f"Steps:       {len(o.steps)} from {o.steps.description}")
+    else:
+        print(f"Steps:       none ({NO_STEPS_TEXT})")
+    if o.step_time is not None:
+        t = o.step_time
+        print(
+            f"Step time:   mean {format_ps(t.mean_ps)}, median {format_ps(t.median_ps)}, "
+            f"p95 {format_ps(t.p95_ps)} (start to next start)"
+        )
+    if o.duty_cycle is None:
+        print("Duty cycle:  - (no device activity recorded)")
+    else:
+        within = "" if o.step_duty_cycle is None else f", {o.step_duty_cycle * 100:.1f}% of step time"
+        print(f"Duty cycle:  {o.duty_cycle * 100:.1f}% of the profile{within}")
+    split = o.series.split_percent()
+    if split is not None:
+        has_devices = o.duty_cycle is not None
+        parts = ", ".join(f"{part_label(name, has_devices)} {split[name]:.1f}%" for name in PARTS)
+        print(f"Step split:  {parts}")
+    _print_ops(o, top_ops)
+    _print_findings(o)
+
+
+def _print_ops(o: Overview, top: int) -> None:
+    if o.ops is None:
+        print("\nNo device ops in this profile (no TPU XLA Ops, GPU kernels or XLA:CPU thunks).")
+        return
+    rows = o.ops.rows_json(top)
+    names = [_op_label(r) for r in rows]
+    width = max(len("op"), *(len(n) for n in names))
+    print(f"\nTop ops by self time (tpuscope ops for all {len(o.ops):,}):")
+    print(f"  {'op':<{width}}  {'self':>12}  {'self %':>6}  {'count':>7}")
+    for name, r in zip(names, rows, strict=True):
+        self_time = format_ps(r["self_time_us"] * 1e6)
+        print(f"  {name:<{width}}  {self_time:>12}  {r['percent']:>6.2f}  {r['occurrences']:>7,}")
+
+
+def _op_label(row: dict) -> str:
+    name = row["name"] if not row["program"] else f"{row['name']} ({row['program']})"
+    return name if len(name) <= NAME_CHARS else name[: NAME_CHARS - 1] + "…"
+
+
+def _print_findings(o: Overview) -> None:
+    findings = o.findings
+    if not findings:
+        print("\nNo problems found (tpuscope diagnose explains what was checked).")
+        return
+    shown = findings[:TOP_FINDINGS]
+    more = f", {len(findings) - len(shown)} more" if len(findings) > len(shown) else ""
+    print(f"\nFindings (tpuscope diagnose for details{more}):")
+    for finding in shown:
+        print(f"  {_MARK[finding.severity]} {finding.title}")
