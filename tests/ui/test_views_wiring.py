@@ -12,7 +12,8 @@ from tests.ui.conftest import LOAD_TIMEOUT_MS, open_and_wait
 from tpuscope.ui.optional_views import OPTIONAL_MODULES, optional_class
 from tpuscope.ui.timeline.view import PICKED_LAYER
 
-TAB_VIEWS = ["ops", "diagnostics"]
+# The views other parts provide; each present one is tested (overview may not have landed yet).
+TAB_VIEWS = [key for key in ("ops", "diagnostics", "overview") if optional_class(key) is not None]
 
 
 @pytest.mark.parametrize("key", TAB_VIEWS)
@@ -77,3 +78,19 @@ def test_file_capture_opens_what_the_dialog_captured(qtbot, window, monkeypatch)
         action.trigger()
     assert len(opened) == 1 and isinstance(opened[0], dialog_class)
     assert window.path == PTXLA_TRACE.parent
+
+
+@pytest.mark.skipif(optional_class("overview") is None, reason="the overview view has not landed yet")
+def test_overview_leads_to_the_other_tabs_with_the_row_selected(qtbot, window):
+    open_and_wait(qtbot, window, TPU_TRACE)
+    overview, ops, diagnostics = window.views["overview"], window.views["ops"], window.views["diagnostics"]
+    overview.openViewRequested.emit("diagnostics")
+    assert window.tabs.currentWidget() is diagnostics
+    overview.openViewRequested.emit("timeline")
+    assert window.tabs.currentWidget() is window.views["timeline"]
+    overview.opSelected.emit(2)
+    selected = ops.table_view.selectionModel().selectedRows()
+    assert [ops.model.table_row(i.row()) for i in selected] == [2]
+    assert diagnostics.findings.count() > 1
+    overview.findingSelected.emit(1)
+    assert diagnostics.findings.currentRow() == 1

@@ -84,6 +84,8 @@ class MainWindow(QMainWindow):
             if hasattr(view, "zoomRequested"):
                 view.zoomRequested.connect(self.zoom_timeline)
 
+        self._wire_overview()
+
         self.welcome = WelcomePage(self)
         self.stack = QStackedWidget(self)
         self.stack.addWidget(self.welcome)
@@ -282,6 +284,34 @@ class MainWindow(QMainWindow):
         self.traceLoaded.emit(trace)
 
     # ----- views -----------------------------------------------------------------------------
+
+    def _wire_overview(self) -> None:
+        """The overview's cards, ops and findings lead to the other tabs, with the clicked row selected."""
+        overview = self.views.get("overview")
+        if overview is None:
+            return
+        if hasattr(overview, "openViewRequested"):
+            overview.openViewRequested.connect(self.show_view)
+        ops = self.views.get("ops")
+        if ops is not None and hasattr(overview, "opSelected"):
+            overview.opSelected.connect(self._select_overview_op)
+        diagnostics = self.views.get("diagnostics")
+        if diagnostics is not None and hasattr(overview, "findingSelected"):
+            overview.findingSelected.connect(self._select_overview_finding)
+
+    def _select_overview_op(self, row: int) -> None:
+        # The overview's op rows are those of the op table by op over all devices.
+        ops = self.views["ops"]
+        self.show_view("ops")  # the ops view fills its table when first shown
+        ops.set_device("all")
+        ops.set_grouping("op")
+        ops.select_table_row(int(row))
+
+    def _select_overview_finding(self, position: int) -> None:
+        findings = self.views["diagnostics"].findings
+        if 0 <= position < findings.count():
+            findings.setCurrentRow(int(position))
+
 
     def show_view(self, key: str) -> bool:
         """Brings a tab to the front; False when this build has no such view."""
