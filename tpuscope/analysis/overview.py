@@ -36,7 +36,14 @@ from tpuscope.analysis.diagnose.intervals import (
 from tpuscope.analysis.framework import Framework
 from tpuscope.analysis.ops import OpTable, aggregate, collect_op_events
 from tpuscope.analysis.step_breakdown import step_breakdown
-from tpuscope.analysis.steps import Steps
+from tpuscope.analysis.steps import (
+    SOURCE_DEVICE_PROGRAM,
+    SOURCE_DEVICE_STEPS,
+    SOURCE_HOST_ANNOTATION,
+    SOURCE_HOST_PROGRAM,
+    SOURCE_TF_MARKER,
+    Steps,
+)
 from tpuscope.model.trace import Trace
 
 # The tail statistic shown beside mean and median (XProf's step-time graph reports min/avg/max;
@@ -45,6 +52,9 @@ STEP_TIME_PERCENTILE = 95.0
 # Rows of the top-ops list and of the findings list in the text and JSON summaries.
 TOP_OPS = 10
 TOP_FINDINGS = 5
+# Without steps, the chart shows the same split over this many equal slices of the profile:
+# enough to see phases (warm-up, bursts, idle tails), few enough that each bar stays visible.
+SLICES_WITHOUT_STEPS = 100
 PARTS = ("busy", "input", "compile", "idle")
 # What each part means in words; without devices nothing is "busy" and the rest is host time.
 PART_LABELS = {
@@ -52,6 +62,14 @@ PART_LABELS = {
     "input": "waiting for input",
     "compile": "waiting for compilation",
     "idle": "other idle",
+}
+# Where steps came from, in a few words (the full sentence is `Steps.description`).
+STEP_SOURCE_LABELS = {
+    SOURCE_DEVICE_STEPS: "device Steps line",
+    SOURCE_HOST_ANNOTATION: "host step annotations",
+    SOURCE_TF_MARKER: "TensorFlow step markers",
+    SOURCE_DEVICE_PROGRAM: "repeated device program",
+    SOURCE_HOST_PROGRAM: "repeated jitted function",
 }
 NO_STEPS_TEXT = "no step annotations, step markers or repeated programs found"
 
@@ -156,6 +174,7 @@ class Overview:
     span_ps: int
     steps: Steps
     series: StepSeries
+    slices: StepSeries | None  # the split over equal slices of the profile, when there are no steps
     step_time: StepTimeStats | None
     duty_cycle: float | None  # mean over the devices, whole profile (None: no devices)
     ops: OpTable | None  # by op over all devices, largest self time first (None: no device ops)
@@ -186,6 +205,7 @@ class Overview:
             "step_duty_cycle": self.step_duty_cycle,
             "step_time_split_percent": self.series.split_percent(),
             "per_step": self.series.rows_json(),
+            "per_slice_without_steps": None if self.slices is None else self.slices.rows_json(),
             "top_ops": [] if self.ops is None else [_op_json(r) for r in self.ops.rows_json(top_ops)],
             "findings": [{"id": f.id, "severity": f.severity.label, "title": f.title} for f in findings],
             "rule_errors": dict(self.report.rule_errors),
@@ -207,6 +227,7 @@ def compute_overview(trace: Trace) -> Overview:
         span_ps=int(trace.duration_ps),
         steps=report.steps,
         series=series,
+        slices=_time_slices(ctx) if len(series) == 0 else None,
         step_time=step_time_stats(series.duration_ps),
         duty_cycle=duty_cycle,
         ops=ops if ops is not None and len(ops) else None,
@@ -277,14 +298,33 @@ def compile_wait_intervals(ctx: Context, input_wait: Intervals) -> Intervals:
 def _step_series(ctx: Context) -> tuple[StepSeries, float | None]:
     """The per-step split, and the whole-profile duty cycle (from `step_breakdown`)."""
     p0, p1 = ctx.periods
-    periods = Steps(ctx.steps.number, p0, p1, ctx.steps.source, ctx.steps.description)
-    breakdown = step_breakdown(ctx.trace, devices=ctx.devices, steps=periods)
-    busy = breakdown.busy_ps.astype(np.float64)
     waiting = input_wait_intervals(ctx)
+    return _split(ctx, ctx.steps.number, p0, p1, waiting)
+
+
+def _time_slices(ctx: Context, count: int = SLICES_WITHOUT_STEPS) -> StepSeries:
+    """The same split over `count` equal slices of the profile, for profiles without steps.
+
+    Input waits are defined per step, so slices have none; busy, compilation and idle still apply.
+    """
+    span = max(int(ctx.trace.duration_ps), 1)
+    edges = np.linspace(0, span, min(count, span) + 1).astype(np.int64)
+    number = np.arange(len(edges) - 1, dtype=np.int64)
+    series, _ = _split(ctx, number, edges[:-1], edges[1:], empty())
+    return series
+
+
+def _split(
+    ctx: Context, number: np.ndarray, p0: np.ndarray, p1: np.ndarray, waiting: Intervals
+) -> tuple[StepSeries, float | None]:
+    """busy/input/compile/idle inside each window [p0, p1), and the whole-profile duty cycle."""
+    windows = Steps(number, p0, p1, ctx.steps.source, ctx.steps.description)
+    breakdown = step_breakdown(ctx.trace, devices=ctx.devices, steps=windows)
+    busy = breakdown.busy_ps.astype(np.float64)
     input_ps = window_total(waiting, p0, p1).astype(np.float64)
     compile_ps = window_total(compile_wait_intervals(ctx, waiting), p0, p1).astype(np.float64)
     idle = np.maximum((p1 - p0) - busy - input_ps - compile_ps, 0.0)
-    series = StepSeries(ctx.steps.number, p0, p1, busy, input_ps, compile_ps, idle)
+    series = StepSeries(number, p0, p1, busy, input_ps, compile_ps, idle)
     return series, (breakdown.duty_cycle if ctx.devices else None)
 
 

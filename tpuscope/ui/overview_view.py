@@ -1,0 +1,811 @@
+"""The "Overview" page: what a profile says at a glance, each part a door into the view with more.
+
+Top, headline cards (devices, hosts, framework, span, steps, step time, duty cycle); middle, each
+step's time split into device busy / waiting for input / waiting for compilation / other idle;
+bottom, the top ops by self time and the worst findings. Clicking a card, an op or a finding asks
+for its view (`openViewRequested("ops" | "diagnostics" | "timeline")`); an op or finding also asks
+the timeline to outline its events (`highlightRequested`), and a double-clicked step to zoom there
+(`zoomRequested`). The main window connects the signals; this view knows no other view.
+
+The numbers come from `tpuscope.analysis.overview.compute_overview`, run in a QThread because it
+runs the diagnose engine; a newer `set_trace` supersedes an older run (its result is dropped).
+"""
+
+from __future__ import annotations
+
+import html
+
+import numpy as np
+import pyqtgraph as pg
+from PySide6.QtCore import QRect, QSize, Qt, QThread, Signal
+from PySide6.QtGui import QColor, QFont, QFontMetrics, QIcon, QPainter, QPalette
+from PySide6.QtWidgets import (
+    QAbstractItemView,
+    QApplication,
+    QFrame,
+    QGridLayout,
+    QHBoxLayout,
+    QHeaderView,
+    QLabel,
+    QListWidget,
+    QListWidgetItem,
+    QScrollArea,
+    QSizePolicy,
+    QStackedWidget,
+    QStyle,
+    QStyledItemDelegate,
+    QStyleOptionViewItem,
+    QTableWidget,
+    QTableWidgetItem,
+    QVBoxLayout,
+    QWidget,
+)
+
+from tpuscope.analysis.diagnose import Finding, Severity
+from tpuscope.analysis.diagnose.finding import evidence_events
+from tpuscope.analysis.overview import (
+    NO_STEPS_TEXT,
+    PARTS,
+    STEP_SOURCE_LABELS,
+    Overview,
+    StepSeries,
+    compute_overview,
+    part_label,
+)
+from tpuscope.model.trace import Trace
+
+# Colours of the step parts: busy as the Ops view draws it; input and compilation warm, so the waits
+# that findings talk about stand out; other idle grey.
+PART_COLORS = {
+    "busy": QColor(66, 133, 244),
+    "input": QColor(244, 140, 30),
+    "compile": QColor(156, 80, 182),
+    "idle": QColor(205, 208, 212),
+}
+_ICONS = {
+    Severity.CRITICAL: QStyle.StandardPixmap.SP_MessageBoxCritical,
+    Severity.WARNING: QStyle.StandardPixmap.SP_MessageBoxWarning,
+    Severity.INFO: QStyle.StandardPixmap.SP_MessageBoxInformation,
+}
+TOP_OPS_ROWS = 10  # ops listed; the Ops view has all of them
+TOP_FINDINGS_ROWS = 8  # findings listed; the Diagnostics view has all of them
+BAR_WIDTH = 0.8  # of one step's slot in the chart
+VALUE_POINT_SIZE_DELTA = 7  # card values are this many points larger than the body font
+# A double-click lands on a step when within this fraction of a slot from its centre.
+STEP_HIT_HALF_WIDTH = 0.5
+PERCENT_ROLE = Qt.ItemDataRole.UserRole + 1
+EXPLANATION_ROLE = Qt.ItemDataRole.UserRole + 2
+
+
+def format_duration(ps: float) -> str:
+    """A duration with 3-4 significant digits in the unit that reads best: 784.2 ms, 20.22 ms, 98.15 s."""
+    value = float(ps)
+    for unit, scale in (("s", 1e12), ("ms", 1e9), ("µs", 1e6), ("ns", 1e3)):
+        if abs(value) >= scale:
+            scaled = value / scale
+            digits = 1 if abs(scaled) >= 100 else 2
+            return f"{scaled:.{digits}f} {unit}"
+    return f"{value:.0f} ps"
+
+
+def format_percent(fraction: float) -> str:
+    percent = 100.0 * fraction
+    return f"{percent:.1f}%" if percent >= 0.1 or percent == 0 else f"{percent:.2f}%"
+
+
+class OverviewWorker(QThread):
+    """Computes the overview off the UI thread; `finished_overview(generation, overview)` when done."""
+
+    finished_overview = Signal(int, object)
+    failed = Signal(int, str)
+
+    def __init__(self, generation: int, trace: Trace, parent=None):
+        super().__init__(parent)
+        self.generation = generation
+        self.trace = trace
+
+    def run(self) -> None:
+        try:
+            overview = compute_overview(self.trace)
+        except Exception as error:  # noqa: BLE001 - shown in the view instead of a traceback
+            self.failed.emit(self.generation, f"The overview failed: {type(error).__name__}: {error}")
+            return
+        self.finished_overview.emit(self.generation, overview)
+
+
+class Card(QFrame):
+    """One headline number: a caption, the value, a line of detail. Clicking it opens `target`."""
+
+    clicked = Signal(str)
+
+    def __init__(self, caption: str, target: str, parent=None):
+        super().__init__(parent)
+        self.target = target
+        self.setObjectName("overviewCard")
+        self.setCursor(Qt.CursorShape.PointingHandCursor)
+        self.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Preferred)
+        self.caption = QLabel(caption.upper())
+        self.value = QLabel("–")
+        self.detail = QLabel("")
+        caption_font = self.caption.font()
+        caption_font.setPointSizeF(caption_font.pointSizeF() * 0.85)
+        caption_font.setLetterSpacing(QFont.SpacingType.PercentageSpacing, 108)
+        caption_font.setBold(True)
+        self.caption.setFont(caption_font)
+        value_font = self.value.font()
+        value_font.setPointSizeF(value_font.pointSizeF() + VALUE_POINT_SIZE_DELTA)
+        value_font.setBold(True)
+        self.value.setFont(value_font)
+        self.detail.setWordWrap(True)
+        self.detail.setAlignment(Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignTop)
+        for label in (self.caption, self.detail):
+            _mute(label)
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(12, 10, 12, 10)
+        layout.setSpacing(3)
+        layout.addWidget(self.caption)
+        layout.addWidget(self.value)
+        layout.addWidget(self.detail, 1)
+
+    def set(self, value: str, detail: str = "", tooltip: str = "") -> None:
+        self.value.setText(value)
+        self.detail.setText(detail)
+        self.setToolTip(tooltip)
+
+    def mouseReleaseEvent(self, event) -> None:  # noqa: N802 (Qt override)
+        if event.button() == Qt.MouseButton.LeftButton and self.rect().contains(event.position().toPoint()):
+            self.clicked.emit(self.target)
+        super().mouseReleaseEvent(event)
+
+
+class PercentBarDelegate(QStyledItemDelegate):
+    """Draws a cell's share (PERCENT_ROLE, 0..100) as a bar behind its text."""
+
+    def paint(self, painter: QPainter, option, index) -> None:
+        percent = index.data(PERCENT_ROLE)
+        if isinstance(percent, float) and percent > 0:
+            rect = option.rect.adjusted(2, 3, -2, -3)
+            width = int(rect.width() * min(percent, 100.0) / 100.0)
+            color = QColor(PART_COLORS["busy"])
+            color.setAlpha(70)
+            painter.fillRect(QRect(rect.left(), rect.top(), max(width, 1), rect.height()), color)
+        super().paint(painter, option, index)
+
+
+class FindingDelegate(QStyledItemDelegate):
+    """A finding as its severity icon, its title and the start of its explanation (two lines)."""
+
+    ICON_PX = 22
+    PAD_PX = 7
+
+    def sizeHint(self, option, index) -> QSize:  # noqa: N802 (Qt override)
+        line = option.fontMetrics.height()
+        if index.data(EXPLANATION_ROLE) is None:
+            return QSize(option.rect.width(), line + 2 * self.PAD_PX)
+        return QSize(option.rect.width(), 3 * line + 2 * self.PAD_PX + 2)
+
+    def paint(self, painter: QPainter, option, index) -> None:
+        style = option.widget.style() if option.widget is not None else QApplication.style()
+        background = QStyleOptionViewItem(option)
+        self.initStyleOption(background, index)
+        background.text = ""
+        background.icon = QIcon()
+        style.drawControl(QStyle.ControlElement.CE_ItemViewItem, background, painter, option.widget)
+        rect = option.rect.adjusted(self.PAD_PX, self.PAD_PX, -self.PAD_PX, -self.PAD_PX)
+        icon = index.data(Qt.ItemDataRole.DecorationRole)
+        text_left = rect.left()
+        if isinstance(icon, QIcon) and not icon.isNull():
+            icon.paint(painter, QRect(rect.left(), rect.top(), self.ICON_PX, self.ICON_PX))
+            text_left += self.ICON_PX + self.PAD_PX
+        width = max(rect.right() - text_left, 10)
+        painter.save()
+        title_font = QFont(option.font)
+        title_font.setBold(index.data(EXPLANATION_ROLE) is not None)
+        painter.setFont(title_font)
+        metrics = QFontMetrics(title_font)
+        title = metrics.elidedText(
+            str(index.data(Qt.ItemDataRole.DisplayRole)), Qt.TextElideMode.ElideRight, width
+        )
+        line = QFontMetrics(option.font).height()
+        painter.drawText(QRect(text_left, rect.top(), width, line + 2), Qt.AlignmentFlag.AlignLeft, title)
+        explanation = index.data(EXPLANATION_ROLE)
+        if explanation:
+            painter.setFont(option.font)
+            muted = option.palette.color(QPalette.ColorRole.Text)
+            muted.setAlpha(150)
+            painter.setPen(muted)
+            for k, text in enumerate(_wrap(str(explanation), QFontMetrics(option.font), width, 2)):
+                top = rect.top() + (k + 1) * line + 2
+                painter.drawText(QRect(text_left, top, width, line), Qt.AlignmentFlag.AlignLeft, text)
+        painter.restore()
+
+
+class _Page(QWidget):
+    """The scrolled page. QScrollArea sizes a page whose layout has height-for-width (wrapped labels)
+    to that layout's *preferred* height, which always adds a scroll bar; this page asks only for its
+    minimum height, so it fills the viewport and scrolls only when the window is smaller."""
+
+    def heightForWidth(self, width: int) -> int:  # noqa: N802 (Qt override)
+        return self.minimumSizeHint().height()
+
+
+class OverviewView(QWidget):
+    """Headline cards, per-step chart, top ops and top findings of one trace."""
+
+    openViewRequested = Signal(str)  # "ops", "diagnostics" or "timeline"
+    zoomRequested = Signal(object, object)  # t0_ps, t1_ps
+    highlightRequested = Signal(object)  # list[(Track, np.ndarray indices)]
+    opSelected = Signal(int)  # row of the op table (by op, all devices) that was clicked
+    findingSelected = Signal(int)  # position of the clicked finding in the diagnose report
+    overviewReady = Signal(object)  # the Overview shown (tests and the status bar use it)
+
+    def __init__(self, parent=None):
+        super().__init__(parent)
+        self.trace: Trace | None = None
+        self.overview: Overview | None = None
+        self._generation = 0
+        self._workers: set[OverviewWorker] = set()
+        self._chart_x = np.empty(0, dtype=np.float64)  # bar centres, in chart coordinates
+        self._chart_slot = 1.0  # distance between bar centres
+        self._build()
+        self._show_message("Open a profile to see its overview.")
+
+    # -- construction --------------------------------------------------------------------------
+    def _build(self) -> None:
+        self.title = QLabel("")
+        title_font = self.title.font()
+        title_font.setPointSizeF(title_font.pointSizeF() + 4)
+        title_font.setBold(True)
+        self.title.setFont(title_font)
+        self.title.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        self.status = QLabel("")
+        self.status.setWordWrap(True)
+        _mute(self.status)
+
+        self.cards: dict[str, Card] = {}
+        card_row = QGridLayout()
+        card_row.setHorizontalSpacing(10)
+        specs = (
+            ("devices", "Devices", "ops"),
+            ("hosts", "Hosts", "timeline"),
+            ("framework", "Framework", "diagnostics"),
+            ("span", "Profile span", "timeline"),
+            ("steps", "Steps", "timeline"),
+            ("step_time", "Step time (mean)", "timeline"),
+            ("duty_cycle", "Device duty cycle", "ops"),
+        )
+        for column, (key, caption, target) in enumerate(specs):
+            card = Card(caption, target, self)
+            card.clicked.connect(self.openViewRequested)
+            self.cards[key] = card
+            card_row.addWidget(card, 0, column)
+            card_row.setColumnStretch(column, 1)
+
+        self.step_plot = pg.PlotWidget(background="w")
+        self.step_plot.setMouseEnabled(x=False, y=False)
+        self.step_plot.hideButtons()
+        self.step_plot.setMenuEnabled(False)
+        self.step_plot.setLabel("left", "step time", units="s")
+        self.step_plot.setLabel("bottom", "step")
+        for side in ("left", "bottom"):
+            self.step_plot.getAxis(side).setTextPen("k")
+            self.step_plot.getAxis(side).setPen(pg.mkPen(120, 120, 120))
+        self.step_plot.showGrid(x=False, y=True, alpha=0.15)
+        self.step_plot.scene().sigMouseClicked.connect(self._on_plot_clicked)
+        self.step_plot.scene().sigMouseMoved.connect(self._on_plot_hover)
+        self.legend = QLabel("")
+        self.legend.setTextFormat(Qt.TextFormat.RichText)
+        self.no_steps = QLabel("")
+        self.no_steps.setAlignment(Qt.AlignmentFlag.AlignCenter)
+        self.no_steps.setWordWrap(True)
+        _mute(self.no_steps)
+        self.chart_stack = QStackedWidget()
+        self.chart_stack.addWidget(self.step_plot)
+        self.chart_stack.addWidget(self.no_steps)
+        self.chart_stack.setMinimumHeight(220)
+        chart_header = QHBoxLayout()
+        self.chart_title = _heading("Where step time goes")
+        chart_header.addWidget(self.chart_title)
+        chart_header.addSpacing(12)
+        chart_header.addWidget(self.legend)
+        chart_header.addStretch(1)
+        self.chart_hint = QLabel("double-click a step to see it on the timeline")
+        _mute(self.chart_hint)
+        chart_header.addWidget(self.chart_hint)
+
+        self.ops_table = QTableWidget(0, 4)
+        self.ops_table.setHorizontalHeaderLabels(["Op", "Program", "Self time", "Share of self time"])
+        self.ops_table.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
+        self.ops_table.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
+        self.ops_table.setSelectionMode(QAbstractItemView.SelectionMode.SingleSelection)
+        self.ops_table.setFocusPolicy(Qt.FocusPolicy.NoFocus)
+        self.ops_table.setShowGrid(False)
+        self.ops_table.setAlternatingRowColors(True)
+        self.ops_table.setWordWrap(False)
+        self.ops_table.setTextElideMode(Qt.TextElideMode.ElideMiddle)
+        self.ops_table.verticalHeader().hide()
+        self.ops_table.verticalHeader().setDefaultSectionSize(self.fontMetrics().height() + 8)
+        self.ops_table.setCursor(Qt.CursorShape.PointingHandCursor)
+        self.ops_table.setItemDelegateForColumn(3, PercentBarDelegate(self.ops_table))
+        header = self.ops_table.horizontalHeader()
+        header.setSectionResizeMode(0, QHeaderView.ResizeMode.Stretch)
+        header.setSectionResizeMode(1, QHeaderView.ResizeMode.Interactive)
+        header.setSectionResizeMode(2, QHeaderView.ResizeMode.ResizeToContents)
+        header.setSectionResizeMode(3, QHeaderView.ResizeMode.Fixed)
+        header.resizeSection(1, 190)
+        header.resizeSection(3, 150)
+        header.setDefaultAlignment(Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignVCenter)
+        self.ops_table.cellClicked.connect(lambda row, _column: self._on_op_clicked(row))
+        self.ops_empty = QLabel("")
+        self.ops_empty.setAlignment(Qt.AlignmentFlag.AlignCenter)
+        self.ops_empty.setWordWrap(True)
+        _mute(self.ops_empty)
+        self.ops_stack = QStackedWidget()
+        self.ops_stack.addWidget(self.ops_table)
+        self.ops_stack.addWidget(self.ops_empty)
+        self.ops_caption = QLabel("")
+        _mute(self.ops_caption)
+
+        self.findings_list = QListWidget()
+        self.findings_list.setWordWrap(True)
+        self.findings_list.setItemDelegate(FindingDelegate(self.findings_list))
+        self.findings_list.setUniformItemSizes(False)
+        self.findings_list.setFocusPolicy(Qt.FocusPolicy.NoFocus)
+        self.findings_list.setCursor(Qt.CursorShape.PointingHandCursor)
+        self.findings_list.setVerticalScrollMode(QAbstractItemView.ScrollMode.ScrollPerPixel)
+        self.findings_list.itemClicked.connect(self._on_finding_clicked)
+        self.findings_caption = QLabel("")
+        _mute(self.findings_caption)
+
+        # Both lists are as tall as TOP_OPS_ROWS table rows; the chart takes the rest of the page.
+        rows_px = (
+            self.ops_table.horizontalHeader().sizeHint().height()
+            + TOP_OPS_ROWS * self.ops_table.verticalHeader().defaultSectionSize()
+            + 2 * self.ops_table.frameWidth()
+            + 2
+        )
+        for widget in (self.ops_stack, self.findings_list):
+            widget.setFixedHeight(rows_px)
+        ops_panel = _panel("Top ops by self time", self.ops_caption, self.ops_stack)
+        findings_panel = _panel("Findings", self.findings_caption, self.findings_list)
+        bottom = QHBoxLayout()
+        bottom.setSpacing(14)
+        bottom.addWidget(ops_panel, 3)
+        bottom.addWidget(findings_panel, 2)
+
+        page = _Page()
+        page.setObjectName("overviewPage")
+        column = QVBoxLayout(page)
+        column.setContentsMargins(16, 12, 16, 12)
+        column.setSpacing(10)
+        column.addWidget(self.title)
+        column.addWidget(self.status)
+        column.addLayout(card_row)
+        column.addSpacing(4)
+        column.addLayout(chart_header)
+        column.addWidget(self.chart_stack, 1)
+        column.addSpacing(4)
+        column.addLayout(bottom)
+        self.page = page
+        palette = self.palette()
+        page.setStyleSheet(
+            f"QFrame#overviewCard {{ background: {palette.color(QPalette.ColorRole.Base).name()};"
+            f" border: 1px solid {palette.color(QPalette.ColorRole.Mid).name()}; border-radius: 6px; }}"
+            "QFrame#overviewCard:hover { border-color: #4285f4; }"
+            "QFrame#overviewCard QLabel { border: none; background: transparent; }"
+        )
+
+        scroll = QScrollArea()
+        scroll.setWidget(page)
+        scroll.setWidgetResizable(True)
+        scroll.setFrameShape(QFrame.Shape.NoFrame)
+        scroll.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        page.setMinimumHeight(720)  # below this the chart and lists get too short: scroll instead
+        outer = QVBoxLayout(self)
+        outer.setContentsMargins(0, 0, 0, 0)
+        outer.addWidget(scroll)
+        self._set_legend(True)
+
+    # -- input -----------------------------------------------------------------------------------
+    def set_trace(self, trace: Trace | None) -> None:
+        """Computes the overview of `trace` in the background; the page fills when it is done."""
+        self._generation += 1
+        self.trace = trace
+        self.overview = None
+        if trace is None:
+            self._show_message("Open a profile to see its overview.")
+            return
+        self._show_message("Computing the overview…", title=_profile_name(trace))
+        worker = OverviewWorker(self._generation, trace, self)
+        worker.finished_overview.connect(self._on_overview)
+        worker.failed.connect(self._on_failed)
+        worker.finished.connect(lambda w=worker: self._forget(w))
+        self._workers.add(worker)
+        worker.start()
+
+    def set_overview(self, trace: Trace, overview: Overview) -> None:
+        """Shows an already computed overview (no background run)."""
+        self._generation += 1
+        self.trace = trace
+        self._show(overview)
+
+    def shutdown(self) -> None:
+        """Waits for running computations (call before the window closes)."""
+        for worker in list(self._workers):
+            worker.wait()
+
+    # -- results ---------------------------------------------------------------------------------
+    def _forget(self, worker: OverviewWorker) -> None:
+        self._workers.discard(worker)
+        worker.deleteLater()
+
+    def _on_overview(self, generation: int, overview: Overview) -> None:
+        if generation == self._generation:
+            self._show(overview)
+
+    def _on_failed(self, generation: int, message: str) -> None:
+        if generation == self._generation:
+            self.status.setText(message)
+
+    def _show_message(self, message: str, title: str = "") -> None:
+        """An empty page saying `message` (before loading, while computing)."""
+        self.title.setText(title or "Overview")
+        self.status.setText(message)
+        for card in self.cards.values():
+            card.set("–")
+        self.step_plot.clear()
+        self._chart_x = np.empty(0, dtype=np.float64)
+        self.no_steps.setText("")
+        self.chart_stack.setCurrentWidget(self.no_steps)
+        self.ops_table.setRowCount(0)
+        self.ops_caption.setText("")
+        self.ops_empty.setText("")
+        self.ops_stack.setCurrentWidget(self.ops_empty)
+        self.findings_list.clear()
+        self.findings_caption.setText("")
+
+    def _show(self, overview: Overview) -> None:
+        self.overview = overview
+        self.title.setText(_profile_name(self.trace) if self.trace is not None else "Overview")
+        self.status.setText(_status_text(overview))
+        self._fill_cards(overview)
+        self._draw_steps(overview)
+        self._fill_ops(overview)
+        self._fill_findings(overview)
+        self.overviewReady.emit(overview)
+
+    # -- cards -----------------------------------------------------------------------------------
+    def _fill_cards(self, o: Overview) -> None:
+        d = o.devices
+        if d.kind:
+            ran = f"{d.active} of {d.count} ran ops" if d.active < d.count else "all ran ops"
+            detail = f"{d.kind} · {ran}" if d.count > 1 else _single_device_detail(d.kind)
+            self.cards["devices"].set(d.label, detail, "Click to open the op breakdown")
+        else:
+            self.cards["devices"].set(
+                "None", "no device activity recorded (host-only profile)", "Click to open the op breakdown"
+            )
+        self.cards["hosts"].set(str(len(o.hosts)), ", ".join(o.hosts), "Click to open the timeline")
+        self.cards["framework"].set(o.framework.name, o.framework.evidence, "Click to open the diagnostics")
+        self.cards["span"].set(
+            format_duration(o.span_ps),
+            f"{self.trace.event_count:,} events" if self.trace is not None else "",
+            "Click to open the timeline",
+        )
+        if len(o.steps):
+            source = STEP_SOURCE_LABELS.get(o.steps.source, o.steps.source)
+            self.cards["steps"].set(
+                f"{len(o.steps):,}",
+                f"from {source}",
+                f"Steps from {o.steps.description}. Click for the timeline.",
+            )
+        else:
+            self.cards["steps"].set("None", "no steps found", NO_STEPS_TEXT)
+        t = o.step_time
+        if t is None:
+            self.cards["step_time"].set("–", "no steps")
+        else:
+            self.cards["step_time"].set(
+                format_duration(t.mean_ps),
+                f"median {format_duration(t.median_ps)}\np95 {format_duration(t.p95_ps)}",
+                "Step time from each step's start to the next step's start. Click for the timeline.",
+            )
+        if o.duty_cycle is None:
+            self.cards["duty_cycle"].set("–", "no device activity recorded")
+        else:
+            within = (
+                "" if o.step_duty_cycle is None else f"\n{format_percent(o.step_duty_cycle)} of step time"
+            )
+            self.cards["duty_cycle"].set(
+                format_percent(o.duty_cycle),
+                f"of the profile{within}",
+                "Time at least one op ran, over the profile span (mean over devices). Click for the ops.",
+            )
+
+    # -- per-step chart --------------------------------------------------------------------------
+    def _set_legend(self, has_devices: bool, parts: tuple[str, ...] = PARTS) -> None:
+        swatch = "<span style='color:{};font-size:large'>■</span>&nbsp;{}"
+        items = [swatch.format(PART_COLORS[p].name(), html.escape(part_label(p, has_devices))) for p in parts]
+        self.legend.setText("&nbsp;&nbsp;&nbsp;".join(items))
+
+    def _chart_series(self) -> StepSeries | None:
+        """What the chart shows: the steps, or equal slices of the profile when there are none."""
+        o = self.overview
+        if o is None:
+            return None
+        return o.series if len(o.series) else o.slices
+
+    def _draw_steps(self, o: Overview) -> None:
+        self.step_plot.clear()
+        self._chart_x = np.empty(0, dtype=np.float64)
+        has_devices = o.duty_cycle is not None
+        self._set_legend(has_devices)
+        series = self._chart_series()
+        if series is None or len(series) == 0:
+            self.chart_title.setText("Where step time goes")
+            self.no_steps.setText(f"No steps found: {NO_STEPS_TEXT}.")
+            self.chart_stack.setCurrentWidget(self.no_steps)
+            self.chart_hint.setVisible(False)
+            return
+        self.chart_stack.setCurrentWidget(self.step_plot)
+        self.chart_hint.setVisible(True)
+        stepped = series is o.series
+        if stepped:
+            numbers = series.number.astype(np.float64)
+            ordered = len(numbers) < 2 or bool(np.all(np.diff(numbers) > 0))
+            x = numbers if ordered else np.arange(len(series), dtype=np.float64)
+            slot = 1.0
+            scale = 1e-12  # ps -> s
+            self.chart_title.setText("Where step time goes")
+            self.chart_hint.setText("double-click a step to see it on the timeline")
+            self.step_plot.setLabel("left", "step time", units="s")
+            self.step_plot.setLabel("bottom", "step" if ordered else "step (position)", units=None)
+        else:
+            x = (series.start_ps + series.end_ps) / 2e12  # slice centres, s from the trace start
+            slot = float(series.duration_ps.mean()) / 1e12
+            scale = None  # per slice, as a share of it
+            self.chart_title.setText("Device activity over the profile")
+            self.chart_hint.setText(
+                f"no steps found: the profile in {len(series)} equal slices · double-click one to zoom there"
+            )
+            self.step_plot.setLabel("left", "share of slice", units="%")
+            self._set_legend(has_devices, tuple(p for p in PARTS if p != "input"))  # input waits need steps
+            self.step_plot.setLabel("bottom", "time from profile start", units="s")
+        self._chart_x, self._chart_slot = x, slot
+        bottom = np.zeros(len(series))
+        for part in PARTS:
+            values = series.part(part)
+            height = values * scale if scale else 100.0 * values / np.maximum(series.duration_ps, 1)
+            if not np.any(height > 0):
+                continue
+            self.step_plot.addItem(
+                pg.BarGraphItem(
+                    x=x,
+                    y0=bottom.copy(),
+                    height=height,
+                    width=BAR_WIDTH * slot,
+                    brush=PART_COLORS[part],
+                    pen=pg.mkPen(None),
+                )
+            )
+            bottom += height
+        top = float(bottom.max()) if len(bottom) else 0.0
+        self.step_plot.setXRange(float(x[0]) - 0.6 * slot, float(x[-1]) + 0.6 * slot, padding=0)
+        self.step_plot.setYRange(0, top * 1.08 if top > 0 else 1.0, padding=0)
+
+    def step_position_at(self, x: float) -> int | None:
+        """The bar (position in the charted steps or slices) at chart coordinate `x`, or None."""
+        centres = self._chart_x
+        if len(centres) == 0:
+            return None
+        k = int(np.clip(np.searchsorted(centres, x), 0, len(centres) - 1))
+        best = min((c for c in (k - 1, k) if c >= 0), key=lambda c: abs(centres[c] - x))
+        return best if abs(centres[best] - x) <= STEP_HIT_HALF_WIDTH * self._chart_slot else None
+
+    def zoom_to_step(self, position: int) -> None:
+        """Asks the timeline to show charted step (or slice) `position` (0-based)."""
+        series = self._chart_series()
+        if series is None or not 0 <= position < len(series):
+            return
+        self.zoomRequested.emit(int(series.start_ps[position]), int(series.end_ps[position]))
+
+    def _on_plot_clicked(self, event) -> None:
+        if not event.double():
+            return
+        point = self.step_plot.getPlotItem().vb.mapSceneToView(event.scenePos())
+        position = self.step_position_at(point.x())
+        if position is not None:
+            self.zoom_to_step(position)
+            event.accept()
+
+    def _on_plot_hover(self, scene_pos) -> None:
+        series = self._chart_series()
+        if series is None or len(series) == 0:
+            return
+        point = self.step_plot.getPlotItem().vb.mapSceneToView(scene_pos)
+        position = self.step_position_at(point.x())
+        stepped = series is self.overview.series
+        has_devices = self.overview.duty_cycle is not None
+        text = "" if position is None else _bar_tooltip(series, position, stepped, has_devices)
+        self.step_plot.setToolTip(text)
+
+    # -- top ops ---------------------------------------------------------------------------------
+    def _fill_ops(self, o: Overview) -> None:
+        table = o.ops
+        self.ops_table.setRowCount(0)
+        if table is None:
+            self.ops_caption.setText("")
+            self.ops_empty.setText(
+                "No device ops in this profile\n(no TPU XLA Ops, GPU kernels or XLA:CPU thunks)."
+            )
+            self.ops_stack.setCurrentWidget(self.ops_empty)
+            return
+        self.ops_stack.setCurrentWidget(self.ops_table)
+        rows = min(TOP_OPS_ROWS, len(table))
+        shown = float(table.percent[:rows].sum())
+        self.ops_caption.setText(
+            (
+                f"top {rows} of {len(table):,} ops: {shown:.1f}% of op self time"
+                if rows < len(table)
+                else f"all {rows} ops"
+            )
+            + " · click one to open the op breakdown"
+        )
+        self.ops_table.setRowCount(rows)
+        right = Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter
+        percent = table.percent
+        for row in range(rows):
+            name = table.label(table.name[row])
+            program = table.label(table.program[row]) if table.program[row] else ""
+            cells = [
+                QTableWidgetItem(name),
+                QTableWidgetItem(program),
+                QTableWidgetItem(format_duration(table.self_ps[row])),
+                QTableWidgetItem(f"{percent[row]:.1f}%"),
+            ]
+            cells[0].setToolTip(name)
+            cells[1].setToolTip(program)
+            cells[2].setTextAlignment(right)
+            cells[3].setData(PERCENT_ROLE, float(percent[row]))
+            cells[3].setTextAlignment(right)
+            for column, cell in enumerate(cells):
+                cell.setData(Qt.ItemDataRole.UserRole, row)
+                self.ops_table.setItem(row, column, cell)
+
+    def _on_op_clicked(self, row: int) -> None:
+        o = self.overview
+        if o is None or o.ops is None or not 0 <= row < len(o.ops):
+            return
+        self.highlightRequested.emit(o.ops.events_of_row(row))
+        self.opSelected.emit(row)
+        self.openViewRequested.emit("ops")
+
+    # -- findings --------------------------------------------------------------------------------
+    def _fill_findings(self, o: Overview) -> None:
+        self.findings_list.clear()
+        style = self.style()
+        findings = o.findings
+        if not findings:
+            item = QListWidgetItem(
+                QIcon(style.standardIcon(QStyle.StandardPixmap.SP_DialogApplyButton)),
+                "No integration problems found.",
+            )
+            item.setFlags(Qt.ItemFlag.NoItemFlags | Qt.ItemFlag.ItemIsEnabled)
+            self.findings_list.addItem(item)
+            self.findings_caption.setText("the diagnose rules found nothing to report")
+            return
+        counts = {s: sum(f.severity == s for f in findings) for s in Severity}
+        tally = ", ".join(
+            f"{counts[s]} {s.label}"
+            for s in (Severity.CRITICAL, Severity.WARNING, Severity.INFO)
+            if counts[s]
+        )
+        self.findings_caption.setText(f"{tally} · click one to open the diagnostics")
+        for position, finding in enumerate(findings[:TOP_FINDINGS_ROWS]):
+            item = QListWidgetItem(QIcon(style.standardIcon(_ICONS[finding.severity])), finding.title)
+            item.setToolTip(_finding_tooltip(finding))
+            item.setData(Qt.ItemDataRole.UserRole, position)
+            item.setData(EXPLANATION_ROLE, finding.explanation)
+            self.findings_list.addItem(item)
+        if len(findings) > TOP_FINDINGS_ROWS:
+            more = QListWidgetItem(f"… {len(findings) - TOP_FINDINGS_ROWS} more in Diagnostics")
+            more.setData(Qt.ItemDataRole.UserRole, -1)
+            self.findings_list.addItem(more)
+
+    def _on_finding_clicked(self, item: QListWidgetItem) -> None:
+        o = self.overview
+        position = item.data(Qt.ItemDataRole.UserRole)
+        if o is None or position is None:
+            return
+        if 0 <= position < len(o.findings) and self.trace is not None:
+            self.highlightRequested.emit(evidence_events(self.trace, o.findings[position].evidence))
+            self.findingSelected.emit(position)
+        self.openViewRequested.emit("diagnostics")
+
+
+# -- helpers -------------------------------------------------------------------------------------
+def _mute(label: QLabel) -> None:
+    """Secondary text: the window text colour, lighter (keeps working with dark palettes)."""
+    palette = label.palette()
+    text = palette.color(QPalette.ColorRole.WindowText)
+    background = palette.color(QPalette.ColorRole.Window)
+    mixed = QColor(
+        (text.red() * 3 + background.red() * 2) // 5,
+        (text.green() * 3 + background.green() * 2) // 5,
+        (text.blue() * 3 + background.blue() * 2) // 5,
+    )
+    palette.setColor(QPalette.ColorRole.WindowText, mixed)
+    label.setPalette(palette)
+
+
+def _wrap(text: str, metrics: QFontMetrics, width: int, max_lines: int) -> list[str]:
+    """`text` broken between words into at most `max_lines` lines of `width` px; the last one elided."""
+    lines: list[str] = []
+    words = text.split()
+    while words and len(lines) < max_lines:
+        if len(lines) == max_lines - 1:
+            lines.append(metrics.elidedText(" ".join(words), Qt.TextElideMode.ElideRight, width))
+            break
+        line = words.pop(0)
+        while words and metrics.horizontalAdvance(line + " " + words[0]) <= width:
+            line += " " + words.pop(0)
+        lines.append(line)
+    return lines
+
+
+def _single_device_detail(kind: str) -> str:
+    return "XLA runs the ops on the host CPU" if kind == "CPU" else f"one {kind}"
+
+
+def _heading(text: str) -> QLabel:
+    label = QLabel(text)
+    font = label.font()
+    font.setPointSizeF(font.pointSizeF() + 1.5)
+    font.setBold(True)
+    label.setFont(font)
+    return label
+
+
+def _panel(title: str, caption: QLabel, body: QWidget) -> QWidget:
+    panel = QWidget()
+    layout = QVBoxLayout(panel)
+    layout.setContentsMargins(0, 0, 0, 0)
+    layout.setSpacing(4)
+    header = QHBoxLayout()
+    header.addWidget(_heading(title))
+    header.addSpacing(10)
+    header.addWidget(caption, 1)
+    layout.addLayout(header)
+    layout.addWidget(body, 1)
+    return panel
+
+
+def _profile_name(trace: Trace) -> str:
+    names = [getattr(s, "name", str(s)) for s in trace.sources]
+    return ", ".join(names) if names else "Overview"
+
+
+def _status_text(o: Overview) -> str:
+    if len(o.steps):
+        return f"{len(o.steps):,} steps from {o.steps.description}."
+    return f"No steps: {NO_STEPS_TEXT}."
+
+
+def _bar_tooltip(series: StepSeries, position: int, stepped: bool, has_devices: bool) -> str:
+    duration = float(series.duration_ps[position])
+    if stepped:
+        head = f"step {int(series.number[position])}: {format_duration(duration)}"
+    else:
+        t0, t1 = float(series.start_ps[position]), float(series.end_ps[position])
+        head = f"{format_duration(t0)} to {format_duration(t1)} from the profile start"
+    lines = [head]
+    for part in PARTS:
+        value = float(series.part(part)[position])
+        share = 100.0 * value / duration if duration > 0 else 0.0
+        lines.append(f"{part_label(part, has_devices)}: {format_duration(value)} ({share:.1f}%)")
+    lines.append("double-click to see it on the timeline")
+    return "\n".join(lines)
+
+
+def _finding_tooltip(finding: Finding) -> str:
+    return f"{finding.severity.label} · {finding.id}\n\n{finding.explanation}"
