@@ -1,0 +1,170 @@
+"""The Overview page on real profiles: the cards' numbers, and every click leads to its view."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from PySide6.QtCore import QEvent, QPoint, QPointF, Qt
+from PySide6.QtGui import QMouseEvent
+from PySide6.QtWidgets import QApplication
+
+from tests.conftest import GPU_TRACE, SAMPLES, TPU_TRACE, require_shared_traces
+from tpuscope.analysis.device_ops import device_activity, find_devices
+from tpuscope.analysis.diagnose import diagnose
+from tpuscope.analysis.ops import op_breakdown
+from tpuscope.analysis.steps import find_steps
+from tpuscope.model.load import open_trace
+from tpuscope.ui.overview_view import OverviewView, format_duration, format_percent
+
+WAIT_MS = 30_000  # generous: the CI machine is shared
+INPUT_BOUND_SAMPLE = SAMPLES / "jax_cpu_input_bound.xplane.pb"
+
+
+@pytest.fixture(scope="module")
+def traces():
+    require_shared_traces()
+    paths = {"tpu": TPU_TRACE, "input": INPUT_BOUND_SAMPLE, "gpu": GPU_TRACE}
+    return {key: open_trace(path, use_cache=False) for key, path in paths.items()}
+
+
+@pytest.fixture
+def view(qtbot):
+    widget = OverviewView()
+    qtbot.addWidget(widget)
+    widget.resize(1600, 1000)
+    widget.show()
+    qtbot.waitExposed(widget)
+    yield widget
+    widget.shutdown()
+
+
+def _load(qtbot, view, trace):
+    with qtbot.waitSignal(view.overviewReady, timeout=WAIT_MS) as ready:
+        view.set_trace(trace)
+    return ready.args[0]
+
+
+def _double_click(qtbot, widget, pos: QPoint) -> None:
+    """What a real double click delivers: press, release, double-click, release."""
+    qtbot.mousePress(widget, Qt.MouseButton.LeftButton, pos=pos)
+    qtbot.mouseRelease(widget, Qt.MouseButton.LeftButton, pos=pos)
+    double = QMouseEvent(
+        QEvent.Type.MouseButtonDblClick,
+        QPointF(pos),
+        widget.mapToGlobal(QPointF(pos)),
+        Qt.MouseButton.LeftButton,
+        Qt.MouseButton.LeftButton,
+        Qt.KeyboardModifier.NoModifier,
+    )
+    QApplication.sendEvent(widget, double)
+    qtbot.mouseRelease(widget, Qt.MouseButton.LeftButton, pos=pos)
+
+
+def _bar_position(view, x: float, y: float) -> QPoint:
+    scene = view.step_plot.getPlotItem().vb.mapViewToScene(QPointF(x, y))
+    point = view.step_plot.mapFromScene(scene)
+    return QPoint(int(point.x()), int(point.y()))
+
+
+def test_cards_show_the_profiles_numbers(qtbot, view, traces):
+    trace = traces["tpu"]
+    _load(qtbot, view, trace)
+    steps = find_steps(trace)
+    periods = np.append(steps.start_ps[1:], steps.end_ps[-1]) - steps.start_ps
+    planes = trace.device_planes("TPU")
+    duty = np.mean([device_activity(d).duty_cycle for d in find_devices(trace)])
+    cards = view.cards
+    assert cards["devices"].value.text() == f"{len(planes)} × {planes[0].device_type}"
+    assert cards["hosts"].value.text() == str(len(trace.hosts))
+    assert cards["framework"].value.text() == diagnose(trace).framework.name
+    assert cards["span"].value.text() == format_duration(trace.duration_ps)
+    assert cards["steps"].value.text() == f"{len(steps):,}"
+    assert cards["step_time"].value.text() == format_duration(periods.mean())
+    assert f"median {format_duration(np.median(periods))}" in cards["step_time"].detail.text()
+    assert f"p95 {format_duration(np.percentile(periods, 95))}" in cards["step_time"].detail.text()
+    assert cards["duty_cycle"].value.text() == format_percent(duty)
+    assert view.chart_stack.currentWidget() is view.step_plot
+
+
+def test_clicking_a_card_opens_its_view(qtbot, view, traces):
+    _load(qtbot, view, traces["tpu"])
+    for key, target in (("duty_cycle", "ops"), ("framework", "diagnostics"), ("steps", "timeline")):
+        card = view.cards[key]
+        with qtbot.waitSignal(view.openViewRequested, timeout=1000) as opened:
+            qtbot.mouseClick(card, Qt.MouseButton.LeftButton, pos=card.rect().center())
+        assert opened.args == [target]
+
+
+def test_clicking_an_op_opens_the_op_breakdown_and_outlines_its_events(qtbot, view, traces):
+    trace = traces["tpu"]
+    _load(qtbot, view, trace)
+    expected = op_breakdown(trace).rows_json(view.ops_table.rowCount())
+    assert [view.ops_table.item(r, 0).text() for r in range(len(expected))] == [r["name"] for r in expected]
+    row = 2
+    opened, picked, outlined = [], [], []
+    view.openViewRequested.connect(opened.append)
+    view.opSelected.connect(picked.append)
+    view.highlightRequested.connect(outlined.append)
+    rect = view.ops_table.visualRect(view.ops_table.model().index(row, 0))
+    qtbot.mouseClick(view.ops_table.viewport(), Qt.MouseButton.LeftButton, pos=rect.center())
+    assert opened == ["ops"] and picked == [row]
+    events = outlined[0]
+    assert sum(len(idx) for _, idx in events) == expected[row]["occurrences"]
+    assert {t.name for t, _ in events} == {"XLA Ops"}
+
+
+def test_clicking_a_finding_opens_the_diagnostics(qtbot, view, traces):
+    trace = traces["input"]
+    overview = _load(qtbot, view, trace)
+    assert overview.findings[0].id == "input_bound"
+    assert view.findings_list.count() == len(overview.findings)
+    opened, picked = [], []
+    view.openViewRequested.connect(opened.append)
+    view.findingSelected.connect(picked.append)
+    rect = view.findings_list.visualItemRect(view.findings_list.item(0))
+    with qtbot.waitSignal(view.highlightRequested, timeout=1000) as outlined:
+        qtbot.mouseClick(view.findings_list.viewport(), Qt.MouseButton.LeftButton, pos=rect.center())
+    assert opened == ["diagnostics"] and picked == [0]
+    assert sum(len(idx) for _, idx in outlined.args[0]) > 0  # the finding's evidence events
+
+
+def test_double_clicking_a_step_zooms_to_it(qtbot, view, traces):
+    overview = _load(qtbot, view, traces["input"])
+    series = overview.series
+    step = 4
+    pos = _bar_position(view, float(series.number[step]), float(series.duration_ps[step]) / 2e12)
+    zooms = []
+    view.zoomRequested.connect(lambda t0, t1: zooms.append((t0, t1)))
+    qtbot.mouseClick(view.step_plot.viewport(), Qt.MouseButton.LeftButton, pos=pos)
+    assert zooms == [], "a single click does not zoom"
+    _double_click(qtbot, view.step_plot.viewport(), pos)
+    assert zooms == [(int(series.start_ps[step]), int(series.end_ps[step]))]
+
+
+def test_without_steps_the_chart_shows_slices_of_the_profile(qtbot, view, traces):
+    trace = traces["gpu"]
+    overview = _load(qtbot, view, trace)
+    assert view.cards["steps"].value.text() == "None"
+    assert view.cards["step_time"].value.text() == "–"
+    assert view.chart_title.text() == "Device activity over the profile"
+    slices = overview.slices
+    k = int(np.argmax(slices.busy_ps))  # the busiest slice has a bar to hit
+    centre = float(slices.start_ps[k] + slices.end_ps[k]) / 2e12
+    zooms = []
+    view.zoomRequested.connect(lambda t0, t1: zooms.append((t0, t1)))
+    _double_click(qtbot, view.step_plot.viewport(), _bar_position(view, centre, 1.0))
+    assert zooms == [(int(slices.start_ps[k]), int(slices.end_ps[k]))]
+
+
+def test_a_newer_trace_drops_the_older_result(qtbot, view, traces):
+    shown = []
+    view.overviewReady.connect(shown.append)
+    view.set_trace(traces["tpu"])
+    with qtbot.waitSignal(view.overviewReady, timeout=WAIT_MS):
+        view.set_trace(traces["input"])
+    view.shutdown()
+    QApplication.processEvents()
+    assert len(shown) == 1 and shown[0].steps.source == find_steps(traces["input"]).source
+    assert view.title.text() == INPUT_BOUND_SAMPLE.name
+    view.set_trace(None)
+    assert view.overview is None and view.cards["steps"].value.text() == "–"
