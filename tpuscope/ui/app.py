@@ -9,6 +9,7 @@ from pathlib import Path
 from PySide6.QtGui import QIcon
 from PySide6.QtWidgets import QApplication
 
+from tpuscope.ui.gc_guard import MainThreadCollector
 from tpuscope.ui.main_window import MainWindow
 
 ICON = Path(__file__).resolve().parents[1] / "resources" / "tpuscope.svg"
@@ -19,6 +20,8 @@ def application() -> QApplication:
     app = QApplication.instance()
     if app is None:
         app = QApplication(sys.argv[:1])
+    if getattr(app, "_tpuscope_collector", None) is None:
+        app._tpuscope_collector = MainThreadCollector(app)  # garbage is collected on this thread only
     app.setOrganizationName("tpuscope")
     app.setApplicationName("tpuscope")
     if ICON.is_file():

@@ -274,6 +274,7 @@ class MainWindow(QMainWindow):
             if key != "timeline" and hasattr(view, "set_trace"):
                 view.set_trace(result.trace)
         self.stack.setCurrentWidget(self.tabs)
+        self.timeline.setFocus()  # W/A/S/D work at once
         trace = result.trace
         steps = f", {len(result.steps)} steps" if result.steps is not None else ""
         self.status_label.setText(

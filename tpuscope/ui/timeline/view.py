@@ -25,6 +25,7 @@ from tpuscope.ui.timeline.lod import TimelineLod, TrackLod, time_key
 from tpuscope.ui.timeline.palette import PALETTE, Colours, text_is_dark
 from tpuscope.ui.timeline.scene import MERGE_PX, Frame, Viewport, build_frame, highlight_rects
 
+# Layout and feel: UI choices (no external source), tuned by looking at the real profiles.
 LABEL_COLUMN_PX = 210
 RULER_PX = 24
 STEP_BAND_PX = 18
