@@ -201,21 +201,27 @@ class FindingDelegate(QStyledItemDelegate):
         painter.save()
         title_font = QFont(option.font)
         title_font.setBold(index.data(EXPLANATION_ROLE) is not None)
-        painter.setFont(title_font)
-        metrics = QFontMetrics(title_font)
-        title = metrics.elidedText(
-            str(index.data(Qt.ItemDataRole.DisplayRole)), Qt.TextElideMode.ElideRight, width
-        )
         line = QFontMetrics(option.font).height()
-        painter.drawText(QRect(text_left, rect.top(), width, line + 2), Qt.AlignmentFlag.AlignLeft, title)
         explanation = index.data(EXPLANATION_ROLE)
+        # The title may take two lines; the explanation gets what is left of three.
+        title_lines = _wrap(
+            str(index.data(Qt.ItemDataRole.DisplayRole)),
+            QFontMetrics(title_font),
+            width,
+            2 if explanation else 1,
+        )
+        painter.setFont(title_font)
+        for k, text in enumerate(title_lines):
+            top = rect.top() + k * line
+            painter.drawText(QRect(text_left, top, width, line + 2), Qt.AlignmentFlag.AlignLeft, text)
         if explanation:
             painter.setFont(option.font)
             muted = option.palette.color(QPalette.ColorRole.Text)
             muted.setAlpha(150)
             painter.setPen(muted)
-            for k, text in enumerate(_wrap(str(explanation), QFontMetrics(option.font), width, 2)):
-                top = rect.top() + (k + 1) * line + 2
+            lines = _wrap(str(explanation), QFontMetrics(option.font), width, 3 - len(title_lines))
+            for k, text in enumerate(lines, start=len(title_lines)):
+                top = rect.top() + k * line + 2
                 painter.drawText(QRect(text_left, top, width, line), Qt.AlignmentFlag.AlignLeft, text)
         painter.restore()
 
@@ -298,6 +304,7 @@ class OverviewView(QWidget):
         self.no_steps = QLabel("")
         self.no_steps.setAlignment(Qt.AlignmentFlag.AlignCenter)
         self.no_steps.setWordWrap(True)
+        self.no_steps.setFrameShape(QFrame.Shape.StyledPanel)
         _mute(self.no_steps)
         self.chart_stack = QStackedWidget()
         self.chart_stack.addWidget(self.step_plot)
@@ -339,6 +346,7 @@ class OverviewView(QWidget):
         self.ops_empty = QLabel("")
         self.ops_empty.setAlignment(Qt.AlignmentFlag.AlignCenter)
         self.ops_empty.setWordWrap(True)
+        self.ops_empty.setFrameShape(QFrame.Shape.StyledPanel)
         _mute(self.ops_empty)
         self.ops_stack = QStackedWidget()
         self.ops_stack.addWidget(self.ops_table)
@@ -486,7 +494,12 @@ class OverviewView(QWidget):
                 "None", "no device activity recorded (host-only profile)", "Click to open the op breakdown"
             )
         self.cards["hosts"].set(str(len(o.hosts)), ", ".join(o.hosts), "Click to open the timeline")
-        self.cards["framework"].set(o.framework.name, o.framework.evidence, "Click to open the diagnostics")
+        evidence = o.framework.evidence
+        self.cards["framework"].set(
+            o.framework.name,
+            evidence.split(" (", 1)[0],  # the clue without its examples: the tooltip has them
+            f"Detected from {evidence}. Click to open the diagnostics.",
+        )
         self.cards["span"].set(
             format_duration(o.span_ps),
             f"{self.trace.event_count:,} events" if self.trace is not None else "",
@@ -525,6 +538,8 @@ class OverviewView(QWidget):
     # -- per-step chart --------------------------------------------------------------------------
     def _set_legend(self, has_devices: bool, parts: tuple[str, ...] = PARTS) -> None:
         swatch = "<span style='color:{};font-size:large'>■</span>&nbsp;{}"
+        if not has_devices:
+            parts = tuple(p for p in parts if p != "busy")  # nothing can be busy
         items = [swatch.format(PART_COLORS[p].name(), html.escape(part_label(p, has_devices))) for p in parts]
         self.legend.setText("&nbsp;&nbsp;&nbsp;".join(items))
 
