@@ -691,9 +691,10 @@ class OverviewView(QWidget):
         o = self.overview
         if o is None or o.ops is None or not 0 <= row < len(o.ops):
             return
-        self.highlightRequested.emit(o.ops.events_of_row(row))
-        self.opSelected.emit(row)
+        # The view first, so a handler of opSelected finds the op breakdown shown (it fills on show).
         self.openViewRequested.emit("ops")
+        self.opSelected.emit(row)
+        self.highlightRequested.emit(o.ops.events_of_row(row))
 
     # -- findings --------------------------------------------------------------------------------
     def _fill_findings(self, o: Overview) -> None:
@@ -732,10 +733,10 @@ class OverviewView(QWidget):
         position = item.data(Qt.ItemDataRole.UserRole)
         if o is None or position is None:
             return
-        if 0 <= position < len(o.findings) and self.trace is not None:
-            self.highlightRequested.emit(evidence_events(self.trace, o.findings[position].evidence))
-            self.findingSelected.emit(position)
         self.openViewRequested.emit("diagnostics")
+        if 0 <= position < len(o.findings) and self.trace is not None:
+            self.findingSelected.emit(position)
+            self.highlightRequested.emit(evidence_events(self.trace, o.findings[position].evidence))
 
 
 # -- helpers -------------------------------------------------------------------------------------
