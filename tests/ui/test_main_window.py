@@ -367,6 +367,13 @@ def test_groups_collapse_and_expand_and_names_have_tooltips(qtbot, window):
     qtbot.mouseClick(view, Qt.LeftButton, pos=QPoint(40, y))
     assert view.layout_.rows[0].collapsed
     assert len(view.layout_.rows) < rows
+    # The collapsed group still shows its busiest track's activity inside its header row.
+    summary = view.layout_.rows[0].summary
+    assert summary is not None and summary.name == "XLA Ops"
+    view.grab()
+    header_top, header_bottom = view.events_top + header.y, view.events_top + header.y + header.height
+    ys = np.concatenate([r[:, 1] for r in view.last_frame.rects_by_colour.values()])
+    assert ((ys >= header_top) & (ys < header_bottom)).sum() > 10
     qtbot.mouseClick(view, Qt.LeftButton, pos=QPoint(40, y))
     assert len(view.layout_.rows) == rows
     track_row = next(r for r in view.layout_.rows if r.kind == "track" and r.group[1] == "/host:CPU")

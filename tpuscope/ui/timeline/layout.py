@@ -38,6 +38,7 @@ class Row:
     track: Track | None = None
     collapsed: bool = False
     events: int = 0
+    summary: Track | None = None  # a collapsed group's busiest track, drawn in its header
 
 
 def group_key(plane: Plane) -> tuple[str, str]:
@@ -114,7 +115,8 @@ class TimelineLayout:
             events = sum(len(t) for t in shown)
             label = plane_label(plane, several_hosts)
             tooltip = f"{plane.host} {plane.name}: {len(shown)} tracks, {events:,} events"
-            rows.append(Row("group", y, GROUP_HEIGHT, label, tooltip, key, None, collapsed, events))
+            summary = max(shown, key=len) if collapsed else None
+            rows.append(Row("group", y, GROUP_HEIGHT, label, tooltip, key, None, collapsed, events, summary))
             y += GROUP_HEIGHT
             if collapsed:
                 continue

@@ -25,6 +25,7 @@ GAP_PX = 1.0  # right inset of boxes wider than GAP_MIN_PX, so neighbours stay a
 GAP_MIN_PX = 4.0
 OFFSCREEN_PX = 10.0  # clamp to the viewport +- this margin: huge rects flicker (Tracy, Perfetto)
 BOX_MARGIN_PX = 1.0  # vertical space between stacked depths
+SUMMARY_INSET_PX = 5.0  # a collapsed group's summary boxes keep this far from its header's edges
 
 
 @dataclass
@@ -73,17 +74,20 @@ class _Pieces:
     x: list[np.ndarray] = field(default_factory=list)
     y: list[np.ndarray] = field(default_factory=list)
     w: list[np.ndarray] = field(default_factory=list)
+    h: list[np.ndarray] = field(default_factory=list)
     colour: list[np.ndarray] = field(default_factory=list)
 
 
 def track_boxes(
-    track_lod: TrackLod, row: Row, view: Viewport
+    track_lod: TrackLod, top_y: float, view: Viewport, max_depth: int | None = None
 ) -> list[tuple[int, Boxes, np.ndarray, np.ndarray, np.ndarray]]:
-    """Per depth: (depth, boxes, x, width, y) of one track in the window."""
+    """Per depth: (depth, boxes, x, width, y) of one track in the window, its depth 0 at layout y `top_y`."""
     min_ps = view.ps_per_px * MERGE_PX
     out = []
     left, right = view.x - OFFSCREEN_PX, view.x + view.width + OFFSCREEN_PX
     for depth_lod in track_lod.depths:
+        if max_depth is not None and depth_lod.depth > max_depth:
+            continue
         boxes = depth_lod.window(view.t0_ps, view.t1_ps, min_ps)
         if not len(boxes):
             continue
@@ -91,50 +95,55 @@ def track_boxes(
         x1 = np.minimum(view.x_of(boxes.end_ps), right)
         width = np.maximum(x1 - x0, MIN_BOX_PX)
         width = np.where(width > GAP_MIN_PX, width - GAP_PX, width)
-        y = view.y_of(row.y + depth_lod.depth * ROW_HEIGHT + BOX_MARGIN_PX)
+        y = view.y_of(top_y + depth_lod.depth * ROW_HEIGHT + BOX_MARGIN_PX)
         out.append((depth_lod.depth, boxes, x0, width, np.full(len(boxes), y)))
     return out
 
 
 def build_frame(rows: list[Row], lod: TimelineLod, colours: Colours, view: Viewport) -> Frame:
-    """Rectangles (grouped by palette colour) and labels for the visible track rows."""
+    """Rectangles (grouped by palette colour) and labels for the visible rows.
+
+    A collapsed plane group shows its busiest track's outermost events, thinner
+    and without labels, in its header row (Perfetto's group summary idea).
+    """
     pieces = _Pieces()
     labels: list[Label] = []
     for row in rows:
-        if row.kind != "track" or row.track is None:
-            continue
-        track_lod = lod.of(row.track)
+        track = row.track if row.kind == "track" else row.summary
+        track_lod = lod.of(track) if track is not None else None
         if track_lod is None:
             continue
-        track = row.track
         plane_colours = colours.of(track.plane)
-        for _, boxes, x, width, y in track_boxes(track_lod, row, view):
+        if row.kind == "track":
+            drawn = track_boxes(track_lod, row.y, view)
+            height = ROW_HEIGHT - 2 * BOX_MARGIN_PX
+        else:
+            drawn = track_boxes(track_lod, row.y + SUMMARY_INSET_PX - BOX_MARGIN_PX, view, max_depth=0)
+            height = row.height - 2 * SUMMARY_INSET_PX
+        for _, boxes, x, width, y in drawn:
             meta_rows = track.meta_index[boxes.rep]
             colour = plane_colours.colour_of_row[meta_rows]
             pieces.x.append(x)
             pieces.y.append(y)
             pieces.w.append(width)
+            pieces.h.append(np.full(len(x), float(height)))
             pieces.colour.append(colour)
+            if row.kind != "track":
+                continue
             wide = np.flatnonzero((width >= LABEL_MIN_PX) & (boxes.count == 1))
             for i in wide.tolist():
-                labels.append(
-                    Label(
-                        float(x[i]),
-                        float(y[i]),
-                        float(width[i]),
-                        plane_colours.label_of_row[int(meta_rows[i])],
-                        int(colour[i]),
-                    )
-                )
+                label = plane_colours.label_of_row[int(meta_rows[i])]
+                labels.append(Label(float(x[i]), float(y[i]), float(width[i]), label, int(colour[i])))
     frame = Frame(labels=labels)
     if not pieces.x:
         return frame
     x = np.concatenate(pieces.x)
     y = np.concatenate(pieces.y)
     w = np.concatenate(pieces.w)
+    h = np.concatenate(pieces.h)
     colour = np.concatenate(pieces.colour).astype(np.int64)
     frame.box_count = len(x)
-    frame.rects_by_colour = group_rects(x, y, w, np.full(len(x), ROW_HEIGHT - 2 * BOX_MARGIN_PX), colour)
+    frame.rects_by_colour = group_rects(x, y, w, h, colour)
     return frame
 
 
@@ -163,7 +172,7 @@ def highlight_rects(rows: list[Row], highlights: dict[int, TrackLod], view: View
         track_lod = highlights.get(id(row.track))
         if track_lod is None:
             continue
-        for _, _, x, width, y in track_boxes(track_lod, row, view):
+        for _, _, x, width, y in track_boxes(track_lod, row.y, view):
             part = np.empty((len(x), 4))
             part[:, 0], part[:, 1], part[:, 2], part[:, 3] = x, y, width, ROW_HEIGHT - 2 * BOX_MARGIN_PX
             parts.append(part)
