@@ -89,12 +89,13 @@ class DetailsPanel(QTextBrowser):
             parts.append(_table([(k, format_stat(k, v)) for k, v in sorted(meta.items())]))
         self.setHtml("".join(parts))
 
-    def show_range(self, t0_ps: float, t1_ps: float, summary: RangeSummary, strings) -> None:
+    def show_range(self, t0_ps: float, t1_ps: float, summary: RangeSummary, strings, tracks: int) -> None:
+        """Per-name count, total and self time of the events of `tracks` (expanded) tracks in the range."""
         head = (
             f"<h3 style='margin-bottom:4px'>Range {html.escape(format_duration(t1_ps - t0_ps))}</h3>"
             f"<p style='margin:2px 0'>{html.escape(format_duration(t0_ps))} to "
             f"{html.escape(format_duration(t1_ps))}: {int(summary.counts.sum()):,} events, "
-            f"{len(summary):,} names</p>"
+            f"{len(summary):,} names on the {tracks:,} expanded tracks</p>"
         )
         rows = []
         shown = min(len(summary), MAX_RANGE_ROWS)

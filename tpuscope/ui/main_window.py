@@ -354,7 +354,8 @@ class MainWindow(QMainWindow):
         if self.trace is None or self.timeline.layout_ is None:
             return
         tracks = [r.track for r in self.timeline.layout_.rows if r.track is not None]
-        self.details.show_range(t0_ps, t1_ps, summarize_range(tracks, t0_ps, t1_ps), self.trace.strings)
+        summary = summarize_range(tracks, t0_ps, t1_ps)
+        self.details.show_range(t0_ps, t1_ps, summary, self.trace.strings, len(tracks))
 
     def _on_matches(self, results: SearchResults) -> None:
         self.timeline.set_highlight_lods(results.outlines, SEARCH_LAYER)
