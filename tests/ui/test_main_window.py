@@ -13,6 +13,7 @@ from tests.ui.conftest import JAX_STEPS, LOAD_TIMEOUT_MS, open_and_wait
 from tpuscope.ui.main_window import MainWindow
 from tpuscope.ui.timeline.layout import ROW_HEIGHT
 from tpuscope.ui.timeline.palette import short_name
+from tpuscope.ui.timeline.ruler import format_duration
 from tpuscope.ui.timeline.view import (
     HIGHLIGHT_COLOURS,
     LABEL_COLUMN_PX,
@@ -257,8 +258,9 @@ def test_shift_drag_summarizes_the_range_per_name(qtbot, window):
     view = window.timeline
     x0, x1 = LABEL_COLUMN_PX + 300.0, LABEL_COLUMN_PX + 700.0
     t0, t1 = view.viewport().t_of(x0), view.viewport().t_of(x1)
-    with qtbot.waitSignal(view.rangeSelected) as selected:
-        drag(view, QPointF(x0, 200), QPointF(x1, 220), modifiers=Qt.ShiftModifier)
+    with qtbot.waitSignal(window.rangeSummarized, timeout=LOAD_TIMEOUT_MS):
+        with qtbot.waitSignal(view.rangeSelected) as selected:
+            drag(view, QPointF(x0, 200), QPointF(x1, 220), modifiers=Qt.ShiftModifier)
     assert selected.args[0] == pytest.approx(t0) and selected.args[1] == pytest.approx(t1)
     text = window.details.toPlainText()
     # The busiest name inside the range, counted here by brute force over the events.
@@ -272,6 +274,14 @@ def test_shift_drag_summarizes_the_range_per_name(qtbot, window):
     assert f"{sum(counts.values()):,} events" in text
     assert f"{len(counts):,} names on the {sum(1 for _ in trace.tracks() if len(_))} expanded tracks" in text
     assert view.range == pytest.approx((t0, t1))
+    # A newer range wins even when an older summary finishes later.
+    shown = []
+    window.rangeSummarized.connect(shown.append)
+    window._on_range_selected(0.0, float(trace.duration_ps))
+    window._on_range_selected(t0, (t0 + t1) / 2)
+    qtbot.waitUntil(lambda: not window.jobs, timeout=LOAD_TIMEOUT_MS)
+    assert len(shown) == 1
+    assert window.details.toPlainText().startswith(f"Range {format_duration((t1 - t0) / 2)}")
 
 
 def test_a_bad_file_shows_the_loader_message_and_keeps_the_old_trace(qtbot, window, tmp_path, monkeypatch):

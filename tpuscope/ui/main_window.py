@@ -23,6 +23,7 @@ from PySide6.QtWidgets import (
 
 from tpuscope.model.trace import Trace, Track
 from tpuscope.ui.details import DETAILS_START_WIDTH_PX, DetailsPanel
+from tpuscope.ui.jobs import Job
 from tpuscope.ui.loader import LoadResult, LoadWorker
 from tpuscope.ui.optional_views import optional_class
 from tpuscope.ui.range_summary import summarize_range
@@ -48,6 +49,7 @@ def default_settings() -> QSettings:
 class MainWindow(QMainWindow):
     traceLoaded = Signal(object)  # Trace
     loadFailed = Signal(str)
+    rangeSummarized = Signal(object)  # RangeSummary shown in the details panel
 
     def __init__(self, settings: QSettings | None = None):
         super().__init__()
@@ -60,6 +62,8 @@ class MainWindow(QMainWindow):
         self.generation = 0
         self._cancelled_generation = -1
         self.workers: set[LoadWorker] = set()
+        self.jobs: set[Job] = set()  # range summaries
+        self.range_generation = 0
 
         self.timeline = TimelineView(self)
         self.search = SearchBar(self)
@@ -351,11 +355,28 @@ class MainWindow(QMainWindow):
             self.details.show_event(track, index)
 
     def _on_range_selected(self, t0_ps: float, t1_ps: float) -> None:
+        """Summarizes the range in a worker: over millions of events it takes seconds."""
         if self.trace is None or self.timeline.layout_ is None:
             return
         tracks = [r.track for r in self.timeline.layout_.rows if r.track is not None]
-        summary = summarize_range(tracks, t0_ps, t1_ps)
-        self.details.show_range(t0_ps, t1_ps, summary, self.trace.strings, len(tracks))
+        self.range_generation += 1
+        self.details.setHtml("<p>Summarizing the range\u2026</p>")
+        strings = self.trace.strings
+
+        def show(generation: int, summary) -> None:
+            if generation == self.range_generation:
+                self.details.show_range(t0_ps, t1_ps, summary, strings, len(tracks))
+                self.rangeSummarized.emit(summary)
+
+        job = Job(self.range_generation, lambda: summarize_range(tracks, t0_ps, t1_ps), self)
+        job.done.connect(show)
+        job.finished.connect(lambda j=job: self._forget_job(j))
+        self.jobs.add(job)
+        job.start()
+
+    def _forget_job(self, job: Job) -> None:
+        self.jobs.discard(job)
+        job.deleteLater()
 
     def _on_matches(self, results: SearchResults) -> None:
         self.timeline.set_highlight_lods(results.outlines, SEARCH_LAYER)
@@ -412,6 +433,8 @@ class MainWindow(QMainWindow):
         for worker in list(self.workers):
             worker.wait()
         self.search.shutdown()
+        for job in list(self.jobs):
+            job.wait()
         for key, view in self.views.items():
             if key != "timeline" and hasattr(view, "shutdown"):
                 view.shutdown()
