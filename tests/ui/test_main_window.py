@@ -147,7 +147,11 @@ def test_wheel_keys_and_drag_zoom_and_pan(qtbot, window):
     assert view.t0_ps - before == pytest.approx(200 * width / view.events_width, rel=1e-6)
     assert window_width(view) == pytest.approx(width)
 
-    window.timeline.zoom_to_fit()
+    fit = next(a for a in window.menuBar().actions()[1].menu().actions() if a.text() == "Zoom to &Fit")
+    fit.trigger()
+    assert view.t0_ps <= 0 and view.t1_ps >= trace.duration_ps
+    qtbot.keyClick(view, Qt.Key_W)
+    qtbot.keyClick(view, Qt.Key_Home)
     assert view.t0_ps <= 0 and view.t1_ps >= trace.duration_ps
 
 
