@@ -24,6 +24,8 @@ def _collect_garbage_on_the_ui_thread():
     gc.collect()
     if was_enabled:
         gc.enable()
+
+
 JAX_STEPS = 6
 
 

@@ -317,7 +317,6 @@ class MainWindow(QMainWindow):
         if 0 <= position < findings.count():
             findings.setCurrentRow(int(position))
 
-
     def show_view(self, key: str) -> bool:
         """Brings a tab to the front; False when this build has no such view."""
         view = self.views.get(key)
