@@ -53,7 +53,6 @@ def test_highlight_and_zoom_requests_reach_the_timeline(qtbot, window, key):
 
 
 def test_missing_views_are_left_out_but_broken_ones_raise(monkeypatch):
-    assert optional_class("overview") is None or "overview" in OPTIONAL_MODULES
     monkeypatch.setitem(OPTIONAL_MODULES, "nothing", ("tpuscope.ui.no_such_view", "NoSuchView"))
     assert optional_class("nothing") is None
     monkeypatch.setitem(OPTIONAL_MODULES, "broken", ("tpuscope.ui.timeline.view", "NoSuchClass"))
