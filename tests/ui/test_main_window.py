@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from PySide6.QtCore import QEvent, QMimeData, QPoint, QPointF, Qt, QUrl
 from PySide6.QtGui import QDragEnterEvent, QDropEvent, QImage, QMouseEvent, QWheelEvent
-from PySide6.QtWidgets import QApplication, QMessageBox
+from PySide6.QtWidgets import QApplication, QFileDialog, QMessageBox
 
 from tests.conftest import GPU_TRACE, PTXLA_TRACE, TF_TRACE, TPU_TRACE
 from tests.ui.conftest import JAX_STEPS, LOAD_TIMEOUT_MS, open_and_wait
@@ -435,3 +435,19 @@ def test_tooltips_tell_folded_boxes_and_the_step_source(qtbot, window):
     assert view.box_at(pos)[1] >= count
     assert "events too small to draw apart here" in view.tooltip_at(pos)
     assert view.tooltip_at(QPoint(LABEL_COLUMN_PX + 50, 30)) == f"Steps: {view.steps.description}"
+
+
+def test_file_open_and_open_folder_load_what_the_dialogs_return(qtbot, window, monkeypatch):
+    # The dialogs themselves are the platform's; what they return is what a user picked.
+    monkeypatch.setattr(QFileDialog, "getOpenFileName", lambda *a, **k: (str(GPU_TRACE), ""))
+    monkeypatch.setattr(QFileDialog, "getExistingDirectory", lambda *a, **k: str(PTXLA_TRACE.parent))
+    file_menu = window.menuBar().actions()[0].menu()
+    open_file = next(a for a in file_menu.actions() if a.text().startswith("&Open\u2026"))
+    open_folder = next(a for a in file_menu.actions() if a.text().startswith("Open &Folder"))
+    with qtbot.waitSignal(window.traceLoaded, timeout=LOAD_TIMEOUT_MS):
+        open_file.trigger()
+    assert window.path == GPU_TRACE
+    with qtbot.waitSignal(window.traceLoaded, timeout=LOAD_TIMEOUT_MS):
+        open_folder.trigger()
+    assert window.path == PTXLA_TRACE.parent and window.trace.sources == [PTXLA_TRACE]
+    qtbot.waitUntil(lambda: not window.workers, timeout=LOAD_TIMEOUT_MS)
