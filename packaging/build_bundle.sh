@@ -5,7 +5,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PYTHON="${1:-.venv/bin/python}"
-"$PYTHON" -m pip install -q '.[package]'
+"$PYTHON" -m pip install -q 'pyinstaller>=6'  # the package itself must already be installed (README)
 "$PYTHON" -m PyInstaller --noconfirm --clean --log-level WARN \
   --distpath dist --workpath build/pyinstaller packaging/tpuscope.spec
 echo "Bundle: dist/tpuscope/ ($(du -sh dist/tpuscope | cut -f1))"
