@@ -14,7 +14,7 @@ from __future__ import annotations
 import html
 import re
 
-from PySide6.QtCore import QThread, QUrl, Signal
+from PySide6.QtCore import QUrl, Signal
 from PySide6.QtGui import QIcon
 from PySide6.QtWidgets import (
     QLabel,
@@ -30,6 +30,7 @@ from PySide6.QtWidgets import (
 from tpuscope.analysis.diagnose import Finding, Report, Severity, diagnose
 from tpuscope.analysis.diagnose.finding import evidence_events
 from tpuscope.model.trace import Trace
+from tpuscope.ui.jobs import LatestJobs
 
 _ICONS = {
     Severity.CRITICAL: QStyle.StandardPixmap.SP_MessageBoxCritical,
@@ -39,26 +40,6 @@ _ICONS = {
 _EVIDENCE_SCHEME = "evidence"  # detail-pane links "evidence:<n>" zoom to evidence item n
 # Evidence lines listed in the detail pane (all of them are highlighted on selection).
 MAX_EVIDENCE_LINES = 25
-
-
-class DiagnoseWorker(QThread):
-    """Runs every diagnosis rule off the UI thread; `finished_report(generation, report)` when done."""
-
-    finished_report = Signal(int, object)
-    failed = Signal(int, str)
-
-    def __init__(self, generation: int, trace: Trace, parent=None):
-        super().__init__(parent)
-        self.generation = generation
-        self.trace = trace
-
-    def run(self) -> None:
-        try:
-            report = diagnose(self.trace)
-        except Exception as error:  # noqa: BLE001 - shown in the view instead of a traceback
-            self.failed.emit(self.generation, f"Diagnosis failed: {type(error).__name__}: {error}")
-            return
-        self.finished_report.emit(self.generation, report)
 
 
 class DiagnosticsView(QWidget):
@@ -72,8 +53,7 @@ class DiagnosticsView(QWidget):
         super().__init__(parent)
         self.trace: Trace | None = None
         self.report: Report | None = None
-        self._generation = 0
-        self._workers: set[DiagnoseWorker] = set()
+        self._jobs = LatestJobs(self)  # diagnoses; a newer trace drops an older one's report
 
         self.summary = QLabel("Open a profile to diagnose it.")
         self.summary.setWordWrap(True)
@@ -98,7 +78,7 @@ class DiagnosticsView(QWidget):
     # -- input -------------------------------------------------------------------------------
     def set_trace(self, trace: Trace | None) -> None:
         """Diagnoses `trace` in the background; the list fills when the rules are done."""
-        self._generation += 1
+        self._jobs.supersede()
         self.trace = trace
         self.report = None
         self.findings.clear()
@@ -107,36 +87,21 @@ class DiagnosticsView(QWidget):
             self.summary.setText("Open a profile to diagnose it.")
             return
         self.summary.setText("Diagnosing…")
-        worker = DiagnoseWorker(self._generation, trace, self)
-        worker.finished_report.connect(self._on_report)
-        worker.failed.connect(self._on_failed)
-        worker.finished.connect(lambda w=worker: self._forget(w))
-        self._workers.add(worker)
-        worker.start()
+        self._jobs.start(lambda: diagnose(trace), self._show, self._on_failed)
 
     def set_report(self, trace: Trace, report: Report) -> None:
         """Shows an already computed report (no background run)."""
-        self._generation += 1
+        self._jobs.supersede()
         self.trace = trace
         self._show(report)
 
     def shutdown(self) -> None:
         """Waits for running diagnoses (call before the window closes)."""
-        for worker in list(self._workers):
-            worker.wait()
+        self._jobs.wait()
 
     # -- results -----------------------------------------------------------------------------
-    def _forget(self, worker: DiagnoseWorker) -> None:
-        self._workers.discard(worker)
-        worker.deleteLater()
-
-    def _on_report(self, generation: int, report: Report) -> None:
-        if generation == self._generation:
-            self._show(report)
-
-    def _on_failed(self, generation: int, message: str) -> None:
-        if generation == self._generation:
-            self.summary.setText(message)
+    def _on_failed(self, error: Exception) -> None:
+        self.summary.setText(f"Diagnosis failed: {type(error).__name__}: {error}")
 
     def _show(self, report: Report) -> None:
         self.report = report

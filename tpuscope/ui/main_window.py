@@ -23,7 +23,7 @@ from PySide6.QtWidgets import (
 
 from tpuscope.model.trace import Trace, Track
 from tpuscope.ui.details import DETAILS_START_WIDTH_PX, DetailsPanel
-from tpuscope.ui.jobs import Job
+from tpuscope.ui.jobs import LatestJobs
 from tpuscope.ui.loader import LoadResult, LoadWorker
 from tpuscope.ui.optional_views import optional_class
 from tpuscope.ui.range_summary import summarize_range
@@ -62,8 +62,7 @@ class MainWindow(QMainWindow):
         self.generation = 0
         self._cancelled_generation = -1
         self.workers: set[LoadWorker] = set()
-        self.jobs: set[Job] = set()  # range summaries
-        self.range_generation = 0
+        self.jobs = LatestJobs(self)  # range summaries; a newer range drops an older one's
 
         self.timeline = TimelineView(self)
         self.search = SearchBar(self)
@@ -358,24 +357,14 @@ class MainWindow(QMainWindow):
         if self.trace is None or self.timeline.layout_ is None:
             return
         tracks = [r.track for r in self.timeline.layout_.rows if r.track is not None]
-        self.range_generation += 1
         self.details.setHtml("<p>Summarizing the range\u2026</p>")
         strings = self.trace.strings
 
-        def show(generation: int, summary) -> None:
-            if generation == self.range_generation:
-                self.details.show_range(t0_ps, t1_ps, summary, strings, len(tracks))
-                self.rangeSummarized.emit(summary)
+        def show(summary) -> None:
+            self.details.show_range(t0_ps, t1_ps, summary, strings, len(tracks))
+            self.rangeSummarized.emit(summary)
 
-        job = Job(self.range_generation, lambda: summarize_range(tracks, t0_ps, t1_ps), self)
-        job.done.connect(show)
-        job.finished.connect(lambda j=job: self._forget_job(j))
-        self.jobs.add(job)
-        job.start()
-
-    def _forget_job(self, job: Job) -> None:
-        self.jobs.discard(job)
-        job.deleteLater()
+        self.jobs.start(lambda: summarize_range(tracks, t0_ps, t1_ps), show)
 
     def _on_matches(self, results: SearchResults) -> None:
         self.timeline.set_highlight_lods(results.outlines, SEARCH_LAYER)
@@ -432,8 +421,7 @@ class MainWindow(QMainWindow):
         for worker in list(self.workers):
             worker.wait()
         self.search.shutdown()
-        for job in list(self.jobs):
-            job.wait()
+        self.jobs.wait()
         for key, view in self.views.items():
             if key != "timeline" and hasattr(view, "shutdown"):
                 view.shutdown()

@@ -17,7 +17,7 @@ import html
 
 import numpy as np
 import pyqtgraph as pg
-from PySide6.QtCore import QRect, QSize, Qt, QThread, Signal
+from PySide6.QtCore import QRect, QSize, Qt, Signal
 from PySide6.QtGui import QColor, QFont, QFontMetrics, QIcon, QPainter, QPalette
 from PySide6.QtWidgets import (
     QAbstractItemView,
@@ -53,6 +53,7 @@ from tpuscope.analysis.overview import (
     part_label,
 )
 from tpuscope.model.trace import Trace
+from tpuscope.ui.jobs import LatestJobs
 
 # Colours of the step parts: busy as the Ops view draws it; input and compilation warm, so the waits
 # that findings talk about stand out; other idle grey.
@@ -91,26 +92,6 @@ def format_duration(ps: float) -> str:
 def format_percent(fraction: float) -> str:
     percent = 100.0 * fraction
     return f"{percent:.1f}%" if percent >= 0.1 or percent == 0 else f"{percent:.2f}%"
-
-
-class OverviewWorker(QThread):
-    """Computes the overview off the UI thread; `finished_overview(generation, overview)` when done."""
-
-    finished_overview = Signal(int, object)
-    failed = Signal(int, str)
-
-    def __init__(self, generation: int, trace: Trace, parent=None):
-        super().__init__(parent)
-        self.generation = generation
-        self.trace = trace
-
-    def run(self) -> None:
-        try:
-            overview = compute_overview(self.trace)
-        except Exception as error:  # noqa: BLE001 - shown in the view instead of a traceback
-            self.failed.emit(self.generation, f"The overview failed: {type(error).__name__}: {error}")
-            return
-        self.finished_overview.emit(self.generation, overview)
 
 
 class Card(QFrame):
@@ -249,8 +230,7 @@ class OverviewView(QWidget):
         super().__init__(parent)
         self.trace: Trace | None = None
         self.overview: Overview | None = None
-        self._generation = 0
-        self._workers: set[OverviewWorker] = set()
+        self._jobs = LatestJobs(self)  # overviews; a newer trace drops an older one's result
         self._chart_x = np.empty(0, dtype=np.float64)  # bar centres, in chart coordinates
         self._chart_slot = 1.0  # distance between bar centres
         self._build()
@@ -417,43 +397,28 @@ class OverviewView(QWidget):
     # -- input -----------------------------------------------------------------------------------
     def set_trace(self, trace: Trace | None) -> None:
         """Computes the overview of `trace` in the background; the page fills when it is done."""
-        self._generation += 1
+        self._jobs.supersede()
         self.trace = trace
         self.overview = None
         if trace is None:
             self._show_message("Open a profile to see its overview.")
             return
         self._show_message("Computing the overview…", title=_profile_name(trace))
-        worker = OverviewWorker(self._generation, trace, self)
-        worker.finished_overview.connect(self._on_overview)
-        worker.failed.connect(self._on_failed)
-        worker.finished.connect(lambda w=worker: self._forget(w))
-        self._workers.add(worker)
-        worker.start()
+        self._jobs.start(lambda: compute_overview(trace), self._show, self._on_failed)
 
     def set_overview(self, trace: Trace, overview: Overview) -> None:
         """Shows an already computed overview (no background run)."""
-        self._generation += 1
+        self._jobs.supersede()
         self.trace = trace
         self._show(overview)
 
     def shutdown(self) -> None:
         """Waits for running computations (call before the window closes)."""
-        for worker in list(self._workers):
-            worker.wait()
+        self._jobs.wait()
 
     # -- results ---------------------------------------------------------------------------------
-    def _forget(self, worker: OverviewWorker) -> None:
-        self._workers.discard(worker)
-        worker.deleteLater()
-
-    def _on_overview(self, generation: int, overview: Overview) -> None:
-        if generation == self._generation:
-            self._show(overview)
-
-    def _on_failed(self, generation: int, message: str) -> None:
-        if generation == self._generation:
-            self.status.setText(message)
+    def _on_failed(self, error: Exception) -> None:
+        self.status.setText(f"The overview failed: {type(error).__name__}: {error}")
 
     def _show_message(self, message: str, title: str = "") -> None:
         """An empty page saying `message` (before loading, while computing)."""

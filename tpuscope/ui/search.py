@@ -14,10 +14,11 @@ import re
 from dataclasses import dataclass, field
 
 import numpy as np
-from PySide6.QtCore import Qt, QThread, Signal
+from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import QCheckBox, QHBoxLayout, QLabel, QLineEdit, QToolButton, QWidget
 
 from tpuscope.model.trace import Trace, Track
+from tpuscope.ui.jobs import LatestJobs
 from tpuscope.ui.timeline.lod import TrackLod
 
 
@@ -51,20 +52,6 @@ def search_trace(trace: Trace, pattern: str, regex: bool) -> SearchResults:
     return SearchResults(per_track, owners[order], indices[order], outlines)
 
 
-class SearchWorker(QThread):
-    """Runs one search off the UI thread: millions of matches take seconds to order and index."""
-
-    done = Signal(int, object)  # (generation, SearchResults)
-
-    def __init__(self, generation: int, trace: Trace, pattern: str, regex: bool, parent=None):
-        super().__init__(parent)
-        self.generation = generation
-        self.trace, self.pattern, self.regex = trace, pattern, regex
-
-    def run(self) -> None:
-        self.done.emit(self.generation, search_trace(self.trace, self.pattern, self.regex))
-
-
 class SearchLine(QLineEdit):
     """Enter: next match; Shift+Enter: previous match."""
 
@@ -91,10 +78,9 @@ class SearchBar(QWidget):
         self.results = SearchResults()
         self.position = -1
         self._query: tuple[str, bool] | None = None
-        self._generation = 0
         self._pending_step = 0
         self._searching = False
-        self._workers: set[SearchWorker] = set()
+        self._workers = LatestJobs(self)  # searches; a newer text or trace drops an older one's matches
         self.line = SearchLine(self)
         self.line.setPlaceholderText("Search events (Enter: next, Shift+Enter: previous)")
         self.line.setClearButtonEnabled(True)
@@ -127,7 +113,7 @@ class SearchBar(QWidget):
             self.run()
 
     def _clear(self) -> None:
-        self._generation += 1  # a search still running for the old text or trace is now stale
+        self._workers.supersede()  # a search still running for the old text or trace is now stale
         self._searching = False
         self._pending_step = 0
         self.results = SearchResults()
@@ -163,19 +149,10 @@ class SearchBar(QWidget):
                 return
         self.count_label.setText("searching\u2026")
         self._searching = True
-        worker = SearchWorker(self._generation, self.trace, *query, parent=self)
-        worker.done.connect(self._on_done)
-        worker.finished.connect(lambda w=worker: self._forget(w))
-        self._workers.add(worker)
-        worker.start()
+        trace, (pattern, regex) = self.trace, query
+        self._workers.start(lambda: search_trace(trace, pattern, regex), self._on_done)
 
-    def _forget(self, worker: SearchWorker) -> None:
-        self._workers.discard(worker)
-        worker.deleteLater()
-
-    def _on_done(self, generation: int, results: SearchResults) -> None:
-        if generation != self._generation:
-            return
+    def _on_done(self, results: SearchResults) -> None:
         self._searching = False
         self.results = results
         self._show_count()
@@ -202,8 +179,7 @@ class SearchBar(QWidget):
 
     def shutdown(self) -> None:
         """Waits for a running search (before the window closes)."""
-        for worker in list(self._workers):
-            worker.wait()
+        self._workers.wait()
 
     def _show_count(self) -> None:
         count = self.results.count
