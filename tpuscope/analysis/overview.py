@@ -29,8 +29,6 @@ from tpuscope.analysis.diagnose.intervals import (
     Intervals,
     difference,
     empty,
-    intersect,
-    merge_intervals,
     window_total,
 )
 from tpuscope.analysis.framework import Framework
@@ -275,18 +273,9 @@ def input_wait_intervals(ctx: Context) -> Intervals:
     With devices: the rule's candidate ranges (host still preparing the step), minus compiles and
     blocking reads, where no device ran an op. Without devices: input events inside the steps.
     """
-    p0, p1 = ctx.periods
-    if len(p0) == 0:
+    if len(ctx.periods[0]) == 0:
         return empty()
-    work = intervals_of(
-        ctx.host_events(input_bound.RUNTIME_INPUT_PATTERN) + input_bound._user_input_events(ctx)
-    )
-    if not ctx.devices:
-        return intersect(work, (p0, p1))
-    candidate = difference(
-        merge_intervals(*input_bound._candidate(ctx)), intervals_of(ctx.compiles + ctx.syncs)
-    )
-    return intersect(candidate, difference((p0[:1], p1[-1:]), ctx.device_busy))
+    return input_bound.waiting_intervals(ctx, intervals_of(input_bound.input_work_events(ctx)))
 
 
 def compile_wait_intervals(ctx: Context, input_wait: Intervals) -> Intervals:

@@ -24,9 +24,17 @@ from tpuscope.analysis.diagnose.finding import (
     percent,
 )
 from tpuscope.analysis.diagnose.finding import range_evidence as range_ev
-from tpuscope.analysis.diagnose.intervals import difference, intersect, merge_intervals, total, window_total
+from tpuscope.analysis.diagnose.intervals import (
+    Intervals,
+    difference,
+    intersect,
+    merge_intervals,
+    total,
+    window_total,
+)
 from tpuscope.analysis.framework import JAX, PYTORCH_XLA, TENSORFLOW
 from tpuscope.analysis.steps import SOURCE_DEVICE_PROGRAM, SOURCE_DEVICE_STEPS
+from tpuscope.model.trace import Track
 
 RULE_ID = "input_bound"
 # XProf input-pipeline analyzer: input >= 20 % of step time is "HIGHLY input-bound", >= 5 % "MODERATELY"
@@ -84,17 +92,12 @@ def run(ctx: Context) -> list[Finding]:
     step_time = int((p1 - p0).sum())
     if step_time <= 0:
         return []
-    runtime_input = ctx.host_events(RUNTIME_INPUT_PATTERN)
-    user_input = _user_input_events(ctx)
-    input_events = runtime_input + user_input
+    input_events = input_work_events(ctx)
     work = intervals_of(input_events)
+    waiting = waiting_intervals(ctx, work)
     if not ctx.devices:
-        return _without_devices(ctx, input_events, work, step_time)
+        return _without_devices(ctx, input_events, waiting, step_time)
 
-    candidate = merge_intervals(*_candidate(ctx))
-    excluded = intervals_of(ctx.compiles + ctx.syncs)
-    candidate = difference(candidate, excluded)
-    waiting = intersect(candidate, difference((p0[:1], p1[-1:]), ctx.device_busy))
     waiting_ps = total(waiting)
     share = percent(waiting_ps, step_time)
     severity = _severity(share)
@@ -126,6 +129,25 @@ def run(ctx: Context) -> list[Finding]:
     evidence = _evidence(ctx, input_events, waiting)
     title = f"Input-bound: device waits for the host {share:.1f}% of step time"
     return [Finding(RULE_ID, severity, title, explanation, metrics, evidence, ctx.advice_for(ADVICE))]
+
+
+def input_work_events(ctx: Context) -> list[tuple[Track, np.ndarray]]:
+    """Input work: runtime input events on any host thread, data-loader annotations on the step threads."""
+    return ctx.host_events(RUNTIME_INPUT_PATTERN) + _user_input_events(ctx)
+
+
+def waiting_intervals(ctx: Context, work: Intervals) -> Intervals:
+    """The time the steps waited for their input, as this rule measures it (needs steps).
+
+    With devices: the ranges where the host may still be preparing a step (`_candidate`), minus
+    compiles and blocking reads, where no device ran an op. Without devices: `work` (the intervals
+    of `input_work_events`) inside the steps.
+    """
+    p0, p1 = ctx.periods
+    if not ctx.devices:
+        return intersect(work, (p0, p1))
+    candidate = difference(merge_intervals(*_candidate(ctx)), intervals_of(ctx.compiles + ctx.syncs))
+    return intersect(candidate, difference((p0[:1], p1[-1:]), ctx.device_busy))
 
 
 def _severity(share: float) -> Severity | None:
@@ -160,9 +182,7 @@ def _candidate(ctx: Context) -> tuple[np.ndarray, np.ndarray]:
     return previous_end, np.maximum(first, previous_end)
 
 
-def _without_devices(ctx: Context, input_events: list, work, step_time: int) -> list[Finding]:
-    p0, p1 = ctx.periods
-    inside = intersect(work, (p0, p1))
+def _without_devices(ctx: Context, input_events: list, inside: Intervals, step_time: int) -> list[Finding]:
     input_ps = total(inside)
     share = percent(input_ps, step_time)
     severity = _severity(share)
