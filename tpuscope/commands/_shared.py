@@ -9,6 +9,7 @@ from typing import Any
 
 from tpuscope.model.load import open_trace
 from tpuscope.model.trace import Trace
+from tpuscope.model.units import format_duration as format_ps  # noqa: F401 - the commands' name for it
 
 
 def add_path_argument(parser) -> None:
@@ -53,12 +54,3 @@ def _json_default(value: Any) -> Any:
     if isinstance(value, bytes):
         return value.decode("utf-8", errors="replace")
     raise TypeError(f"not JSON serializable: {type(value).__name__}")
-
-
-def format_ps(ps: float) -> str:
-    """A duration in the unit that reads best (ns, us, ms, s)."""
-    value = float(ps)
-    for unit, scale in (("s", 1e12), ("ms", 1e9), ("us", 1e6), ("ns", 1e3)):
-        if abs(value) >= scale:
-            return f"{value / scale:.3f} {unit}"
-    return f"{value:.0f} ps"

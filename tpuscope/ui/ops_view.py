@@ -34,6 +34,7 @@ from tpuscope.analysis.ops import GROUPINGS, OpTable, aggregate, collect_op_even
 from tpuscope.analysis.roofline import BOUND_NAMES
 from tpuscope.analysis.step_breakdown import StepBreakdown, step_breakdown
 from tpuscope.model.trace import Trace
+from tpuscope.model.units import format_duration
 
 BAR_LABEL_CHARS = 36  # longer bar labels are cut: the full name is in the table
 TOP_N_BARS = 15  # bars in the top-N chart: enough to see the long tail start, few enough to read
@@ -46,14 +47,6 @@ ZOOM_MARGIN_FRACTION = 0.1
 COLUMN_WIDTHS = (220, 95, 140, 60, 85, 85, 85, 60, 60, 75, 70, 75, 70)
 
 _ModelIndex = QModelIndex | QPersistentModelIndex
-
-
-def _format_time(ps: float) -> str:
-    value = float(ps)
-    for unit, scale in (("s", 1e12), ("ms", 1e9), ("us", 1e6), ("ns", 1e3)):
-        if abs(value) >= scale:
-            return f"{value / scale:.3f} {unit}"
-    return f"{value:.0f} ps"
 
 
 def _format_number(value: float, digits: int = 2) -> str:
@@ -206,7 +199,7 @@ class OpsTableModel(QAbstractTableModel):
         if column == 3:
             return f"{int(t.occurrences[row]):,}"
         if column in (4, 5, 6):
-            return _format_time((t.total_ps, t.avg_ps, t.self_ps)[column - 4][row])
+            return format_duration((t.total_ps, t.avg_ps, t.self_ps)[column - 4][row])
         if column == 7:
             return f"{t.percent[row]:.2f}"
         if column == 8:
@@ -442,7 +435,7 @@ class OpsView(QWidget):
             return
         parts = [f"{len(self._table):,} rows", f"{int(self._table.occurrences.sum()):,} op events"]
         n = max(len(self._table.devices), 1)
-        parts.append(f"busy {_format_time(self._table.busy_ps / n)} per device")
+        parts.append(f"busy {format_duration(self._table.busy_ps / n)} per device")
         if self._breakdown is not None:
             parts.append(f"duty cycle {self._breakdown.duty_cycle * 100:.1f}%")
             if len(self._breakdown):

@@ -52,6 +52,7 @@ from tpuscope.analysis.overview import (
     compute_overview,
     part_label,
 )
+from tpuscope.model import units
 from tpuscope.model.trace import Trace
 from tpuscope.ui.jobs import LatestJobs
 
@@ -79,14 +80,14 @@ EXPLANATION_ROLE = Qt.ItemDataRole.UserRole + 2
 
 
 def format_duration(ps: float) -> str:
-    """A duration with 3-4 significant digits in the unit that reads best: 784.2 ms, 20.22 ms, 98.15 s."""
-    value = float(ps)
-    for unit, scale in (("s", 1e12), ("ms", 1e9), ("µs", 1e6), ("ns", 1e3)):
-        if abs(value) >= scale:
-            scaled = value / scale
-            digits = 1 if abs(scaled) >= 100 else 2
-            return f"{scaled:.{digits}f} {unit}"
-    return f"{value:.0f} ps"
+    """A card value: 3-4 significant digits in the unit that reads best (784.2 ms, 20.22 ms, 98.15 s).
+
+    Two decimals below 100 of the unit, one above, so a row of cards keeps one width; microseconds
+    are written with the µ sign here, where the value is large type rather than a table column.
+    """
+    _, scale = units.duration_unit(ps)
+    spec = ".1f" if abs(float(ps)) >= 100 * scale else ".2f"
+    return units.format_duration(ps, spec).replace(" us", " µs")
 
 
 def format_percent(fraction: float) -> str:

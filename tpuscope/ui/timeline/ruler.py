@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import math
 
-# Units from the largest down; a tick label uses the largest unit the tick step reaches.
-UNITS = (("s", 1e12), ("ms", 1e9), ("us", 1e6), ("ns", 1e3), ("ps", 1.0))
+from tpuscope.model import units
+from tpuscope.model.units import duration_unit
+
 MIN_TICK_SPACING_PX = 90  # room for a label like "1.234 ms" between major ticks
 
 
@@ -21,10 +22,8 @@ def tick_step(ps_per_px: float, min_spacing_px: float = MIN_TICK_SPACING_PX) -> 
 
 
 def unit_for(step_ps: float) -> tuple[str, float]:
-    for unit, scale in UNITS:
-        if step_ps >= scale:
-            return unit, scale
-    return UNITS[-1]
+    """A tick label uses the largest unit the tick step reaches."""
+    return duration_unit(step_ps)
 
 
 def format_time(ps: float, step_ps: float) -> str:
@@ -46,8 +45,4 @@ def ticks(t0_ps: float, t1_ps: float, width_px: float) -> tuple[float, list[floa
 
 def format_duration(ps: float) -> str:
     """A duration with 4 significant digits in the unit that reads best."""
-    value = float(ps)
-    for unit, scale in UNITS:
-        if abs(value) >= scale:
-            return f"{value / scale:.4g} {unit}"
-    return f"{value:.0f} ps"
+    return units.format_duration(ps, units.SHORT_SPEC)
