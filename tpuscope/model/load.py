@@ -16,7 +16,7 @@ import numpy as np
 
 from tpuscope.errors import LoadCancelled, ProfileError
 from tpuscope.model import cache
-from tpuscope.model.stats import StatColumn, StatTable, narrow_integers
+from tpuscope.model.stats import StatColumn, StatTable
 from tpuscope.model.trace import EventMetadataTable, Plane, Trace, Track
 from tpuscope.xplane import _linedecode
 from tpuscope.xplane.decode import (
@@ -33,6 +33,7 @@ from tpuscope.xplane.files import (
     read_profile_bytes,
     resolve_profile_files,  # fmt: skip
 )
+from tpuscope.xplane.narrowing import narrow_integers
 
 # progress(fraction_done, what_is_happening) -> False to cancel
 ProgressCallback = Callable[[float, str], bool | None]

@@ -118,19 +118,3 @@ class StatTable:
             else:
                 out[name] = int(value)
         return out
-
-
-def narrow_integers(values: np.ndarray) -> np.ndarray:
-    """Stores an int64 column in the smallest signed type that holds its range.
-
-    Why: per-event stats such as queue ids or durations rarely need 64 bits,
-    and the model's memory budget is per event.
-    """
-    if values.dtype != np.int64 or len(values) == 0:
-        return values
-    low, high = int(values.min()), int(values.max())
-    for dtype in (np.int8, np.int16, np.int32):
-        info = np.iinfo(dtype)
-        if info.min <= low and high <= info.max:
-            return values.astype(dtype)
-    return values

@@ -21,6 +21,7 @@ import numpy as np
 from google.protobuf.message import DecodeError
 
 from tpuscope.xplane import _linedecode
+from tpuscope.xplane.narrowing import narrow_integers
 from tpuscope.xplane.skeleton_pb2 import XPlaneSkeleton, XSpaceSkeleton
 
 # Stat value kinds written by _linedecode.c.
@@ -242,7 +243,7 @@ def decode_line(
     except ValueError as exc:
         raise MalformedXSpace(str(exc)) from None
     # Metadata ids are small: 1-4 bytes per event instead of 8 while the file loads.
-    ev_meta = _own(_narrow(ev_meta))
+    ev_meta = _own(narrow_integers(ev_meta))
     line = DecodedLine(
         line_id, display_id, _text(name), _text(display_name), ts_ns, dur_ps, ev_meta, ev_offset, ev_duration
     )
@@ -326,27 +327,11 @@ def _column_for_group(raw, stat_names, group, st_kind, st_value, st_event, strin
     is_uint = kinds == KIND_UINT
     if is_uint.any() and (values[is_uint] < 0).any():  # uint64 beyond int64's range
         return RawStatColumn("uint", rows, values.view(np.uint64))
-    return RawStatColumn("int", rows, _narrow(values))
+    return RawStatColumn("int", rows, narrow_integers(values))
 
 
 def _is_every_row(rows: np.ndarray, n_rows: int) -> bool:
     return len(rows) == n_rows and (n_rows == 0 or bool((np.diff(rows) == 1).all()) and rows[0] == 0)
-
-
-def _narrow(values: np.ndarray) -> np.ndarray:
-    """An int64 column in the smallest signed type that holds its range.
-
-    Done here, per line while it decodes, so the full-width copy never
-    accumulates across lines (the model's stats.narrow_integers keeps it so).
-    """
-    if len(values) == 0:
-        return values
-    low, high = int(values.min()), int(values.max())
-    for dtype in (np.int8, np.int16, np.int32):
-        info = np.iinfo(dtype)
-        if info.min <= low and high <= info.max:
-            return values.astype(dtype)
-    return values
 
 
 def _positions(group: np.ndarray | slice, n: int) -> np.ndarray:
