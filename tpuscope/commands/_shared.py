@@ -8,6 +8,7 @@ import time
 from typing import Any
 
 from tpuscope.model.load import open_trace
+from tpuscope.model.plain import plain
 from tpuscope.model.trace import Trace
 from tpuscope.model.units import format_duration as format_ps  # noqa: F401 - the commands' name for it
 
@@ -43,14 +44,10 @@ def print_json(payload: Any) -> None:
 
 
 def _json_default(value: Any) -> Any:
-    import numpy as np
-
-    if isinstance(value, np.integer):
-        return int(value)
-    if isinstance(value, np.floating):
-        return float(value)
-    if isinstance(value, np.ndarray):
-        return value.tolist()
+    """What `json` cannot write itself: numpy values (as plain Python) and bytes (as text)."""
     if isinstance(value, bytes):
         return value.decode("utf-8", errors="replace")
-    raise TypeError(f"not JSON serializable: {type(value).__name__}")
+    converted = plain(value)
+    if converted is value:
+        raise TypeError(f"not JSON serializable: {type(value).__name__}")
+    return converted

@@ -8,6 +8,7 @@ from typing import Any
 
 import numpy as np
 
+from tpuscope.model.plain import plain
 from tpuscope.model.trace import Track
 
 # At most this many evidence items per finding (largest first): enough to jump to, small enough for JSON.
@@ -52,24 +53,10 @@ class Finding:
             "severity": self.severity.label,
             "title": self.title,
             "explanation": self.explanation,
-            "metrics": {k: _plain(v) for k, v in self.metrics.items()},
-            "evidence": [{k: _plain(v) for k, v in e.items()} for e in self.evidence],
+            "metrics": {k: plain(v) for k, v in self.metrics.items()},
+            "evidence": [{k: plain(v) for k, v in e.items()} for e in self.evidence],
             "advice": list(self.advice),
         }
-
-
-def _plain(value: Any) -> Any:
-    if isinstance(value, np.integer):
-        return int(value)
-    if isinstance(value, np.floating):
-        return float(value)
-    if isinstance(value, np.ndarray):
-        return value.tolist()
-    if isinstance(value, (list, tuple)):
-        return [_plain(v) for v in value]
-    if isinstance(value, dict):
-        return {k: _plain(v) for k, v in value.items()}
-    return value
 
 
 def event_evidence(label: str, track: Track, index: int) -> dict[str, Any]:
