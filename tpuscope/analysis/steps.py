@@ -23,6 +23,7 @@ sections 2.3 ("Step grouping", xprof `IsExplicitHostStepMarker`,
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -161,45 +162,56 @@ def _best_named_group(candidates: list[tuple[Track, np.ndarray]]) -> tuple[Track
     return best
 
 
-def _from_host_annotations(trace: Trace) -> Steps | None:
-    candidates = []
-    for plane in trace.host_planes():
-        for track in plane.tracks:
-            values = track.stat_values("step_num")
-            if values is None or not len(track):
-                continue
-            present = ~np.isnan(values.astype(np.float64))
-            if present.any():
-                candidates.append((track, np.flatnonzero(present)))
-    best = _best_named_group(candidates)
-    if best is None:
-        return None
-    track, idx = best
-    name = track.event_name(int(idx[0]))
-    where = f"{track.plane.host} {track.name}"
-    return _make(track, idx, SOURCE_HOST_ANNOTATION, f"host step annotations `{name}` on {where}", "step_num")
-
-
-def _from_tf_markers(trace: Trace) -> Steps | None:
-    marker_ids = trace.strings.ids_matching(_TF_MARKER_NAME.pattern, regex=True)
-    candidates = []
+def _marked_host_events(
+    trace: Trace, mark: Callable[[Track], np.ndarray | None]
+) -> list[tuple[Track, np.ndarray]]:
+    """Per non-empty host track, the events `mark(track)` flags (a bool mask; None flags none)."""
+    found = []
     for plane in trace.host_planes():
         for track in plane.tracks:
             if not len(track):
                 continue
-            is_marker = np.isin(track.name_id, marker_ids)
-            calls = track.stats.column("tf_function_call")
-            if calls is not None:
-                is_marker |= calls.present(len(track))
-            if is_marker.any():
-                candidates.append((track, np.flatnonzero(is_marker)))
-    best = _best_named_group(candidates)
+            marked = mark(track)
+            if marked is not None and marked.any():
+                found.append((track, np.flatnonzero(marked)))
+    return found
+
+
+def _where(track: Track) -> str:
+    return f"{track.plane.host} {track.name}"
+
+
+def _from_host_annotations(trace: Trace) -> Steps | None:
+    def has_step_num(track: Track) -> np.ndarray | None:
+        values = track.stat_values("step_num")
+        return None if values is None else ~np.isnan(values.astype(np.float64))
+
+    best = _best_named_group(_marked_host_events(trace, has_step_num))
+    if best is None:
+        return None
+    track, idx = best
+    name = track.event_name(int(idx[0]))
+    what = f"host step annotations `{name}` on {_where(track)}"
+    return _make(track, idx, SOURCE_HOST_ANNOTATION, what, "step_num")
+
+
+def _from_tf_markers(trace: Trace) -> Steps | None:
+    marker_ids = trace.strings.ids_matching(_TF_MARKER_NAME.pattern, regex=True)
+
+    def is_marker(track: Track) -> np.ndarray:
+        marked = np.isin(track.name_id, marker_ids)
+        calls = track.stats.column("tf_function_call")
+        if calls is not None:
+            marked |= calls.present(len(track))
+        return marked
+
+    best = _best_named_group(_marked_host_events(trace, is_marker))
     if best is None or len(best[1]) < MIN_REPEATS_FOR_PROGRAM_STEPS:
         return None
     track, idx = best
     name = track.event_name(int(idx[0]))
-    where = f"{track.plane.host} {track.name}"
-    return _make(track, idx, SOURCE_TF_MARKER, f"TensorFlow step function `{name}` on {where}", "step_num")
+    what = f"TensorFlow step function `{name}` on {_where(track)}"
+    return _make(track, idx, SOURCE_TF_MARKER, what, "step_num")
 
 
 def _from_device_programs(trace: Trace) -> Steps | None:
@@ -231,6 +243,5 @@ def _from_host_dispatches(trace: Trace) -> Steps | None:
     if track.duration_ps[idx].sum() < MIN_DOMINANT_DISPATCH_SHARE * all_dispatch_ps:
         return None
     name = track.event_name(int(idx[0]))
-    where = f"{track.plane.host} {track.name}"
-    what = f"host dispatches of the jitted function `{name}` on {where}"
+    what = f"host dispatches of the jitted function `{name}` on {_where(track)}"
     return _make(track, idx, SOURCE_HOST_PROGRAM, what, "")
