@@ -254,30 +254,49 @@ typedef struct {
     Py_ssize_t events, stats, strings;
 } LineHeader;
 
+/* An empty header whose names are empty slices at the line's start. */
+static void start_header(LineHeader *header, const uint8_t *line_start) {
+    memset(header, 0, sizeof(*header));
+    header->name.p = header->name.end = line_start;
+    header->display_name.p = header->display_name.end = line_start;
+}
+
+/* Reads `field` into the header when it is a header field (id, display id, timestamp, duration,
+ * name, display name): 1 when it was one, 0 when it is not, -1 on malformed input. */
+static int read_header_field(Cursor *c, uint64_t field, int wt, LineHeader *header) {
+    uint64_t v;
+    Cursor sub;
+    if ((field == 1 || field == 10 || field == 3 || field == 9) && wt == 0) {
+        if (read_varint(c, &v) < 0) return -1;
+        if (field == 1) header->id = (int64_t)v;
+        else if (field == 10) header->display_id = (int64_t)v;
+        else if (field == 3) header->timestamp_ns = (int64_t)v;
+        else header->duration_ps = (int64_t)v;
+        return 1;
+    }
+    if ((field == 2 || field == 11) && wt == 2) {
+        if (read_len(c, &sub) < 0) return -1;
+        if (field == 2) header->name = sub;
+        else header->display_name = sub;
+        return 1;
+    }
+    return 0;
+}
+
 /* Counting pass: the line header, its events and their stats, without
  * decoding the stats' contents (fill() validates those). */
 static int count_line(Cursor c, LineHeader *header) {
     const uint8_t *line_start = c.p;
     Py_ssize_t event_count = 0, stat_count = 0;
-    memset(header, 0, sizeof(*header));
-    header->name.p = header->name.end = line_start;
-    header->display_name.p = header->display_name.end = line_start;
+    start_header(header, line_start);
     while (c.p < c.end) {
-        uint64_t field, v;
-        int wt;
-        Cursor sub;
+        uint64_t field;
+        int wt, got;
         if (read_tag(&c, &field, &wt) < 0) return -1;
-        if ((field == 1 || field == 10 || field == 3 || field == 9) && wt == 0) {
-            if (read_varint(&c, &v) < 0) return -1;
-            if (field == 1) header->id = (int64_t)v;
-            else if (field == 10) header->display_id = (int64_t)v;
-            else if (field == 3) header->timestamp_ns = (int64_t)v;
-            else header->duration_ps = (int64_t)v;
-        } else if ((field == 2 || field == 11) && wt == 2) {
-            if (read_len(&c, &sub) < 0) return -1;
-            if (field == 2) header->name = sub;
-            else header->display_name = sub;
-        } else if (field == 4 && wt == 2) {
+        got = read_header_field(&c, field, wt, header);
+        if (got < 0) return -1;
+        if (got) continue;
+        if (field == 4 && wt == 2) {
             Cursor ev;
             if (read_len(&c, &ev) < 0) return -1;
             if (event_count >= INT32_MAX) return -1;
@@ -308,25 +327,16 @@ static int walk_line(Cursor c, LineHeader *header, EventColumns *events, StatCol
                      Py_ssize_t event_capacity) {
     const uint8_t *line_start = c.p;
     Py_ssize_t event_count = 0, stat_count = 0, str_count = 0;
-    memset(header, 0, sizeof(*header));
-    header->name.p = header->name.end = line_start;
-    header->display_name.p = header->display_name.end = line_start;
+    start_header(header, line_start);
     while (c.p < c.end) {
-        uint64_t field, v;
-        int wt;
+        uint64_t field;
+        int wt, got;
         Cursor sub;
         if (read_tag(&c, &field, &wt) < 0) return -1;
-        if ((field == 1 || field == 10 || field == 3 || field == 9) && wt == 0) {
-            if (read_varint(&c, &v) < 0) return -1;
-            if (field == 1) header->id = (int64_t)v;
-            else if (field == 10) header->display_id = (int64_t)v;
-            else if (field == 3) header->timestamp_ns = (int64_t)v;
-            else header->duration_ps = (int64_t)v;
-        } else if ((field == 2 || field == 11) && wt == 2) {
-            if (read_len(&c, &sub) < 0) return -1;
-            if (field == 2) header->name = sub;
-            else header->display_name = sub;
-        } else if (field == 4 && wt == 2) {
+        got = read_header_field(&c, field, wt, header);
+        if (got < 0) return -1;
+        if (got) continue;
+        if (field == 4 && wt == 2) {
             if (read_len(&c, &sub) < 0) return -1;
             if (event_count >= INT32_MAX) return -1;
             if (events && event_count >= event_capacity) return -1;
