@@ -1,11 +1,20 @@
-"""Session-scoped real JAX CPU recordings (all scenarios recorded once, in one subprocess)."""
+"""The real profiles the rules run on: the shared traces, and JAX CPU recordings (all scenarios
+recorded once per session, in one subprocess)."""
 
 from __future__ import annotations
 
 import pytest
 
+from tests.conftest import ALL_SHARED_TRACES, require_shared_traces
 from tests.diagnose import recordings
 from tpuscope.model.load import open_trace
+
+
+@pytest.fixture(scope="module")
+def shared_traces() -> dict:
+    """path -> Trace of every real profile in shared/traces (loaded once per module, without the cache)."""
+    require_shared_traces()
+    return {path: open_trace(path, use_cache=False) for path in ALL_SHARED_TRACES}
 
 
 @pytest.fixture(scope="session")

@@ -12,16 +12,14 @@ from tests.conftest import (
     PTXLA_TRACE,
     TF_TRACE,
     TPU_TRACE,
-    require_shared_traces,
 )
 from tpuscope.analysis.diagnose import Severity, diagnose
-from tpuscope.model.load import open_trace
 
 
 @pytest.fixture(scope="module")
-def reports():
-    require_shared_traces()
-    return {path: (open_trace(path, use_cache=False), None) for path in ALL_SHARED_TRACES}
+def reports(shared_traces):
+    """path -> (Trace, its report once a test asked for it)."""
+    return {path: (trace, None) for path, trace in shared_traces.items()}
 
 
 def _report(reports, path):

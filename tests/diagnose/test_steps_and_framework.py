@@ -6,28 +6,19 @@ import numpy as np
 import pytest
 
 from tests.conftest import (
-    ALL_SHARED_TRACES,
     GPU_TRACE,
     PTXLA_TRACE,
     TF_TRACE,
     TPU_TRACE,
-    require_shared_traces,
 )
 from tests.diagnose.recordings import STEPS
 from tpuscope.analysis import steps as steps_mod
 from tpuscope.analysis.framework import JAX, PYTORCH_XLA, TENSORFLOW, detect_framework
 from tpuscope.analysis.steps import find_steps
-from tpuscope.model.load import open_trace
 
 
-@pytest.fixture(scope="module")
-def shared():
-    require_shared_traces()
-    return {path: open_trace(path, use_cache=False) for path in ALL_SHARED_TRACES}
-
-
-def test_pytorch_xla_steps_come_from_step_trace_annotations(shared):
-    steps = find_steps(shared[PTXLA_TRACE])
+def test_pytorch_xla_steps_come_from_step_trace_annotations(shared_traces):
+    steps = find_steps(shared_traces[PTXLA_TRACE])
     assert steps.source == steps_mod.SOURCE_HOST_ANNOTATION
     assert steps.name == "train_step"
     assert steps.number.tolist() == list(range(15))  # the recorder's xp.StepTrace step_num values
@@ -35,15 +26,15 @@ def test_pytorch_xla_steps_come_from_step_trace_annotations(shared):
     assert np.all(np.diff(steps.start_ps) > 0)
 
 
-def test_tensorflow_steps_come_from_the_keras_step_function(shared):
-    steps = find_steps(shared[TF_TRACE])
+def test_tensorflow_steps_come_from_the_keras_step_function(shared_traces):
+    steps = find_steps(shared_traces[TF_TRACE])
     assert steps.source == steps_mod.SOURCE_TF_MARKER
     assert steps.name == "multi_step_on_iterator"
     assert len(steps) == 20
 
 
-def test_tpu_inference_steps_fall_back_to_the_dominant_program(shared):
-    trace = shared[TPU_TRACE]
+def test_tpu_inference_steps_fall_back_to_the_dominant_program(shared_traces):
+    trace = shared_traces[TPU_TRACE]
     steps = find_steps(trace)
     assert steps.source == steps_mod.SOURCE_DEVICE_PROGRAM
     modules = trace.device_planes("TPU")[0].track("XLA Modules")
@@ -53,9 +44,9 @@ def test_tpu_inference_steps_fall_back_to_the_dominant_program(shared):
     assert len(steps) == names.count(dominant)
 
 
-def test_op_by_op_gpu_profile_has_no_steps(shared):
+def test_op_by_op_gpu_profile_has_no_steps(shared_traces):
     # Eager attention: the largest jitted primitive holds under half of the dispatch time.
-    steps = find_steps(shared[GPU_TRACE])
+    steps = find_steps(shared_traces[GPU_TRACE])
     assert len(steps) == 0 and steps.source == steps_mod.SOURCE_NONE
 
 
@@ -69,8 +60,8 @@ def test_recorded_jax_steps_with_and_without_annotations(recorded_trace):
     assert len(plain) == STEPS  # nested duplicate PjitFunction events are counted once
 
 
-def test_step_of_maps_times_to_steps(shared):
-    steps = find_steps(shared[PTXLA_TRACE])
+def test_step_of_maps_times_to_steps(shared_traces):
+    steps = find_steps(shared_traces[PTXLA_TRACE])
     inside = (steps.start_ps + steps.end_ps) // 2
     assert steps.step_of(inside).tolist() == list(range(len(steps)))
     assert steps.step_of(np.array([steps.start_ps[0] - 1])).tolist() == [-1]
@@ -81,8 +72,8 @@ def test_step_of_maps_times_to_steps(shared):
     [(TPU_TRACE, JAX), (GPU_TRACE, JAX), (PTXLA_TRACE, PYTORCH_XLA), (TF_TRACE, TENSORFLOW)],
     ids=["tpu", "gpu", "ptxla", "tf"],
 )
-def test_framework_of_each_shared_profile(shared, path, expected):
-    framework = detect_framework(shared[path])
+def test_framework_of_each_shared_profile(shared_traces, path, expected):
+    framework = detect_framework(shared_traces[path])
     assert framework.name == expected
     assert framework.evidence
 
