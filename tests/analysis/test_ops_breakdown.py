@@ -12,7 +12,6 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tests.conftest import GPU_TRACE, PTXLA_TRACE, TF_TRACE, TPU_TRACE
-from tests.jax_recordings import record_training_profile
 from tpuscope.analysis.device_ops import busy_intervals, find_devices
 from tpuscope.analysis.ops import (
     GROUPINGS,
@@ -36,16 +35,6 @@ from tpuscope.analysis.roofline import (
 from tpuscope.analysis.step_breakdown import step_breakdown
 from tpuscope.cli import main
 from tpuscope.model.load import open_trace
-
-
-@pytest.fixture(scope="module")
-def tpu_trace():
-    return open_trace(TPU_TRACE)
-
-
-@pytest.fixture(scope="module")
-def jax_cpu_trace(tmp_path_factory):
-    return open_trace(record_training_profile(tmp_path_factory.mktemp("jax_ops"), steps=4))
 
 
 def _brute_self(starts, durations):

@@ -3,12 +3,10 @@
 from __future__ import annotations
 
 import numpy as np
-import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tests.conftest import GPU_TRACE, PTXLA_TRACE, TF_TRACE, TPU_TRACE
-from tests.jax_recordings import record_training_profile
+from tests.conftest import GPU_TRACE, PTXLA_TRACE, TF_TRACE
 from tpuscope.analysis.device_ops import (
     busy_in_windows,
     busy_intervals,
@@ -18,16 +16,6 @@ from tpuscope.analysis.device_ops import (
     select_devices,
 )
 from tpuscope.model.load import open_trace
-
-
-@pytest.fixture(scope="module")
-def tpu_trace():
-    return open_trace(TPU_TRACE)
-
-
-@pytest.fixture(scope="session")
-def jax_cpu_trace(tmp_path_factory):
-    return open_trace(record_training_profile(tmp_path_factory.mktemp("jax_ops_logdir"), steps=4))
 
 
 def _brute_busy(starts, ends, w0, w1, resolution=1):
