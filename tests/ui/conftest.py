@@ -10,6 +10,7 @@ from PySide6.QtCore import QSettings
 from PySide6.QtWidgets import QApplication
 
 from tests.jax_recordings import record_training_profile
+from tests.ui.widgets import show_exposed
 from tpuscope.ui.main_window import MainWindow
 
 LOAD_TIMEOUT_MS = 120_000
@@ -37,11 +38,7 @@ def settings(tmp_path) -> QSettings:
 
 @pytest.fixture
 def window(qtbot, settings) -> MainWindow:
-    win = MainWindow(settings)
-    qtbot.addWidget(win)
-    win.resize(1500, 950)
-    win.show()
-    qtbot.waitExposed(win)
+    win = show_exposed(qtbot, MainWindow(settings), 1500, 950)
     yield win
     win.wait_for_background_work()
 

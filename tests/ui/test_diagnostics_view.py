@@ -8,6 +8,7 @@ from PySide6.QtCore import QUrl
 from PySide6.QtGui import QTextDocument, QTextTable
 
 from tests.conftest import GPU_TRACE, PTXLA_TRACE, TF_TRACE, TPU_TRACE, require_shared_traces
+from tests.ui.widgets import show_exposed
 from tpuscope.analysis.diagnose import Severity, diagnose
 from tpuscope.model.load import open_trace
 from tpuscope.ui.diagnostics_view import DiagnosticsView, finding_html, format_number
@@ -23,11 +24,7 @@ def traces():
 
 @pytest.fixture
 def view(qtbot):
-    widget = DiagnosticsView()
-    qtbot.addWidget(widget)
-    widget.resize(1100, 650)
-    widget.show()
-    qtbot.waitExposed(widget)
+    widget = show_exposed(qtbot, DiagnosticsView(), 1100, 650)
     yield widget
     widget.shutdown()
 

@@ -4,11 +4,10 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from PySide6.QtCore import QEvent, QPoint, QPointF, Qt
-from PySide6.QtGui import QMouseEvent
-from PySide6.QtWidgets import QApplication
+from PySide6.QtCore import QPoint, QPointF, Qt
 
 from tests.conftest import TF_TRACE, TPU_TRACE
+from tests.ui.widgets import double_click
 from tpuscope.analysis.ops import op_breakdown
 from tpuscope.model.load import open_trace
 from tpuscope.ui.ops_view import OpsView
@@ -99,19 +98,7 @@ def test_double_clicking_a_step_zooms_to_it(view, qtbot):
     view.zoomRequested.connect(lambda t0, t1: zooms.append((t0, t1)))
     qtbot.mouseClick(viewport, Qt.MouseButton.LeftButton, pos=pos)
     assert zooms == [], "a single click does not zoom"
-    # What a real double click delivers: press, release, double-click (in place of the second press), release.
-    qtbot.mousePress(viewport, Qt.MouseButton.LeftButton, pos=pos)
-    qtbot.mouseRelease(viewport, Qt.MouseButton.LeftButton, pos=pos)
-    double = QMouseEvent(
-        QEvent.Type.MouseButtonDblClick,
-        QPointF(pos),
-        viewport.mapToGlobal(QPointF(pos)),
-        Qt.MouseButton.LeftButton,
-        Qt.MouseButton.LeftButton,
-        Qt.KeyboardModifier.NoModifier,
-    )
-    QApplication.sendEvent(viewport, double)
-    qtbot.mouseRelease(viewport, Qt.MouseButton.LeftButton, pos=pos)
+    double_click(qtbot, viewport, pos)
     assert zooms == [(int(breakdown.start_ps[3]), int(breakdown.end_ps[3]))]
 
 

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from PySide6.QtCore import QEvent, QPoint, QPointF, Qt
-from PySide6.QtGui import QMouseEvent
+from PySide6.QtCore import QPoint, QPointF, Qt
 from PySide6.QtWidgets import QApplication
 
 from tests.conftest import GPU_TRACE, SAMPLES, TPU_TRACE, require_shared_traces
+from tests.ui.widgets import double_click, show_exposed
 from tpuscope.analysis.device_ops import device_activity, find_devices
 from tpuscope.analysis.diagnose import diagnose
 from tpuscope.analysis.ops import op_breakdown
@@ -29,11 +29,7 @@ def traces():
 
 @pytest.fixture
 def view(qtbot):
-    widget = OverviewView()
-    qtbot.addWidget(widget)
-    widget.resize(1600, 1000)
-    widget.show()
-    qtbot.waitExposed(widget)
+    widget = show_exposed(qtbot, OverviewView(), 1600, 1000)
     yield widget
     widget.shutdown()
 
@@ -42,22 +38,6 @@ def _load(qtbot, view, trace):
     with qtbot.waitSignal(view.overviewReady, timeout=WAIT_MS) as ready:
         view.set_trace(trace)
     return ready.args[0]
-
-
-def _double_click(qtbot, widget, pos: QPoint) -> None:
-    """What a real double click delivers: press, release, double-click, release."""
-    qtbot.mousePress(widget, Qt.MouseButton.LeftButton, pos=pos)
-    qtbot.mouseRelease(widget, Qt.MouseButton.LeftButton, pos=pos)
-    double = QMouseEvent(
-        QEvent.Type.MouseButtonDblClick,
-        QPointF(pos),
-        widget.mapToGlobal(QPointF(pos)),
-        Qt.MouseButton.LeftButton,
-        Qt.MouseButton.LeftButton,
-        Qt.KeyboardModifier.NoModifier,
-    )
-    QApplication.sendEvent(widget, double)
-    qtbot.mouseRelease(widget, Qt.MouseButton.LeftButton, pos=pos)
 
 
 def _bar_position(view, x: float, y: float) -> QPoint:
@@ -137,7 +117,7 @@ def test_double_clicking_a_step_zooms_to_it(qtbot, view, traces):
     view.zoomRequested.connect(lambda t0, t1: zooms.append((t0, t1)))
     qtbot.mouseClick(view.step_plot.viewport(), Qt.MouseButton.LeftButton, pos=pos)
     assert zooms == [], "a single click does not zoom"
-    _double_click(qtbot, view.step_plot.viewport(), pos)
+    double_click(qtbot, view.step_plot.viewport(), pos)
     assert zooms == [(int(series.start_ps[step]), int(series.end_ps[step]))]
 
 
@@ -152,7 +132,7 @@ def test_without_steps_the_chart_shows_slices_of_the_profile(qtbot, view, traces
     centre = float(slices.start_ps[k] + slices.end_ps[k]) / 2e12
     zooms = []
     view.zoomRequested.connect(lambda t0, t1: zooms.append((t0, t1)))
-    _double_click(qtbot, view.step_plot.viewport(), _bar_position(view, centre, 1.0))
+    double_click(qtbot, view.step_plot.viewport(), _bar_position(view, centre, 1.0))
     assert zooms == [(int(slices.start_ps[k]), int(slices.end_ps[k]))]
 
 
