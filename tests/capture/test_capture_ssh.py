@@ -32,6 +32,17 @@ def ssh_settings(sshd, target: str, logdir, **ssh_overrides) -> CaptureSettings:
     )  # fmt: skip
 
 
+def two_machine_settings(sshd, targets: str, tmp_path) -> CaptureSettings:
+    """Two SSH hosts that are one sshd, reached as 127.0.0.1 and as localhost (both names trusted)."""
+    known = tmp_path / "known_hosts"
+    entry = sshd.known_hosts.read_text().split(" ", 1)[1]
+    known.write_text(f"[127.0.0.1]:{sshd.port} {entry}[localhost]:{sshd.port} {entry}")
+    settings = ssh_settings(sshd, targets, tmp_path / "out", known_hosts=str(known))
+    hosts = ("127.0.0.1", "localhost")
+    settings.ssh_hosts = [parse_ssh_host(f"{sshd.user}@{host}:{sshd.port}") for host in hosts]
+    return settings
+
+
 def has_training_steps(run_folder) -> bool:
     trace = open_trace(run_folder, use_cache=False)
     aggregate = trace.aggregate_by_name(list(trace.tracks()))
@@ -63,13 +74,8 @@ def test_server_saved_file_is_fetched_over_sftp(sshd, training_worker, tmp_path)
 
 def test_one_ssh_host_per_target(sshd, training_worker, second_training_worker, tmp_path):
     # two "machines": the same sshd reached as 127.0.0.1 and as localhost, one SSH connection each
-    known = tmp_path / "known_hosts"
-    entry = sshd.known_hosts.read_text().split(" ", 1)[1]
-    known.write_text(f"[127.0.0.1]:{sshd.port} {entry}[localhost]:{sshd.port} {entry}")
     targets = f"localhost:{training_worker.port},localhost:{second_training_worker.port}"
-    settings = ssh_settings(sshd, targets, tmp_path / "out", known_hosts=str(known))
-    hosts = ("127.0.0.1", "localhost")
-    settings.ssh_hosts = [parse_ssh_host(f"{sshd.user}@{host}:{sshd.port}") for host in hosts]
+    settings = two_machine_settings(sshd, targets, tmp_path)
     result = capture(settings)
     expected = {f"127.0.0.1_{training_worker.port}", f"localhost_{second_training_worker.port}"}
     assert {f.name.removesuffix(".xplane.pb") for f in result.files} == expected
@@ -78,13 +84,7 @@ def test_one_ssh_host_per_target(sshd, training_worker, second_training_worker, 
 
 def test_one_target_on_several_ssh_hosts(sshd, training_worker, tmp_path):
     # `localhost:PORT` on every VM of a pod slice; here two names for one machine, hence one program twice
-    known = tmp_path / "known_hosts"
-    entry = sshd.known_hosts.read_text().split(" ", 1)[1]
-    known.write_text(f"[127.0.0.1]:{sshd.port} {entry}[localhost]:{sshd.port} {entry}")
-    target = f"localhost:{training_worker.port}"
-    settings = ssh_settings(sshd, target, tmp_path / "out", known_hosts=str(known))
-    hosts = ("127.0.0.1", "localhost")
-    settings.ssh_hosts = [parse_ssh_host(f"{sshd.user}@{host}:{sshd.port}") for host in hosts]
+    settings = two_machine_settings(sshd, f"localhost:{training_worker.port}", tmp_path)
     with pytest.raises(CaptureError, match="Another profiling session is already active"):
         capture(settings)  # one program cannot be profiled twice at once: proves both requests reached it
     wait_until_profiler_free(training_worker.target, tmp_path / "next")
