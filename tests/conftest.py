@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import os
 from pathlib import Path
 
@@ -24,6 +25,21 @@ ALL_SHARED_TRACES = sorted(SHARED_TRACES.glob("*/*.xplane.pb"))
 def _isolated_cache(tmp_path_factory, monkeypatch):
     """Each test gets its own trace cache folder, so tests never share or pollute a user cache."""
     monkeypatch.setenv("TPUSCOPE_CACHE_DIR", str(tmp_path_factory.mktemp("cache")))
+
+
+@pytest.fixture(autouse=True)
+def _collect_garbage_on_the_main_thread():
+    """As the app does (tpuscope.ui.gc_guard): no collection in worker threads, where Qt objects die badly.
+
+    A cyclic collection that happens to run in a loader or capture thread can destroy Qt
+    objects there and crash the process; every test collects on the main thread instead.
+    """
+    was_enabled = gc.isenabled()
+    gc.disable()
+    yield
+    gc.collect()
+    if was_enabled:
+        gc.enable()
 
 
 def require_shared_traces() -> None:
