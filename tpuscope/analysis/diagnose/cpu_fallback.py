@@ -3,54 +3,150 @@
 PyTorch/XLA's own analysis reports any `aten::` counter other than
 `aten::_local_scalar_dense` (which `.item()` produces) as an unlowered op
 (torch_xla/csrc/runtime/metrics_analysis.cpp `UnloweredOp`; research/integration.md 1.4).
-In a profile those ops show as host events named `aten::<op>`.
+
+Those counters live in the metrics report, not in the profile: torch_xla 2.9's fallback kernel
+(`xla_fallback`) counts the op but emits no TraceMe, so a real XPlane holds no `aten::` event
+(samples/recorders/ptxla_cpu_fallback.py: 9 fallbacks counted, none in the trace, at host tracer
+level 2 and 3). What the trace does hold is the fallback's shape on the calling thread: a
+`TransferFromDevice` of the op's inputs, the untraced CPU op, then a `TransferToDevice` of its
+result, with no graph run in between (research/integration.md 1.4, "Trace signature"). A `.item()`
+read has the first half only, so it is left to `host_device_sync`. Host events named `aten::<op>`,
+should a profile carry them, are still reported by name.
 """
 
 from __future__ import annotations
+
+from typing import Any
 
 import numpy as np
 
 from tpuscope.analysis.diagnose.context import Context
 from tpuscope.analysis.diagnose.finding import Finding, Severity, event_evidence, largest_first, ms
+from tpuscope.model.trace import Track
 
 RULE_ID = "cpu_fallback"
-FALLBACK_PATTERN = r"^aten::(?!_local_scalar_dense$)\w+$"
+# Counter/event names are `aten::<op>` or `aten::<op>.<overload>` (e.g. `aten::searchsorted.Tensor`
+# in torch_xla 2.9's executed_fallback_ops()).
+FALLBACK_PATTERN = r"^aten::(?!_local_scalar_dense$)\w+(\.\w+)?$"
+# PyTorch/XLA's host transfer TraceMes (torch_xla/csrc/runtime, integration.md 2.4).
+D2H_PATTERN = r"^(PjRt|Ifrt)ComputationClient::TransferFromDevice$"
+H2D_PATTERN = r"^(PjRt|Ifrt)ComputationClient::TransferToDevice$"
+# torch_xla work on the calling thread that runs or builds a graph (integration.md 2.4): a transfer
+# pair with one of these between them is a graph boundary, not a CPU-side op.
+GRAPH_WORK_PATTERN = (
+    r"^(SyncTensorsGraph\w*|SyncLiveTensorsGraph|StepMarker|XLAGraphExecutor::Compile"
+    r"|(PjRt|Ifrt)ComputationClient::(Execute\w*|Compile))$"
+)
 
 ADVICE = [
-    "Replace the listed ops with ones XLA can lower, or move them out of the step; data-dependent ops "
-    "such as nonzero or masked indexing have static-shape alternatives (torch.where with a fixed size).",
-    "Check torch_xla.debug.metrics.executed_fallback_ops() and the aten:: counters in metrics_report().",
+    "Replace the ops that fall back with ones XLA can lower, or move them out of the step; data-dependent "
+    "ops such as nonzero, masked_select, unique, median or histc have no lowering (torch.where with a "
+    "fixed size, sort-based or one-hot formulations do).",
+    "torch_xla.debug.metrics.executed_fallback_ops() and the aten:: counters in metrics_report() name "
+    "the ops: the profile only shows where they ran.",
 ]
 
 
 def run(ctx: Context) -> list[Finding]:
-    found = ctx.host_events(FALLBACK_PATTERN)
-    if not found:
+    named = _named_fallbacks(ctx)
+    trips = _round_trips(ctx)
+    if not named["ops"] and trips["count"] == 0:
         return []
+    ops = named["ops"]
+    metrics: dict[str, Any] = {"ops": ops, "total_ms": named["total_ms"], "round_trips": trips["count"]}
+    metrics["round_trip_ms"] = trips["ms"]
+    if trips["per_step"] is not None:
+        metrics["round_trips_per_step"] = trips["per_step"]
+    if ops:
+        title = f"CPU fallback: {len(ops)} op type(s) ran on the CPU ({', '.join(list(ops)[:3])})"
+        explanation = (
+            f"{sum(v['count'] for v in ops.values())} executions of aten:: ops ran on the CPU instead of "
+            f"the device ({named['total_ms']} ms). Each one copies its inputs to the host and the result "
+            "back, and cuts the XLA graph."
+        )
+    else:
+        rate = f", {trips['per_step']} per step" if trips["per_step"] is not None else ""
+        title = f"CPU fallback: {trips['count']} device-to-host-to-device round trips{rate}"
+        explanation = (
+            f"{trips['count']} times the host copied tensors off the device and sent a result back with no "
+            f"graph run in between ({trips['ms']} ms): the shape of an op PyTorch/XLA ran on the CPU "
+            "because XLA cannot lower it (or of host code computing a tensor from device values). Each "
+            "one cuts the XLA graph and stalls the device. The profile does not name the op."
+        )
+    return [
+        Finding(
+            RULE_ID,
+            Severity.WARNING,
+            title,
+            explanation,
+            metrics,
+            largest_first(named["evidence"] + trips["evidence"]),
+            list(ADVICE),
+        )
+    ]
+
+
+def _named_fallbacks(ctx: Context) -> dict[str, Any]:
+    """Host events named `aten::<op>`: per op count and time, and evidence."""
     counts: dict[str, list[int]] = {}
     items = []
-    for track, idx in found:
+    for track, idx in ctx.host_events(FALLBACK_PATTERN):
         names = track.name_id[idx]
         for name_id in np.unique(names):
             sel = idx[names == name_id]
-            entry = counts.setdefault(ctx.trace.strings[int(name_id)], [0, 0])
+            name = ctx.trace.strings[int(name_id)]
+            entry = counts.setdefault(name, [0, 0])
             entry[0] += len(sel)
             entry[1] += int(track.duration_ps[sel].sum())
-            items.extend(
-                event_evidence(f"CPU fallback: {ctx.trace.strings[int(name_id)]}", track, int(i))
-                for i in sel[:50]
-            )
+            items.extend(event_evidence(f"CPU fallback: {name}", track, int(i)) for i in sel[:50])
     ops = {
         name: {"count": c, "ms": ms(t)} for name, (c, t) in sorted(counts.items(), key=lambda kv: -kv[1][1])
     }
     total_ms = round(sum(v["ms"] for v in ops.values()), 3)
-    title = f"CPU fallback: {len(ops)} op type(s) ran on the CPU ({', '.join(list(ops)[:3])})"
-    explanation = (
-        f"{sum(v['count'] for v in ops.values())} executions of aten:: ops ran on the CPU instead of the "
-        f"device ({total_ms} ms). Each one copies its inputs to the host and the result back, and cuts "
-        "the XLA graph."
-    )
-    metrics = {"ops": ops, "total_ms": total_ms}
-    return [
-        Finding(RULE_ID, Severity.WARNING, title, explanation, metrics, largest_first(items), list(ADVICE))
-    ]
+    return {"ops": ops, "total_ms": total_ms, "evidence": items}
+
+
+def round_trip_pairs(ctx: Context) -> list[tuple[Track, np.ndarray, np.ndarray]]:
+    """(track, D2H indices, H2D indices) of each transfer pair with no graph work between them.
+
+    Of the outermost transfer and graph-work events of each host thread, in time order, a pair is
+    a `TransferFromDevice` directly followed by a `TransferToDevice` in the same step.
+    """
+    strings = ctx.trace.strings
+    d2h_ids = strings.ids_matching(D2H_PATTERN, regex=True, ignore_case=False)
+    h2d_ids = strings.ids_matching(H2D_PATTERN, regex=True, ignore_case=False)
+    if len(d2h_ids) == 0 or len(h2d_ids) == 0:
+        return []
+    pattern = f"{D2H_PATTERN}|{H2D_PATTERN}|{GRAPH_WORK_PATTERN}"
+    step_starts = ctx.periods[0]
+    pairs = []
+    for track, idx in ctx.host_events(pattern):
+        if len(idx) < 2:
+            continue
+        names = track.name_id[idx]
+        first, second = idx[:-1], idx[1:]
+        hit = np.isin(names[:-1], d2h_ids) & np.isin(names[1:], h2d_ids)
+        if len(step_starts):
+            same_step = np.searchsorted(step_starts, track.start_ps[first], side="right") == np.searchsorted(
+                step_starts, track.start_ps[second], side="right"
+            )
+            hit &= same_step
+        if hit.any():
+            pairs.append((track, first[hit], second[hit]))
+    return pairs
+
+
+def _round_trips(ctx: Context) -> dict[str, Any]:
+    """Count, time, rate per step and evidence of the D2H -> CPU -> H2D round trips."""
+    pairs = round_trip_pairs(ctx)
+    count = sum(len(d) for _, d, _ in pairs)
+    total_ps = sum(int((t.end_ps[h] - t.start_ps[d]).sum()) for t, d, h in pairs)
+    n_steps = len(ctx.periods[0])
+    per_step = round(count / n_steps, 2) if n_steps and count else None
+    items = []
+    for track, d2h, h2d in pairs:
+        for d, h in zip(d2h[:50].tolist(), h2d[:50].tolist(), strict=True):
+            item = event_evidence("CPU fallback: device-to-host-to-device round trip", track, d)
+            item["end_ps"] = int(track.end_ps[h])
+            items.append(item)
+    return {"count": count, "ms": ms(total_ps), "per_step": per_step, "evidence": items}
