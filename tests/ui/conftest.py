@@ -43,15 +43,21 @@ def window(qtbot, settings) -> MainWindow:
     win.wait_for_background_work()
 
 
-def open_and_wait(qtbot, win: MainWindow, path: str | Path):
-    """Opens `path` through the window's worker thread and waits for the loaded trace."""
+def open_and_wait(qtbot, win: MainWindow, path: str | Path, view: str | None = None):
+    """Opens `path` through the window's worker thread and waits for the loaded trace.
+
+    `view` names the tab to bring to the front afterwards (a load shows the Overview), laid out
+    before this returns, as the user's click on that tab would.
+    """
     with qtbot.waitSignal(win.traceLoaded, timeout=LOAD_TIMEOUT_MS) as blocker:
         win.open_path(path)
     qtbot.waitUntil(lambda: not win.workers, timeout=LOAD_TIMEOUT_MS)
     # Views that work in the background (diagnostics) deliver their results now, not amid the test.
-    for key, view in win.views.items():
-        if key != "timeline" and hasattr(view, "shutdown"):
-            view.shutdown()
+    for key, tab in win.views.items():
+        if key != "timeline" and hasattr(tab, "shutdown"):
+            tab.shutdown()
+    if view is not None:
+        assert win.show_view(view)
     QApplication.processEvents()
     return blocker.args[0]
 

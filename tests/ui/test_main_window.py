@@ -70,6 +70,11 @@ def test_starts_on_the_welcome_page_and_opens_a_real_tpu_profile(qtbot, window):
     trace = open_and_wait(qtbot, window, TPU_TRACE)
     assert window.trace is trace
     assert window.stack.currentWidget() is window.tabs
+    # Issue 7: the first view is the Overview, the first tab; the timeline is one keypress away.
+    assert window.tabs.currentWidget() is window.views["overview"] is window.tabs.widget(0)
+    qtbot.keyClick(window, Qt.Key_2, Qt.ControlModifier)
+    assert window.tabs.currentWidget() is window.views["timeline"]
+    assert window.timeline.hasFocus()  # W/A/S/D work at once
     view = window.timeline
     groups = [r for r in view.layout_.rows if r.kind == "group"]
     # Devices first, in index order, then the host threads.
@@ -94,7 +99,7 @@ def test_starts_on_the_welcome_page_and_opens_a_real_tpu_profile(qtbot, window):
 
 
 def test_the_painted_timeline_shows_coloured_boxes_and_labels(qtbot, window):
-    open_and_wait(qtbot, window, TPU_TRACE)
+    open_and_wait(qtbot, window, TPU_TRACE, view="timeline")
     view = window.timeline
     image = view.grab().toImage().convertToFormat(QImage.Format_RGB32)
     area = image.copy(LABEL_COLUMN_PX + 2, view.events_top + 2, int(view.events_width) - 4, 400)
@@ -106,7 +111,7 @@ def test_the_painted_timeline_shows_coloured_boxes_and_labels(qtbot, window):
 
 
 def test_wheel_keys_and_drag_zoom_and_pan(qtbot, window):
-    trace = open_and_wait(qtbot, window, TPU_TRACE)
+    trace = open_and_wait(qtbot, window, TPU_TRACE, view="timeline")
     view = window.timeline
     view.setFocus()
     full = window_width(view)
@@ -156,7 +161,7 @@ def test_wheel_keys_and_drag_zoom_and_pan(qtbot, window):
 
 
 def test_click_shows_the_event_with_its_stats_and_metadata_stats(qtbot, window):
-    trace = open_and_wait(qtbot, window, TPU_TRACE)
+    trace = open_and_wait(qtbot, window, TPU_TRACE, view="timeline")
     view = window.timeline
     track, index = longest_op_with_flops(trace)
     view.zoom_to_event(track, index)
@@ -180,7 +185,7 @@ def test_click_shows_the_event_with_its_stats_and_metadata_stats(qtbot, window):
 
 
 def test_double_click_zooms_to_the_event(qtbot, window):
-    trace = open_and_wait(qtbot, window, TPU_TRACE)
+    trace = open_and_wait(qtbot, window, TPU_TRACE, view="timeline")
     view = window.timeline
     track = trace.find_plane("/host:CPU").tracks[0]
     module_track = trace.find_plane("/device:TPU:0").track("XLA Modules")
@@ -196,7 +201,7 @@ def test_double_click_zooms_to_the_event(qtbot, window):
 
 
 def test_search_counts_highlights_and_steps_through_matches(qtbot, window):
-    trace = open_and_wait(qtbot, window, TPU_TRACE)
+    trace = open_and_wait(qtbot, window, TPU_TRACE, view="timeline")
     names = [trace.strings[i] for i in range(len(trace.strings))]
     wanted = np.array([i for i, s in enumerate(names) if "fusion" in s.lower()], np.int32)
     expected = sum(int(np.isin(t.name_id, wanted).sum()) for t in trace.tracks())
@@ -229,7 +234,7 @@ def test_search_counts_highlights_and_steps_through_matches(qtbot, window):
 
 
 def test_regex_search_and_a_bad_regex(qtbot, window):
-    trace = open_and_wait(qtbot, window, TPU_TRACE)
+    trace = open_and_wait(qtbot, window, TPU_TRACE, view="timeline")
     window.search.regex.setChecked(True)
     qtbot.keyClicks(window.search.line, r"^%copy-start\.\d+ =")
     with qtbot.waitSignal(window.search.matchesChanged):
@@ -245,7 +250,7 @@ def test_regex_search_and_a_bad_regex(qtbot, window):
 
 
 def test_a_stale_search_never_overrides_a_newer_one(qtbot, window):
-    open_and_wait(qtbot, window, TF_TRACE)
+    open_and_wait(qtbot, window, TF_TRACE, view="timeline")
     search = window.search
     search.line.setText("Iterator")
     search.run()
@@ -258,7 +263,7 @@ def test_a_stale_search_never_overrides_a_newer_one(qtbot, window):
 
 
 def test_shift_drag_summarizes_the_range_per_name(qtbot, window):
-    trace = open_and_wait(qtbot, window, TF_TRACE)
+    trace = open_and_wait(qtbot, window, TF_TRACE, view="timeline")
     view = window.timeline
     x0, x1 = LABEL_COLUMN_PX + 300.0, LABEL_COLUMN_PX + 700.0
     t0, t1 = view.viewport().t_of(x0), view.viewport().t_of(x1)
@@ -289,7 +294,7 @@ def test_shift_drag_summarizes_the_range_per_name(qtbot, window):
 
 
 def test_a_bad_file_shows_the_loader_message_and_keeps_the_old_trace(qtbot, window, tmp_path, monkeypatch):
-    trace = open_and_wait(qtbot, window, TPU_TRACE)
+    trace = open_and_wait(qtbot, window, TPU_TRACE, view="timeline")
     shown = []
     monkeypatch.setattr(QMessageBox, "warning", lambda *args, **kw: shown.append(args) or QMessageBox.Ok)
     bad = tmp_path / "broken.xplane.pb"
@@ -306,7 +311,7 @@ def test_a_bad_file_shows_the_loader_message_and_keeps_the_old_trace(qtbot, wind
 
 
 def test_cancel_keeps_the_previous_trace(qtbot, window):
-    trace = open_and_wait(qtbot, window, PTXLA_TRACE)
+    trace = open_and_wait(qtbot, window, PTXLA_TRACE, view="timeline")
     window.open_path(TF_TRACE)
     assert window.is_loading() and window.cancel_button.isVisible()
     window.cancel_button.click()
@@ -373,7 +378,7 @@ def test_dropping_a_file_opens_it(qtbot, window):
 
 
 def test_groups_collapse_and_expand_and_names_have_tooltips(qtbot, window):
-    open_and_wait(qtbot, window, TPU_TRACE)
+    open_and_wait(qtbot, window, TPU_TRACE, view="timeline")
     view = window.timeline
     rows = len(view.layout_.rows)
     header = view.layout_.rows[0]
@@ -397,7 +402,7 @@ def test_groups_collapse_and_expand_and_names_have_tooltips(qtbot, window):
 
 
 def test_jax_cpu_profile_has_a_step_band_and_step_stats(qtbot, window, jax_cpu_profile):
-    trace = open_and_wait(qtbot, window, jax_cpu_profile.parent)
+    trace = open_and_wait(qtbot, window, jax_cpu_profile.parent, view="timeline")
     view = window.timeline
     assert view.steps is not None
     assert sorted(view.steps.number.tolist()) == list(range(JAX_STEPS))
@@ -412,7 +417,7 @@ def test_jax_cpu_profile_has_a_step_band_and_step_stats(qtbot, window, jax_cpu_p
 
 
 def test_tooltips_tell_folded_boxes_and_the_step_source(qtbot, window):
-    open_and_wait(qtbot, window, TF_TRACE)
+    open_and_wait(qtbot, window, TF_TRACE, view="timeline")
     view = window.timeline
     vp = view.viewport()
     found = None

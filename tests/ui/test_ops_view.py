@@ -174,3 +174,38 @@ def test_sorting_keeps_the_selected_op_selected(view, qtbot):
     assert sent == []  # same op: no new highlight
     qtbot.mouseClick(view.next_button, Qt.MouseButton.LeftButton)
     assert "1 of" in view.occurrence_label.text()
+
+
+@pytest.mark.parametrize("width", [1230, 1120])
+def test_every_column_fits_and_op_names_are_not_cut(qtbot, tpu_trace, width):
+    """The table spans the view's width, above the charts: no column hides behind them or off the edge,
+    and the op names, which matter most, keep their full width while programs give way."""
+    widget = OpsView()
+    qtbot.addWidget(widget)
+    widget.resize(width, 900)
+    widget.set_trace(tpu_trace)
+    widget.show()
+    qtbot.waitExposed(widget)
+    qtbot.wait(10)  # the columns are fitted again once the view has its final size
+    table = widget.table_view
+    header = table.horizontalHeader()
+    charts_top = widget.bar_plot.mapTo(widget, QPoint(0, 0)).y()
+    assert charts_top > table.mapTo(widget, QPoint(0, table.height())).y()  # the charts are below the table
+    assert header.length() <= table.viewport().width()
+    assert not table.horizontalScrollBar().isVisible()
+    metrics = table.fontMetrics()
+    widest_name = max(metrics.horizontalAdvance(n) for n in _column(widget, NAME))
+    assert header.sectionSize(NAME) > widest_name
+    widest_program = max(metrics.horizontalAdvance(p) for p in _column(widget, 2))
+    if width < 1200:  # too narrow for every program name: they give way (elided), the op names do not
+        assert header.sectionSize(2) < widest_program
+    numbers = range(widget.model.TEXT_COLUMNS, widget.model.columnCount())
+    for column in numbers:  # numbers are never elided: each fits its column
+        widest = max(metrics.horizontalAdvance(text) for text in _column(widget, column))
+        assert header.sectionSize(column) > widest
+
+
+def test_absurd_rates_are_compact_not_elided(view):
+    rates = _column(view, 10)  # GB/s: a nanosecond-long copy-start moves bytes at 1e9 GB/s
+    assert any("e+09" in r for r in rates)
+    assert all(len(r) <= len("99,999.99") for r in rates)

@@ -1,4 +1,4 @@
-"""The main window: timeline in the centre, details dock, tabs for the other views, menus, loading."""
+"""The main window: tabs (Overview first, then the timeline and others), details dock, menus, loading."""
 
 from __future__ import annotations
 
@@ -40,6 +40,9 @@ VIEW_TITLES = {
     "diagnostics": "Diagnostics",
     "overview": "Overview",
 }
+# Issue 7: the first view after a profile opens is the Overview (the timeline is the next tab, Ctrl+2).
+TAB_ORDER = ("overview", "timeline", "ops", "diagnostics")
+FIRST_VIEWS = ("overview", "timeline")  # shown after a load: the first of these this build has
 
 
 def default_settings() -> QSettings:
@@ -73,9 +76,12 @@ class MainWindow(QMainWindow):
         column.addWidget(self.search)
         column.addWidget(self.timeline, 1)
         self.tabs = QTabWidget(self)
-        self.views: dict[str, QWidget] = {"timeline": timeline_tab}
-        self.tabs.addTab(timeline_tab, VIEW_TITLES["timeline"])
-        for key in ("overview", "ops", "diagnostics"):
+        self.views: dict[str, QWidget] = {}
+        for key in TAB_ORDER:
+            if key == "timeline":
+                self.views[key] = timeline_tab
+                self.tabs.addTab(timeline_tab, VIEW_TITLES[key])
+                continue
             view_class = optional_class(key)
             if view_class is None:
                 continue
@@ -151,6 +157,10 @@ class MainWindow(QMainWindow):
         self.show_empty_action.setCheckable(True)
         self._action(view_menu, "Find\u2026", self._focus_search, QKeySequence.Find)
         view_menu.addSeparator()
+        for number, key in enumerate(self.views, start=1):
+            go_to = lambda _=False, k=key: self.show_view(k)  # noqa: E731 (one slot per tab)
+            self._action(view_menu, f"Go to {VIEW_TITLES[key]}", go_to, f"Ctrl+{number}")
+        view_menu.addSeparator()
         view_menu.addAction(self.details_dock.toggleViewAction())
         help_menu = self.menuBar().addMenu("&Help")
         self._action(help_menu, "&Keys", self._show_keys)
@@ -178,7 +188,8 @@ class MainWindow(QMainWindow):
             "Wheel: zoom around the cursor; Shift+wheel: scroll tracks\n"
             "Drag: pan; Shift+drag: select a time range\nW / S: zoom in / out; A / D: pan\n"
             "Double-click an event: zoom to it; Ctrl+0 or Home: zoom to fit\n"
-            "Enter / Shift+Enter in the search box: next / previous match",
+            "Enter / Shift+Enter in the search box: next / previous match\n"
+            "Ctrl+1 \u2026 Ctrl+4: Overview, Timeline, Op breakdown, Diagnostics tabs",
         )
 
     # ----- opening ---------------------------------------------------------------------------
@@ -277,7 +288,10 @@ class MainWindow(QMainWindow):
             if key != "timeline" and hasattr(view, "set_trace"):
                 view.set_trace(result.trace)
         self.stack.setCurrentWidget(self.tabs)
-        self.timeline.setFocus()  # W/A/S/D work at once
+        first = next(key for key in FIRST_VIEWS if key in self.views)
+        self.show_view(first)
+        if first == "timeline":
+            self.timeline.setFocus()  # W/A/S/D work at once
         trace = result.trace
         steps = f", {len(result.steps)} steps" if result.steps is not None else ""
         self.status_label.setText(
@@ -322,6 +336,8 @@ class MainWindow(QMainWindow):
         if view is None:
             return False
         self.tabs.setCurrentWidget(view)
+        if key == "timeline":
+            self.timeline.setFocus()  # W/A/S/D work at once after Ctrl+2 or a click that led here
         return True
 
     def highlight_events(self, matches: list[tuple[Track, np.ndarray]]) -> None:

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 import pyqtgraph as pg
-from PySide6.QtCore import QAbstractTableModel, QModelIndex, QPersistentModelIndex, Qt, Signal
+from PySide6.QtCore import QAbstractTableModel, QModelIndex, QPersistentModelIndex, Qt, QTimer, Signal
 from PySide6.QtGui import QColor
 from PySide6.QtWidgets import (
     QAbstractItemView,
@@ -38,19 +38,34 @@ from tpuscope.model.units import format_duration
 
 BAR_LABEL_CHARS = 36  # longer bar labels are cut: the full name is in the table
 TOP_N_BARS = 15  # bars in the top-N chart: enough to see the long tail start, few enough to read
+STEP_TITLE = "Per step: device busy (blue) vs idle (grey)"  # the title is the legend: no box over the bars
+STEP_AXIS_LABEL = "step (double-click a bar to zoom the timeline to it)"
 BUSY_COLOR = QColor(66, 133, 244)
 IDLE_COLOR = QColor(200, 200, 200)
 # Margin around one op when stepping through occurrences: a tenth of the op on each side.
 ZOOM_MARGIN_FRACTION = 0.1
 
-# Initial column widths (px): names get room, numbers just fit; users resize freely.
-COLUMN_WIDTHS = (220, 95, 140, 60, 85, 85, 85, 60, 60, 75, 70, 75, 70)
+# Column widths follow the rows: each column fits the widest of its first rows (Qt measures only
+# these, never 100k), text columns are capped so the numbers keep their room, and when the table is
+# still wider than the view the text columns give way first, down to a floor. Long names and
+# programs are elided in the middle, where `jit_f(1219...3885)` and kernel names differ least; the
+# tooltip has the whole text. Users resize columns freely afterwards.
+MEASURED_ROWS = 200
+TEXT_COLUMN_CAPS_PX = (260, 150, 220)  # Name, Category, Program
+TEXT_COLUMN_FLOOR_PX = 90
+TEXT_COLUMNS_GIVING_WAY = (2, 1, 0)  # program, then category, then the op name, which matters most
+# Rates past a million (GB/s of a nanosecond-long async copy-start) carry no information past their
+# third digit and would push the other columns out of view: they are shown as 3.15e+09.
+COMPACT_NUMBER_FROM = 1e6
+TABLE_SHARE = 55  # of the height under the controls, in percent: the table over the charts
 
 _ModelIndex = QModelIndex | QPersistentModelIndex
 
 
 def _format_number(value: float, digits: int = 2) -> str:
-    return "" if not np.isfinite(value) else f"{value:,.{digits}f}"
+    if not np.isfinite(value):
+        return ""
+    return f"{value:.3g}" if abs(value) >= COMPACT_NUMBER_FROM else f"{value:,.{digits}f}"
 
 
 class OpsTableModel(QAbstractTableModel):
@@ -244,6 +259,7 @@ class OpsView(QWidget):
         self.filter_edit.setPlaceholderText("Filter ops, categories, programs…")
         self.filter_edit.setClearButtonEnabled(True)
         self.summary_label = QLabel("No profile loaded.")
+        self.summary_label.setWordWrap(True)  # a long summary must not hold the whole view wide
 
         controls = QHBoxLayout()
         controls.addWidget(QLabel("Device:"))
@@ -260,6 +276,7 @@ class OpsView(QWidget):
         self.table_view.setSelectionMode(QAbstractItemView.SelectionMode.SingleSelection)
         self.table_view.setAlternatingRowColors(True)
         self.table_view.setWordWrap(False)
+        self.table_view.setTextElideMode(Qt.TextElideMode.ElideMiddle)
         vertical = self.table_view.verticalHeader()
         vertical.setSectionResizeMode(QHeaderView.ResizeMode.Fixed)  # never measure 100k rows
         vertical.setDefaultSectionSize(self.fontMetrics().height() + 6)
@@ -267,8 +284,7 @@ class OpsView(QWidget):
         header = self.table_view.horizontalHeader()
         header.setSectionResizeMode(QHeaderView.ResizeMode.Interactive)
         header.setStretchLastSection(True)
-        for column, width in enumerate(COLUMN_WIDTHS):
-            header.resizeSection(column, width)
+        header.setResizeContentsPrecision(MEASURED_ROWS)
 
         self.previous_button = QPushButton("◀ Previous")
         self.next_button = QPushButton("Next ▶")
@@ -279,11 +295,11 @@ class OpsView(QWidget):
         stepping.addWidget(self.next_button)
         stepping.addWidget(self.occurrence_label, 1)
 
-        left = QWidget()
-        left_layout = QVBoxLayout(left)
-        left_layout.setContentsMargins(0, 0, 0, 0)
-        left_layout.addWidget(self.table_view, 1)
-        left_layout.addLayout(stepping)
+        top = QWidget()
+        top_layout = QVBoxLayout(top)
+        top_layout.setContentsMargins(0, 0, 0, 0)
+        top_layout.addWidget(self.table_view, 1)
+        top_layout.addLayout(stepping)
 
         self.bar_plot = pg.PlotWidget(background="w")
         self.bar_plot.setTitle(f"Top {TOP_N_BARS} by self time", color="k")
@@ -291,13 +307,13 @@ class OpsView(QWidget):
         self.bar_plot.setMouseEnabled(x=False, y=False)
         self.bar_plot.hideButtons()
         self.step_plot = pg.PlotWidget(background="w")
-        self.step_plot.setTitle("Per step: device busy vs idle (double-click a step to zoom)", color="k")
+        self.step_plot.setTitle(STEP_TITLE, color="k")
         self.step_plot.setLabel("left", "time", units="s")
-        self.step_plot.setLabel("bottom", "step")
+        self.step_plot.setLabel("bottom", STEP_AXIS_LABEL)
+        self.step_plot.setToolTip("Double-click a step's bar to show that step on the timeline.")
+        self.bar_plot.setToolTip("Click a bar to select its op in the table.")
         self.step_plot.setMouseEnabled(x=True, y=False)
         self.step_plot.hideButtons()
-        legend = self.step_plot.addLegend(offset=(-10, 10))
-        legend.setLabelTextColor("k")
         self.step_plot.scene().sigMouseClicked.connect(self._on_step_plot_clicked)
         self.bar_plot.scene().sigMouseClicked.connect(self._on_bar_plot_clicked)
 
@@ -305,17 +321,19 @@ class OpsView(QWidget):
             for side in ("left", "bottom"):
                 plot.getAxis(side).setTextPen("k")
                 plot.getAxis(side).setPen("k")
-        legend.setBrush(pg.mkBrush(255, 255, 255, 220))
 
-        charts = QSplitter(Qt.Orientation.Vertical)
+        # The table takes the full width (its numbers are the point of the view); the two charts
+        # sit side by side under it.
+        charts = QSplitter(Qt.Orientation.Horizontal)
         charts.addWidget(self.bar_plot)
         charts.addWidget(self.step_plot)
-        splitter = QSplitter(Qt.Orientation.Horizontal)
-        splitter.addWidget(left)
+        charts.setSizes([1, 1])
+        splitter = QSplitter(Qt.Orientation.Vertical)
+        splitter.addWidget(top)
         splitter.addWidget(charts)
-        splitter.setStretchFactor(0, 3)
-        splitter.setStretchFactor(1, 2)
-        splitter.setSizes([900, 600])
+        splitter.setStretchFactor(0, TABLE_SHARE)
+        splitter.setStretchFactor(1, 100 - TABLE_SHARE)
+        splitter.setSizes([TABLE_SHARE * 10, (100 - TABLE_SHARE) * 10])
 
         layout = QVBoxLayout(self)
         layout.addLayout(controls)
@@ -420,9 +438,32 @@ class OpsView(QWidget):
         self._table = aggregate(self._events, by) if self._events is not None else None
         self.model.set_table(self._table)
         self.table_view.horizontalHeader().setSortIndicator(6, Qt.SortOrder.DescendingOrder)
+        self._fit_columns()
+        QTimer.singleShot(0, self, self._fit_columns)  # again once the view has its final size
         self._clear_occurrences()
         self._draw_bars()
         self._update_summary()
+
+    def _fit_columns(self) -> None:
+        """Sizes the columns to their rows, giving the numbers their full width first."""
+        if self.model.rowCount() == 0:
+            return
+        header = self.table_view.horizontalHeader()
+        header.setStretchLastSection(False)  # measure the last column too, not the space left over
+        self.table_view.resizeColumnsToContents()
+        text = range(OpsTableModel.TEXT_COLUMNS)
+        widths = [min(header.sectionSize(c), cap) for c, cap in zip(text, TEXT_COLUMN_CAPS_PX, strict=True)]
+        numbers = sum(header.sectionSize(c) for c in range(len(text), self.model.columnCount()))
+        excess = sum(widths) + numbers - self.table_view.viewport().width()
+        for column in TEXT_COLUMNS_GIVING_WAY:
+            if excess <= 0:
+                break
+            give = min(excess, max(widths[column] - TEXT_COLUMN_FLOOR_PX, 0))
+            widths[column] -= give
+            excess -= give
+        for column, width in zip(text, widths, strict=True):
+            header.resizeSection(column, width)
+        header.setStretchLastSection(True)
 
     def _update_summary(self) -> None:
         if self._trace is None:
@@ -475,8 +516,10 @@ class OpsView(QWidget):
         b = self._breakdown
         if b is None or len(b) == 0:
             self.step_plot.setTitle("Per step: no steps found in this profile", color="k")
+            self.step_plot.setLabel("bottom", "step")
             return
-        self.step_plot.setTitle("Per step: device busy vs idle (double-click a step to zoom)", color="k")
+        self.step_plot.setTitle(STEP_TITLE, color="k")
+        self.step_plot.setLabel("bottom", STEP_AXIS_LABEL)
         x = np.arange(len(b), dtype=float)
         busy, idle = b.busy_ps / 1e12, b.idle_ps / 1e12
         self.step_plot.addItem(pg.BarGraphItem(x=x, height=busy, width=0.8, brush=BUSY_COLOR, name="busy"))
