@@ -3,7 +3,9 @@ so PyTorch/XLA runs them on the CPU (`aten::` fallbacks) -- the evidence for the
 
 Each step weights the per-sample losses by their rank against the batch median (`torch.median`
 -> `aten::median`), and every other step logs a histogram of the logits (`torch.histc` ->
-`aten::histc`); both are in torch_xla 2.9's `executed_fallback_ops()`.
+`aten::histc`); both are in torch_xla 2.9's `executed_fallback_ops()`. Every third step also logs
+the loss with `.item()` (`aten::_local_scalar_dense`: a host read, not a fallback), so the profile
+holds transfers off the device that are not followed by one back.
 
 torch_xla's fallback kernel (`xla_fallback`) bumps an `aten::<op>` counter but emits no TraceMe,
 so the XPlane names no fallback op: each one shows only as a host round trip on the calling
@@ -24,6 +26,7 @@ import torch_xla.debug.profiler as xp
 
 STEPS = 6  # profiled steps: few, so the sample stays small
 HISTOGRAM_EVERY = 2  # steps between logit histograms, so the two ops' counts differ (6 vs 3)
+LOG_EVERY = 3  # steps between loss logs (.item())
 WARMUP_STEPS = 2  # compile outside the profile
 
 
@@ -46,6 +49,8 @@ def main(out: str) -> None:
         opt.step()
         if i % HISTOGRAM_EVERY == 0:
             torch.histc(logits.detach(), bins=16)  # no XLA lowering: aten::histc on the CPU
+        if i % LOG_EVERY == 0:
+            print(f"step {i}: loss {loss.item():.4f}")  # a host read, lowered: not a fallback
         return loss
 
     for i in range(WARMUP_STEPS):
