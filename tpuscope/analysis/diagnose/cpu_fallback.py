@@ -6,8 +6,9 @@ PyTorch/XLA's own analysis reports any `aten::` counter other than
 
 Those counters live in the metrics report, not in the profile: torch_xla 2.9's fallback kernel
 (`xla_fallback`) counts the op but emits no TraceMe, so a real XPlane holds no `aten::` event
-(samples/recorders/ptxla_cpu_fallback.py: 9 fallbacks counted, none in the trace, at host tracer
-level 2 and 3). What the trace does hold is the fallback's shape on the calling thread: a
+(samples/ptxla_cpu_fallback.xplane.pb: 9 fallbacks counted, none in the trace; a capture through
+`start_server` + `trace(host_tracer_level=3)` held none either). What the trace does hold is the
+fallback's shape on the calling thread: a
 `TransferFromDevice` of the op's inputs, the untraced CPU op, then a `TransferToDevice` of its
 result, with no graph run in between (research/integration.md 1.4, "Trace signature"). A `.item()`
 read has the first half only, so it is left to `host_device_sync`. Host events named `aten::<op>`,
