@@ -8,11 +8,11 @@ Those counters live in the metrics report, not in the profile: torch_xla 2.9's f
 (`xla_fallback`) counts the op but emits no TraceMe, so a real XPlane holds no `aten::` event
 (samples/ptxla_cpu_fallback.xplane.pb: 9 fallbacks counted, none in the trace; a capture through
 `start_server` + `trace(host_tracer_level=3)` held none either). What the trace does hold is the
-fallback's shape on the calling thread: a
-`TransferFromDevice` of the op's inputs, the untraced CPU op, then a `TransferToDevice` of its
-result, with no graph run in between (research/integration.md 1.4, "Trace signature"). A `.item()`
-read has the first half only, so it is left to `host_device_sync`. Host events named `aten::<op>`,
-should a profile carry them, are still reported by name.
+fallback's shape on the calling thread: a `TransferFromDevice` of the op's inputs, the untraced
+CPU op, then a `TransferToDevice` of its result, with no graph run in between
+(research/integration.md 1.4, "Trace signature"). A `.item()` read has the first half only, so
+it is left to `host_device_sync`. Host events named `aten::<op>`, should a profile carry them,
+are still reported by name.
 """
 
 from __future__ import annotations
