@@ -200,9 +200,7 @@ class Plane:
         self.stats = stats
         self.identity = PlaneIdentity.parse(name)
         self.tracks: list[Track] = []
-        self.metadata = EventMetadataTable(
-            np.empty(0, np.int64), np.empty(0, np.int32), [], StatTable(0)
-        )
+        self.metadata = EventMetadataTable(np.empty(0, np.int64), np.empty(0, np.int32), [], StatTable(0))
 
     def __repr__(self) -> str:
         return f"<Plane {self.host}:{self.name} tracks={len(self.tracks)}>"
