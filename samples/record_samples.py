@@ -14,7 +14,11 @@ import tempfile
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-SAMPLES = {"healthy": "jax_cpu_healthy", "input_bound": "jax_cpu_input_bound", "recompile": "jax_cpu_recompile"}
+SAMPLES = {
+    "healthy": "jax_cpu_healthy",
+    "input_bound": "jax_cpu_input_bound",
+    "recompile": "jax_cpu_recompile",
+}
 
 
 def _recordings():
