@@ -192,3 +192,12 @@ def test_info_json_counts_match_jax_reader(jax_cpu_profile, capsys):
         assert ours == [(p, line, len(e)) for p, line, e in theirs]
         assert payload["duration_ps"] > 0
         assert all({"name", "host", "kind", "lines"} <= set(p) for p in payload["planes"])
+
+
+def test_cache_hit_reports_the_paths_as_named_this_time(tmp_path, monkeypatch):
+    copy = tmp_path / "x.xplane.pb"
+    shutil.copy(PTXLA_TRACE, copy)
+    assert open_trace(copy).sources == [copy]
+    monkeypatch.chdir(tmp_path)
+    assert open_trace("x.xplane.pb").sources[0].name == "x.xplane.pb"
+    assert open_trace(str(copy)).sources == [copy]

@@ -54,6 +54,7 @@ def open_trace(
     if use_cache:
         cached = cache.load(files)
         if cached is not None:
+            cached.sources = list(files)  # as the caller named them this time, not as first cached
             _report(progress, 1.0, "loaded from cache")
             return cached
     spaces: list[tuple[Path, DecodedSpace]] = []
