@@ -13,6 +13,13 @@ the window. Reports median and p95 paint time, frames per second, the slowest
 steps, and the memory the view adds (its level-of-detail index) against the
 model's. Targets (issue 3): p95 < 16 ms at every step; view memory < 10% of
 the model's.
+
+Peer, in the same run: a naive painter -- one QPainter.drawRect per visible
+event, no level of detail or merging (coordinates computed per track with numpy,
+so only the drawing is per event) -- on every NAIVE_EVERY-th step of the same
+script, in the same viewport. A naive frame that runs past NAIVE_FRAME_BUDGET_S
+stops and its time is extrapolated from the events it drew (marked in the
+output), so the run stays short. The ratio compares the two on those steps.
 """
 
 from __future__ import annotations
@@ -31,10 +38,12 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
+from PySide6.QtCore import QRectF, Qt  # noqa: E402
 from PySide6.QtGui import QImage, QPainter  # noqa: E402
 
 from tpuscope.model.load import open_trace  # noqa: E402
 from tpuscope.ui.app import application  # noqa: E402
+from tpuscope.ui.timeline.layout import ROW_HEIGHT  # noqa: E402
 from tpuscope.ui.timeline.lod import TimelineLod  # noqa: E402
 from tpuscope.ui.timeline.view import TimelineView  # noqa: E402
 
@@ -43,6 +52,8 @@ ZOOM_LEVELS = 28  # window widths from the whole trace down to ~100 ns, geometri
 PANS_PER_LEVEL = 4
 TARGET_P95_MS = 16.0  # one frame at 60 Hz (issue 3)
 TARGET_MEMORY_SHARE = 0.10  # view memory / model memory (issue 3)
+NAIVE_EVERY = 6  # the naive peer paints every 6th step of the script: ~40 frames, not 250
+NAIVE_FRAME_BUDGET_S = 2.0  # a naive frame stops here; the rest is extrapolated per event
 
 
 def trace_path(events: int, path: Path | None) -> Path:
@@ -80,7 +91,44 @@ def paint_once(view: TimelineView, image: QImage) -> float:
     return elapsed * 1000
 
 
-def run(events: int, path: Path | None) -> dict:
+def paint_naive(view: TimelineView, image: QImage) -> tuple[float, int, bool]:
+    """The peer: every visible event drawn as its own rectangle. (ms, visible events, extrapolated)."""
+    painter = QPainter(image)
+    began = time.perf_counter()
+    painter.fillRect(0, 0, image.width(), image.height(), Qt.white)
+    painter.setPen(Qt.NoPen)
+    vp = view.viewport()
+    rows = view.layout_.rows_between(view.y_scroll, view.y_scroll + image.height() - view.events_top)
+    brushes = view._brushes
+    visible = drawn = 0
+    out_of_time = False
+    for row in rows:
+        track = row.track
+        if track is None:
+            continue
+        index = track.overlapping(vp.t0_ps, vp.t1_ps)
+        visible += len(index)
+        if out_of_time:
+            continue  # count the rest of the visible events for the extrapolation
+        x0 = np.maximum(vp.x_of(track.start_ps[index]), vp.x)
+        x1 = np.minimum(vp.x_of(track.end_ps[index]), vp.x + vp.width)
+        y = vp.y_of(row.y) + track.depth[index].astype(np.float64) * ROW_HEIGHT
+        colour = track.name_id[index] % len(brushes)
+        for k in range(len(index)):  # one call per event: what the level of detail avoids
+            painter.setBrush(brushes[colour[k]])
+            painter.drawRect(QRectF(x0[k], y[k], max(x1[k] - x0[k], 1.0), ROW_HEIGHT - 2))
+            drawn += 1
+            if drawn % 4096 == 0 and time.perf_counter() - began > NAIVE_FRAME_BUDGET_S:
+                out_of_time = True
+                break
+    elapsed = time.perf_counter() - began
+    painter.end()
+    if out_of_time and drawn:
+        elapsed *= visible / drawn
+    return elapsed * 1000, visible, out_of_time
+
+
+def run(events: int, path: Path | None, naive: bool = True) -> dict:
     app = application()  # noqa: F841 - Qt needs the application for fonts
     file = trace_path(events, path)
     began = time.perf_counter()
@@ -98,12 +146,17 @@ def run(events: int, path: Path | None) -> dict:
     busiest = max((t for t in trace.tracks()), key=len)
     centre = float(busiest.start_ps[len(busiest) // 2])
     results = []
+    paired = []  # (ours ms, naive ms, visible events, naive extrapolated) on the peer's steps
+    step = 0
     for scroll, where in ((0, "devices"), (view.scrollbar.maximum(), "host threads")):
         view.scrollbar.setValue(scroll)
         for label, t0, t1 in script(duration, centre):
             view.t0_ps, view.t1_ps = t0, t1
             ms = paint_once(view, image)
             results.append((f"{where}: {label}", ms, view.last_frame.box_count))
+            if naive and step % NAIVE_EVERY == 0:
+                paired.append((ms, *paint_naive(view, image)))
+            step += 1
     times = np.array([ms for _, ms, _ in results])
     model_bytes = trace.nbytes()
     view_bytes = lod.nbytes()
@@ -124,8 +177,30 @@ def run(events: int, path: Path | None) -> dict:
         "view_mb": round(view_bytes / 1e6, 2),
         "view_share_of_model": round(view_bytes / model_bytes, 4),
         "slowest": [{"step": s, "ms": round(ms, 2), "boxes": b} for s, ms, b in slowest],
+        **naive_figures(paired),
         "meets_p95_target": bool(np.percentile(times, 95) < TARGET_P95_MS),
         "meets_memory_target": bool(view_bytes / model_bytes < TARGET_MEMORY_SHARE),
+    }
+
+
+def naive_figures(paired: list[tuple[float, float, int, bool]]) -> dict:
+    """Ours against the naive peer on the same steps: medians, p95s, worst frames and their ratios."""
+    if not paired:
+        return {}
+    ours = np.array([p[0] for p in paired])
+    naive = np.array([p[1] for p in paired])
+    return {
+        "peer_steps": len(paired),
+        "peer_steps_extrapolated": int(sum(p[3] for p in paired)),
+        "peer_max_visible_events": int(max(p[2] for p in paired)),
+        "ours_on_peer_steps_median_ms": round(float(np.median(ours)), 2),
+        "naive_median_ms": round(float(np.median(naive)), 1),
+        "ours_on_peer_steps_p95_ms": round(float(np.percentile(ours, 95)), 2),
+        "naive_p95_ms": round(float(np.percentile(naive, 95)), 1),
+        "naive_max_ms": round(float(naive.max()), 1),
+        "naive_over_ours_median": round(float(np.median(naive)) / float(np.median(ours)), 1),
+        "naive_over_ours_p95": round(float(np.percentile(naive, 95)) / float(np.percentile(ours, 95)), 1),
+        "naive_over_ours_worst_frame": round(float(naive.max()) / float(ours.max()), 1),
     }
 
 
@@ -134,14 +209,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--events", type=int, default=10_000_000)
     parser.add_argument("--path", type=Path, help="an existing profile instead of the generated one")
     parser.add_argument("--json", action="store_true")
+    parser.add_argument("--no-peer", action="store_true", help="skip the naive drawRect-per-event peer")
     args = parser.parse_args(argv)
-    report = run(args.events, args.path)
+    report = run(args.events, args.path, naive=not args.no_peer)
     if args.json:
         print(json.dumps(report, indent=2))
     else:
         for key, value in report.items():
             if key != "slowest":
-                print(f"{key:>22}: {value}")
+                print(f"{key:>30}: {value}")
         print("slowest steps:")
         for row in report["slowest"]:
             print(f"    {row['ms']:7.2f} ms  {row['boxes']:6d} boxes  {row['step']}")
