@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from PySide6.QtCore import QUrl
+from PySide6.QtCore import Qt, QUrl
 from PySide6.QtGui import QTextDocument, QTextTable
+from PySide6.QtTest import QTest
 
 from tests.conftest import GPU_TRACE, PTXLA_TRACE, TF_TRACE, TPU_TRACE, require_shared_traces
 from tests.ui.widgets import show_exposed
 from tpuscope.analysis.diagnose import Severity, diagnose
+from tpuscope.analysis.diagnose.finding import evidence_events
 from tpuscope.model.load import open_trace
 from tpuscope.ui.diagnostics_view import DiagnosticsView, finding_html, format_number
 
@@ -59,6 +61,38 @@ def test_selecting_a_finding_shows_details_and_highlights_its_events(qtbot, view
     assert names == {"PjRtComputationClient::TransferFromDevice"}
     assert sum(len(idx) for _, idx in payload) == 15
     assert all(isinstance(idx, np.ndarray) for _, idx in payload)
+
+
+def _click_finding(view, row: int) -> None:
+    rect = view.findings.visualItemRect(view.findings.item(row))
+    QTest.mouseClick(view.findings.viewport(), Qt.MouseButton.LeftButton, pos=rect.center())
+
+
+def test_loading_shows_the_first_finding_but_only_a_users_click_highlights(qtbot, view, traces):
+    """Like the Ops view: opening a profile must not outline events on the timeline by itself."""
+    trace = traces[PTXLA_TRACE]
+    highlights, zooms = [], []
+    view.highlightRequested.connect(highlights.append)
+    view.zoomRequested.connect(lambda *args: zooms.append(args))
+    report = _load(qtbot, view, trace)
+    view.findings.setFocus()  # Qt moves the current index itself on focus: no highlight either
+    qtbot.wait(50)
+    assert view.findings.currentRow() == 0
+    assert report.findings[0].title in view.detail.toPlainText()
+    assert highlights == [] and zooms == []
+
+    def events(payload):
+        return sorted((id(track), int(i)) for track, idx in payload for i in idx)
+
+    _click_finding(view, 0)  # the finding shown at load, clicked: its events now
+    assert len(highlights) == 1
+    assert events(highlights[0]) == events(evidence_events(trace, report.findings[0].evidence)) != []
+    _click_finding(view, 1)  # another finding: one highlight, of its events
+    assert len(highlights) == 2 and view.findings.currentRow() == 1
+    assert events(highlights[1]) == events(evidence_events(trace, report.findings[1].evidence))
+    QTest.keyClick(view.findings, Qt.Key.Key_Up)  # the keyboard is the user too
+    assert len(highlights) == 3 and view.findings.currentRow() == 0
+    assert zooms == []
 
 
 def test_clicking_evidence_zooms_to_it(qtbot, view, traces):

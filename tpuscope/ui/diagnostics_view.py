@@ -1,9 +1,11 @@
 """The "Diagnostics" view: integration problems found in the profile, worst first.
 
 Left, the findings with severity icons; right, the selected finding's explanation, numbers,
-advice and evidence. Selecting a finding asks the timeline to highlight its evidence events
-(`highlightRequested`); clicking an evidence line, or double-clicking a finding, asks it to
-zoom there (`zoomRequested`). The main window connects both; this view knows no timeline.
+advice and evidence. A loaded report shows its first finding's details and nothing more: only
+the user's selection (a click, the keyboard, or the Overview's finding links) asks the timeline
+to highlight a finding's evidence events (`highlightRequested`), as the Ops view does; clicking
+an evidence line, or double-clicking a finding, asks it to zoom there (`zoomRequested`). The
+main window connects both; this view knows no timeline.
 
 The rules run in a QThread: on large profiles they take long enough to freeze the window.
 A newer `set_trace` supersedes an older run (its result is dropped when it arrives).
@@ -59,7 +61,13 @@ class DiagnosticsView(QWidget):
         self.summary.setWordWrap(True)
         self.findings = QListWidget()
         self.findings.setAlternatingRowColors(True)
-        self.findings.currentRowChanged.connect(self._on_selected)
+        # Details follow the current row; highlights follow the selection, and only a selection
+        # made outside `_show` (the user's, or the Overview's on the user's click) sends them.
+        self._selecting_first = False
+        self._highlighted_row: int | None = None
+        self.findings.currentRowChanged.connect(self._on_current_changed)
+        self.findings.itemSelectionChanged.connect(self._on_selection_changed)
+        self.findings.itemClicked.connect(self._on_clicked)
         self.findings.itemDoubleClicked.connect(lambda _item: self._zoom_to_finding())
         self.detail = QTextBrowser()
         self.detail.setOpenLinks(False)
@@ -81,6 +89,7 @@ class DiagnosticsView(QWidget):
         self._jobs.supersede()
         self.trace = trace
         self.report = None
+        self._highlighted_row = None
         self.findings.clear()
         self.detail.clear()
         if trace is None:
@@ -105,6 +114,7 @@ class DiagnosticsView(QWidget):
 
     def _show(self, report: Report) -> None:
         self.report = report
+        self._highlighted_row = None
         self.findings.clear()
         style = self.style()
         for finding in report.findings:
@@ -113,7 +123,11 @@ class DiagnosticsView(QWidget):
             self.findings.addItem(item)
         self.summary.setText(_summary_text(report))
         if report.findings:
-            self.findings.setCurrentRow(0)
+            self._selecting_first = True  # shows its details; the timeline stays as the user left it
+            try:
+                self.findings.setCurrentRow(0)
+            finally:
+                self._selecting_first = False
         else:
             self.detail.setHtml("<p>No integration problems found in this profile.</p>")
         self.reportReady.emit(report)
@@ -125,13 +139,28 @@ class DiagnosticsView(QWidget):
             return None
         return self.report.findings[row]
 
-    def _on_selected(self, _row: int) -> None:
+    def _on_current_changed(self, _row: int) -> None:
         finding = self.current_finding
-        if finding is None:
+        if finding is not None:
+            self.detail.setHtml(finding_html(finding))
+
+    def _on_selection_changed(self) -> None:
+        # Qt changes the selection before the current row: read the row from the selection.
+        selected = self.findings.selectedItems()
+        if not self._selecting_first and selected:
+            self._highlight(self.findings.row(selected[0]))
+
+    def _on_clicked(self, item: QListWidgetItem) -> None:
+        """A click on the finding `_show` selected by itself: the selection did not change."""
+        row = self.findings.row(item)
+        if self._highlighted_row != row:
+            self._highlight(row)
+
+    def _highlight(self, row: int) -> None:
+        if self.report is None or self.trace is None or not 0 <= row < len(self.report.findings):
             return
-        self.detail.setHtml(finding_html(finding))
-        if self.trace is not None:
-            self.highlightRequested.emit(evidence_events(self.trace, finding.evidence))
+        self._highlighted_row = row
+        self.highlightRequested.emit(evidence_events(self.trace, self.report.findings[row].evidence))
 
     def _zoom_to_finding(self) -> None:
         finding = self.current_finding
