@@ -11,8 +11,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-import numpy as np
-
+from tpuscope.analysis.host_names import HostNameIndex
 from tpuscope.model.trace import Trace
 
 JAX = "JAX"
@@ -47,13 +46,14 @@ class Framework:
         return self.name
 
 
-def detect_framework(trace: Trace) -> Framework:
+def detect_framework(trace: Trace, host_names: HostNameIndex | None = None) -> Framework:
     """Scores each framework by how many host events carry its names; version stats break ties.
 
     PyTorch/XLA is checked before JAX because PyTorch/XLA programs may also call JAX (torchax),
     and its own names never appear in plain JAX programs.
     """
-    counts = {name: _count_events(trace, pattern) for name, pattern in _CLUES.items()}
+    host_names = host_names if host_names is not None else HostNameIndex(trace)
+    counts = {name: _count_events(host_names, pattern) for name, pattern in _CLUES.items()}
     if counts[PYTORCH_XLA]:
         return Framework(PYTORCH_XLA, f"{counts[PYTORCH_XLA]} PyTorch/XLA runtime events")
     for plane in trace.planes:
@@ -70,12 +70,6 @@ def detect_framework(trace: Trace) -> Framework:
     return Framework(UNKNOWN, "no framework-specific event names or stats in the profile")
 
 
-def _count_events(trace: Trace, pattern: re.Pattern) -> int:
-    ids = trace.strings.ids_matching(pattern.pattern, regex=True, ignore_case=False)
-    if len(ids) == 0:
-        return 0
-    return int(sum(len(idx) for _, idx in trace.events_with_name_ids(np.asarray(ids), _host_tracks(trace))))
-
-
-def _host_tracks(trace: Trace) -> list:
-    return [t for p in trace.host_planes() for t in p.tracks]
+def _count_events(host_names: HostNameIndex, pattern: re.Pattern) -> int:
+    """Host events whose name the pattern finds (`pattern.flags` apply)."""
+    return int(sum(len(idx) for _, idx in host_names.matching(pattern)))

@@ -14,6 +14,7 @@ import numpy as np
 from tpuscope.analysis import device_ops
 from tpuscope.analysis.diagnose.intervals import Intervals, difference, empty, merge_intervals
 from tpuscope.analysis.framework import Framework, detect_framework
+from tpuscope.analysis.host_names import HostNameIndex
 from tpuscope.analysis.steps import Steps, find_steps, outermost
 from tpuscope.model.trace import Trace, Track
 
@@ -46,10 +47,11 @@ class Context:
         self.trace = trace
         self._steps = steps
         self._framework = framework
+        self._host_events: dict[str, list[tuple[Track, np.ndarray]]] = {}
 
     @cached_property
     def framework(self) -> Framework:
-        return self._framework or detect_framework(self.trace)
+        return self._framework or detect_framework(self.trace, self.host_names)
 
     @cached_property
     def steps(self) -> Steps:
@@ -76,11 +78,21 @@ class Context:
     def host_tracks(self) -> list[Track]:
         return [t for p in self.trace.host_planes() for t in p.tracks if len(t)]
 
+    @cached_property
+    def host_names(self) -> HostNameIndex:
+        """The host events indexed by name once, for the dozen patterns the rules look up."""
+        return HostNameIndex(self.trace, self.host_tracks)
+
     def host_events(self, pattern: str) -> list[tuple[Track, np.ndarray]]:
-        """Outermost host events whose whole name matches `pattern` (nested duplicates dropped)."""
-        ids = self.trace.strings.ids_matching(pattern, regex=True, ignore_case=False)
-        found = self.trace.events_with_name_ids(ids, self.host_tracks)
-        return [(t, outermost(t, idx)) for t, idx in found]
+        """Outermost host events whose whole name matches `pattern` (nested duplicates dropped).
+
+        Several rules ask for the same pattern: each is looked up once per diagnosis.
+        """
+        found = self._host_events.get(pattern)
+        if found is None:
+            found = [(t, outermost(t, idx)) for t, idx in self.host_names.matching(pattern)]
+            self._host_events[pattern] = found
+        return list(found)
 
     @cached_property
     def launches(self) -> list[tuple[Track, np.ndarray]]:

@@ -162,7 +162,9 @@ def _user_input_events(ctx: Context) -> list:
     step_tracks = {id(t) for t, _ in ctx.launches}
     if ctx.steps.track is not None:
         step_tracks.add(id(ctx.steps.track))
-    found = ctx.host_events(r"(?i).*" + USER_INPUT_PATTERN + r".*")
+    # Found anywhere in the name (host_events searches); no `.*` around it, which backtracks
+    # quadratically over long names.
+    found = ctx.host_events(r"(?i)" + USER_INPUT_PATTERN)
     return [(t, idx) for t, idx in found if id(t) in step_tracks]
 
 

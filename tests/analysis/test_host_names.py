@@ -1,0 +1,56 @@
+"""The shared host-name index finds exactly what a string-table scan plus np.isin per track finds."""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import pytest
+
+from tests.conftest import ALL_SHARED_TRACES, require_shared_traces
+from tpuscope.analysis.diagnose.context import COMPILE_PATTERN, LAUNCH_PATTERN, SYNC_PATTERN
+from tpuscope.analysis.diagnose.input_bound import RUNTIME_INPUT_PATTERN, USER_INPUT_PATTERN
+from tpuscope.analysis.host_names import HostNameIndex
+from tpuscope.model.load import open_trace
+
+PATTERNS = [
+    LAUNCH_PATTERN,
+    COMPILE_PATTERN,
+    SYNC_PATTERN,
+    RUNTIME_INPUT_PATTERN,
+    r"(?i)" + USER_INPUT_PATTERN,
+    r"^aten::",
+    r"Execute",  # found anywhere in the name
+    r"^no event is called this$",
+]
+
+
+def _by_scan(trace, pattern, tracks):
+    ids = trace.strings.ids_matching(pattern, regex=True, ignore_case=False)
+    return trace.events_with_name_ids(ids, tracks)
+
+
+@pytest.mark.parametrize("path", ALL_SHARED_TRACES, ids=lambda p: p.parent.name)
+def test_matches_equal_the_string_table_scan(path):
+    require_shared_traces()
+    trace = open_trace(path)
+    tracks = [t for p in trace.host_planes() for t in p.tracks if len(t)]
+    index = HostNameIndex(trace, tracks)
+    found_any = 0
+    for pattern in PATTERNS:
+        expected = _by_scan(trace, pattern, tracks)
+        got = index.matching(pattern)
+        assert [id(t) for t, _ in got] == [id(t) for t, _ in expected], pattern
+        for (_, a), (_, b) in zip(got, expected, strict=True):
+            assert a.dtype == b.dtype and np.array_equal(a, b), pattern
+        found_any += sum(len(i) for _, i in got)
+    assert found_any > 0
+
+
+def test_user_input_pattern_without_the_surrounding_wildcards_matches_the_same_names():
+    """input_bound dropped `.*` around the pattern (quadratic backtracking): the same names match."""
+    names = ["train/load_batch", "DataLoader.__next__", "step", "x" * 3000 + "get_batch", "a\nfetch_batch"]
+    old = re.compile(r"(?i).*" + USER_INPUT_PATTERN + r".*")
+    new = re.compile(r"(?i)" + USER_INPUT_PATTERN)
+    assert [bool(old.search(n)) for n in names] == [bool(new.search(n)) for n in names]
+    assert sum(bool(new.search(n)) for n in names) == 4
