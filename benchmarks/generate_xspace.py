@@ -5,9 +5,13 @@
 Shape (like the real TPU v6e profile in ../shared/traces/tpu): device planes
 `/device:TPU:i` with lines `Steps`, `XLA Modules` and `XLA Ops`; XLA Ops events
 carry `device_offset_ps`/`device_duration_ps` event stats and their metadata
-carries `flops`, `bytes_accessed`, `hlo_category`, `program_id`; plus a
+carries `flops`, `bytes_accessed`, `hlo_category`, `program_id`, `symbol_id`; plus a
 `/host:CPU` plane whose thread lines hold nested TraceMe events. About 35 bytes
 per event, like the issue's 35 MB / 1M-event file.
+
+The device planes carry the real sample's plane stats (`core_details`, the chip's kind
+and peaks) and the ops their `symbol_id`, which XProf's op tools need: without them its
+hlo_stats reads the file but finds no ops, and the op-table comparison is not like-for-like.
 
 Why not build XEvent messages with protobuf: a Python object per event costs
 ~1 us, i.e. minutes and gigabytes for 10M events. The small parts (planes,
@@ -40,6 +44,25 @@ N_OP_KINDS = 120  # distinct HLO ops per device (the real file has ~130 metadata
 HLO_CATEGORIES = ["convolution", "data formatting", "loop fusion", "non-fusion elementwise", "all-reduce",
                   "custom-call", "output fusion", "copy"]  # fmt: skip
 BASE_NS = 1_741_700_000_000_000_000  # a 2025 wall-clock time in ns, like real files
+# The device planes' own stats, as the real TPU v6e sample (../shared/traces/tpu) carries them on
+# each /device:TPU:i plane: XProf's tools read the chip's kind and peaks from these.
+TPU_V6E_PLANE_STATS = {
+    "device_type_string": "TPU v6 Lite",
+    "peak_teraflops_per_second": 918.0,
+    "peak_hbm_bw_gigabytes_per_second": 1637.993152512,
+    "peak_cmem_rd_bw_gigabytes_per_second": 0.0,
+    "peak_cmem_wr_bw_gigabytes_per_second": 0.0,
+    "peak_vmem_rd_bw_gigabytes_per_second": 23296.0099876864,
+    "peak_vmem_wr_bw_gigabytes_per_second": 16128.031693209601,
+    "peak_sram_rd_bw_gigabytes_per_second": 23296.0099876864,
+    "peak_sram_wr_bw_gigabytes_per_second": 16128.031693209601,
+    "has_megacore": 0,
+    "has_merged_vmem": 1,
+}
+# The sample's `core_details` (a serialized CoreDetails message) numbers TPU:i with device ordinal
+# and local chip id i, global chip and core id i + 4 (its 4 chips are the second 4 of 8); fields:
+CORE_DETAILS_FIELDS = {"device_ordinal": 2, "local_chip_id": 4, "global_chip_id": 5, "global_core_id": 6}
+GLOBAL_ID_OFFSET = 4
 
 
 # ----- protobuf wire encoding, column-wise -------------------------------------------------------
@@ -134,7 +157,9 @@ def _stat_metadata(plane: pb.XPlane, names: list[str]) -> dict[str, int]:
 def _add_stat(msg, stat_id: int, value) -> None:
     stat = msg.stats.add()
     stat.metadata_id = stat_id
-    if isinstance(value, str):
+    if isinstance(value, bytes):
+        stat.bytes_value = value
+    elif isinstance(value, str):
         stat.str_value = value
     elif isinstance(value, float):
         stat.double_value = value
@@ -148,16 +173,30 @@ def _line_bytes(line_id: int, name: str, timestamp_ns: int, events: bytes) -> by
     return _length_prefixed(0x1A, header + events)  # XPlane field 3
 
 
+def core_details(index: int) -> bytes:
+    """The `core_details` bytes of /device:TPU:`index`, as the real sample has them (zero fields omitted)."""
+    global_id = index + GLOBAL_ID_OFFSET
+    values = {"device_ordinal": index, "local_chip_id": index, "global_chip_id": global_id,
+              "global_core_id": global_id}  # fmt: skip
+    out = b""
+    for name, field in CORE_DETAILS_FIELDS.items():
+        if values[name]:
+            matrix, lengths = _varints(np.array([values[name]]))
+            out += bytes([field << 3]) + _flatten(matrix, lengths)
+    return out
+
+
 def device_plane(index: int, n_ops: int, rng: np.random.Generator) -> bytes:
     """One /device:TPU:i plane with `n_ops` XLA Ops plus the Steps/XLA Modules over them."""
     plane = pb.XPlane(id=index, name=f"/device:TPU:{index}")
     sid = _stat_metadata(plane, ["flops", "bytes_accessed", "hlo_category", "program_id",
-                                 "device_offset_ps", "device_duration_ps", "device_type_string",
-                                 "peak_teraflops_per_second", "peak_hbm_bw_gigabytes_per_second",
-                                 "run_id", "step_num"])  # fmt: skip
-    _add_stat(plane, sid["device_type_string"], "TPU v6 lite")
-    _add_stat(plane, sid["peak_teraflops_per_second"], 918.0)
-    _add_stat(plane, sid["peak_hbm_bw_gigabytes_per_second"], 1640.0)
+                                 "device_offset_ps", "device_duration_ps", "run_id", "step_num",
+                                 "symbol_id", "core_details", *TPU_V6E_PLANE_STATS])  # fmt: skip
+    # Without `core_details` XProf logs "No CoreDetails found for TPU device plane"; without the
+    # ops' `symbol_id` (below) its hlo_stats table stays empty.
+    _add_stat(plane, sid["core_details"], core_details(index))
+    for name, value in TPU_V6E_PLANE_STATS.items():
+        _add_stat(plane, sid[name], value)
     for op in range(1, N_OP_KINDS + 1):
         md = plane.event_metadata[op]
         md.id = op
@@ -167,6 +206,7 @@ def device_plane(index: int, n_ops: int, rng: np.random.Generator) -> bytes:
         _add_stat(md, sid["bytes_accessed"], int(rng.integers(1e4, 1e8)))
         _add_stat(md, sid["hlo_category"], HLO_CATEGORIES[op % len(HLO_CATEGORIES)])
         _add_stat(md, sid["program_id"], 1000 + op % 3)
+        _add_stat(md, sid["symbol_id"], op)
     module_meta, step_meta = N_OP_KINDS + 1, N_OP_KINDS + 2
     plane.event_metadata[module_meta].id = module_meta
     plane.event_metadata[module_meta].name = "jit_train_step(1000)"
