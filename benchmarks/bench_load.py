@@ -242,24 +242,36 @@ def report(file: Path, repeat: int, with_xprof: bool, big: bool) -> bool:
     server = None if big else bench_xprof_rs_server(file, repeat)
     xprof = bench_xprof(file) if with_xprof and not big else None
     events = ours["events"]
-    print(f"\n== {file.name}: {size / 1e6:.1f} MB, {events:,} events, {os.cpu_count()} CPUs, "
-          f"median of {repeat} trials")
-    print(f"tpuscope cold load        {ours['load_s'] * 1e3:8.0f} ms  (CPU {ours['cpu_s'] * 1e3:.0f} ms; "
-          f"python start + imports {(ours['process_s'] - ours['load_s']) * 1e3:.0f} ms)")
-    print(f"  peak memory during load {_mb(ours['peak_delta']):>11} = {ours['peak_delta'] / size:.2f}x file "
-          f"(worst trial {ours['peak_delta_max'] / size:.2f}x; process peak {_mb(ours['process_peak'])})")
-    print(f"  model columns           {ours['model_bytes'] / events:8.1f} B/event; "
-          f"RSS kept after load {ours['rss_delta_after'] / events:.1f} B/event")
+    print(
+        f"\n== {file.name}: {size / 1e6:.1f} MB, {events:,} events, {os.cpu_count()} CPUs, "
+        f"median of {repeat} trials"
+    )
+    print(
+        f"tpuscope cold load        {ours['load_s'] * 1e3:8.0f} ms  (CPU {ours['cpu_s'] * 1e3:.0f} ms; "
+        f"python start + imports {(ours['process_s'] - ours['load_s']) * 1e3:.0f} ms)"
+    )
+    print(
+        f"  peak memory during load {_mb(ours['peak_delta']):>11} = {ours['peak_delta'] / size:.2f}x file "
+        f"(worst trial {ours['peak_delta_max'] / size:.2f}x; process peak {_mb(ours['process_peak'])})"
+    )
+    print(
+        f"  model columns           {ours['model_bytes'] / events:8.1f} B/event; "
+        f"RSS kept after load {ours['rss_delta_after'] / events:.1f} B/event"
+    )
     print(f"  warm re-open (cache)    {ours['warm_s'] * 1e3:8.1f} ms  (peak {_mb(ours['warm_peak_delta'])})")
     if big:
-        print(f"  progress callbacks      {ours['progress_calls']:8d}     "
-              f"(fractions rise monotonically: {ours['progress_monotonic']})")
+        print(
+            f"  progress callbacks      {ours['progress_calls']:8d}     "
+            f"(fractions rise monotonically: {ours['progress_monotonic']})"
+        )
     peers = [("xprof-rs CLI aggregate_xplane_events", cli), ("xprof-rs server, cold trace_viewer@", server),
              ("XProf xspace_to_tool_data trace_viewer", xprof)]  # fmt: skip
     for name, peer in peers:
         if peer is not None:
-            print(f"{name:40s} {peer['load_s'] * 1e3:8.0f} ms  peak {_mb(peer['peak']):>9}  "
-                  f"(tpuscope: {peer['load_s'] / ours['load_s']:.2f}x as fast)")
+            print(
+                f"{name:40s} {peer['load_s'] * 1e3:8.0f} ms  peak {_mb(peer['peak']):>9}  "
+                f"(tpuscope: {peer['load_s'] / ours['load_s']:.2f}x as fast)"
+            )
     checks = {
         "cold load no slower than xprof-rs (server, cold trace load)": server is None
         or ours["load_s"] <= server["load_s"],
@@ -271,8 +283,10 @@ def report(file: Path, repeat: int, with_xprof: bool, big: bool) -> bool:
         print(f"  [{'ok' if ok else 'MISSED'}] {name}")
     if cli is not None and ours["load_s"] > cli["load_s"]:
         # Not the target (see the module docstring), but never hidden.
-        print(f"  [info] xprof-rs CLI aggregate_xplane_events (names and durations only, no stats, no model)"
-              f" is {ours['load_s'] / cli['load_s']:.2f}x as fast as the full tpuscope load")
+        print(
+            f"  [info] xprof-rs CLI aggregate_xplane_events (names and durations only, no stats, no model)"
+            f" is {ours['load_s'] / cli['load_s']:.2f}x as fast as the full tpuscope load"
+        )
     return all(checks.values())
 
 

@@ -86,8 +86,9 @@ def silent_listener():
 def sshd(tmp_path_factory):
     """A real OpenSSH server on a free 127.0.0.1 port with generated host and user keys."""
     if not SSHD.exists() or shutil.which("ssh-keygen") is None:
-        pytest.fail("OpenSSH is missing: install Debian's openssh-server (as .ci/run does) to run the SSH "
-                    "tests")
+        pytest.fail(
+            "OpenSSH is missing: install Debian's openssh-server (as .ci/run does) to run the SSH tests"
+        )
     folder = tmp_path_factory.mktemp("sshd")
     home = tmp_path_factory.mktemp("home")
     host_key, user_key, other_key = folder / "host_ed25519", folder / "user_ed25519", folder / "other_ed25519"

@@ -28,7 +28,8 @@ def test_info_ops_and_diagnose_work_on_the_result(training_worker, second_traini
     run_folder = Path(result["run_folder"])
     assert run_folder.parent == tmp_path / "plugins" / "profile"
     assert sorted(Path(f).name for f in result["files"]) == sorted(
-        f"127.0.0.1_{w.port}.xplane.pb" for w in (training_worker, second_training_worker))
+        f"127.0.0.1_{w.port}.xplane.pb" for w in (training_worker, second_training_worker)
+    )
 
     info = tpuscope("info", str(tmp_path), "--json")  # the logdir opens its newest run: this one
     assert info.returncode == 0, info.stderr

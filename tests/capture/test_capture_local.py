@@ -80,8 +80,11 @@ def test_delay_postpones_the_window(training_worker, tmp_path):
 
 def test_nothing_listening(tmp_path):
     port = free_port()
-    with pytest.raises(CaptureError, match=rf"^Nothing is listening on 127\.0\.0\.1:{port}: start the "
-                                           r"profiler"):
+    with pytest.raises(
+        CaptureError,
+        match=rf"^Nothing is listening on 127\.0\.0\.1:{port}: start the "
+        r"profiler",
+    ):
         capture(settings(f"127.0.0.1:{port}", tmp_path))
     assert profile_files(tmp_path) == []
 
@@ -123,8 +126,9 @@ def test_second_concurrent_session_is_refused(training_worker, tmp_path):
 def test_program_dying_during_capture(tmp_path):
     worker = start_worker("exit-after", "1.0")
     try:
-        with pytest.raises(CaptureError, match="closed the connection during the capture: it probably "
-                                               "exited"):
+        with pytest.raises(
+            CaptureError, match="closed the connection during the capture: it probably exited"
+        ):
             capture(settings(worker.target, tmp_path, duration_s=5.0))
     finally:
         stop(worker.process)

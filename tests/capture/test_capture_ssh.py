@@ -134,8 +134,9 @@ def test_changed_host_key_is_refused(sshd, tmp_path):
 
 def test_nothing_listening_on_the_remote_port(sshd, tmp_path):
     port = free_port()
-    with pytest.raises(CaptureError, match=f"Nothing is listening on localhost:{port} as seen from the SSH "
-                                           "host"):
+    with pytest.raises(
+        CaptureError, match=f"Nothing is listening on localhost:{port} as seen from the SSH host"
+    ):
         capture(ssh_settings(sshd, f"localhost:{port}", tmp_path))
 
 
@@ -150,8 +151,9 @@ def test_ssh_host_that_never_answers_times_out(sshd, silent_listener, tmp_path):
     settings = ssh_settings(sshd, "localhost:9012", tmp_path, connect_timeout_s=1.0)
     settings.ssh_hosts = [parse_ssh_host(f"127.0.0.1:{silent_listener}")]
     started = time.monotonic()
-    with pytest.raises(CaptureError, match=f"127.0.0.1:{silent_listener} accepted the connection but did not "
-                                           "answer"):
+    with pytest.raises(
+        CaptureError, match=f"127.0.0.1:{silent_listener} accepted the connection but did not answer"
+    ):
         capture(settings)
     assert time.monotonic() - started < 10
 
@@ -159,8 +161,10 @@ def test_ssh_host_that_never_answers_times_out(sshd, silent_listener, tmp_path):
 def test_forwarded_port_listens_on_loopback_only(sshd, training_worker):
     from tpuscope.capture.ssh import connect
 
-    connection = connect(parse_ssh_host(f"127.0.0.1:{sshd.port}"),
-                         SshOptions(identity_file=str(sshd.user_key), known_hosts=str(sshd.known_hosts)))
+    connection = connect(
+        parse_ssh_host(f"127.0.0.1:{sshd.port}"),
+        SshOptions(identity_file=str(sshd.user_key), known_hosts=str(sshd.known_hosts)),
+    )
     try:
         forward = connection.forward("localhost", training_worker.port)
         address = forward._server.getsockname()

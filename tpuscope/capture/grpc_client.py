@@ -109,33 +109,59 @@ def explain_rpc_error(error: grpc.RpcError, target: str, port: int, waited_s: fl
     details = (error.details() if hasattr(error, "details") else str(error)) or ""
     lowered = details.lower()
     if code == grpc.StatusCode.DEADLINE_EXCEEDED:
-        return (f"No answer from {target} within {waited_s:.0f} s: the program may be stuck or the link "
-                "slow; try a longer --timeout.")
+        return (
+            f"No answer from {target} within {waited_s:.0f} s: the program may be stuck or the link "
+            "slow; try a longer --timeout."
+        )
     if "http/2" in lowered or "settings frame" in lowered or "http1" in lowered:
         if "timed out" in lowered:
-            return (f"{target} accepted the connection but never answered as a gRPC server: "
-                    "it is not a profiler server, or the program is frozen.")
-        return (f"{target} is a web server (it answered in HTTP/1), not a profiler gRPC server: use the port "
-                "given to jax.profiler.start_server in the program, not TensorBoard's or XProf's web port.")
+            return (
+                f"{target} accepted the connection but never answered as a gRPC server: "
+                "it is not a profiler server, or the program is frozen."
+            )
+        return (
+            f"{target} is a web server (it answered in HTTP/1), not a profiler gRPC server: use the port "
+            "given to jax.profiler.start_server in the program, not TensorBoard's or XProf's web port."
+        )
     if code == grpc.StatusCode.UNIMPLEMENTED:
-        return (f"{target} answered but does not offer the profiler service "
-                f"({details.strip() or 'unimplemented'}): "
-                "it is another kind of server or a proxy.")
+        return (
+            f"{target} answered but does not offer the profiler service "
+            f"({details.strip() or 'unimplemented'}): "
+            "it is another kind of server or a proxy."
+        )
     if "another profiling session" in lowered or code == grpc.StatusCode.ALREADY_EXISTS:
-        return (f"Another profiling session is already active in the program at {target} (a "
-                "jax.profiler.trace in its code or another capture): wait for it to end and try again.")
+        return (
+            f"Another profiling session is already active in the program at {target} (a "
+            "jax.profiler.trace in its code or another capture): wait for it to end and try again."
+        )
     if code == grpc.StatusCode.UNAVAILABLE:
         if "connection refused" in lowered:
-            return (f"Nothing is listening on {target}: start the profiler server in the program "
-                    f"(jax.profiler.start_server({port})) or check the host and port.")
+            return (
+                f"Nothing is listening on {target}: start the profiler server in the program "
+                f"(jax.profiler.start_server({port})) or check the host and port."
+            )
         if any(word in lowered for word in ("lookup", "resolv", "dns", "name or service not known")):
             return f"The host of {target} cannot be found (DNS lookup failed): check the host name."
-        if any(word in lowered for word in ("stream removed", "socket closed", "connection reset", "goaway",
-                                            "end of tcp stream", "broken pipe", "eof")):
-            return (f"The program at {target} closed the connection during the capture: it probably exited "
-                    "or crashed, so this window's trace is lost.")
-        return (f"Cannot reach the profiler server at {target} ({_last_error(details)}): the host is down, "
-                f"or a firewall blocks port {port}.")
+        if any(
+            word in lowered
+            for word in (
+                "stream removed",
+                "socket closed",
+                "connection reset",
+                "goaway",
+                "end of tcp stream",
+                "broken pipe",
+                "eof",
+            )
+        ):
+            return (
+                f"The program at {target} closed the connection during the capture: it probably exited "
+                "or crashed, so this window's trace is lost."
+            )
+        return (
+            f"Cannot reach the profiler server at {target} ({_last_error(details)}): the host is down, "
+            f"or a firewall blocks port {port}."
+        )
     name = code.name if code is not None else "error"
     return f"The profiler server at {target} failed the capture ({name}: {details.strip() or 'no details'})."
 

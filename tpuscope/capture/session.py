@@ -100,9 +100,11 @@ def validate(settings: CaptureSettings) -> None:
             raise CaptureError(f"The {name} tracer level {value} is out of range: use 0 to {top}.")
     count = len(settings.ssh_hosts)
     if count > 1 and len(settings.targets) > 1 and count != len(settings.targets):
-        raise CaptureError(f"{count} SSH hosts were given for {len(settings.targets)} targets: give one SSH "
-                           "host for all targets, one per target in the same order, or one target for all "
-                           "SSH hosts.")
+        raise CaptureError(
+            f"{count} SSH hosts were given for {len(settings.targets)} targets: give one SSH "
+            "host for all targets, one per target in the same order, or one target for all "
+            "SSH hosts."
+        )
 
 
 def new_run_name(logdir: Path) -> str:
@@ -242,7 +244,8 @@ def _check_reply(worker: _Worker, settings: CaptureSettings, deadline_s: float) 
     if reply.empty_trace:
         raise CaptureError(
             f"No trace events were collected from {worker.describe()} during the {settings.duration_s:g} s "
-            "window: the program was idle (no steps ran); capture while it runs steps, or for longer.")
+            "window: the program was idle (no steps ran); capture while it runs steps, or for longer."
+        )
     return reply.xspace
 
 
@@ -274,13 +277,16 @@ def _fetch_if_needed(worker: _Worker, run_name: str, xspace: bytes) -> bytes:
         finally:
             local.unlink(missing_ok=True)
     if not _is_local(worker):
-        raise CaptureError(f"The profiler server at {worker.target} sent no trace back and saved it on its "
-                           f"own machine at {remote}; capture through --ssh so tpuscope can fetch it.")
+        raise CaptureError(
+            f"The profiler server at {worker.target} sent no trace back and saved it on its "
+            f"own machine at {remote}; capture through --ssh so tpuscope can fetch it."
+        )
     try:
         return Path(remote).read_bytes()
     except OSError:
-        raise CaptureError(f"The profiler server at {worker.target} sent no trace back and saved none at "
-                           f"{remote}.") from None
+        raise CaptureError(
+            f"The profiler server at {worker.target} sent no trace back and saved none at {remote}."
+        ) from None
 
 
 def _save(settings: CaptureSettings, run_name: str, workers: list[_Worker], replies: list[bytes],
@@ -295,7 +301,7 @@ def _save(settings: CaptureSettings, run_name: str, workers: list[_Worker], repl
             part.rename(part.with_suffix(""))  # drop ".part"
         staging.rename(final_folder)
     except OSError as error:
-        raise CaptureError(f"Cannot save the capture into {final_folder.parent} "
-                           f"({error.strerror or error}).") \
-            from None
+        raise CaptureError(
+            f"Cannot save the capture into {final_folder.parent} ({error.strerror or error})."
+        ) from None
     return sorted(final_folder / f"{w.label}.xplane.pb" for w in workers)

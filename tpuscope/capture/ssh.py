@@ -72,7 +72,10 @@ class _RefuseUnknownHost(paramiko.MissingHostKeyPolicy):
             f"The SSH host {hostname} is not in {where} (its {key.get_name()} key fingerprint is "
             f"{fingerprint(key)}): check the fingerprint, then add it with `{scan} >> ~/.ssh/known_hosts` "
             "or by connecting once with ssh.",
-            hostname, key, fingerprint(key), str(self._files[0]) if self._files else "~/.ssh/known_hosts",
+            hostname,
+            key,
+            fingerprint(key),
+            str(self._files[0]) if self._files else "~/.ssh/known_hosts",
         )
 
 
@@ -147,12 +150,15 @@ class LocalForward:
 
     def _serve(self, client: socket.socket, peer) -> None:
         try:
-            channel = self._transport.open_channel("direct-tcpip", self.dest, peer,
-                                                   timeout=DEFAULT_CONNECT_TIMEOUT_S)
+            channel = self._transport.open_channel(
+                "direct-tcpip", self.dest, peer, timeout=DEFAULT_CONNECT_TIMEOUT_S
+            )
         except (paramiko.SSHException, OSError, EOFError) as error:
             reason = getattr(error, "text", None) or str(error) or type(error).__name__
-            self.error = (f"Nothing is listening on {self.dest[0]}:{self.dest[1]} as seen from the SSH host "
-                          f"{self.via} (the SSH server could not connect to it: {reason}).")
+            self.error = (
+                f"Nothing is listening on {self.dest[0]}:{self.dest[1]} as seen from the SSH host "
+                f"{self.via} (the SSH server could not connect to it: {reason})."
+            )
             client.close()
             return
         try:
@@ -208,8 +214,10 @@ class SshConnection:
                     for folder in remove_empty:
                         sftp.rmdir(folder)
         except FileNotFoundError:
-            raise CaptureError(f"The profiler server did not write {remote_path} on {self.label}, so there "
-                               "is no trace to fetch.") from None
+            raise CaptureError(
+                f"The profiler server did not write {remote_path} on {self.label}, so there "
+                "is no trace to fetch."
+            ) from None
         except (OSError, paramiko.SSHException) as error:
             raise CaptureError(f"Cannot copy {remote_path} from {self.label} over SFTP ({error}).") from None
 
@@ -245,13 +253,19 @@ def connect(host: SshHost, options: SshOptions) -> SshConnection:
 def _channel_to(hop: paramiko.SSHClient, target: _Resolved, jump_label: str) -> paramiko.Channel:
     transport = hop.get_transport()
     try:
-        return transport.open_channel("direct-tcpip", (target.hostname, target.port), ("127.0.0.1", 0),
-                                      timeout=DEFAULT_CONNECT_TIMEOUT_S)
+        return transport.open_channel(
+            "direct-tcpip",
+            (target.hostname, target.port),
+            ("127.0.0.1", 0),
+            timeout=DEFAULT_CONNECT_TIMEOUT_S,
+        )
     except (paramiko.SSHException, OSError) as error:
         reason = getattr(error, "text", None) or str(error) or type(error).__name__
-        raise CaptureError(f"The jump host {jump_label} cannot reach the SSH host "
-                           f"{target.hostname}:{target.port} "
-                           f"({reason}).") from None
+        raise CaptureError(
+            f"The jump host {jump_label} cannot reach the SSH host "
+            f"{target.hostname}:{target.port} "
+            f"({reason})."
+        ) from None
 
 
 def _encrypted(key_files: tuple[str, ...]) -> list[str]:
@@ -280,8 +294,9 @@ def _open(resolved: _Resolved, options: SshOptions, sock) -> paramiko.SSHClient:
             try:
                 paramiko.PKey.from_path(key_file, password=options.passphrase.encode())
             except (paramiko.SSHException, ValueError, TypeError):
-                raise PassphraseRequired(f"The passphrase for the SSH key {key_file} is wrong.", key_file) \
-                    from None
+                raise PassphraseRequired(
+                    f"The passphrase for the SSH key {key_file} is wrong.", key_file
+                ) from None
         encrypted = []
     elif encrypted and not agent:  # without an agent holding it, the key cannot be used: ask first
         raise _passphrase_required(encrypted[0])
@@ -311,7 +326,8 @@ def _open(resolved: _Resolved, options: SshOptions, sock) -> paramiko.SSHClient:
         raise CaptureError(
             f"The SSH host {where} presented a different host key ({fingerprint(error.key)}) than the one in "
             "known_hosts: the machine was recreated, or someone is intercepting the connection; refusing to "
-            "connect.") from None
+            "connect."
+        ) from None
     except paramiko.PasswordRequiredException:
         client.close()
         raise _passphrase_required(encrypted[0] if encrypted else resolved.identity_files[0]) from None
@@ -323,13 +339,15 @@ def _open(resolved: _Resolved, options: SshOptions, sock) -> paramiko.SSHClient:
         raise CaptureError(
             f"The SSH host {where} refused authentication for user {resolved.user} (tried {tried}"
             f"{' and ssh-agent' if agent else ''}): check "
-            "--identity and that the public key is in the server's authorized_keys.") from None
+            "--identity and that the public key is in the server's authorized_keys."
+        ) from None
     except NoValidConnectionsError as error:
         client.close()
         causes = list(error.errors.values())
         if causes and all(isinstance(c, ConnectionRefusedError) for c in causes):
-            raise CaptureError(f"Cannot reach the SSH host {where}: connection refused "
-                               "(no SSH server listens on that port).") from None
+            raise CaptureError(
+                f"Cannot reach the SSH host {where}: connection refused (no SSH server listens on that port)."
+            ) from None
         reason = "; ".join(sorted({getattr(c, "strerror", None) or str(c) for c in causes})) or str(error)
         raise CaptureError(f"Cannot reach the SSH host {where} ({reason}).") from None
     except socket.gaierror:
@@ -337,21 +355,28 @@ def _open(resolved: _Resolved, options: SshOptions, sock) -> paramiko.SSHClient:
         raise CaptureError(f"The SSH host {resolved.hostname} cannot be found (DNS lookup failed).") from None
     except TimeoutError:
         client.close()
-        raise CaptureError(f"The SSH host {where} did not answer within {timeout:g} s: it is down, "
-                           "or a firewall drops the connection.") from None
+        raise CaptureError(
+            f"The SSH host {where} did not answer within {timeout:g} s: it is down, "
+            "or a firewall drops the connection."
+        ) from None
     except ConnectionRefusedError:
         client.close()
-        raise CaptureError(f"Cannot reach the SSH host {where}: connection refused "
-                           "(no SSH server listens on that port).") from None
+        raise CaptureError(
+            f"Cannot reach the SSH host {where}: connection refused (no SSH server listens on that port)."
+        ) from None
     except paramiko.SSHException as error:
         client.close()
         text = str(error).lower()
         if "no authentication methods" in text:
-            raise CaptureError(f"There is no SSH key to log in to {where} as {resolved.user}: give "
-                               "--identity, put a key in ~/.ssh, or load one into ssh-agent.") from None
+            raise CaptureError(
+                f"There is no SSH key to log in to {where} as {resolved.user}: give "
+                "--identity, put a key in ~/.ssh, or load one into ssh-agent."
+            ) from None
         if any(word in text for word in ("banner", "timeout", "no existing session", "timed out")):
-            raise CaptureError(f"{where} accepted the connection but did not answer as an SSH server within "
-                               f"{timeout:g} s: it is not an SSH server, or it is overloaded.") from None
+            raise CaptureError(
+                f"{where} accepted the connection but did not answer as an SSH server within "
+                f"{timeout:g} s: it is not an SSH server, or it is overloaded."
+            ) from None
         raise CaptureError(f"The SSH connection to {where} failed ({error}).") from None
     except OSError as error:
         client.close()

@@ -46,8 +46,9 @@ def _split_host_port(text: str, what: str) -> tuple[str, str | None]:
     if text.startswith("["):  # [ipv6]:port
         host, sep, rest = text[1:].partition("]")
         if not sep or (rest and not rest.startswith(":")):
-            raise CaptureError(f"The {what} {text!r} is not valid: an IPv6 address must look like "
-                               "[::1]:9012.")
+            raise CaptureError(
+                f"The {what} {text!r} is not valid: an IPv6 address must look like [::1]:9012."
+            )
         return host, rest[1:] or None
     host, sep, port = text.rpartition(":")
     return (host, port) if sep else (text, None)
@@ -55,8 +56,9 @@ def _split_host_port(text: str, what: str) -> tuple[str, str | None]:
 
 def _port(value: str, text: str, what: str) -> int:
     if not value.isdigit() or not 0 < int(value) < 65536:
-        raise CaptureError(f"The {what} {text!r} has no valid port: {value!r} is not a number from 1 to "
-                           "65535.")
+        raise CaptureError(
+            f"The {what} {text!r} has no valid port: {value!r} is not a number from 1 to 65535."
+        )
     return int(value)
 
 
@@ -64,7 +66,7 @@ def parse_target(text: str) -> Target:
     """`host:port` (a leading `grpc://` is accepted and dropped, as TensorBoard's capture dialog allows)."""
     raw = text.strip()
     if raw.lower().startswith("grpc://"):
-        raw = raw[len("grpc://"):]
+        raw = raw[len("grpc://") :]
     raw = raw.rstrip("/")
     if not raw:
         raise CaptureError("A capture target is empty: give each one as host:port, e.g. localhost:9012.")
@@ -96,7 +98,7 @@ def parse_targets(text: str | list[str]) -> list[Target]:
 def parse_ssh_host(text: str) -> SshHost:
     raw = text.strip()
     if raw.lower().startswith("ssh://"):
-        raw = raw[len("ssh://"):]
+        raw = raw[len("ssh://") :]
     user, at, rest = raw.rpartition("@")
     if not at:
         user, rest = "", raw

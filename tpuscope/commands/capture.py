@@ -31,19 +31,33 @@ def register(subparsers) -> None:
         description="Ask each program's profiler server (jax.profiler.start_server(PORT)) for a trace of the "
                     "next DURATION and save it as OUT/plugins/profile/RUN/HOST.xplane.pb, one file per host.",
     )  # fmt: skip
-    parser.add_argument("targets", nargs="+", metavar="TARGET[,TARGET...]",
-                        help="profiler servers as host:port (as seen from the SSH host with --ssh)")
+    parser.add_argument(
+        "targets",
+        nargs="+",
+        metavar="TARGET[,TARGET...]",
+        help="profiler servers as host:port (as seen from the SSH host with --ssh)",
+    )
     parser.add_argument("--duration", default="2s", help="how long to record (e.g. 2s, 500ms; default 2s)")
     parser.add_argument("--delay", default="0s", help="wait this long before recording (default 0s)")
-    parser.add_argument("--ssh", action="append", default=[], metavar="[USER@]HOST[:PORT]",
-                        help="reach the targets through this SSH host (once for all, or once per target)")
-    parser.add_argument("--identity", metavar="FILE", help="SSH private key file (default: ~/.ssh/config, "
-                                                           "agent)")
+    parser.add_argument(
+        "--ssh",
+        action="append",
+        default=[],
+        metavar="[USER@]HOST[:PORT]",
+        help="reach the targets through this SSH host (once for all, or once per target)",
+    )
+    parser.add_argument(
+        "--identity", metavar="FILE", help="SSH private key file (default: ~/.ssh/config, agent)"
+    )
     parser.add_argument("--jump", metavar="[USER@]HOST[:PORT]", help="SSH jump host (like ssh -J)")
     parser.add_argument("--known-hosts", metavar="FILE", help="known_hosts file (default ~/.ssh/known_hosts)")
     parser.add_argument("--ssh-config", metavar="FILE", help="SSH config file (default ~/.ssh/config)")
-    parser.add_argument("--out", default=DEFAULT_LOGDIR, metavar="LOGDIR",
-                        help=f"logdir to save into (default ./{DEFAULT_LOGDIR})")
+    parser.add_argument(
+        "--out",
+        default=DEFAULT_LOGDIR,
+        metavar="LOGDIR",
+        help=f"logdir to save into (default ./{DEFAULT_LOGDIR})",
+    )
     parser.add_argument("--run", metavar="NAME", help="run folder name (default: the capture time)")
     parser.add_argument("--host-tracer-level", type=int, default=2, metavar="N", help="0-3 (default 2)")
     parser.add_argument("--device-tracer-level", type=int, default=1, metavar="N", help="0-1 (default 1)")
@@ -65,11 +79,16 @@ def settings_from_args(args) -> CaptureSettings:
         logdir=Path(args.out).expanduser(),
         duration_s=parse_duration(args.duration, "duration"),
         delay_s=parse_duration(args.delay, "delay"),
-        levels=TracerLevels(host=args.host_tracer_level, device=args.device_tracer_level,
-                            python=args.python_tracer_level),  # fmt: skip
+        levels=TracerLevels(
+            host=args.host_tracer_level, device=args.device_tracer_level, python=args.python_tracer_level
+        ),  # fmt: skip
         ssh_hosts=[parse_ssh_host(h) for h in args.ssh],
-        ssh=SshOptions(identity_file=args.identity, jump=args.jump, known_hosts=args.known_hosts,
-                       config_file=args.ssh_config),  # fmt: skip
+        ssh=SshOptions(
+            identity_file=args.identity,
+            jump=args.jump,
+            known_hosts=args.known_hosts,
+            config_file=args.ssh_config,
+        ),  # fmt: skip
         timeout_s=parse_duration(args.timeout, "timeout") if args.timeout else None,
         run_name=args.run,
         inline=not args.fetch_file,

@@ -131,8 +131,9 @@ class CaptureDialog(QDialog):
 
         self.targets = QLineEdit(self)
         self.targets.setPlaceholderText("localhost:9012, 10.0.0.2:9012")
-        self.targets.setToolTip("Profiler servers (jax.profiler.start_server(PORT)) as host:port, comma "
-                                "separated")
+        self.targets.setToolTip(
+            "Profiler servers (jax.profiler.start_server(PORT)) as host:port, comma separated"
+        )
         self.duration = self._seconds(0.1, 3600, 2.0, "How long to record")
         self.delay = self._seconds(0.0, 600, 0.0, "Wait this long before recording")
         self.timeout = self._seconds(0.0, 3600, 0.0, "How long to wait for the answers after the window "
@@ -150,8 +151,11 @@ class CaptureDialog(QDialog):
         form.addRow("Duration:", self.duration)
         form.addRow("Delay:", self.delay)
         levels = QHBoxLayout()
-        level_boxes = (("host", self.host_level), ("device", self.device_level),
-                       ("python", self.python_level))
+        level_boxes = (
+            ("host", self.host_level),
+            ("device", self.device_level),
+            ("python", self.python_level),
+        )
         for label, box in level_boxes:
             levels.addWidget(QLabel(label, self))
             levels.addWidget(box)
@@ -351,9 +355,11 @@ class CaptureDialog(QDialog):
             delay_s=values["delay_s"],
             levels=TracerLevels(values["host_level"], values["device_level"], values["python_level"]),
             ssh_hosts=ssh_hosts,
-            ssh=SshOptions(identity_file=(values["identity_file"] or None) if use_ssh else None,
-                           jump=(values["jump"] or None) if use_ssh else None,
-                           passphrase=self._passphrase),  # fmt: skip
+            ssh=SshOptions(
+                identity_file=(values["identity_file"] or None) if use_ssh else None,
+                jump=(values["jump"] or None) if use_ssh else None,
+                passphrase=self._passphrase,
+            ),  # fmt: skip
             timeout_s=values["timeout_s"] or None,
         )
 
@@ -447,8 +453,19 @@ class CaptureDialog(QDialog):
         return text if ok else None
 
     def _set_editing(self, enabled: bool) -> None:
-        editors = (self.targets, self.duration, self.delay, self.timeout, self.host_level, self.device_level,
-                   self.python_level, self.logdir, self.ssh_group, self.preset_box, self.start_button)
+        editors = (
+            self.targets,
+            self.duration,
+            self.delay,
+            self.timeout,
+            self.host_level,
+            self.device_level,
+            self.python_level,
+            self.logdir,
+            self.ssh_group,
+            self.preset_box,
+            self.start_button,
+        )
         for widget in editors:
             widget.setEnabled(enabled)
         self.cancel_button.setText("Close" if enabled else "Cancel")

@@ -343,9 +343,9 @@ class MainWindow(QMainWindow):
     def highlight_events(self, matches: list[tuple[Track, np.ndarray]]) -> None:
         """Outlines events picked in another view on the timeline.
 
-        It neither switches tabs nor moves the timeline: views highlight on
-        mere selection (the diagnostics view selects its first finding by
-        itself), and the user's place must not jump. zoomRequested does both.
+        It neither switches tabs nor moves the timeline: views highlight when
+        the user selects something there, and the user's place must not jump.
+        zoomRequested does both.
         """
         matches = [(t, np.asarray(i)) for t, i in matches if len(i)]
         self.timeline.set_highlight(matches, PICKED_LAYER)
