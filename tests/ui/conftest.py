@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import gc
 from pathlib import Path
 
 import pytest
@@ -14,17 +13,6 @@ from tests.ui.widgets import show_exposed
 from tpuscope.ui.main_window import MainWindow
 
 LOAD_TIMEOUT_MS = 120_000
-
-
-@pytest.fixture(autouse=True)
-def _collect_garbage_on_the_ui_thread():
-    """As the app does (tpuscope.ui.gc_guard): no collection in worker threads, where Qt objects die badly."""
-    was_enabled = gc.isenabled()
-    gc.disable()
-    yield
-    gc.collect()
-    if was_enabled:
-        gc.enable()
 
 
 JAX_STEPS = 6
