@@ -148,3 +148,11 @@ def test_a_newer_trace_drops_the_older_result(qtbot, view, traces):
     assert view.title.text() == INPUT_BOUND_SAMPLE.name
     view.set_trace(None)
     assert view.overview is None and view.cards["steps"].value.text() == "–"
+
+
+def test_few_steps_get_one_tick_per_bar(qtbot, view, traces):
+    _load(qtbot, view, traces["input"])  # 12 annotated steps
+    ticks = view.step_plot.getAxis("bottom")._tickLevels
+    assert [label for _, label in ticks[0]] == [str(n) for n in find_steps(traces["input"]).number]
+    _load(qtbot, view, traces["tpu"])  # 100 steps: automatic ticks again
+    assert view.step_plot.getAxis("bottom")._tickLevels is None

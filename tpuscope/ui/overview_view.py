@@ -72,6 +72,7 @@ _ICONS = {
 TOP_OPS_ROWS = 10  # ops listed; the Ops view has all of them
 TOP_FINDINGS_ROWS = 8  # findings listed; the Diagnostics view has all of them
 BAR_WIDTH = 0.8  # of one step's slot in the chart
+MAX_LABELLED_STEPS = 24  # up to this many steps, every bar gets its own tick label
 VALUE_POINT_SIZE_DELTA = 7  # card values are this many points larger than the body font
 # A double-click lands on a step when within this fraction of a slot from its centre.
 STEP_HIT_HALF_WIDTH = 0.5
@@ -541,6 +542,9 @@ class OverviewView(QWidget):
             self.chart_hint.setText("double-click a step to see it on the timeline")
             self.step_plot.setLabel("left", "step time", units="s")
             self.step_plot.setLabel("bottom", "step" if ordered else "step (position)", units=None)
+            # With few steps pyqtgraph's automatic ticks fall between bars (0.5, 1.5, ...): label each bar.
+            few = len(x) <= MAX_LABELLED_STEPS
+            self.step_plot.getAxis("bottom").setTicks([[(v, f"{v:g}") for v in x]] if few else None)
         else:
             x = (series.start_ps + series.end_ps) / 2e12  # slice centres, s from the trace start
             slot = float(series.duration_ps.mean()) / 1e12
@@ -552,6 +556,7 @@ class OverviewView(QWidget):
             self.step_plot.setLabel("left", "share of slice", units="%")
             self._set_legend(has_devices, tuple(p for p in PARTS if p != "input"))  # input waits need steps
             self.step_plot.setLabel("bottom", "time from profile start", units="s")
+            self.step_plot.getAxis("bottom").setTicks(None)
         self._chart_x, self._chart_slot = x, slot
         bottom = np.zeros(len(series))
         for part in PARTS:
