@@ -110,10 +110,11 @@ def _read(file: Path):
     try:
         with open(file, "rb", buffering=0) as handle:
             size = os.fstat(handle.fileno()).st_size
-            if size < _BUFFER_READ_MIN_BYTES:
+            if size < _BUFFER_READ_MIN_BYTES or handle.read(2) == _GZIP_MAGIC:
                 return read_profile_bytes(file)
+            handle.seek(0)
             buffer = np.empty(size, np.uint8)
-            if handle.readinto(buffer) != size or bytes(buffer[:2]) == _GZIP_MAGIC:
+            if handle.readinto(buffer) != size:
                 return read_profile_bytes(file)
     except OSError:
         return read_profile_bytes(file)
@@ -283,7 +284,7 @@ def _build_track(trace: Trace, plane: Plane, line: DecodedLine, meta_index: np.n
         _linedecode.sorted_depth(start, duration, depth)
     if len(meta_index):
         np.take(name_ids, meta_index, out=name_id)
-    track = Track(
+    return Track(
         plane=plane,
         line_id=line.line_id,
         display_id=line.display_id,
@@ -294,10 +295,8 @@ def _build_track(trace: Trace, plane: Plane, line: DecodedLine, meta_index: np.n
         meta_index=meta_index,
         name_id=name_id,
         depth=depth,
-        stats=StatTable(0),
+        stats=_stat_table(trace, len(start), line.stats, permutation),
     )
-    track.stats = _stat_table(trace, len(start), line.stats, permutation)
-    return track
 
 
 def _stat_table(
