@@ -5,6 +5,6 @@ evidence (time ranges and events to jump to) and framework-specific advice.
 """
 
 from tpuscope.analysis.diagnose.engine import RULES, Report, diagnose
-from tpuscope.analysis.diagnose.finding import Finding, Severity
+from tpuscope.analysis.diagnose.finding import Finding, RuleOutcome, Severity
 
-__all__ = ["RULES", "Finding", "Report", "Severity", "diagnose"]
+__all__ = ["RULES", "Finding", "Report", "RuleOutcome", "Severity", "diagnose"]

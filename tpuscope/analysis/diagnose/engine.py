@@ -20,12 +20,12 @@ from tpuscope.analysis.diagnose import (
     straggler,
 )
 from tpuscope.analysis.diagnose.context import Context
-from tpuscope.analysis.diagnose.finding import Finding, Severity
+from tpuscope.analysis.diagnose.finding import Finding, RuleOutcome, Severity
 from tpuscope.analysis.framework import Framework
 from tpuscope.analysis.steps import Steps
 from tpuscope.model.trace import Trace
 
-Rule = Callable[[Context], list[Finding]]
+Rule = Callable[[Context], "list[Finding] | RuleOutcome"]
 
 RULES: dict[str, Rule] = {
     input_bound.RULE_ID: input_bound.run,
@@ -47,6 +47,7 @@ class Report:
     findings: list[Finding]
     rule_errors: dict[str, str] = field(default_factory=dict)
     seconds: float = 0.0
+    checked: list[dict[str, str]] = field(default_factory=list)  # {"rule", "summary"} per rule that ran
 
     @property
     def worst(self) -> Severity | None:
@@ -59,6 +60,7 @@ class Report:
             "steps": self.steps.to_json(),
             "findings": [f.to_json() for f in self.findings],
             "rule_errors": dict(self.rule_errors),
+            "checked": [dict(c) for c in self.checked],
         }
 
 
@@ -68,11 +70,18 @@ def diagnose(trace: Trace, rules: dict[str, Rule] | None = None) -> Report:
     ctx = Context(trace)
     findings: list[Finding] = []
     errors: dict[str, str] = {}
+    checked: list[dict[str, str]] = []
     for rule_id, rule in (rules or RULES).items():
         try:
-            findings.extend(rule(ctx))
+            outcome = rule(ctx)
+            if isinstance(outcome, RuleOutcome):
+                findings.extend(outcome.findings)
+                checked.append({"rule": rule_id, "summary": outcome.checked})
+            else:
+                findings.extend(outcome)
+                checked.append({"rule": rule_id, "summary": ""})
         except Exception as error:  # noqa: BLE001 - one broken rule must not hide the others' findings
             errors[rule_id] = f"{type(error).__name__}: {error}"
     order = {rule_id: k for k, rule_id in enumerate(RULES)}
     findings.sort(key=lambda f: (-int(f.severity), order.get(f.id, len(order))))
-    return Report(ctx.framework, ctx.steps, findings, errors, time.perf_counter() - started)
+    return Report(ctx.framework, ctx.steps, findings, errors, time.perf_counter() - started, checked)

@@ -59,6 +59,19 @@ class Finding:
         }
 
 
+@dataclass
+class RuleOutcome:
+    """What a rule returns: its findings and one line on what it looked at.
+
+    `checked` is said whether or not the rule found anything ("input wait 0.4% of step time,
+    below 5%"), so "No problems found" tells the user what was checked. A rule may still return a
+    plain list of findings; the engine then has no summary for it.
+    """
+
+    findings: list[Finding] = field(default_factory=list)
+    checked: str = ""
+
+
 def event_evidence(label: str, track: Track, index: int) -> dict[str, Any]:
     """Evidence pointing at one event of a track."""
     start = int(track.start_ps[index])
