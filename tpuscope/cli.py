@@ -1,55 +1,68 @@
 """The `tpuscope` command line: a GUI launcher and headless subcommands.
 
 Each subcommand lives in its own module under tpuscope/commands/ and exposes
-`register(subparsers)`, which adds its parser and sets `handler(args) -> int`.
-Errors a user can cause (bad paths, bad files, unreachable hosts) are raised
-as ProfileError / UserFacingError and printed as one line on stderr with exit
-code 2; no traceback ever reaches the user.
+`register(subparsers)`, which adds its parser and sets `handler(args) -> int`;
+tpuscope.commands.COMMANDS names it. Only the chosen command's module is imported
+(the others appear in `--help` from that table), so a command starts without the
+imports of the others. A first word that is not a command is the path to open in
+the desktop app; one that is not an existing path either is a typo, answered
+with the closest command. Errors a user can cause (bad paths, bad files,
+unreachable hosts) are raised as ProfileError / UserFacingError and printed as
+one line on stderr with exit code 2; no traceback ever reaches the user.
 """
 
 from __future__ import annotations
 
 import argparse
 import importlib
-import pkgutil
+import os
 import sys
 
+from tpuscope.commands import COMMANDS
 from tpuscope.errors import LoadCancelled, ProfileError
 
 EXIT_OK, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
-_COMMAND_ORDER = ["info", "ops", "diagnose", "capture", "screenshot"]
+# How alike a mistyped word and a command must be to suggest it (difflib's ratio; its default, our heuristic).
+SUGGESTION_CUTOFF = 0.6
 
 
 class UserFacingError(Exception):
     """Any other failure whose message is already one clear sentence for the user."""
 
 
-def _command_modules() -> list[str]:
-    import tpuscope.commands as package
-
-    found = [m.name for m in pkgutil.iter_modules(package.__path__) if not m.name.startswith("_")]
-    ordered = [name for name in _COMMAND_ORDER if name in found]
-    return ordered + sorted(set(found) - set(ordered))
+def command_names() -> list[str]:
+    """The commands, in the order `tpuscope --help` lists them."""
+    return list(COMMANDS)
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(command: str | None = None) -> argparse.ArgumentParser:
+    """The parser; only `command`'s module is imported and registers its options, the rest are named."""
     parser = argparse.ArgumentParser(
         prog="tpuscope",
         description="Profile viewer for JAX, TensorFlow and PyTorch/XLA runs (XPlane profiles). "
         "With no command, opens the desktop app on PATH (a .xplane.pb file, a run folder or a logdir).",
     )
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
-    for name in _command_modules():
-        importlib.import_module(f"tpuscope.commands.{name}").register(subparsers)
+    for name in command_names():
+        if name == command:
+            importlib.import_module(f"tpuscope.commands.{name}").register(subparsers)
+        else:
+            subparsers.add_parser(name, help=COMMANDS[name], add_help=False)
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
-    parser = build_parser()
-    commands = set(parser._subparsers._group_actions[0].choices)  # type: ignore[union-attr]
-    if not argv or (argv[0] not in commands and not argv[0].startswith("-")):
+    commands = command_names()
+    if not argv:
         return gui_main(argv)
+    first = argv[0]
+    if first not in commands and not first.startswith("-"):
+        if not os.path.exists(first):
+            print(f"tpuscope: {not_a_command_message(first, commands)}", file=sys.stderr)
+            return EXIT_ERROR
+        return gui_main(argv)
+    parser = build_parser(first if first in commands else None)
     args = parser.parse_args(argv)
     if args.command is None:
         parser.print_help()
@@ -67,6 +80,18 @@ def main(argv: list[str] | None = None) -> int:
         return 130
     except BrokenPipeError:
         return EXIT_OK
+
+
+def not_a_command_message(word: str, commands: list[str]) -> str:
+    """One sentence for a first word that is neither a command nor an existing path."""
+    import difflib
+
+    close = difflib.get_close_matches(word.lower(), commands, n=1, cutoff=SUGGESTION_CUTOFF)
+    if close:
+        return f"{word!r} is neither a command nor an existing path; did you mean {close[0]}?"
+    if os.sep in word or "." in word or (os.altsep and os.altsep in word):
+        return f"Cannot open {word}: the path does not exist."
+    return f"{word!r} is neither a command nor an existing path; the commands are {', '.join(commands)}."
 
 
 def gui_main(argv: list[str] | None = None) -> int:

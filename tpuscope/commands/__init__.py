@@ -1,1 +1,18 @@
-"""One module per `tpuscope` subcommand; each exposes register(subparsers)."""
+"""One module per `tpuscope` subcommand; each exposes register(subparsers).
+
+COMMANDS is the registration: the command's name (its module's name) and the one line
+`tpuscope --help` shows for it. The command line is parsed from this table alone, and only the
+chosen command's module is imported, so `tpuscope info` never pays for what `capture` (SSH,
+gRPC) or `screenshot` (Qt) import. A new command is one module plus one line here.
+"""
+
+from __future__ import annotations
+
+COMMANDS: dict[str, str] = {
+    "info": "summarize a profile: hosts, planes, tracks, event counts",
+    "overview": "the first look at a profile: devices, steps, step time, duty cycle, top ops, findings",
+    "ops": "op-level breakdown of device time (agrees with XProf hlo_stats)",
+    "diagnose": "find integration problems: input-bound, recompilation, host syncs, idle devices",
+    "capture": "record a live trace from running programs (profiler servers), locally or over SSH",
+    "screenshot": "render the app window on a profile to a PNG",
+}

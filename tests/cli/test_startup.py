@@ -1,0 +1,155 @@
+"""How `tpuscope` starts: each command imports only what it uses, and a typo is not taken for a path."""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import tpuscope.cli
+import tpuscope.commands
+from tests.conftest import ROOT, SAMPLES
+from tpuscope.cli import EXIT_ERROR, build_parser, main
+from tpuscope.commands import COMMANDS
+
+TPU_SAMPLE = SAMPLES / "tpu_v6e_inference_4chip.xplane.pb"
+# What the profile-reading commands must never import: SSH and gRPC (capture) and Qt (the app).
+HEAVY_PACKAGES = ("paramiko", "cryptography", "grpc", "PySide6", "shiboken6", "pyqtgraph")
+HEAVY_TPUSCOPE = ("tpuscope.capture", "tpuscope.ui")
+HEADLESS_COMMANDS = ("info", "ops", "diagnose", "overview")
+
+# Runs `python -m tpuscope ARGS` in this process, then writes the imported module names to a file.
+_RUN_AND_LIST_MODULES = """
+import json, runpy, sys
+out, sys.argv = sys.argv[1], ["tpuscope", *sys.argv[2:]]
+try:
+    runpy.run_module("tpuscope", run_name="__main__", alter_sys=True)
+except SystemExit as done:
+    code = done.code
+with open(out, "w") as handle:
+    json.dump({"exit": code, "modules": sorted(sys.modules)}, handle)
+"""
+
+
+def imported_by(tmp_path: Path, *args: str) -> tuple[int, list[str], str]:
+    listing = tmp_path / "modules.json"
+    env = dict(os.environ, TPUSCOPE_CACHE_DIR=str(tmp_path / "cache"))
+    env.pop("QT_QPA_PLATFORM", None)
+    result = subprocess.run(
+        [sys.executable, "-c", _RUN_AND_LIST_MODULES, str(listing), *args],
+        capture_output=True, text=True, timeout=120, cwd=ROOT, env=env,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    payload = json.loads(listing.read_text())
+    return payload["exit"], payload["modules"], result.stdout
+
+
+def heavy(modules: list[str]) -> list[str]:
+    prefixes = HEAVY_PACKAGES + HEAVY_TPUSCOPE
+    return [m for m in modules if m in prefixes or m.startswith(tuple(p + "." for p in prefixes))]
+
+
+@pytest.mark.parametrize("command", HEADLESS_COMMANDS)
+def test_reading_commands_never_import_ssh_grpc_or_qt(tmp_path, command):
+    code, modules, out = imported_by(tmp_path, command, str(TPU_SAMPLE), "--json")
+    assert code == 0 and json.loads(out)  # the command really ran to its end
+    assert f"tpuscope.commands.{command}" in modules
+    assert heavy(modules) == []
+    others = {f"tpuscope.commands.{name}" for name in COMMANDS if name != command}
+    assert others.isdisjoint(modules)
+
+
+def test_the_import_check_sees_a_heavy_command(tmp_path):
+    """The check above can fail: `capture` does import SSH and gRPC, and the listing shows it."""
+    code, modules, out = imported_by(tmp_path, "capture", "--help")
+    assert code == 0 and "usage: tpuscope capture" in out
+    assert {"paramiko", "grpc"} <= set(heavy(modules))
+
+
+def test_every_command_module_is_in_the_table_and_its_help_matches():
+    package = Path(tpuscope.commands.__file__).parent
+    modules = sorted(p.stem for p in package.glob("*.py") if not p.stem.startswith("_"))
+    assert sorted(COMMANDS) == modules
+    for name, help_line in COMMANDS.items():
+        subparsers = argparse.ArgumentParser().add_subparsers()
+        importlib.import_module(f"tpuscope.commands.{name}").register(subparsers)
+        (choice,) = subparsers._choices_actions
+        assert (choice.dest, choice.help) == (name, help_line)
+
+
+def test_help_lists_every_command(capsys):
+    with pytest.raises(SystemExit) as done:
+        main(["--help"])
+    assert done.value.code == 0
+    text = " ".join(capsys.readouterr().out.split())
+    for name, help_line in COMMANDS.items():
+        assert f"{name} {help_line}" in text
+
+
+def test_a_chosen_command_parses_its_own_options():
+    args = build_parser("ops").parse_args(["ops", str(TPU_SAMPLE), "--by", "category", "--top", "3"])
+    assert (args.command, args.by, args.top) == ("ops", "category", 3)
+    with pytest.raises(SystemExit):
+        build_parser("info").parse_args(["ops", str(TPU_SAMPLE), "--by", "category"])
+
+
+@pytest.fixture
+def no_app(monkeypatch):
+    """The desktop app must not start: a typo that opened it would look like a hang in a terminal."""
+    started: list[list[str]] = []
+    monkeypatch.setattr(tpuscope.cli, "gui_main", lambda argv: started.append(argv) or 0)
+    return started
+
+
+def test_a_typo_of_a_command_names_the_closest_one(capsys, no_app):
+    assert main(["diagnos", "prof/"]) == EXIT_ERROR
+    err = capsys.readouterr().err.strip()
+    assert err == "tpuscope: 'diagnos' is neither a command nor an existing path; did you mean diagnose?"
+    assert main(["overveiw", str(TPU_SAMPLE)]) == EXIT_ERROR
+    assert capsys.readouterr().err.strip().endswith("did you mean overview?")
+    assert no_app == []
+
+
+def test_a_word_like_no_command_lists_the_commands(capsys, no_app):
+    assert main(["flamegraph"]) == EXIT_ERROR
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("tpuscope: 'flamegraph' is neither a command nor an existing path; the commands")
+    assert all(name in err for name in COMMANDS) and err.count(".") == 1
+    assert no_app == []
+
+
+def test_a_missing_profile_path_says_so(capsys, no_app, tmp_path):
+    missing = tmp_path / "run" / "host.xplane.pb"
+    assert main([str(missing)]) == EXIT_ERROR
+    assert capsys.readouterr().err.strip() == f"tpuscope: Cannot open {missing}: the path does not exist."
+    assert no_app == []
+
+
+def test_an_existing_path_opens_the_app(no_app, tmp_path):
+    assert main([str(TPU_SAMPLE)]) == 0
+    named_like_a_typo = tmp_path / "diagnos"
+    named_like_a_typo.mkdir()
+    os.chdir(tmp_path)
+    try:
+        assert main(["diagnos"]) == 0
+    finally:
+        os.chdir(ROOT)
+    assert no_app == [[str(TPU_SAMPLE)], ["diagnos"]]
+
+
+def test_a_typo_as_a_whole_process_exits_2_at_once():
+    result = subprocess.run(
+        [sys.executable, "-m", "tpuscope", "diagnos", "prof/"],
+        capture_output=True, text=True, timeout=60, cwd=ROOT,
+    )  # fmt: skip
+    assert result.returncode == EXIT_ERROR and result.stdout == ""
+    assert (
+        result.stderr
+        == "tpuscope: 'diagnos' is neither a command nor an existing path; did you mean diagnose?\n"
+    )
