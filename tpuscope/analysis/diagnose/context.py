@@ -12,10 +12,10 @@ from functools import cached_property
 import numpy as np
 
 from tpuscope.analysis import device_ops
-from tpuscope.analysis.diagnose.intervals import Intervals, difference, empty, merge_intervals
+from tpuscope.analysis.diagnose.intervals import Intervals, difference, empty, merge_intervals, window_total
 from tpuscope.analysis.framework import Framework, detect_framework
 from tpuscope.analysis.host_names import HostNameIndex
-from tpuscope.analysis.steps import Steps, find_steps, outermost
+from tpuscope.analysis.steps import SOURCE_HOST_ANNOTATION, Steps, find_steps, outermost
 from tpuscope.model.trace import Trace, Track
 
 # Host events that hand a program (or a kernel) to the device. Names from integration.md 2.3-2.5
@@ -118,6 +118,27 @@ class Context:
             return np.empty(0, np.int64), np.empty(0, np.int64)
         ends = np.append(steps.start_ps[1:], steps.end_ps[-1])
         return steps.start_ps.copy(), np.maximum(ends, steps.start_ps)
+
+    @cached_property
+    def compiling_steps(self) -> np.ndarray:
+        """Per step: True where a compilation overlaps the step's period."""
+        p0, p1 = self.periods
+        return window_total(intervals_of(self.compiles), p0, p1) > 0
+
+    @cached_property
+    def warm_up(self) -> np.ndarray:
+        """Per step: True for warm-up steps, which say nothing about the steady state.
+
+        Those are the steps that compiled, and the first step: it fills caches, allocates and
+        often compiles where the profile cannot see it. The user's own step numbers can say
+        otherwise: an annotated first step numbered above 0 means the run was already going.
+        """
+        warm = self.compiling_steps.copy()
+        steps = self.steps
+        if len(steps):
+            numbered_by_user = steps.source == SOURCE_HOST_ANNOTATION and int(steps.number[0]) > 0
+            warm[0] = warm[0] or not numbered_by_user
+        return warm
 
     def step_label(self, position: int) -> str:
         return f"step {int(self.steps.number[position])}"

@@ -22,7 +22,14 @@ from typing import Any
 import numpy as np
 
 from tpuscope.analysis.diagnose.context import Context
-from tpuscope.analysis.diagnose.finding import Finding, Severity, event_evidence, largest_first, ms
+from tpuscope.analysis.diagnose.finding import (
+    Finding,
+    RuleOutcome,
+    Severity,
+    event_evidence,
+    largest_first,
+    ms,
+)
 from tpuscope.model.trace import Track
 
 RULE_ID = "cpu_fallback"
@@ -48,11 +55,15 @@ ADVICE = [
 ]
 
 
-def run(ctx: Context) -> list[Finding]:
+def run(ctx: Context) -> RuleOutcome:
     named = _named_fallbacks(ctx)
     trips = _round_trips(ctx)
+    checked = (
+        f"{sum(v['count'] for v in named['ops'].values())} aten:: op event(s) on host threads, "
+        f"{trips['count']} device-to-host-to-device round trip(s) without a graph run"
+    )
     if not named["ops"] and trips["count"] == 0:
-        return []
+        return RuleOutcome([], checked)
     ops = named["ops"]
     metrics: dict[str, Any] = {"ops": ops, "total_ms": named["total_ms"], "round_trips": trips["count"]}
     metrics["round_trip_ms"] = trips["ms"]
@@ -74,17 +85,9 @@ def run(ctx: Context) -> list[Finding]:
             "because XLA cannot lower it (or of host code computing a tensor from device values). Each "
             "one cuts the XLA graph and stalls the device. The profile does not name the op."
         )
-    return [
-        Finding(
-            RULE_ID,
-            Severity.WARNING,
-            title,
-            explanation,
-            metrics,
-            largest_first(named["evidence"] + trips["evidence"]),
-            list(ADVICE),
-        )
-    ]
+    evidence = largest_first(named["evidence"] + trips["evidence"])
+    finding = Finding(RULE_ID, Severity.WARNING, title, explanation, metrics, evidence, list(ADVICE))
+    return RuleOutcome([finding], checked)
 
 
 def _named_fallbacks(ctx: Context) -> dict[str, Any]:

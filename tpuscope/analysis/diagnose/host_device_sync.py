@@ -17,6 +17,7 @@ from tpuscope.analysis.diagnose.context import Context, flat_events, intervals_o
 from tpuscope.analysis.diagnose.finding import (
     MAX_EVIDENCE,
     Finding,
+    RuleOutcome,
     Severity,
     event_evidence,
     largest_first,
@@ -55,10 +56,10 @@ ADVICE = {
 }
 
 
-def run(ctx: Context) -> list[Finding]:
+def run(ctx: Context) -> RuleOutcome:
     which, index, starts, ends = flat_events(ctx.syncs)
     if len(starts) == 0:
-        return []
+        return RuleOutcome([], "no blocking device-to-host reads on host threads")
     tracks = [t for t, _ in ctx.syncs]
     idle_after = _idle_after(ctx, ends)
     p0, p1 = ctx.periods
@@ -113,7 +114,11 @@ def run(ctx: Context) -> list[Finding]:
         title = f"{len(starts)} blocking device-to-host read(s)"
     evidence = _evidence(ctx, tracks, which, index, ends, idle_after)
     advice = ctx.advice_for(ADVICE) if severity > Severity.INFO else []
-    return [Finding(RULE_ID, severity, title, explanation, metrics, evidence, advice)]
+    checked = (
+        f"{len(starts)} blocking device-to-host read(s), {syncs_in_steps} in {n_steps} steps "
+        f"({rate:.2f} per step; a warning above {SYNCS_PER_STEP_WARNING:g})"
+    )
+    return RuleOutcome([Finding(RULE_ID, severity, title, explanation, metrics, evidence, advice)], checked)
 
 
 def _idle_after(ctx: Context, ends: np.ndarray) -> np.ndarray | None:

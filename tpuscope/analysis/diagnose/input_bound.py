@@ -17,6 +17,7 @@ from tpuscope.analysis.diagnose.context import Context, flat_events, intervals_o
 from tpuscope.analysis.diagnose.finding import (
     MAX_EVIDENCE,
     Finding,
+    RuleOutcome,
     Severity,
     event_evidence,
     largest_first,
@@ -84,14 +85,16 @@ ADVICE = {
 }
 
 
-def run(ctx: Context) -> list[Finding]:
+def run(ctx: Context) -> RuleOutcome:
     steps = ctx.steps
     if len(steps) == 0:
-        return []
+        return RuleOutcome([], "no steps found, so no step time to measure input wait against")
     p0, p1 = ctx.periods
     step_time = int((p1 - p0).sum())
     if step_time <= 0:
-        return []
+        return RuleOutcome(
+            [], f"{len(steps)} steps of zero length: no step time to measure input wait against"
+        )
     input_events = input_work_events(ctx)
     work = intervals_of(input_events)
     waiting = waiting_intervals(ctx, work)
@@ -101,8 +104,12 @@ def run(ctx: Context) -> list[Finding]:
     waiting_ps = total(waiting)
     share = percent(waiting_ps, step_time)
     severity = _severity(share)
+    checked = (
+        f"device waiting for input {share:g}% of step time ({ms(waiting_ps)} ms over {len(steps)} steps), "
+        f"{'at or above' if severity else 'below'} {MODERATELY_INPUT_BOUND_PERCENT:g}%"
+    )
     if severity is None:
-        return []
+        return RuleOutcome([], checked)
     attributed_ps = total(intersect(waiting, work))
     per_step = window_total(waiting, p0, p1)
     worst = np.argsort(-per_step, kind="stable")[:3]
@@ -128,7 +135,8 @@ def run(ctx: Context) -> list[Finding]:
     )
     evidence = _evidence(ctx, input_events, waiting)
     title = f"Input-bound: device waits for the host {share:.1f}% of step time"
-    return [Finding(RULE_ID, severity, title, explanation, metrics, evidence, ctx.advice_for(ADVICE))]
+    finding = Finding(RULE_ID, severity, title, explanation, metrics, evidence, ctx.advice_for(ADVICE))
+    return RuleOutcome([finding], checked)
 
 
 def input_work_events(ctx: Context) -> list[tuple[Track, np.ndarray]]:
@@ -184,12 +192,17 @@ def _candidate(ctx: Context) -> tuple[np.ndarray, np.ndarray]:
     return previous_end, np.maximum(first, previous_end)
 
 
-def _without_devices(ctx: Context, input_events: list, inside: Intervals, step_time: int) -> list[Finding]:
+def _without_devices(ctx: Context, input_events: list, inside: Intervals, step_time: int) -> RuleOutcome:
     input_ps = total(inside)
     share = percent(input_ps, step_time)
     severity = _severity(share)
+    checked = (
+        f"no device activity; time in input events {share:g}% of step time ({ms(input_ps)} ms over "
+        f"{len(ctx.steps)} steps), {'at or above' if severity else 'below'} "
+        f"{MODERATELY_INPUT_BOUND_PERCENT:g}%"
+    )
     if severity is None:
-        return []
+        return RuleOutcome([], checked)
     metrics = {
         "input_percent_of_step_time": share,
         "input_ms": ms(input_ps),
@@ -204,7 +217,8 @@ def _without_devices(ctx: Context, input_events: list, inside: Intervals, step_t
     )
     title = f"Input-bound: {share:.1f}% of step time is spent waiting for input"
     evidence = _evidence(ctx, input_events, inside)
-    return [Finding(RULE_ID, severity, title, explanation, metrics, evidence, ctx.advice_for(ADVICE))]
+    finding = Finding(RULE_ID, severity, title, explanation, metrics, evidence, ctx.advice_for(ADVICE))
+    return RuleOutcome([finding], checked)
 
 
 def _evidence(ctx: Context, input_events: list, waiting) -> list[dict]:

@@ -13,7 +13,7 @@ import numpy as np
 
 from tpuscope.analysis import device_ops
 from tpuscope.analysis.diagnose.context import Context, intervals_of
-from tpuscope.analysis.diagnose.finding import Finding, Severity, largest_first, ms, percent
+from tpuscope.analysis.diagnose.finding import Finding, RuleOutcome, Severity, largest_first, ms, percent
 from tpuscope.analysis.diagnose.finding import range_evidence as range_ev
 from tpuscope.analysis.diagnose.intervals import difference, intersect, merge_intervals, total, window_total
 from tpuscope.analysis.framework import JAX, PYTORCH_XLA, TENSORFLOW
@@ -28,6 +28,9 @@ TINY_OP_PS = 10_000_000  # 10 us
 # Launch-bound when at least this share of ops is tiny. Suggested heuristic.
 TINY_OP_SHARE = 0.5
 MIN_STEPS_FOR_STEADY_STATE = 3
+# XLA:CPU "devices" are the host's own cores: their idle time is host work (including the profiler's
+# Python tracer), not an accelerator waiting, so a low duty cycle there is reported as info.
+HOST_DEVICE_KIND = "CPU"
 
 ADVICE = {
     JAX: [
@@ -49,21 +52,25 @@ ADVICE = {
 }
 
 
-def run(ctx: Context) -> list[Finding]:
+def run(ctx: Context) -> RuleOutcome:
     if not ctx.devices:
-        return []
+        return RuleOutcome([], "no device activity in the profile")
     window, skipped = _window(ctx)
     window_ps = total(window)
     if window_ps <= 0:
-        return []
+        return RuleOutcome([], "no steady-state window (no device op outside warm-up and compilation)")
     per_device = []
     for device in ctx.devices:
         busy = intersect(device_ops.busy_intervals(device), window)
         per_device.append((device, total(busy)))
     duty = np.array([percent(b, window_ps) for _, b in per_device])
     best = float(duty.max())
+    checked = (
+        f"busiest device's duty cycle {best:g}% over the steady state ({ms(window_ps)} ms), "
+        f"{'below' if best < LOW_DUTY_CYCLE_PERCENT else 'at or above'} {LOW_DUTY_CYCLE_PERCENT:g}%"
+    )
     if best >= LOW_DUTY_CYCLE_PERCENT:
-        return []
+        return RuleOutcome([], checked)
     durations = np.concatenate([t.duration_ps[idx] for d in ctx.devices for t, idx in d.events])
     tiny_share = float((durations < TINY_OP_PS).mean()) if len(durations) else 0.0
     launch_bound = tiny_share >= TINY_OP_SHARE
@@ -90,7 +97,15 @@ def run(ctx: Context) -> list[Finding]:
             "before the host issues the next one."
         )
     evidence = _idle_evidence(ctx, window)
-    return [Finding(RULE_ID, Severity.WARNING, title, explanation, metrics, evidence, ctx.advice_for(ADVICE))]
+    severity = Severity.WARNING
+    if all(d.kind == HOST_DEVICE_KIND for d in ctx.devices):
+        severity = Severity.INFO
+        explanation += (
+            " The devices here are XLA:CPU, which runs on the host's own cores: their idle time is host "
+            "work (Python, the profiler's own tracing), not an accelerator waiting, so this is only info."
+        )
+    finding = Finding(RULE_ID, severity, title, explanation, metrics, evidence, ctx.advice_for(ADVICE))
+    return RuleOutcome([finding], checked)
 
 
 def _window(ctx: Context) -> tuple[tuple[np.ndarray, np.ndarray], int]:

@@ -23,10 +23,18 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from tpuscope.analysis.diagnose.context import Context
-from tpuscope.analysis.diagnose.finding import Finding, Severity, event_evidence, largest_first, ms, percent
+from tpuscope.analysis.diagnose.finding import (
+    Finding,
+    RuleOutcome,
+    Severity,
+    event_evidence,
+    largest_first,
+    ms,
+    percent,
+)
 from tpuscope.analysis.diagnose.intervals import merge_intervals, total
 from tpuscope.analysis.framework import JAX, PYTORCH_XLA, TENSORFLOW
-from tpuscope.model.programs import ProgramSignature, signatures_of_module
+from tpuscope.model.programs import ProgramSignature, program_signatures, signatures_of_module
 from tpuscope.model.trace import Track
 
 RULE_ID = "recompilation"
@@ -87,14 +95,23 @@ class _Group:
     signatures: list[ProgramSignature] = field(default_factory=list)
 
 
-def run(ctx: Context) -> list[Finding]:
+def run(ctx: Context) -> RuleOutcome:
     groups = _groups(ctx)
+    unseen = _metadata_only(ctx, groups)
+    findings = [_compiled_outside_window(unseen)] if unseen else []
+    unseen_words = (
+        f"; {len(unseen)} function(s) with several programs in /host:metadata compiled outside the window"
+        if unseen
+        else ""
+    )
     if not groups:
-        return []
+        checked = f"no compile events on host threads{unseen_words or ', no function with several programs'}"
+        return RuleOutcome(findings, checked)
     p0, _ = ctx.periods
     first_step_end = int(p0[1]) if len(p0) > 1 else (int(ctx.steps.end_ps[0]) if len(p0) else None)
     profile_ps = max(ctx.trace.duration_ps, 1)
-    findings, quiet = [], []
+    quiet = []
+    most_after = 0
     for group in groups.values():
         starts = np.array([t.start_ps[i] for t, i in group.events], dtype=np.int64)
         ends = np.array([t.end_ps[i] for t, i in group.events], dtype=np.int64)
@@ -112,6 +129,7 @@ def run(ctx: Context) -> list[Finding]:
         if group.details:
             metrics["what_differed"] = sorted(group.details)
         _add_signature_metrics(group, metrics, starts, ends)
+        most_after = max(most_after, after_first)
         if after_first > MAX_COMPILES_AFTER_FIRST_STEP:
             per_step = after_first / steps_after if steps_after else float(after_first)
             critical = steps_after > CRITICAL_MIN_STEPS and per_step > CRITICAL_COMPILES_PER_STEP
@@ -123,7 +141,60 @@ def run(ctx: Context) -> list[Finding]:
             quiet.append((group, metrics))
     if quiet:
         findings.append(_summary(ctx, quiet))
-    return findings
+    count = sum(len(g.events) for g in groups.values())
+    checked = (
+        f"{count} compilation(s) of {len(groups)} function(s); at most {most_after} of one function "
+        f"after the first step (a warning above {MAX_COMPILES_AFTER_FIRST_STEP}){unseen_words}"
+    )
+    return RuleOutcome(findings, checked)
+
+
+def _metadata_only(ctx: Context, groups: dict[str, _Group]) -> list[tuple[str, list[ProgramSignature]]]:
+    """Modules compiled several times with different shapes whose compilations the window does not show.
+
+    `/host:metadata` keeps every module the process compiled, also before the profile started; a
+    module with several different signatures and no compile event in the window was compiled again
+    before (or around) the window, e.g. one JAX function called with several shapes.
+    """
+    seen = {name for key in groups for name in (key, f"jit_{key}")}
+    by_module: dict[str, list[ProgramSignature]] = {}
+    for signature in program_signatures(ctx.trace).values():
+        by_module.setdefault(signature.module_name, []).append(signature)
+    found = []
+    for module in sorted(by_module):
+        signatures = sorted(by_module[module], key=lambda s: (s.module_id, s.program_id or 0))
+        distinct = {(tuple(s.parameters), s.result) for s in signatures}
+        if module not in seen and len(signatures) > 1 and len(distinct) > 1:
+            found.append((module, signatures))
+    return found
+
+
+def _compiled_outside_window(unseen: list[tuple[str, list[ProgramSignature]]]) -> Finding:
+    rows = []
+    for module, signatures in unseen:
+        rows.append(
+            {
+                "function": module,
+                "programs": len(signatures),
+                "program_ids": [s.program_id for s in signatures],
+                "arguments": [", ".join(s.parameters) for s in signatures],
+                "results": [s.result for s in signatures],
+                "what_differed": describe_signature_changes(signatures),
+            }
+        )
+    names = ", ".join(f"`{r['function']}` x{r['programs']}" for r in rows)
+    first = rows[0]
+    explanation = (
+        f"The profile's /host:metadata holds several compiled programs of the same function with "
+        f"different shapes ({names}), but no compile event inside the profile window: they were compiled "
+        f"before or around it. For `{first['function']}`: {'; '.join(first['what_differed'][:4])}. "
+        "One program per distinct shape is expected when a function is called with several shapes on "
+        "purpose; in a training loop it means shapes change between calls."
+    )
+    count = sum(r["programs"] for r in rows)
+    metrics = {"functions": rows, "programs": count}
+    title = f"{len(rows)} function(s) compiled for several shapes before or around the profile"
+    return Finding(RULE_ID, Severity.INFO, title, explanation, metrics, [], [])
 
 
 def _repeated(ctx: Context, group: _Group, metrics: dict, severity: Severity) -> Finding:

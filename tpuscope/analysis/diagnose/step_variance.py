@@ -1,73 +1,149 @@
-"""Rule `step_time_variance`: some steps take much longer than the typical step.
+"""Rule `step_time_variance`: some steps take much longer than the typical step, and why.
 
-Step time is measured start-to-start. Steps that compiled are left out (the
-`recompilation` rule explains them); the rest are scored with XProf's modified z-score.
-Slow outliers point at periodic host work: checkpoints, evaluation, logging, garbage
-collection, a data loader that stalls now and then.
+Step time is measured start-to-start. Warm-up steps (the first, and those that compiled: see
+`Context.warm_up`) are left out; the rest are scored with XProf's modified z-score. A slow
+step alone says nothing a user can act on, so each one's time beyond the median step is split
+into where it went, each part compared with the same part of a median step:
+
+- device compute: the devices ran ops longer (same work, slower: a shared or throttled
+  machine, another job on the chip). Noise, reported as info with nothing to change;
+- input wait: the device idled while the host prepared the step's input (as `input_bound`);
+- extra host events: host work the typical step does not do (a checkpoint save, evaluation,
+  logging) named by its own events on the step's threads;
+- host gap: the device idled and the host ran no event that typical steps lack (a GC pause,
+  an unannotated stall, or a descheduled thread on a busy machine). Info: there is no named
+  cause to point at, and a busy machine produces exactly this.
+
+Only input wait and extra host events are warnings; the advice names what was found.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 
 from tpuscope.analysis.diagnose.context import Context, intervals_of
-from tpuscope.analysis.diagnose.finding import Finding, Severity, largest_first, ms, percent
+from tpuscope.analysis.diagnose.finding import (
+    Finding,
+    RuleOutcome,
+    Severity,
+    event_evidence,
+    largest_first,
+    ms,
+    percent,
+)
 from tpuscope.analysis.diagnose.finding import range_evidence as range_ev
-from tpuscope.analysis.diagnose.intervals import window_total
+from tpuscope.analysis.diagnose.input_bound import input_work_events, waiting_intervals
+from tpuscope.analysis.diagnose.intervals import merge_intervals, window_total
 from tpuscope.analysis.diagnose.stats import MODIFIED_Z_OUTLIER, modified_z
 from tpuscope.analysis.framework import JAX, PYTORCH_XLA, TENSORFLOW
+from tpuscope.model.trace import Track
 
 RULE_ID = "step_time_variance"
-MIN_STEPS = 5
+# Statistical claims ("this step is an outlier") need this many scored (non-warm-up) steps: a median
+# and a MAD over fewer steps move with every single step. Our heuristic.
+MIN_STEPS = 8
 # A slow step must also exceed the median by this fraction, so sub-millisecond jitter on tiny steps is
-# never reported even when the MAD is small. Suggested heuristic.
+# never reported even when the MAD is small. Our heuristic.
 MIN_RELATIVE_EXCESS = 0.2
-# Warning when the outliers' time beyond the median is at least this share of all step time (XProf's
-# "moderately" level for input time, research/xprof_features.md 2a, reused as the bar for "matters").
+# Warning when the outliers' time beyond the median is at least this share of all step time: XProf's
+# "moderately input-bound" level (openxla/xprof xprof/convert/op_stats_to_input_pipeline_analysis.cc,
+# kModeratelyInfeedBoundThresholdInPercent = 5), reused as the bar for "matters".
 WARNING_EXCESS_PERCENT = 5.0
+# Host events count as the cause when the extra ones cover at least this share of the excess. Our heuristic.
+EXTRA_HOST_SHARE = 0.5
+# A host event name is "usual" when at least this share of the typical steps run it. Our heuristic.
+USUAL_NAME_SHARE = 0.5
+
+CAUSE_DEVICE = "device compute"
+CAUSE_INPUT = "input wait"
+CAUSE_HOST_EVENTS = "extra host events"
+CAUSE_HOST_GAP = "host gap"
 
 ADVICE = {
-    JAX: [
-        "Look at what the host does in the slow steps (checkpointing, evaluation, logging, Python GC); "
-        "move it off the step loop or make it asynchronous (e.g. orbax async checkpointing).",
-        "If the data loader stalls now and then, increase its prefetch depth.",
-    ],
-    PYTORCH_XLA: [
-        "Look at the slow steps for graph recompilation, checkpoint saves or logging; use "
-        "xm.add_step_closure for logging and save checkpoints asynchronously.",
-    ],
-    TENSORFLOW: [
-        "Look at the slow steps for callbacks (checkpoints, TensorBoard writes) and tf.data stalls; "
-        "raise the prefetch buffer.",
-    ],
-    "": ["Find what the host does during the slow steps and move it out of the step loop."],
+    CAUSE_HOST_EVENTS: {
+        JAX: [
+            "Move the extra host work named above off the step loop or make it asynchronous (orbax "
+            "async checkpointing, evaluation every N steps in a background thread).",
+        ],
+        PYTORCH_XLA: [
+            "Move the extra host work named above out of the step: save checkpoints asynchronously, "
+            "log through xm.add_step_closure every N steps.",
+        ],
+        TENSORFLOW: [
+            "Move the extra host work named above out of the step: callbacks (checkpoints, TensorBoard "
+            "writes) every N steps or asynchronously.",
+        ],
+        "": ["Move the extra host work named above out of the step loop, or run it asynchronously."],
+    },
+    CAUSE_INPUT: {
+        JAX: ["The data loader stalls now and then: increase its prefetch depth or use more workers."],
+        PYTORCH_XLA: ["The DataLoader stalls now and then: raise num_workers and prefetch_factor."],
+        TENSORFLOW: ["tf.data stalls now and then: raise the prefetch buffer (tf.data.AUTOTUNE)."],
+        "": ["The input pipeline stalls now and then: prefetch deeper."],
+    },
+    CAUSE_HOST_GAP: {
+        "": [
+            "Nothing named explains the slow steps: wrap suspected host work (checkpoints, logging, "
+            "evaluation) in trace annotations to see it, or disable Python's GC in the loop and collect "
+            "every N steps. On a shared machine this is often just noise.",
+        ],
+    },
+    CAUSE_DEVICE: {"": []},
 }
 
 
-def run(ctx: Context) -> list[Finding]:
+@dataclass
+class _Parts:
+    """Per-step time split, ps, parallel to the steps."""
+
+    period: np.ndarray
+    device: np.ndarray
+    input: np.ndarray
+    gap: np.ndarray
+
+
+def run(ctx: Context) -> RuleOutcome:
     p0, p1 = ctx.periods
-    if len(p0) < MIN_STEPS:
-        return []
-    times = (p1 - p0).astype(np.float64)
-    compiling = window_total(intervals_of(ctx.compiles), p0, p1) > 0
-    usable = np.flatnonzero(~compiling)
+    warm = ctx.warm_up
+    usable = np.flatnonzero(~warm)
+    counted = f"{len(p0)} steps, {int(warm.sum())} warm-up left out"
+    if len(p0) == 0:
+        return RuleOutcome([], "no steps found, step times not compared")
     if len(usable) < MIN_STEPS:
-        return []
+        return RuleOutcome([], f"{counted}: fewer than {MIN_STEPS} steps to score, step times not compared")
+    times = (p1 - p0).astype(np.float64)
     values_ms = times[usable] / 1e9
     median_ms = float(np.median(values_ms))
     z = modified_z(values_ms)
     slow = (z > MODIFIED_Z_OUTLIER) & (values_ms > median_ms * (1 + MIN_RELATIVE_EXCESS))
+    spread = (
+        f"{counted}; median {median_ms:.3f} ms, p90 {np.percentile(values_ms, 90):.3f} ms, "
+        f"max {values_ms.max():.3f} ms"
+    )
     if not slow.any():
-        return []
+        return RuleOutcome([], f"{spread}: no step a modified-z outlier above {MODIFIED_Z_OUTLIER:g}")
     outliers = usable[slow]
+    typical = usable[~slow]
+    parts = _split(ctx)
     excess_ps = float((times[outliers] - median_ms * 1e9).sum())
+    excess_by_part = {
+        CAUSE_DEVICE: _excess(parts.device, outliers, typical),
+        CAUSE_INPUT: _excess(parts.input, outliers, typical),
+        CAUSE_HOST_GAP: _excess(parts.gap, outliers, typical),
+    }
+    extra = _extra_host_events(ctx, outliers, typical)
+    cause = _cause(excess_by_part, extra.total_ps, excess_ps)
     share = percent(excess_ps, float(times.sum()))
-    severity = Severity.WARNING if share >= WARNING_EXCESS_PERCENT else Severity.INFO
+    actionable = cause in (CAUSE_INPUT, CAUSE_HOST_EVENTS)
+    severity = Severity.WARNING if actionable and share >= WARNING_EXCESS_PERCENT else Severity.INFO
     labels = [ctx.step_label(int(i)) for i in outliers]
     metrics = {
         "steps": len(p0),
         "steps_scored": len(usable),
-        "steps_left_out_for_compiling": int(compiling.sum()),
+        "steps_left_out_for_warm_up": int(warm.sum()),
+        "steps_left_out_for_compiling": int(ctx.compiling_steps.sum()),
         "median_step_ms": round(median_ms, 3),
         "p90_step_ms": round(float(np.percentile(values_ms, 90)), 3),
         "max_step_ms": round(float(values_ms.max()), 3),
@@ -75,18 +151,135 @@ def run(ctx: Context) -> list[Finding]:
         "slow_step_ms": [ms(times[i]) for i in outliers],
         "excess_ms": ms(excess_ps),
         "excess_percent_of_step_time": share,
+        "cause": cause,
+        "excess_device_compute_ms": ms(excess_by_part[CAUSE_DEVICE]),
+        "excess_input_wait_ms": ms(excess_by_part[CAUSE_INPUT]),
+        "excess_host_gap_ms": ms(excess_by_part[CAUSE_HOST_GAP]),
+        "extra_host_events_ms": ms(extra.total_ps),
     }
-    title = f"Step time variance: {len(outliers)} step(s) much slower than the median {median_ms:.3f} ms"
+    if extra.names:
+        metrics["extra_host_events"] = extra.names
+    title, why = _words(cause, len(outliers), median_ms, extra.names)
     explanation = (
-        f"{len(outliers)} of {len(usable)} steps (not counting steps that compiled) are outliers by XProf's "
-        f"modified z-score (> {MODIFIED_Z_OUTLIER:g}): {', '.join(labels[:10])}. Together they took "
-        f"{ms(excess_ps)} ms more than median steps would ({share}% of step time)."
+        f"{len(outliers)} of {len(usable)} steps (warm-up left out: the first step and steps that compiled) "
+        f"are outliers by XProf's modified z-score (> {MODIFIED_Z_OUTLIER:g}): {', '.join(labels[:10])}. "
+        f"Together they took {ms(excess_ps)} ms more than median steps would ({share}% of step time). "
+        f"Beyond the typical step, device compute took {metrics['excess_device_compute_ms']} ms longer, "
+        f"input wait {metrics['excess_input_wait_ms']} ms, host time with the device idle "
+        f"{metrics['excess_host_gap_ms']} ms, of which host events the typical step does not run "
+        f"{metrics['extra_host_events_ms']} ms. {why}"
     )
     host = ctx.steps.host
-    evidence = largest_first(
-        [
-            range_ev(f"slow {ctx.step_label(int(i))} ({ms(times[i])} ms)", int(p0[i]), int(p1[i]), host)
-            for i in outliers
-        ]
+    evidence = [
+        range_ev(f"slow {ctx.step_label(int(i))} ({ms(times[i])} ms)", int(p0[i]), int(p1[i]), host)
+        for i in outliers
+    ]
+    evidence += [event_evidence(f"extra host work: {t.event_name(i)}", t, i) for t, i in extra.events]
+    advice = ctx.advice_for(ADVICE[cause]) if severity > Severity.INFO or cause == CAUSE_HOST_GAP else []
+    finding = Finding(RULE_ID, severity, title, explanation, metrics, largest_first(evidence), advice)
+    return RuleOutcome([finding], f"{spread}: {len(outliers)} slow step(s), cause {cause}")
+
+
+def _words(cause: str, n: int, median_ms: float, names: list[str]) -> tuple[str, str]:
+    head = f"{n} step(s) much slower than the median {median_ms:.3f} ms"
+    if cause == CAUSE_HOST_EVENTS:
+        return (
+            f"Step time variance: {head}, in extra host work ({', '.join(names[:3])})",
+            f"The slow steps run host work the others do not: {', '.join(names[:5])}.",
+        )
+    if cause == CAUSE_INPUT:
+        return (
+            f"Step time variance: {head}, waiting for input",
+            "Most of the extra time the device waited for the step's input.",
+        )
+    if cause == CAUSE_HOST_GAP:
+        return (
+            f"Step time variance: {head} (host time, no named cause)",
+            "Most of the extra time the device idled while the host ran nothing the other steps do not: "
+            "a GC pause, unannotated host work, or a busy machine.",
+        )
+    return (
+        f"Step time variance: {head} (the device ran the same work slower)",
+        "Most of the extra time the device was computing: the same work ran slower, which is noise "
+        "(a shared or throttled machine), not something in the program.",
     )
-    return [Finding(RULE_ID, severity, title, explanation, metrics, evidence, ctx.advice_for(ADVICE))]
+
+
+def _cause(excess_by_part: dict[str, float], extra_ps: float, excess_ps: float) -> str:
+    if excess_ps > 0 and extra_ps >= EXTRA_HOST_SHARE * excess_ps:
+        return CAUSE_HOST_EVENTS
+    return max(excess_by_part, key=lambda k: excess_by_part[k])
+
+
+def _excess(part: np.ndarray, outliers: np.ndarray, typical: np.ndarray) -> float:
+    """How much longer this part ran in the outliers than in a typical step, summed (ps)."""
+    baseline = float(np.median(part[typical])) if len(typical) else 0.0
+    return float(np.clip(part[outliers] - baseline, 0, None).sum())
+
+
+def _split(ctx: Context) -> _Parts:
+    p0, p1 = ctx.periods
+    period = (p1 - p0).astype(np.float64)
+    compiling = window_total(intervals_of(ctx.compiles), p0, p1).astype(np.float64)
+    device = window_total(ctx.device_busy, p0, p1).astype(np.float64)
+    waiting = waiting_intervals(ctx, intervals_of(input_work_events(ctx)))
+    wait = window_total(waiting, p0, p1).astype(np.float64)
+    gap = np.clip(period - device - wait - compiling, 0, None)
+    return _Parts(period, device, wait, gap)
+
+
+@dataclass
+class _Extra:
+    total_ps: float
+    names: list[str]
+    events: list[tuple[Track, int]]
+
+
+def _extra_host_events(ctx: Context, outliers: np.ndarray, typical: np.ndarray) -> _Extra:
+    """Host events on the step threads whose names most typical steps never run, inside the slow steps."""
+    p0, p1 = ctx.periods
+    tracks = {id(t): t for t, _ in ctx.launches}
+    if ctx.steps.track is not None and not ctx.steps.track.plane.is_device:
+        tracks[id(ctx.steps.track)] = ctx.steps.track
+    is_slow = np.zeros(len(p0), bool)
+    is_slow[outliers] = True
+    is_typical = np.zeros(len(p0), bool)
+    is_typical[typical] = True
+    starts, ends, per_name = [], [], {}
+    found: list[tuple[Track, int]] = []
+    for track in tracks.values():
+        step = np.searchsorted(p0, track.start_ps, side="right") - 1
+        inside = (step >= 0) & (track.start_ps < p1[np.clip(step, 0, None)])
+        names, steps_of = track.name_id[inside], step[inside]
+        typical_pairs = np.unique(np.stack([steps_of, names])[:, is_typical[steps_of]], axis=1)
+        usual_names, runs = np.unique(typical_pairs[1], return_counts=True)
+        usual = usual_names[runs >= USUAL_NAME_SHARE * max(len(typical), 1)]
+        events = np.flatnonzero(inside)
+        pick = is_slow[steps_of] & ~np.isin(names, usual)
+        # The step annotation itself and nested duplicates are not extra work.
+        chosen = events[pick]
+        chosen = chosen[track.name_id[chosen] != _step_name_id(ctx, track)]
+        if not len(chosen):
+            continue
+        starts.append(track.start_ps[chosen])
+        ends.append(np.minimum(track.end_ps[chosen], p1[step[chosen]]))
+        for i in chosen[np.argsort(-track.duration_ps[chosen], kind="stable")][:10]:
+            found.append((track, int(i)))
+        name_ids, which = np.unique(track.name_id[chosen], return_inverse=True)
+        sums = np.bincount(which.reshape(-1), weights=track.duration_ps[chosen], minlength=len(name_ids))
+        for name_id, duration in zip(name_ids.tolist(), sums.tolist(), strict=True):  # one per name
+            per_name[name_id] = per_name.get(name_id, 0) + duration
+    if not starts:
+        return _Extra(0.0, [], [])
+    union = merge_intervals(np.concatenate(starts), np.concatenate(ends))
+    total = float(window_total(union, p0[outliers], p1[outliers]).sum())
+    top = sorted(per_name, key=lambda k: -per_name[k])[:5]
+    found.sort(key=lambda e: -int(e[0].duration_ps[e[1]]))
+    return _Extra(total, [ctx.trace.strings[k] for k in top], found[:10])
+
+
+def _step_name_id(ctx: Context, track: Track) -> int:
+    steps = ctx.steps
+    if steps.track is track and len(steps.event_index):
+        return int(track.name_id[steps.event_index[0]])
+    return -1
