@@ -161,8 +161,11 @@ def test_fill_checks_every_write_against_the_sizes_given():
         _linedecode.fill(raw, n_events + 10, n_stats, n_stats, *buffers(n_events, n_stats))
     with pytest.raises(ValueError):
         _linedecode.scan(raw[: n // 2])
+    assert decode_xspace(data[: len(data) // 2]).truncation is not None  # a cut is salvaged ...
+    damaged = bytearray(data)
+    damaged[0] = 0x0F  # ... damage is not: XSpace field 1 with wire type 7
     with pytest.raises(MalformedXSpace):
-        decode_xspace(data[: len(data) // 2])
+        decode_xspace(bytes(damaged))
 
 
 @settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])

@@ -40,11 +40,27 @@ def test_empty_file(tmp_path):
     _expect_error(path, "empty")
 
 
-def test_truncated_file(tmp_path):
+def test_truncated_file_loads_what_precedes_the_cut(tmp_path):
+    # Issue 12: a cut file is no longer refused whole (tests/model/test_truncated_files.py has the rest).
     path = tmp_path / "cut.xplane.pb"
     data = TPU_TRACE.read_bytes()
     path.write_bytes(data[: len(data) // 2])
-    _expect_error(path, "truncated or corrupted")
+    trace = open_trace(path, use_cache=False)
+    assert trace.event_count > 0 and len(trace.load_warnings) == 1 and "cut short" in trace.load_warnings[0]
+
+
+def test_truncated_before_any_event(tmp_path):
+    path = tmp_path / "cut.xplane.pb"
+    path.write_bytes(TPU_TRACE.read_bytes()[:64])
+    _expect_error(path, "cut short before its first complete event")
+
+
+def test_corrupted_file(tmp_path):
+    path = tmp_path / "bad.xplane.pb"
+    data = bytearray(TPU_TRACE.read_bytes())
+    data[0] = 0x0F  # XSpace field 1 with wire type 7, which protobuf does not have
+    path.write_bytes(bytes(data))
+    _expect_error(path, "corrupted")
 
 
 def test_json_file(tmp_path):
@@ -84,10 +100,11 @@ def test_binary_reencoded_from_latin1(tmp_path):
     _expect_error(path, "re-encoded as UTF-8")
 
 
-def test_gzip_cut_short(tmp_path):
+def test_gzip_cut_short_before_any_data(tmp_path):
+    # A gzip cut later loads what decompresses (tests/model/test_truncated_files.py).
     path = tmp_path / "cut.xplane.pb.gz"
     data = gzip.compress(PTXLA_TRACE.read_bytes())
-    path.write_bytes(data[: len(data) // 2])
+    path.write_bytes(data[:12])
     _expect_error(path, "gzip", "cut short")
 
 

@@ -8,6 +8,8 @@ from hypothesis import strategies as st
 
 from tests.conftest import GPU_TRACE, PTXLA_TRACE
 from tests.trace_checks import assert_consistent, open_or_clean_error
+from tpuscope.errors import ProfileError
+from tpuscope.model.load import open_trace
 
 SEEDS = {p.name: p.read_bytes() for p in (PTXLA_TRACE, GPU_TRACE) if p.exists()}
 
@@ -41,3 +43,23 @@ def test_mutated_profiles_load_or_raise_profile_error(tmp_path, seed, edits, cut
     trace = open_or_clean_error(path)
     if trace is not None:  # a trace that loads must be internally consistent
         assert_consistent(trace)
+
+
+@pytest.mark.timeout(600)
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(seed=st.sampled_from(sorted(SEEDS)), cut=st.floats(0.0, 1.0, exclude_max=True))
+def test_a_real_profile_cut_anywhere_loads_what_precedes_the_cut(tmp_path, seed, cut):
+    """Truncation alone is never refused whole (issue 12): it loads with one warning, or, with no complete
+    event before the cut, fails with the one-sentence error. Every position of a small real profile:
+    tests/model/test_truncated_files.py."""
+    data = SEEDS[seed]
+    path = tmp_path / "cut.xplane.pb"
+    path.write_bytes(data[: int(cut * len(data))])
+    try:
+        trace = open_trace(path, use_cache=False)
+    except ProfileError as error:
+        assert "the file is empty" in str(error) or "cut short before its first complete event" in str(error)
+        return
+    assert_consistent(trace)
+    assert trace.event_count > 0
+    assert len(trace.load_warnings) <= 1

@@ -456,3 +456,17 @@ def test_file_open_and_open_folder_load_what_the_dialogs_return(qtbot, window, m
         open_folder.trigger()
     assert window.path == PTXLA_TRACE.parent and window.trace.sources == [PTXLA_TRACE]
     qtbot.waitUntil(lambda: not window.workers, timeout=LOAD_TIMEOUT_MS)
+
+
+def test_a_file_cut_short_opens_with_a_banner_saying_what_is_missing(qtbot, window, tmp_path):
+    cut = tmp_path / "cut.xplane.pb"
+    data = TPU_TRACE.read_bytes()
+    cut.write_bytes(data[: len(data) // 2])
+    trace = open_and_wait(qtbot, window, cut)
+    assert trace.event_count > 0
+    assert window.notice.isVisible()
+    assert window.notice.text.text() == trace.load_warnings[0] and "cut short" in window.notice.text.text()
+    notice_bottom = window.notice.mapTo(window, window.notice.rect().bottomLeft()).y()
+    assert notice_bottom < window.tabs.mapTo(window, window.tabs.rect().topLeft()).y()  # above the tabs
+    open_and_wait(qtbot, window, TPU_TRACE)  # a whole file: the banner goes away
+    assert not window.notice.isVisible()

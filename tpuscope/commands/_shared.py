@@ -17,6 +17,10 @@ def add_path_argument(parser) -> None:
     parser.add_argument("path", help="a .xplane.pb(.gz) file, a run folder, or a logdir (newest run)")
     parser.add_argument("--run", help="with a logdir: the run (folder name) to open instead of the newest")
     parser.add_argument("--no-cache", action="store_true", help="ignore and do not write the trace cache")
+    parser.add_argument(
+        "--strict", action="store_true",
+        help="a file cut short is an error (exit 2) instead of a warning on what is missing",
+    )  # fmt: skip
 
 
 def load_for_cli(args) -> Trace:
@@ -31,11 +35,20 @@ def load_for_cli(args) -> Trace:
             sys.stderr.flush()
 
     try:
-        return open_trace(args.path, run=getattr(args, "run", None), progress=progress,
-                          use_cache=not getattr(args, "no_cache", False))  # fmt: skip
+        trace = open_trace(args.path, run=getattr(args, "run", None), progress=progress,
+                           use_cache=not getattr(args, "no_cache", False),
+                           strict=getattr(args, "strict", False))  # fmt: skip
     finally:
         if show and time.monotonic() - started > 0.5:
             sys.stderr.write("\r" + " " * 80 + "\r")
+    warn_about_missing_parts(trace)
+    return trace
+
+
+def warn_about_missing_parts(trace: Trace) -> None:
+    """Never silent: each part of the profile the loader could not read is one warning line on stderr."""
+    for message in trace.load_warnings:
+        print(f"tpuscope: warning: {message}", file=sys.stderr)
 
 
 def print_json(payload: Any) -> None:

@@ -38,6 +38,7 @@ def trace_summary(trace: Trace) -> dict:
         "duration_ps": trace.duration_ps,
         "errors": trace.errors,
         "warnings": trace.warnings,
+        "load_warnings": trace.load_warnings,  # what the loader could not read (a file cut short)
     }
 
 

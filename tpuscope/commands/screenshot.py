@@ -11,7 +11,7 @@ import re
 import tempfile
 from pathlib import Path
 
-from tpuscope.commands._shared import add_path_argument
+from tpuscope.commands._shared import add_path_argument, warn_about_missing_parts
 
 VIEWS = ("timeline", "ops", "diagnostics", "overview")
 _SIZE = re.compile(r"^(\d{2,5})x(\d{2,5})$")
@@ -82,7 +82,8 @@ def run(args) -> int:
     from tpuscope.ui.main_window import MainWindow
     from tpuscope.ui.timeline.lod import TimelineLod
 
-    trace = open_trace(args.path, run=args.run, use_cache=not args.no_cache)
+    trace = open_trace(args.path, run=args.run, use_cache=not args.no_cache, strict=args.strict)
+    warn_about_missing_parts(trace)
     app = application()
     # Throwaway settings: a screenshot neither depends on nor changes the user's window state and recents.
     scratch = tempfile.TemporaryDirectory(prefix="tpuscope-screenshot-")

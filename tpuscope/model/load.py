@@ -44,20 +44,26 @@ def open_trace(
     run: str | None = None,
     progress: ProgressCallback | None = None,
     use_cache: bool = True,
+    strict: bool = False,
 ) -> Trace:
     """Loads a profile file, run folder or logdir (newest run unless `run` names one).
 
     Raises ProfileError with a one-sentence message on any bad input and
-    LoadCancelled when `progress` returns False.
+    LoadCancelled when `progress` returns False. A file cut short loads what
+    precedes the cut and `Trace.load_warnings` says what is missing; with
+    `strict` it is a ProfileError instead, as is a cut file with no event.
     """
     files = resolve_profile_files(path, run)
     if use_cache:
         cached = cache.load(files)
         if cached is not None:
             cached.sources = list(files)  # as the caller named them this time, not as first cached
+            if strict and cached.load_warnings:
+                raise ProfileError(None, cached.load_warnings[0].rstrip("."))
             _report(progress, 1.0, "loaded from cache")
             return cached
     spaces: list[tuple[Path, DecodedSpace]] = []
+    load_warnings: list[str] = []
     total_bytes = sum(_size(f) for f in files) or 1
     read_so_far = 0
     for file in files:
@@ -67,10 +73,30 @@ def open_trace(
             _report(progress, 0.9 * (base + share * done / total), f"decoding {name}")
 
         # The file's bytes live only inside _decode: freed before the next file and the assembly.
-        spaces.append((file, _decode(file, _read(file), on_line)))
+        space = _decode(file, *_read(file), on_line)
         read_so_far += _size(file)
+        if space.truncation is None:
+            spaces.append((file, space))
+            continue
+        cut = space.truncation.sentence()
+        if strict:
+            raise ProfileError(file, f"the file is cut short: {cut}")
+        if space.event_count == 0:
+            if len(files) == 1:
+                raise ProfileError(file, f"the file is cut short before its first complete event ({cut})")
+            load_warnings.append(
+                f"{file} is cut short before its first complete event and is left out ({cut})."
+            )
+            continue
+        spaces.append((file, space))
+        load_warnings.append(f"{file} is cut short: {cut}.")
+    if not spaces:
+        raise ProfileError(
+            files[0].parent, "every file of the run is cut short before its first complete event"
+        )
     _report(progress, 0.9, "building the timeline")
     trace = assemble(spaces)
+    trace.load_warnings = load_warnings
     if use_cache:
         cache.store(files, trace)
     _linedecode.return_freed_memory_to_os()  # the load's freed temporaries: keeps RSS near the model
@@ -98,8 +124,8 @@ _GZIP_MAGIC = b"\x1f\x8b"
 _SNIFF_BYTES = 1 << 20
 
 
-def _read(file: Path):
-    """The file's bytes: a numpy buffer for big uncompressed files, else read_profile_bytes.
+def _read(file: Path) -> tuple[object, bool]:
+    """The file's bytes (a numpy buffer for big uncompressed files) and whether a gzip stream ended early.
 
     Why: reading 35 MB into a bytes object costs ~16 ms here, mostly page
     faults on fresh 4 KiB pages; numpy madvises huge pages for buffers of
@@ -118,22 +144,20 @@ def _read(file: Path):
                 return read_profile_bytes(file)
     except OSError:
         return read_profile_bytes(file)
-    return memoryview(buffer)
+    return memoryview(buffer), False
 
 
-def _decode(file: Path, data, on_line) -> DecodedSpace:
+def _decode(file: Path, data, ends_early: bool, on_line) -> DecodedSpace:
     foreign = describe_foreign_format(bytes(data[:_SNIFF_BYTES]))
     if foreign is not None:
         raise ProfileError(file, foreign)
     try:
-        space = decode_xspace(data, on_line)
+        space = decode_xspace(data, on_line, ends_early=ends_early)
     except MalformedXSpace:
-        raise ProfileError(
-            file, "the file is truncated or corrupted (it does not decode as an XSpace protobuf)"
-        ) from None
+        raise ProfileError(file, "the file is corrupted (it does not decode as an XSpace protobuf)") from None
     except RecursionError:
         raise ProfileError(file, "the file is corrupted (its protobuf nesting is too deep)") from None
-    if not space.planes:
+    if not space.planes and space.truncation is None:
         raise ProfileError(file, "it holds no profile planes, so it is not an XPlane profile")
     return space
 

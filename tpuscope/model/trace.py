@@ -274,8 +274,10 @@ class Trace:
     origin_ns: int = 0  # absolute time (as written in the files) of time 0
     duration_ps: int = 0
     hosts: list[str] = field(default_factory=list)
-    errors: list[str] = field(default_factory=list)
-    warnings: list[str] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)  # recorded by the profiler in the files
+    warnings: list[str] = field(default_factory=list)  # recorded by the profiler in the files
+    # What the loader could not read, one sentence each (a file cut short: what is missing).
+    load_warnings: list[str] = field(default_factory=list)
 
     def tracks(self) -> Iterator[Track]:
         for plane in self.planes:

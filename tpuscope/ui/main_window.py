@@ -25,6 +25,7 @@ from tpuscope.model.trace import Trace, Track
 from tpuscope.ui.details import DETAILS_START_WIDTH_PX, DetailsPanel
 from tpuscope.ui.jobs import LatestJobs
 from tpuscope.ui.loader import LoadResult, LoadWorker
+from tpuscope.ui.notice_bar import NoticeBar
 from tpuscope.ui.optional_views import optional_class
 from tpuscope.ui.range_summary import summarize_range
 from tpuscope.ui.search import SearchBar, SearchResults
@@ -99,7 +100,14 @@ class MainWindow(QMainWindow):
         self.stack = QStackedWidget(self)
         self.stack.addWidget(self.welcome)
         self.stack.addWidget(self.tabs)
-        self.setCentralWidget(self.stack)
+        self.notice = NoticeBar(self)  # what of the open profile could not be read (a file cut short)
+        central = QWidget(self)
+        central_column = QVBoxLayout(central)
+        central_column.setContentsMargins(0, 0, 0, 0)
+        central_column.setSpacing(0)
+        central_column.addWidget(self.notice)
+        central_column.addWidget(self.stack, 1)
+        self.setCentralWidget(central)
 
         self.details = DetailsPanel(self)
         self.details_dock = QDockWidget("Details", self)
@@ -284,6 +292,7 @@ class MainWindow(QMainWindow):
         self.timeline.set_trace(result.trace, result.lod, result.steps, result.colours)
         self.search.set_trace(result.trace)
         self.details.clear_details()
+        self.notice.show_messages(result.trace.load_warnings)
         for key, view in self.views.items():
             if key != "timeline" and hasattr(view, "set_trace"):
                 view.set_trace(result.trace)

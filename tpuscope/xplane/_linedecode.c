@@ -16,6 +16,7 @@
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
+#include <limits.h>
 #include <stdint.h>
 #include <string.h>
 #ifdef __GLIBC__
@@ -440,8 +441,10 @@ static PyObject *split_message(PyObject *self, PyObject *args) {
     const uint8_t *start = (const uint8_t *)buf.buf;
     Cursor c = {start, start + buf.len};
     PyObject *spans = PyList_New(0);
-    uint8_t *rest = PyMem_Malloc(buf.len > 0 ? (size_t)buf.len : 1);
-    Py_ssize_t rest_len = 0;
+    /* `rest` grows as needed: it is small (metadata, names), while the buffer may be a whole
+     * multi-gigabyte file whose size must not be allocated just to hold it. */
+    Py_ssize_t rest_capacity = 4096, rest_len = 0;
+    uint8_t *rest = PyMem_Malloc((size_t)rest_capacity);
     int rc = (spans && rest) ? 0 : -3;
     while (rc == 0 && c.p < c.end) {
         const uint8_t *field_start = c.p;
@@ -456,8 +459,17 @@ static PyObject *split_message(PyObject *self, PyObject *args) {
             Py_DECREF(span);
         } else {
             if (skip_field(&c, wt) < 0) { rc = -1; break; }
-            memcpy(rest + rest_len, field_start, (size_t)(c.p - field_start));
-            rest_len += c.p - field_start;
+            Py_ssize_t size = c.p - field_start;
+            if (rest_len + size > rest_capacity) {
+                Py_ssize_t wanted = rest_capacity;
+                while (wanted < rest_len + size) wanted *= 2;
+                uint8_t *grown = PyMem_Realloc(rest, (size_t)wanted);
+                if (!grown) { rc = -3; break; }
+                rest = grown;
+                rest_capacity = wanted;
+            }
+            memcpy(rest + rest_len, field_start, (size_t)size);
+            rest_len += size;
         }
     }
     PyObject *result = NULL;
@@ -473,6 +485,97 @@ static PyObject *split_message(PyObject *self, PyObject *args) {
     PyMem_Free(rest);
     PyBuffer_Release(&buf);
     return result;
+}
+
+/* Reads a varint for intact_prefix(): 0 when read, 1 when the buffer ends inside it, -1 when it
+ * overflows 64 bits (corruption, not a cut). */
+static int read_varint_or_end(Cursor *c, uint64_t *out) {
+    const uint8_t *p = c->p;
+    uint64_t value = 0;
+    for (int shift = 0; shift < 64; shift += 7) {
+        if (p >= c->end) return 1;
+        uint8_t byte = *p++;
+        if (shift == 63 && (byte & 0x7e)) return -1;
+        value |= (uint64_t)(byte & 0x7f) << shift;
+        if (!(byte & 0x80)) {
+            *out = value;
+            c->p = p;
+            return 0;
+        }
+    }
+    return -1;
+}
+
+/* intact_prefix(buffer) -> (length, last_field, cut_field, cut_offset, cut_declared)
+ * Why: a file cut short (a killed writer, a full disk, a partial copy) ends
+ * in the middle of some field; everything before that field is a valid
+ * message of the same type. Walks the buffer's top-level fields without
+ * reading their contents: `length` is where the last complete field ends
+ * (the whole buffer when nothing is cut) and `last_field` its number (0 when
+ * none). When a field runs past the end, `cut_field` is its number (-1 when
+ * the cut falls inside its tag), and for a length-delimited one whose length
+ * could be read, `cut_offset` is where its payload starts and `cut_declared`
+ * the length it claims (else -1 both). Damage that no cut explains (a bad
+ * wire type, field 0, an overlong varint) raises ValueError. */
+static PyObject *intact_prefix(PyObject *self, PyObject *args) {
+    Py_buffer buf;
+    if (!PyArg_ParseTuple(args, "y*", &buf)) return NULL;
+    const uint8_t *start = (const uint8_t *)buf.buf;
+    Cursor c = {start, start + buf.len};
+    long long last_field = 0, cut_field = -1, cut_offset = -1, cut_declared = -1;
+    Py_ssize_t length = buf.len;
+    int malformed = 0;
+    Py_BEGIN_ALLOW_THREADS
+    while (c.p < c.end) {
+        const uint8_t *field_start = c.p;
+        uint64_t tag, value;
+        int rc = read_varint_or_end(&c, &tag);
+        if (rc < 0 || (rc == 0 && ((tag >> 3) == 0 || (tag & 7) == 3 || (tag & 7) == 4 || (tag & 7) > 5))) {
+            malformed = 1;
+            break;
+        }
+        if (rc > 0) {
+            length = field_start - start;
+            break;
+        }
+        int wire_type = (int)(tag & 7);
+        long long field = (long long)(tag >> 3);
+        int cut = 0;
+        if (wire_type == 0) {
+            rc = read_varint_or_end(&c, &value);
+            if (rc < 0) { malformed = 1; break; }
+            cut = rc > 0;
+        } else if (wire_type == 1 || wire_type == 5) {
+            Py_ssize_t size = wire_type == 1 ? 8 : 4;
+            if (c.end - c.p < size) cut = 1;
+            else c.p += size;
+        } else { /* wire type 2 */
+            rc = read_varint_or_end(&c, &value);
+            if (rc < 0) { malformed = 1; break; }
+            if (rc > 0) {
+                cut = 1;
+            } else if (value > (uint64_t)(c.end - c.p)) {
+                cut = 1;
+                cut_offset = c.p - start;
+                cut_declared = value > (uint64_t)LLONG_MAX ? LLONG_MAX : (long long)value;
+            } else {
+                c.p += value;
+            }
+        }
+        if (cut) {
+            length = field_start - start;
+            cut_field = field;
+            break;
+        }
+        last_field = field;
+    }
+    Py_END_ALLOW_THREADS
+    PyBuffer_Release(&buf);
+    if (malformed) {
+        PyErr_SetString(PyExc_ValueError, "malformed message");
+        return NULL;
+    }
+    return Py_BuildValue("nLLLL", length, last_field, cut_field, cut_offset, cut_declared);
 }
 
 /* sorted_depth(start, duration, out_depth) -> bool: one pass over a track's
@@ -570,6 +673,8 @@ static PyMethodDef methods[] = {
     {"fill", fill, METH_VARARGS, "Decode a serialized XLine into preallocated column buffers."},
     {"split_message", split_message, METH_VARARGS,
      "Split a message into the spans of one length-delimited field and the bytes of all others."},
+    {"intact_prefix", intact_prefix, METH_VARARGS,
+     "Where the last complete top-level field of a message ends, and which field the buffer cuts."},
     {"sorted_depth", sorted_depth, METH_VARARGS,
      "Nesting depths of a track's events if they are in order (else False)."},
     {"release_pages", release_pages, METH_VARARGS,

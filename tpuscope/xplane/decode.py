@@ -77,11 +77,68 @@ class DecodedPlane:
 
 
 @dataclass
+class Truncation:
+    """Where a serialized XSpace that ends early was cut, and what of it could still be read.
+
+    Writers emit fields in field-number order (protobuf's C++ serializer,
+    which TSL's profiler uses), so within a plane the lines come before the
+    event and stat metadata: a plane cut in its lines loses its names too.
+    """
+
+    complete_planes: int  # planes before the cut, loaded whole
+    section: str  # "trailer" (after the planes), "plane header" (between planes) or "plane"
+    plane_name: str = ""  # the cut plane ("" when its name is cut off)
+    plane_fraction: float = 0.0  # how far into the cut plane the file ends
+    plane_field: int = 0  # XPlane field the cut falls in (or the last complete one)
+    complete_lines: int = 0  # of the cut plane
+    cut_line: str | None = None  # the line cut mid-way, when any of its events decoded
+    cut_line_events: int = 0
+    gzip: bool = False  # the gzip stream ended early (the XSpace inside may look whole)
+
+    def sentence(self) -> str:
+        """What is missing, as the end of one sentence (no full stop): 'it ends 63% into ...'."""
+        ends = "its gzip data ends" if self.gzip else "it ends"
+        planes = _count(self.complete_planes, "complete plane")
+        if self.section == "trailer":
+            return (
+                f"{ends} after its {planes}, in the host names and notes that follow them; every plane loaded"
+            )
+        if self.section == "plane header":
+            return f"{ends} after {planes}; any planes after them are missing"
+        name = self.plane_name or f"plane {self.complete_planes + 1} (its name is cut off)"
+        kept = [_count(self.complete_lines, "complete line")] if self.complete_lines else []
+        if self.cut_line is not None:
+            which = "line" if self.complete_lines else "its first line"
+            kept.append(f'{_count(self.cut_line_events, "event")} of {which} "{self.cut_line}"')
+        missing = []
+        if self.plane_field <= _XPLANE_LINES_FIELD:
+            if self.cut_line is not None:
+                missing.append("the rest of that line")
+            missing += ["any later lines", "the plane's event and stat names"]
+        elif self.plane_field == _XPLANE_EVENT_METADATA_FIELD:
+            missing += ["some of its event names", "its stat names"]
+        elif self.plane_field == _XPLANE_STAT_METADATA_FIELD:
+            missing.append("some of its stat names")
+        else:
+            missing.append("some of its plane stats")
+        missing.append("any planes after it")
+        listed = ", ".join(missing[:-1]) + " and " + missing[-1]
+        percent = min(99, int(self.plane_fraction * 100))  # rounded down: a cut plane never reads 100%
+        after = f"after {' and '.join(kept)}" if kept else "before its first complete event"
+        return f"{ends} {percent}% into {name}, {after}; {listed} are missing"
+
+
+def _count(n: int, noun: str) -> str:
+    return f"{n:,} {noun}" + ("" if n == 1 else "s")
+
+
+@dataclass
 class DecodedSpace:
     planes: list[DecodedPlane]
     hostnames: list[str]
     errors: list[str]
     warnings: list[str]
+    truncation: Truncation | None = None  # set when the bytes end early
 
     @property
     def event_count(self) -> int:
@@ -392,9 +449,11 @@ _MAX_THREADS = 4
 # Below this many line bytes (~30k events) a thread pool's start-up costs more than it saves.
 _PARALLEL_MIN_BYTES = 1 << 20
 
-# XSpace.planes and XPlane.lines (tpuscope/xplane/xplane.proto).
+# XSpace.planes and XPlane's fields (tpuscope/xplane/xplane.proto).
 _XSPACE_PLANES_FIELD = 1
 _XPLANE_LINES_FIELD = 3
+_XPLANE_EVENT_METADATA_FIELD = 4
+_XPLANE_STAT_METADATA_FIELD = 5
 
 
 def _split(buffer, field: int) -> tuple[bytes, list[tuple[int, int]]]:
@@ -413,8 +472,102 @@ def _parse(message_type, raw: bytes):
     return message
 
 
-def decode_xspace(data, progress=None, threads: int | None = None) -> DecodedSpace:
+def _intact_prefix(buffer) -> tuple[int, int, int, int, int]:
+    """(length, last_field, cut_field, cut_offset, cut_declared): see intact_prefix in _linedecode.c."""
+    try:
+        return _linedecode.intact_prefix(buffer)
+    except ValueError:
+        raise MalformedXSpace("protobuf decoding failed (malformed message)") from None
+
+
+@dataclass
+class _Planes:
+    """The XSpace cut into its pieces: headers, line views and the byte span of every plane."""
+
+    space_rest: bytes
+    headers: list
+    lines: list[list]
+    spans: list[tuple[int, int]]
+    truncation: Truncation | None = None
+    cut_line_of: tuple[int, int] | None = None  # (plane, line) of the line cut mid-way
+
+
+def _cut_into_planes(view: memoryview, ends_early: bool) -> _Planes:
+    """Splits planes and lines; for bytes that end early, keeps every complete piece and the cut line's
+    complete events (each a valid message of its type), and records where the cut fell."""
+    length, last_field, cut_field, cut_offset, cut_declared = _intact_prefix(view)
+    whole = view if length == len(view) else view[:length]
+    space_rest, plane_spans = _split(whole, _XSPACE_PLANES_FIELD)
+    pieces = _Planes(space_rest, [], [], list(plane_spans))
+    for offset, size in plane_spans:
+        header, lines = _cut_plane(view[offset : offset + size])
+        pieces.headers.append(header)
+        pieces.lines.append(lines)
+    if length == len(view) and not ends_early:
+        return pieces
+    n_planes = len(plane_spans)
+    if cut_field != _XSPACE_PLANES_FIELD or cut_offset < 0:
+        # Cut between planes (or inside the next one's tag or length), or in the host names, errors
+        # and warnings that follow the planes.
+        in_trailer = cut_field > _XSPACE_PLANES_FIELD or (
+            cut_field == -1 and last_field > _XSPACE_PLANES_FIELD
+        )
+        section = "trailer" if in_trailer else "plane header"
+        pieces.truncation = Truncation(n_planes, section, gzip=ends_early)
+        return pieces
+    partial = view[cut_offset:]
+    header, lines, plane_field, cut_line = _salvage_plane(partial)
+    cut_name, cut_events = (None, 0) if cut_line is None else cut_line
+    pieces.truncation = Truncation(
+        n_planes, "plane", plane_name=header.name, plane_fraction=len(partial) / max(cut_declared, 1),
+        plane_field=plane_field, complete_lines=len(lines) - (cut_line is not None),
+        cut_line=cut_name, cut_line_events=cut_events, gzip=ends_early,
+    )  # fmt: skip
+    if lines:
+        pieces.headers.append(header)
+        pieces.lines.append(lines)
+        pieces.spans.append((cut_offset, len(partial)))
+        if cut_line is not None:
+            pieces.cut_line_of = (len(pieces.headers) - 1, len(lines) - 1)
+    return pieces
+
+
+def _cut_plane(plane_view: memoryview) -> tuple[object, list]:
+    plane_rest, line_spans = _split(plane_view, _XPLANE_LINES_FIELD)
+    return _parse(XPlaneSkeleton, plane_rest), [plane_view[o : o + n] for o, n in line_spans]
+
+
+def _salvage_plane(partial: memoryview) -> tuple[object, list, int, tuple[str, int] | None]:
+    """A cut plane's complete fields and its cut line's complete events.
+
+    Returns the plane header, its line views (the cut line last, when any of
+    its events decode cleanly), the XPlane field the cut falls in (or the last
+    complete one) and the cut line's (name, events kept).
+    """
+    length, last_field, cut_field, cut_offset, _ = _intact_prefix(partial)
+    header, lines = _cut_plane(partial[:length])
+    plane_field = cut_field if cut_field > 0 else max(last_field, 1)
+    if cut_field != _XPLANE_LINES_FIELD or cut_offset < 0:
+        return header, lines, plane_field, None
+    line = partial[cut_offset:]
+    try:
+        line = line[: _intact_prefix(line)[0]]
+        line_header = scan_line(line)
+    except MalformedXSpace:
+        return header, lines, plane_field, None  # the cut line's events do not decode cleanly: dropped
+    n_events = line_header[6]
+    if n_events == 0:
+        return header, lines, plane_field, None
+    return header, [*lines, line], plane_field, (_text(line_header[4]), n_events)
+
+
+def decode_xspace(data, progress=None, threads: int | None = None, ends_early: bool = False) -> DecodedSpace:
     """Decodes a serialized XSpace (bytes or any buffer). Raises MalformedXSpace on any corruption.
+
+    Bytes that end early (a file cut short) decode too: every complete plane
+    and line, and the complete events of the cut line; `truncation` says
+    where the cut fell. `ends_early` says the caller knows the bytes are cut
+    (a gzip stream without its end), even if they end between two fields.
 
     The C splitter cuts out planes and lines as zero-copy views of `data`;
     protobuf parses only what remains (metadata, stats, names). All lines are
@@ -428,14 +581,9 @@ def decode_xspace(data, progress=None, threads: int | None = None) -> DecodedSpa
     must not be read afterwards.
     """
     view = memoryview(data)
-    space_rest, plane_spans = _split(view, _XSPACE_PLANES_FIELD)
-    space = _parse(XSpaceSkeleton, space_rest)
-    headers, plane_lines = [], []
-    for offset, length in plane_spans:
-        plane_view = view[offset : offset + length]
-        plane_rest, line_spans = _split(plane_view, _XPLANE_LINES_FIELD)
-        headers.append(_parse(XPlaneSkeleton, plane_rest))
-        plane_lines.append([plane_view[o : o + n] for o, n in line_spans])
+    pieces = _cut_into_planes(view, ends_early)
+    space = _parse(XSpaceSkeleton, pieces.space_rest)
+    headers, plane_lines, plane_spans = pieces.headers, pieces.lines, pieces.spans
     total = sum(len(raw) for lines in plane_lines for raw in lines) or 1
     stat_names_of = [{k: v.name for k, v in plane.stat_metadata.items()} for plane in headers]
     jobs = [(raw, names) for lines, names in zip(plane_lines, stat_names_of, strict=True) for raw in lines]
@@ -498,4 +646,6 @@ def decode_xspace(data, progress=None, threads: int | None = None) -> DecodedSpa
             )
         )
         next_line += len(lines)
-    return DecodedSpace(planes, list(space.hostnames), list(space.errors), list(space.warnings))
+    return DecodedSpace(
+        planes, list(space.hostnames), list(space.errors), list(space.warnings), pieces.truncation
+    )

@@ -7,7 +7,6 @@ whose runs are listed and whose newest run opens by default.
 
 from __future__ import annotations
 
-import gzip
 import os
 import zlib
 from dataclasses import dataclass
@@ -110,8 +109,12 @@ def resolve_profile_files(path: str | Path, run: str | None = None) -> list[Path
     raise ProfileError(path, f"there is no run named {run!r} (runs: {names})")
 
 
-def read_profile_bytes(path: Path) -> bytes:
-    """Reads a profile file, gunzipping `.gz`; every OS or gzip failure becomes ProfileError."""
+def read_profile_bytes(path: Path) -> tuple[bytes, bool]:
+    """A profile file's bytes, gunzipped for `.gz`, and whether a gzip stream ended early.
+
+    Every OS or gzip failure becomes ProfileError. A gzip stream cut short
+    (a partial copy, a full disk) yields what decompresses before the cut.
+    """
     try:
         with open(path, "rb") as handle:
             data = handle.read()
@@ -125,16 +128,47 @@ def read_profile_bytes(path: Path) -> bytes:
         raise ProfileError(path, f"the file cannot be read ({exc.strerror or exc})") from None
     if not data:
         raise ProfileError(path, "the file is empty")
-    if data[:2] == b"\x1f\x8b":
-        try:
-            data = gzip.decompress(data)
-        except EOFError:
-            raise ProfileError(path, "the gzip data is cut short (the file was truncated)") from None
-        except (OSError, zlib.error) as exc:
-            raise ProfileError(path, f"the gzip data is corrupted ({exc})") from None
-        if not data:
-            raise ProfileError(path, "the compressed file holds no data")
-    return data
+    if data[:2] != GZIP_MAGIC:
+        return data, False
+    data, ends_early = gunzip_salvaging(path, data)
+    if not data:
+        if ends_early:
+            raise ProfileError(path, "the gzip data is cut short before any of it decompresses")
+        raise ProfileError(path, "the compressed file holds no data")
+    return data, ends_early
+
+
+GZIP_MAGIC = b"\x1f\x8b"
+_GZIP_WBITS = 16 + zlib.MAX_WBITS  # zlib's window bits for a gzip header and trailer
+
+
+def gunzip_salvaging(path: Path, data: bytes) -> tuple[bytes, bool]:
+    """All gzip members of `data` decompressed, and whether the last one ends before its trailer.
+
+    Why not gzip.decompress: it raises on a cut stream and throws away all it
+    decompressed, which for a profile cut short is everything there is.
+    """
+    parts: list[bytes] = []
+    rest = data
+    try:
+        while rest:
+            stream = zlib.decompressobj(_GZIP_WBITS)
+            parts.append(stream.decompress(rest))
+            if not stream.eof:
+                parts.append(stream.flush())
+                return _joined(parts), True
+            rest = stream.unused_data.lstrip(b"\0")  # gzip allows zero padding between members
+            if rest and rest[:2] != GZIP_MAGIC:
+                raise ProfileError(path, "the gzip data is corrupted (unexpected bytes after a gzip member)")
+    except zlib.error as exc:
+        raise ProfileError(path, f"the gzip data is corrupted ({exc})") from None
+    return _joined(parts), False
+
+
+def _joined(parts: list[bytes]) -> bytes:
+    """One bytes object; a single part is returned as is (no copy of a big file)."""
+    parts = [p for p in parts if p]
+    return parts[0] if len(parts) == 1 else b"".join(parts)
 
 
 def describe_foreign_format(data: bytes) -> str | None:
