@@ -50,3 +50,43 @@ def record_training_profile(logdir: Path, steps: int = 5) -> Path:
     if not found:
         raise RuntimeError(f"JAX wrote no .xplane.pb under {logdir}")
     return found[-1]
+
+
+# A program whose buffers are known from first principles: a 1 MiB f32[512,512] parameter, a
+# 1 MiB sorted copy of it that XLA must materialize (sort is not fused into its consumer), and a
+# 2 KiB f32[512] result.
+MEMORY_PROGRAM = textwrap.dedent(
+    """
+    import sys
+    import jax, jax.numpy as jnp
+    logdir = sys.argv[1]
+
+    @jax.jit
+    def spread(x):
+        ordered = jnp.sort(x * 2.0 + 1.0, axis=1)
+        return ordered[:, -1] - ordered[:, 0]
+
+    x = jnp.ones((512, 512), jnp.float32)
+    spread(x).block_until_ready()
+    jax.profiler.start_trace(logdir)
+    for _ in range(3):
+        spread(x).block_until_ready()
+    jax.profiler.stop_trace()
+    """
+)
+
+
+def record_memory_profile(logdir: Path) -> Path:
+    """Records MEMORY_PROGRAM (`jit_spread`) three times; returns the written .xplane.pb file."""
+    logdir.mkdir(parents=True, exist_ok=True)
+    subprocess.run(
+        [sys.executable, "-c", MEMORY_PROGRAM, str(logdir)],
+        check=True,
+        timeout=240,
+        env={"JAX_PLATFORMS": "cpu", "PATH": "/usr/bin:/bin"},
+        capture_output=True,
+    )
+    found = sorted(logdir.glob("plugins/profile/*/*.xplane.pb"))
+    if not found:
+        raise RuntimeError(f"JAX wrote no .xplane.pb under {logdir}")
+    return found[-1]

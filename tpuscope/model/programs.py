@@ -10,6 +10,7 @@ more than once and each proto can be tens of kilobytes.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 
 import numpy as np
 
@@ -21,7 +22,7 @@ PROGRAM_ID_STAT = "program_id"
 _MODULE_NAME = re.compile(r"^(.+)\((\d+)\)$")
 _CACHE_ATTRIBUTE = "_tpuscope_program_signatures"
 
-__all__ = ["ProgramSignature", "program_signatures", "signatures_of_module"]
+__all__ = ["ProgramSignature", "hlo_proto_blobs", "program_signatures", "signatures_of_module"]
 
 
 def program_signatures(trace: Trace) -> dict[int, ProgramSignature]:
@@ -49,6 +50,15 @@ def signatures_of_module(trace: Trace, module_name: str) -> list[ProgramSignatur
 
 def _decode_all(trace: Trace) -> dict[int, ProgramSignature]:
     found: dict[int, ProgramSignature] = {}
+    for program_id, blob in hlo_proto_blobs(trace):
+        signature = decode_program_signature(blob, program_id)
+        if signature is not None:
+            found[program_id] = signature
+    return found
+
+
+def hlo_proto_blobs(trace: Trace) -> Iterator[tuple[int, bytes]]:
+    """(program id, serialized HloProto) of every metadata row that carries one, in file order."""
     for plane in trace.planes:
         if plane.kind != "metadata":
             continue
@@ -70,10 +80,7 @@ def _decode_all(trace: Trace) -> dict[int, ProgramSignature]:
             blob_id = int(blob_ids[row])
             if program_id is None or not 0 <= blob_id < len(trace.blobs):
                 continue
-            signature = decode_program_signature(trace.blobs[blob_id], program_id)
-            if signature is not None:
-                found[program_id] = signature
-    return found
+            yield program_id, trace.blobs[blob_id]
 
 
 def _program_id(name: str, stat_id: int | None) -> int | None:

@@ -30,3 +30,16 @@ def format_duration(ps: float, spec: str = TABLE_SPEC) -> str:
     if unit == "ps":
         return f"{value:.0f} ps"
     return f"{value / scale:{spec}} {unit}"
+
+
+# Binary byte units, largest first: memory is sized in powers of two (a 32 GiB chip, 4 MiB tiles).
+BYTE_UNITS = (("TiB", 1 << 40), ("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10))
+
+
+def format_bytes(count: float, spec: str = ".2f") -> str:
+    """A byte count in the largest binary unit it reaches: `20.00 GiB`, `512 B`."""
+    value = float(count)
+    for unit, scale in BYTE_UNITS:
+        if abs(value) >= scale:
+            return f"{value / scale:{spec}} {unit}"
+    return f"{value:.0f} B"

@@ -41,6 +41,11 @@ class ProgramSignature:
     entry_computation: str = ""
 
 
+def type_name(kind: int) -> str:
+    """An element type as XLA prints it (`f32`, `bf16`, `pred`), `type<N>` for numbers we do not know."""
+    return _TYPE_NAMES.get(kind, f"type{kind}")
+
+
 def format_shape(shape: hlo_pb2.ShapeProto, depth: int = 0) -> str:
     """One shape in XLA's own notation: `f32[64,256]`, `s32[]`, `(f32[2], u32[])`, `bf16[<=8,4]`."""
     kind = shape.element_type
@@ -48,7 +53,7 @@ def format_shape(shape: hlo_pb2.ShapeProto, depth: int = 0) -> str:
         if depth >= MAX_TUPLE_DEPTH:
             return "(...)"
         return "(" + ", ".join(format_shape(s, depth + 1) for s in shape.tuple_shapes) + ")"
-    name = _TYPE_NAMES.get(kind, f"type{kind}")
+    name = type_name(kind)
     if kind in (_TOKEN, _OPAQUE):
         return f"{name}[]"
     dynamic = list(shape.is_dynamic_dimension)

@@ -24,21 +24,51 @@ _sym_db = _symbol_database.Default()
 
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x19tpuscope/xplane/hlo.proto\x12\x13tpuscope.xplane.hlo\"\xaf\x01\n\nShapeProto\x12\x38\n\x0c\x65lement_type\x18\x02 \x01(\x0e\x32\".tpuscope.xplane.hlo.PrimitiveType\x12\x12\n\ndimensions\x18\x03 \x03(\x03\x12\x35\n\x0ctuple_shapes\x18\x04 \x03(\x0b\x32\x1f.tpuscope.xplane.hlo.ShapeProto\x12\x1c\n\x14is_dynamic_dimension\x18\x06 \x03(\x08\"\x92\x01\n\x11ProgramShapeProto\x12\x33\n\nparameters\x18\x01 \x03(\x0b\x32\x1f.tpuscope.xplane.hlo.ShapeProto\x12/\n\x06result\x18\x02 \x01(\x0b\x32\x1f.tpuscope.xplane.hlo.ShapeProto\x12\x17\n\x0fparameter_names\x18\x03 \x03(\t\"\x8e\x01\n\x0eHloModuleProto\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x1e\n\x16\x65ntry_computation_name\x18\x02 \x01(\t\x12\x42\n\x12host_program_shape\x18\x04 \x01(\x0b\x32&.tpuscope.xplane.hlo.ProgramShapeProto\x12\n\n\x02id\x18\x05 \x01(\x03\"C\n\x08HloProto\x12\x37\n\nhlo_module\x18\x01 \x01(\x0b\x32#.tpuscope.xplane.hlo.HloModuleProto*\x98\x03\n\rPrimitiveType\x12\x1a\n\x16PRIMITIVE_TYPE_INVALID\x10\x00\x12\x08\n\x04PRED\x10\x01\x12\x06\n\x02S8\x10\x02\x12\x07\n\x03S16\x10\x03\x12\x07\n\x03S32\x10\x04\x12\x07\n\x03S64\x10\x05\x12\x06\n\x02U8\x10\x06\x12\x07\n\x03U16\x10\x07\x12\x07\n\x03U32\x10\x08\x12\x07\n\x03U64\x10\t\x12\x07\n\x03\x46\x31\x36\x10\n\x12\x07\n\x03\x46\x33\x32\x10\x0b\x12\x07\n\x03\x46\x36\x34\x10\x0c\x12\t\n\x05TUPLE\x10\r\x12\x0f\n\x0bOPAQUE_TYPE\x10\x0e\x12\x07\n\x03\x43\x36\x34\x10\x0f\x12\x08\n\x04\x42\x46\x31\x36\x10\x10\x12\t\n\x05TOKEN\x10\x11\x12\x08\n\x04\x43\x31\x32\x38\x10\x12\x12\n\n\x06\x46\x38\x45\x35M2\x10\x13\x12\x0c\n\x08\x46\x38\x45\x34M3FN\x10\x14\x12\x06\n\x02S4\x10\x15\x12\x06\n\x02U4\x10\x16\x12\x11\n\rF8E4M3B11FNUZ\x10\x17\x12\x0e\n\nF8E5M2FNUZ\x10\x18\x12\x0e\n\nF8E4M3FNUZ\x10\x19\x12\x06\n\x02S2\x10\x1a\x12\x06\n\x02U2\x10\x1b\x12\n\n\x06\x46\x38\x45\x34M3\x10\x1c\x12\n\n\x06\x46\x38\x45\x33M4\x10\x1d\x12\x06\n\x02S1\x10\x1e\x12\x06\n\x02U1\x10\x1f\x12\x0c\n\x08\x46\x34\x45\x32M1FN\x10 \x12\r\n\tF8E8M0FNU\x10!\x12\n\n\x06\x42UFFER\x10\"b\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x19tpuscope/xplane/hlo.proto\x12\x13tpuscope.xplane.hlo\"\x1f\n\tTileProto\x12\x12\n\ndimensions\x18\x01 \x03(\x03\"\x88\x01\n\x0bLayoutProto\x12\x16\n\x0eminor_to_major\x18\x01 \x03(\x03\x12-\n\x05tiles\x18\x06 \x03(\x0b\x32\x1e.tpuscope.xplane.hlo.TileProto\x12\x1c\n\x14\x65lement_size_in_bits\x18\x07 \x01(\x03\x12\x14\n\x0cmemory_space\x18\x08 \x01(\x03\"\xe1\x01\n\nShapeProto\x12\x38\n\x0c\x65lement_type\x18\x02 \x01(\x0e\x32\".tpuscope.xplane.hlo.PrimitiveType\x12\x12\n\ndimensions\x18\x03 \x03(\x03\x12\x35\n\x0ctuple_shapes\x18\x04 \x03(\x0b\x32\x1f.tpuscope.xplane.hlo.ShapeProto\x12\x30\n\x06layout\x18\x05 \x01(\x0b\x32 .tpuscope.xplane.hlo.LayoutProto\x12\x1c\n\x14is_dynamic_dimension\x18\x06 \x03(\x08\"\x92\x01\n\x11ProgramShapeProto\x12\x33\n\nparameters\x18\x01 \x03(\x0b\x32\x1f.tpuscope.xplane.hlo.ShapeProto\x12/\n\x06result\x18\x02 \x01(\x0b\x32\x1f.tpuscope.xplane.hlo.ShapeProto\x12\x17\n\x0fparameter_names\x18\x03 \x03(\t\"\x8e\x01\n\x0eHloModuleProto\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x1e\n\x16\x65ntry_computation_name\x18\x02 \x01(\t\x12\x42\n\x12host_program_shape\x18\x04 \x01(\x0b\x32&.tpuscope.xplane.hlo.ProgramShapeProto\x12\n\n\x02id\x18\x05 \x01(\x03\"C\n\x08HloProto\x12\x37\n\nhlo_module\x18\x01 \x01(\x0b\x32#.tpuscope.xplane.hlo.HloModuleProto\"X\n\nOpMetadata\x12\x0f\n\x07op_type\x18\x01 \x01(\t\x12\x0f\n\x07op_name\x18\x02 \x01(\t\x12\x13\n\x0bsource_file\x18\x03 \x01(\t\x12\x13\n\x0bsource_line\x18\x04 \x01(\x05\"\xa2\x01\n\x13HloInstructionProto\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x0e\n\x06opcode\x18\x02 \x01(\t\x12.\n\x05shape\x18\x03 \x01(\x0b\x32\x1f.tpuscope.xplane.hlo.ShapeProto\x12\x31\n\x08metadata\x18\x07 \x01(\x0b\x32\x1f.tpuscope.xplane.hlo.OpMetadata\x12\n\n\x02id\x18# \x01(\x03\"o\n\x13HloComputationProto\x12\x0c\n\x04name\x18\x01 \x01(\t\x12>\n\x0cinstructions\x18\x02 \x03(\x0b\x32(.tpuscope.xplane.hlo.HloInstructionProto\x12\n\n\x02id\x18\x05 \x01(\x03\"\x90\x01\n\x14HloModuleMemoryProto\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x1e\n\x16\x65ntry_computation_name\x18\x02 \x01(\t\x12>\n\x0c\x63omputations\x18\x03 \x03(\x0b\x32(.tpuscope.xplane.hlo.HloComputationProto\x12\n\n\x02id\x18\x05 \x01(\x03\"\xd6\x01\n\x12LogicalBufferProto\x12\n\n\x02id\x18\x01 \x01(\x03\x12\x0c\n\x04size\x18\x02 \x01(\x03\x12\x44\n\ndefined_at\x18\x03 \x01(\x0b\x32\x30.tpuscope.xplane.hlo.LogicalBufferProto.Location\x12\r\n\x05\x63olor\x18\x04 \x01(\x03\x1aQ\n\x08Location\x12\x18\n\x10instruction_name\x18\x02 \x01(\t\x12\x13\n\x0bshape_index\x18\x03 \x03(\x03\x12\x16\n\x0einstruction_id\x18\x04 \x01(\x03\"\xe9\x02\n\x15\x42ufferAllocationProto\x12\r\n\x05index\x18\x01 \x01(\x03\x12\x0c\n\x04size\x18\x02 \x01(\x03\x12\x17\n\x0fis_thread_local\x18\x03 \x01(\x08\x12&\n\x1eis_entry_computation_parameter\x18\x05 \x01(\x08\x12\x18\n\x10parameter_number\x18\x06 \x01(\x03\x12\x16\n\x0emaybe_live_out\x18\x07 \x01(\x08\x12\r\n\x05\x63olor\x18\x08 \x01(\x03\x12\x45\n\x08\x61ssigned\x18\t \x03(\x0b\x32\x33.tpuscope.xplane.hlo.BufferAllocationProto.Assigned\x12\x10\n\x08is_tuple\x18\x0b \x01(\x08\x12\x13\n\x0bis_constant\x18\x0c \x01(\x08\x1a\x43\n\x08\x41ssigned\x12\x19\n\x11logical_buffer_id\x18\x01 \x01(\x03\x12\x0e\n\x06offset\x18\x02 \x01(\x03\x12\x0c\n\x04size\x18\x03 \x01(\x03\"\xf6\x02\n\x12HeapSimulatorTrace\x12=\n\x06\x65vents\x18\x01 \x03(\x0b\x32-.tpuscope.xplane.hlo.HeapSimulatorTrace.Event\x12\x1f\n\x17whole_module_simulation\x18\x02 \x01(\x08\x12\x1f\n\x17\x62uffer_allocation_index\x18\x03 \x01(\x03\x1a\xde\x01\n\x05\x45vent\x12@\n\x04kind\x18\x01 \x01(\x0e\x32\x32.tpuscope.xplane.hlo.HeapSimulatorTrace.Event.Kind\x12\x11\n\tbuffer_id\x18\x02 \x01(\x03\x12\x18\n\x10\x63omputation_name\x18\x03 \x01(\t\x12\x18\n\x10instruction_name\x18\x04 \x01(\t\x12\x1f\n\x17share_with_canonical_id\x18\x05 \x01(\x03\"+\n\x04Kind\x12\t\n\x05\x41LLOC\x10\x00\x12\x08\n\x04\x46REE\x10\x01\x12\x0e\n\nSHARE_WITH\x10\x02\"\xe9\x01\n\x15\x42ufferAssignmentProto\x12@\n\x0flogical_buffers\x18\x01 \x03(\x0b\x32\'.tpuscope.xplane.hlo.LogicalBufferProto\x12\x46\n\x12\x62uffer_allocations\x18\x03 \x03(\x0b\x32*.tpuscope.xplane.hlo.BufferAllocationProto\x12\x46\n\x15heap_simulator_traces\x18\x04 \x03(\x0b\x32\'.tpuscope.xplane.hlo.HeapSimulatorTrace\"\x96\x01\n\x0eHloMemoryProto\x12=\n\nhlo_module\x18\x01 \x01(\x0b\x32).tpuscope.xplane.hlo.HloModuleMemoryProto\x12\x45\n\x11\x62uffer_assignment\x18\x03 \x01(\x0b\x32*.tpuscope.xplane.hlo.BufferAssignmentProto*\x98\x03\n\rPrimitiveType\x12\x1a\n\x16PRIMITIVE_TYPE_INVALID\x10\x00\x12\x08\n\x04PRED\x10\x01\x12\x06\n\x02S8\x10\x02\x12\x07\n\x03S16\x10\x03\x12\x07\n\x03S32\x10\x04\x12\x07\n\x03S64\x10\x05\x12\x06\n\x02U8\x10\x06\x12\x07\n\x03U16\x10\x07\x12\x07\n\x03U32\x10\x08\x12\x07\n\x03U64\x10\t\x12\x07\n\x03\x46\x31\x36\x10\n\x12\x07\n\x03\x46\x33\x32\x10\x0b\x12\x07\n\x03\x46\x36\x34\x10\x0c\x12\t\n\x05TUPLE\x10\r\x12\x0f\n\x0bOPAQUE_TYPE\x10\x0e\x12\x07\n\x03\x43\x36\x34\x10\x0f\x12\x08\n\x04\x42\x46\x31\x36\x10\x10\x12\t\n\x05TOKEN\x10\x11\x12\x08\n\x04\x43\x31\x32\x38\x10\x12\x12\n\n\x06\x46\x38\x45\x35M2\x10\x13\x12\x0c\n\x08\x46\x38\x45\x34M3FN\x10\x14\x12\x06\n\x02S4\x10\x15\x12\x06\n\x02U4\x10\x16\x12\x11\n\rF8E4M3B11FNUZ\x10\x17\x12\x0e\n\nF8E5M2FNUZ\x10\x18\x12\x0e\n\nF8E4M3FNUZ\x10\x19\x12\x06\n\x02S2\x10\x1a\x12\x06\n\x02U2\x10\x1b\x12\n\n\x06\x46\x38\x45\x34M3\x10\x1c\x12\n\n\x06\x46\x38\x45\x33M4\x10\x1d\x12\x06\n\x02S1\x10\x1e\x12\x06\n\x02U1\x10\x1f\x12\x0c\n\x08\x46\x34\x45\x32M1FN\x10 \x12\r\n\tF8E8M0FNU\x10!\x12\n\n\x06\x42UFFER\x10\"b\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'tpuscope.xplane.hlo_pb2', _globals)
 if not _descriptor._USE_C_DESCRIPTORS:
   DESCRIPTOR._loaded_options = None
-  _globals['_PRIMITIVETYPE']._serialized_start=592
-  _globals['_PRIMITIVETYPE']._serialized_end=1000
-  _globals['_SHAPEPROTO']._serialized_start=51
-  _globals['_SHAPEPROTO']._serialized_end=226
-  _globals['_PROGRAMSHAPEPROTO']._serialized_start=229
-  _globals['_PROGRAMSHAPEPROTO']._serialized_end=375
-  _globals['_HLOMODULEPROTO']._serialized_start=378
-  _globals['_HLOMODULEPROTO']._serialized_end=520
-  _globals['_HLOPROTO']._serialized_start=522
-  _globals['_HLOPROTO']._serialized_end=589
+  _globals['_PRIMITIVETYPE']._serialized_start=2676
+  _globals['_PRIMITIVETYPE']._serialized_end=3084
+  _globals['_TILEPROTO']._serialized_start=50
+  _globals['_TILEPROTO']._serialized_end=81
+  _globals['_LAYOUTPROTO']._serialized_start=84
+  _globals['_LAYOUTPROTO']._serialized_end=220
+  _globals['_SHAPEPROTO']._serialized_start=223
+  _globals['_SHAPEPROTO']._serialized_end=448
+  _globals['_PROGRAMSHAPEPROTO']._serialized_start=451
+  _globals['_PROGRAMSHAPEPROTO']._serialized_end=597
+  _globals['_HLOMODULEPROTO']._serialized_start=600
+  _globals['_HLOMODULEPROTO']._serialized_end=742
+  _globals['_HLOPROTO']._serialized_start=744
+  _globals['_HLOPROTO']._serialized_end=811
+  _globals['_OPMETADATA']._serialized_start=813
+  _globals['_OPMETADATA']._serialized_end=901
+  _globals['_HLOINSTRUCTIONPROTO']._serialized_start=904
+  _globals['_HLOINSTRUCTIONPROTO']._serialized_end=1066
+  _globals['_HLOCOMPUTATIONPROTO']._serialized_start=1068
+  _globals['_HLOCOMPUTATIONPROTO']._serialized_end=1179
+  _globals['_HLOMODULEMEMORYPROTO']._serialized_start=1182
+  _globals['_HLOMODULEMEMORYPROTO']._serialized_end=1326
+  _globals['_LOGICALBUFFERPROTO']._serialized_start=1329
+  _globals['_LOGICALBUFFERPROTO']._serialized_end=1543
+  _globals['_LOGICALBUFFERPROTO_LOCATION']._serialized_start=1462
+  _globals['_LOGICALBUFFERPROTO_LOCATION']._serialized_end=1543
+  _globals['_BUFFERALLOCATIONPROTO']._serialized_start=1546
+  _globals['_BUFFERALLOCATIONPROTO']._serialized_end=1907
+  _globals['_BUFFERALLOCATIONPROTO_ASSIGNED']._serialized_start=1840
+  _globals['_BUFFERALLOCATIONPROTO_ASSIGNED']._serialized_end=1907
+  _globals['_HEAPSIMULATORTRACE']._serialized_start=1910
+  _globals['_HEAPSIMULATORTRACE']._serialized_end=2284
+  _globals['_HEAPSIMULATORTRACE_EVENT']._serialized_start=2062
+  _globals['_HEAPSIMULATORTRACE_EVENT']._serialized_end=2284
+  _globals['_HEAPSIMULATORTRACE_EVENT_KIND']._serialized_start=2241
+  _globals['_HEAPSIMULATORTRACE_EVENT_KIND']._serialized_end=2284
+  _globals['_BUFFERASSIGNMENTPROTO']._serialized_start=2287
+  _globals['_BUFFERASSIGNMENTPROTO']._serialized_end=2520
+  _globals['_HLOMEMORYPROTO']._serialized_start=2523
+  _globals['_HLOMEMORYPROTO']._serialized_end=2673
 # @@protoc_insertion_point(module_scope)
