@@ -13,6 +13,7 @@ COMMANDS: dict[str, str] = {
     "overview": "the first look at a profile: devices, steps, step time, duty cycle, top ops, findings",
     "ops": "op-level breakdown of device time (agrees with XProf hlo_stats)",
     "diagnose": "find integration problems: input-bound, recompilation, host syncs, idle devices",
+    "memory": "program memory at its peak and allocator memory over time (agrees with XProf)",
     "capture": "record a live trace from running programs (profiler servers), locally or over SSH",
     "screenshot": "render the app window on a profile to a PNG",
 }

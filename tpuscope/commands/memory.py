@@ -7,6 +7,7 @@ from tpuscope.analysis.memory_over_time import AllocatorMemory
 from tpuscope.analysis.memory_report import MemoryReport, memory_report
 from tpuscope.analysis.steps import find_steps
 from tpuscope.cli import UserFacingError
+from tpuscope.commands import COMMANDS
 from tpuscope.commands._shared import add_path_argument, format_ps, load_for_cli, print_json
 from tpuscope.model.units import format_bytes
 
@@ -15,9 +16,7 @@ TEXT_BUFFERS = 8
 
 
 def register(subparsers) -> None:
-    parser = subparsers.add_parser(
-        "memory", help="program memory at its peak and allocator memory over time (agrees with XProf)"
-    )
+    parser = subparsers.add_parser("memory", help=COMMANDS["memory"])
     add_path_argument(parser)
     parser.add_argument(
         "--program", metavar="NAME|ID", help="only this program: `jit_f(123)`, its module name, or its id"
