@@ -106,3 +106,15 @@ def _step_at(steps, time_ps: int) -> int | None:
     inside = (steps.start_ps <= time_ps) & (time_ps < steps.end_ps)
     hits = inside.nonzero()[0]
     return int(steps.number[hits[0]]) if len(hits) else None
+
+
+_CACHE_ATTRIBUTE = "_tpuscope_memory_report"
+
+
+def cached_memory_report(trace: Trace, steps=None) -> MemoryReport:
+    """memory_report(trace, steps), computed once per trace and steps (the rules and views share it)."""
+    cached = vars(trace).get(_CACHE_ATTRIBUTE)
+    if cached is None or cached[0] is not steps:
+        cached = (steps, memory_report(trace, steps))
+        vars(trace)[_CACHE_ATTRIBUTE] = cached
+    return cached[1]

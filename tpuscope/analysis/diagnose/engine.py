@@ -15,6 +15,9 @@ from tpuscope.analysis.diagnose import (
     host_device_sync,
     input_bound,
     low_utilization,
+    memory_growth,
+    memory_pressure,
+    padding_waste,
     recompilation,
     step_variance,
     straggler,
@@ -35,6 +38,9 @@ RULES: dict[str, Rule] = {
     step_variance.RULE_ID: step_variance.run,
     straggler.RULE_ID: straggler.run,
     cpu_fallback.RULE_ID: cpu_fallback.run,
+    memory_pressure.RULE_ID: memory_pressure.run,
+    padding_waste.RULE_ID: padding_waste.run,
+    memory_growth.RULE_ID: memory_growth.run,
 }
 
 
