@@ -97,6 +97,12 @@ def not_a_command_message(word: str, commands: list[str]) -> str:
 def gui_main(argv: list[str] | None = None) -> int:
     """Opens the desktop app, optionally on a profile path."""
     argv = list(sys.argv[1:] if argv is None else argv)
+    from tpuscope.ui.platform_check import check_platform_plugin
+
+    problem = check_platform_plugin(argv)  # before Qt starts: Qt's own failure is an abort
+    if problem is not None:
+        print(f"tpuscope: {problem.sentence()}", file=sys.stderr)
+        return EXIT_ERROR
     try:
         from tpuscope.ui.app import run_app
     except ImportError as error:

@@ -87,7 +87,7 @@ def sshd(tmp_path_factory):
     """A real OpenSSH server on a free 127.0.0.1 port with generated host and user keys."""
     if not SSHD.exists() or shutil.which("ssh-keygen") is None:
         pytest.fail(
-            "OpenSSH is missing: install Debian's openssh-server (as .ci/run does) to run the SSH tests"
+            "OpenSSH is missing: sh tools/system-packages.sh installs openssh-server for the SSH tests"
         )
     folder = tmp_path_factory.mktemp("sshd")
     home = tmp_path_factory.mktemp("home")

@@ -74,6 +74,11 @@ def run(args) -> int:
     if not out.parent.is_dir():
         raise UserFacingError(f"Cannot write {out}: the folder {out.parent} does not exist.")
     os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+    from tpuscope.ui.platform_check import check_platform_plugin
+
+    problem = check_platform_plugin()
+    if problem is not None:
+        raise UserFacingError(problem.sentence())
     from PySide6.QtCore import QSettings
 
     from tpuscope.model.load import open_trace
