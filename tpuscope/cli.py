@@ -24,6 +24,10 @@ from tpuscope.errors import LoadCancelled, ProfileError
 EXIT_OK, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
 # How alike a mistyped word and a command must be to suggest it (difflib's ratio; its default, our heuristic).
 SUGGESTION_CUTOFF = 0.6
+# numpy's OpenBLAS starts one thread per core, with its buffers, when numpy is imported: 60-90 ms of
+# every start on a 2-core machine, more with more cores (numpy/numpy#29193). tpuscope does no BLAS
+# work (no matrix products), so one thread costs nothing; a value the user set is kept.
+BLAS_THREADS = {"OPENBLAS_NUM_THREADS": "1"}
 
 
 class UserFacingError(Exception):
@@ -53,6 +57,7 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
+    _limit_blas_threads()
     commands = command_names()
     if not argv:
         return gui_main(argv)
@@ -82,6 +87,12 @@ def main(argv: list[str] | None = None) -> int:
         return EXIT_OK
 
 
+def _limit_blas_threads() -> None:
+    """Before any command imports numpy (the environment is read when OpenBLAS loads)."""
+    for name, value in BLAS_THREADS.items():
+        os.environ.setdefault(name, value)
+
+
 def not_a_command_message(word: str, commands: list[str]) -> str:
     """One sentence for a first word that is neither a command nor an existing path."""
     import difflib
@@ -97,6 +108,7 @@ def not_a_command_message(word: str, commands: list[str]) -> str:
 def gui_main(argv: list[str] | None = None) -> int:
     """Opens the desktop app, optionally on a profile path."""
     argv = list(sys.argv[1:] if argv is None else argv)
+    _limit_blas_threads()
     from tpuscope.ui.platform_check import check_platform_plugin
 
     problem = check_platform_plugin(argv)  # before Qt starts: Qt's own failure is an abort

@@ -26,14 +26,15 @@ HEADLESS_COMMANDS = ("info", "ops", "diagnose", "overview")
 
 # Runs `python -m tpuscope ARGS` in this process, then writes the imported module names to a file.
 _RUN_AND_LIST_MODULES = """
-import json, runpy, sys
+import json, os, runpy, sys
 out, sys.argv = sys.argv[1], ["tpuscope", *sys.argv[2:]]
 try:
     runpy.run_module("tpuscope", run_name="__main__", alter_sys=True)
 except SystemExit as done:
     code = done.code
 with open(out, "w") as handle:
-    json.dump({"exit": code, "modules": sorted(sys.modules)}, handle)
+    json.dump({"exit": code, "modules": sorted(sys.modules), "blas": os.environ.get("OPENBLAS_NUM_THREADS")},
+              handle)
 """
 
 
@@ -41,12 +42,14 @@ def imported_by(tmp_path: Path, *args: str) -> tuple[int, list[str], str]:
     listing = tmp_path / "modules.json"
     env = dict(os.environ, TPUSCOPE_CACHE_DIR=str(tmp_path / "cache"))
     env.pop("QT_QPA_PLATFORM", None)
+    env.pop("OPENBLAS_NUM_THREADS", None)
     result = subprocess.run(
         [sys.executable, "-c", _RUN_AND_LIST_MODULES, str(listing), *args],
         capture_output=True, text=True, timeout=120, cwd=ROOT, env=env,
     )  # fmt: skip
     assert result.returncode == 0, result.stderr
     payload = json.loads(listing.read_text())
+    assert payload["blas"] == "1"  # numpy's OpenBLAS starts one thread, not one per core (tpuscope.cli)
     return payload["exit"], payload["modules"], result.stdout
 
 
