@@ -107,6 +107,13 @@ class Context:
         return self.host_events(SYNC_PATTERN)
 
     @cached_property
+    def pod(self):
+        """The host x step table of every host (`tpuscope.analysis.pod`), computed once per diagnosis."""
+        from tpuscope.analysis.pod.analysis import pod_of_trace  # the pod analysis builds on this module
+
+        return pod_of_trace(self.trace, self)
+
+    @cached_property
     def periods(self) -> tuple[np.ndarray, np.ndarray]:
         """Each step's period: from its start to the next step's start (the last: to its end).
 

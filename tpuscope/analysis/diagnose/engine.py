@@ -11,6 +11,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from tpuscope.analysis.diagnose import (
+    collective_bound,
     cpu_fallback,
     host_device_sync,
     input_bound,
@@ -41,6 +42,7 @@ RULES: dict[str, Rule] = {
     memory_pressure.RULE_ID: memory_pressure.run,
     padding_waste.RULE_ID: padding_waste.run,
     memory_growth.RULE_ID: memory_growth.run,
+    collective_bound.RULE_ID: collective_bound.run,
 }
 
 

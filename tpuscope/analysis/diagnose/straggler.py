@@ -1,113 +1,151 @@
-"""Rule `straggler`: one device (or host) makes the others wait at collectives and barriers.
+"""Rule `straggler`: one host (or device) arrives late at the collectives and the others wait for it.
 
-With several devices, each one's time in synchronizing ops (all-reduce and other
-collectives, `barrier-cores`) is compared: the device that waits least is the one the
-others wait for. With three or more hosts, hosts are scored with XProf's modified z-score
-on the same waiting share (research/integration.md 1.9).
+The late host is the one whose collective time is short while the others' is long, step after
+step (`tpuscope.analysis.pod.late` says how it is scored). The finding names it, says how long
+the others wait for it per step and in total, and what it did instead: loading data, other host
+work, compiling, or computing longer on a slower device, with its events as evidence and its
+latest step first, to jump to.
 """
 
 from __future__ import annotations
 
-import numpy as np
+from typing import TYPE_CHECKING, Any
 
 from tpuscope.analysis.diagnose.context import Context
-from tpuscope.analysis.diagnose.finding import Finding, Severity, event_evidence, largest_first, ms, percent
-from tpuscope.analysis.diagnose.stats import MODIFIED_Z_OUTLIER, modified_z
+from tpuscope.analysis.diagnose.finding import Finding, RuleOutcome, Severity, ms
 from tpuscope.analysis.framework import JAX, PYTORCH_XLA, TENSORFLOW
+from tpuscope.analysis.pod import late as late_units
+
+if TYPE_CHECKING:  # the pod analysis imports the diagnose package: no import cycle at run time
+    from tpuscope.analysis.pod.analysis import PodAnalysis
 
 RULE_ID = "straggler"
-# xprof barrier_cores_rule.h: barrier time >= 10 % of each step flags multi-device synchronization waits
-# (kSpecialOpBoundThresholdInPercent; research/integration.md 1.1). Used for the spread between the device
-# that waits most and the one that waits least.
-WAIT_SPREAD_PERCENT = 10.0
-MIN_HOSTS_FOR_Z_SCORE = 3  # XProf needs at least 3 hosts for its host straggler score
-# Collective and barrier op names/categories (research/integration.md 1.9).
-SYNC_OP_PATTERN = (
-    r"(?i)^%?(all-reduce|all-gather|reduce-scatter|all-to-all|collective-permute|barrier-cores"
-    r"|all-reduce-scatter)|^(nccl|rccl|ncclDevKernel|ncclKernel)"
-)
+# Evidence items per kind: the late host's own events of what it did instead, and the others' waits.
+CAUSE_EVIDENCE = 30
+WAIT_EVIDENCE_PER_HOST = 5
 
 ADVICE = {
     JAX: [
-        "Check the straggler's host for extra work (input pipeline, logging, other processes) and its "
-        "device for a different program or shapes.",
-        "Balance per-device work: equal batch shards, no device-specific branches.",
+        "Look at the late host's timeline in its slowest step (the first evidence item): whatever it does "
+        "that the others do not is what every host waits for.",
+        "Data loading: give every host the same loader work and prefetch (e.g. Grain with worker processes, "
+        "or a background thread with jax.device_put), so no host starts a step late.",
+        "Host work: move logging, checkpointing and metric computation off the step, or do it on every "
+        "host alike; check the late VM for other processes.",
+        "A slower device: check the late host's program and shapes (uneven shards, a different batch).",
     ],
-    PYTORCH_XLA: ["Check the straggler's host for input pipeline or logging work the others do not do."],
-    TENSORFLOW: ["Check the straggler's host for input pipeline or logging work the others do not do."],
-    "": ["Find what the straggler does that the others do not (input, logging, uneven shards)."],
+    PYTORCH_XLA: [
+        "Look at the late host's timeline in its slowest step (the first evidence item).",
+        "Data loading: use torch_xla's MpDeviceLoader and the same num_workers on every host.",
+        "Host work: move logging and .item() calls off the step or do them on every host alike.",
+    ],
+    TENSORFLOW: [
+        "Look at the late host's timeline in its slowest step (the first evidence item).",
+        "Data loading: use tf.data with prefetch and the same sharding on every host.",
+    ],
+    "": [
+        "Find what the late host does that the others do not (data loading, logging, uneven shards).",
+    ],
 }
 
 
-def run(ctx: Context) -> list[Finding]:
-    devices = [d for d in ctx.devices if d.kind != "CPU"]
-    if len(devices) < 2:
-        return []
-    ids = ctx.trace.strings.ids_matching(SYNC_OP_PATTERN, regex=True, ignore_case=False)
-    waits, events = [], []
-    for device in devices:
-        tracks = device.tracks + [t for t in device.plane.tracks if t.name == "XLA TraceMe"]
-        found = ctx.trace.events_with_name_ids(ids, tracks)
-        waits.append(float(sum(int(t.duration_ps[idx].sum()) for t, idx in found)))
-        events.append(found)
-    waits_arr = np.array(waits)
-    p0, p1 = ctx.periods
-    step_ps = float((p1 - p0).sum()) if len(p0) else float(ctx.trace.duration_ps)
-    spread = percent(waits_arr.max() - waits_arr.min(), step_ps)
-    findings = []
-    if waits_arr.max() > 0 and spread >= WAIT_SPREAD_PERCENT:
-        k = int(np.argmin(waits_arr))
-        findings.append(_finding(ctx, devices, waits_arr, k, spread, events))
-    findings.extend(_host_stragglers(ctx, devices, waits_arr, step_ps))
-    return findings
+def run(ctx: Context) -> RuleOutcome:
+    pod = ctx.pod
+    verdict = late_units.find_late(pod)
+    findings = [_finding(ctx, pod, verdict.units, unit) for unit in verdict.late]
+    return RuleOutcome(findings, verdict.checked)
 
 
-def _finding(ctx, devices, waits, k, spread, events) -> Finding:
-    slow = devices[k]
-    waiting = {d.label: ms(w) for d, w in zip(devices, waits, strict=True)}
-    metrics = {
-        "straggler": slow.label,
-        "sync_wait_ms": waiting,
-        "wait_spread_percent_of_step_time": spread,
-    }
-    title = f"Straggler: {slow.label} makes the other devices wait ({spread:.1f}% of step time)"
+def _finding(ctx: Context, pod: PodAnalysis, units, unit: late_units.LateUnit) -> Finding:
+    kind = unit.kind
+    others = len(units.names) - 1
+    step_ms = ms(float(units.step_ps[unit.row].mean()))
+    share = 100.0 * unit.wait_per_step_ps / max(float(units.step_ps.mean()), 1.0)
+    worst_number = int(pod.step_number[unit.worst_step])
+    mine = ms(unit.collective_per_step_ps[unit.name])
+    theirs = ms(sorted(v for n, v in unit.collective_per_step_ps.items() if n != unit.name)[others // 2])
+    if unit.cause:
+        instead = (
+            f"Meanwhile {unit.name} was {late_units.CAUSE_WORDS[unit.cause]}: "
+            f"{ms(unit.cause_extra_ps)} ms more per step than the other {kind}s."
+        )
+    else:
+        instead = (
+            f"No part of {unit.name}'s step (input, host work, compilation, compute) is longer "
+            "than the others'."
+        )
     explanation = (
-        f"The devices spend different amounts of time in collectives and barriers: from {ms(waits.min())} ms "
-        f"({slow.label}) to {ms(waits.max())} ms. The device that waits least is the last to arrive, so the "
-        f"others wait for it; the spread is {spread:.1f}% of step time (XProf flags barrier waits >= "
-        f"{WAIT_SPREAD_PERCENT:g}%)."
+        f"In {unit.late_steps} of {unit.steps} steps (aligned by {pod.alignment}), {unit.name} spends "
+        f"the least time in collectives ({mine} ms per step, median) while the other {others} {kind}s "
+        f"spend {theirs} ms there: they enter the collective first and wait for {unit.name} to arrive. "
+        f"They wait {ms(unit.wait_per_step_ps)} ms per step for it ({share:.0f}% of a {step_ms} ms step), "
+        f"{ms(unit.wait_total_ps)} ms over the profile per {kind} "
+        f"({ms(unit.wait_all_units_ps)} ms of {kind} time in all). {instead} Its collective time is an "
+        f"outlier among the {kind}s (modified z-score {unit.z_score:.1f}; XProf flags below "
+        f"-{late_units.MODIFIED_Z_OUTLIER:g})."
     )
-    most = int(np.argmax(waits))
-    items = [
-        event_evidence("waiting in collective/barrier", t, int(i))
-        for t, idx in events[most]
-        for i in idx[:50]
-    ]
+    metrics: dict[str, Any] = {
+        "straggler": unit.name,
+        "unit": kind,
+        "host": unit.host,
+        "wait_per_step_ms": ms(unit.wait_per_step_ps),
+        "wait_percent_of_step_time": round(share, 1),
+        "wait_total_ms_per_waiting_unit": ms(unit.wait_total_ps),
+        "wait_total_ms_all_units": ms(unit.wait_all_units_ps),
+        "late_steps": unit.late_steps,
+        "steps": unit.steps,
+        "aligned_by": pod.alignment,
+        "slowest_step": worst_number,
+        "doing_instead": unit.cause or None,
+        "extra_ms_per_step": {p: ms(v) for p, v in unit.extra_per_step_ps.items()},
+        "collective_ms_per_step": {n: ms(v) for n, v in unit.collective_per_step_ps.items()},
+        "modified_z_score": round(unit.z_score, 2),
+    }
+    title = f"Straggler: the other {kind}s wait {ms(unit.wait_per_step_ps)} ms per step for {unit.name}" + (
+        f", which is {_short_cause(unit.cause)}" if unit.cause else ""
+    )
     return Finding(
-        RULE_ID, Severity.WARNING, title, explanation, metrics, largest_first(items), ctx.advice_for(ADVICE)
+        RULE_ID, Severity.WARNING, title, explanation, metrics, _evidence(pod, unit), ctx.advice_for(ADVICE)
     )
 
 
-def _host_stragglers(ctx, devices, waits, step_ps) -> list[Finding]:
-    hosts = sorted({d.host for d in devices})
-    if len(hosts) < MIN_HOSTS_FOR_Z_SCORE:
-        return []
-    per_host = np.array([waits[[d.host == h for d in devices]].mean() for h in hosts]) / 1e9
-    z = modified_z(per_host)
-    # A straggler host waits much *less* than the others (they wait for it).
-    flagged = np.flatnonzero(-z > MODIFIED_Z_OUTLIER)
-    findings = []
-    for k in flagged:
-        metrics = {
-            "host": hosts[k],
-            "sync_wait_ms_per_device": dict(zip(hosts, per_host.round(3), strict=True)),
-        }
-        title = f"Straggler host: {hosts[k]} makes the other hosts wait"
-        explanation = (
-            f"Host {hosts[k]}'s devices wait far less in collectives than the other hosts' (modified z-score "
-            f"{z[k]:.1f}, XProf's bar is {MODIFIED_Z_OUTLIER:g}): the others wait for it."
+def _short_cause(cause: str) -> str:
+    return {
+        "input": "loading data",
+        "host": "busy on the host",
+        "compile": "compiling",
+        "compute": "computing longer",
+    }[cause]
+
+
+def _evidence(pod: PodAnalysis, unit: late_units.LateUnit) -> list[dict[str, Any]]:
+    """Its slowest step first (what a click jumps to), then what it did instead, then the others' waits."""
+    summaries = {s.host: s for s in pod.host_summaries}
+    late = summaries[unit.host]
+    row = pod.hosts.index(unit.host)
+    position = int(pod.positions[row, unit.worst_step])
+    number = int(pod.step_number[unit.worst_step])
+    items = [
+        late.step_evidence(
+            position,
+            f"{unit.name}, step {number}: the others wait {ms(unit.lateness_ps[unit.worst_step])} ms for it",
         )
-        findings.append(
-            Finding(RULE_ID, Severity.WARNING, title, explanation, metrics, [], ctx.advice_for(ADVICE))
+    ]
+    if unit.cause == "host":  # no event says "host work": point at its steps, most host time first
+        host_ps = late.part("host")[pod.positions[row]]
+        for k in host_ps.argsort()[::-1][:CAUSE_EVIDENCE]:
+            label = f"{unit.name}, step {int(pod.step_number[k])}: {ms(host_ps[k])} ms of host work"
+            items.append(late.step_evidence(int(pod.positions[row, k]), label))
+    elif unit.cause:
+        cause_items = late.evidence.get(unit.cause, [])
+        if unit.kind == "device":
+            cause_items = [e for e in cause_items if unit.name.endswith(str(e.get("plane", "")))]
+        items.extend(cause_items[:CAUSE_EVIDENCE])
+    for summary in pod.host_summaries:
+        if summary.host == unit.host:
+            continue
+        waits = sorted(summary.evidence.get("collective", []), key=lambda e: e["start_ps"] - e["end_ps"])
+        items.extend(
+            dict(e, label=f"{summary.host} waiting: {e['label']}") for e in waits[:WAIT_EVIDENCE_PER_HOST]
         )
-    return findings
+    return items

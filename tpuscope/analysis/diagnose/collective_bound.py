@@ -1,0 +1,83 @@
+"""Rule `collective_bound`: every host spends a large share of its steps inside collectives.
+
+When all hosts alike wait in collectives, the time goes to communication itself (the volume
+sent, the interconnect, collectives that do not overlap compute), not to one host that keeps
+the others waiting: that case is the `straggler` rule's, and this rule stays silent then.
+"""
+
+from __future__ import annotations
+
+from tpuscope.analysis.diagnose.context import Context
+from tpuscope.analysis.diagnose.finding import Finding, RuleOutcome, Severity
+from tpuscope.analysis.framework import JAX, PYTORCH_XLA, TENSORFLOW
+from tpuscope.analysis.pod import late as late_units
+
+RULE_ID = "collective_bound"
+EVIDENCE_PER_HOST = 10
+
+ADVICE = {
+    JAX: [
+        "Send less per step: keep gradients and activations in bfloat16, shard parameters so each device "
+        "gathers only what it needs, or accumulate gradients over several micro-batches per all-reduce.",
+        "Overlap communication with compute: let XLA schedule collectives asynchronously (the latency-hiding "
+        "scheduler) instead of forcing them with host round trips such as process_allgather every step.",
+        "On multi-slice runs keep the chattiest axis (tensor/model parallel) inside a slice, on ICI, and "
+        "only data parallelism across slices (DCN).",
+    ],
+    PYTORCH_XLA: [
+        "Send less per step: bfloat16 gradients, gradient accumulation, or FSDP/SPMD sharding that gathers "
+        "only what each device needs.",
+        "Avoid host-driven collectives in the step (xm.mesh_reduce, rendezvous) where an in-graph collective "
+        "can overlap compute.",
+    ],
+    TENSORFLOW: [
+        "Send less per step (bfloat16 gradients, gradient accumulation) and let collectives overlap compute.",
+    ],
+    "": [
+        "Reduce the data exchanged per step or overlap collectives with compute; check the interconnect.",
+    ],
+}
+
+
+def run(ctx: Context) -> RuleOutcome:
+    pod = ctx.pod
+    share = late_units.collective_share(pod)
+    if not share.hosts:
+        return RuleOutcome([], "no steps on any host: nothing to measure")
+    low, high = share.lowest, float(share.percent.max())
+    checked = (
+        f"collectives take {low:.1f}-{high:.1f}% of step time on {len(share.hosts)} host(s) "
+        f"(collective-bound at >= {late_units.COLLECTIVE_BOUND_PERCENT:g}% on every host)"
+    )
+    if not share.every_host_bound:
+        return RuleOutcome([], checked)
+    verdict = late_units.find_late(pod)
+    if verdict.late:
+        return RuleOutcome([], checked + f"; not reported: hosts wait for {verdict.late[0].name} (straggler)")
+    per_host = {h: round(float(p), 1) for h, p in zip(share.hosts, share.percent, strict=True)}
+    collective_ms = (pod.matrix("collective").mean(axis=1) / 1e9).round(3)
+    metrics = {
+        "lowest_percent_of_step_time": round(low, 1),
+        "collective_percent_of_step_time": per_host,
+        "collective_ms_per_step": dict(zip(share.hosts, collective_ms.tolist(), strict=True)),
+        "hosts": len(share.hosts),
+        "steps": pod.step_count,
+        "threshold_percent": late_units.COLLECTIVE_BOUND_PERCENT,
+    }
+    every = "every host" if len(share.hosts) > 1 else "the host"
+    title = f"Collective-bound: {every} spends {low:.0f}-{high:.0f}% of step time in collectives"
+    explanation = (
+        f"Over {pod.step_count} steps, {every} spends between {low:.1f}% and {high:.1f}% of its step time "
+        f"inside collectives (XProf calls a program collective-bound from "
+        f"{late_units.COLLECTIVE_BOUND_PERCENT:g}%). No host arrives consistently late, so the time goes "
+        "to communication itself: the data exchanged, the interconnect, or collectives that do not "
+        "overlap compute."
+    )
+    evidence = []
+    for summary in pod.host_summaries:
+        waits = sorted(summary.evidence.get("collective", []), key=lambda e: e["start_ps"] - e["end_ps"])
+        evidence.extend(waits[:EVIDENCE_PER_HOST])
+    finding = Finding(
+        RULE_ID, Severity.WARNING, title, explanation, metrics, evidence, ctx.advice_for(ADVICE)
+    )
+    return RuleOutcome([finding], checked)

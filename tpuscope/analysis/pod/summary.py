@@ -1,0 +1,216 @@
+"""One host's part of a pod: per step, where its time went, computed from that host's planes alone.
+
+A `HostSummary` holds per-step arrays (a few hundred numbers) and a few dozen evidence items, no
+reference to the trace: it pickles small, so hosts can be summarized one at a time or on other
+machines and only the summaries brought together.
+
+Each step lasts from its start to the host's next step start (as the diagnose rules measure it)
+and splits into parts that add up to it:
+- compute: a device of the host ran an op that is not a collective (mean over its devices);
+- collective: a device was inside a collective, or the host in a DCN transfer (mean over devices);
+- input: no device ran an op while the host was still preparing the step (as `input_bound` measures);
+- compile: no device ran an op while the host was compiling (and not already counted as input);
+- host: the rest: the devices idle while the host did other work (Python, logging, waiting).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from tpuscope.analysis.device_ops import busy_intervals
+from tpuscope.analysis.diagnose import input_bound
+from tpuscope.analysis.diagnose.context import Context, intervals_of
+from tpuscope.analysis.diagnose.finding import MAX_EVIDENCE, event_evidence
+from tpuscope.analysis.diagnose.intervals import Intervals, difference, empty, merge_intervals, window_total
+from tpuscope.analysis.pod.collectives import CollectiveNames, dcn_events, device_collective_events, union_of
+from tpuscope.analysis.steps import SOURCE_NONE
+from tpuscope.model.trace import Trace, Track
+
+PARTS = ("compute", "collective", "input", "compile", "host")
+PART_LABELS = {
+    "compute": "device compute",
+    "collective": "in collectives",
+    "input": "waiting for input",
+    "compile": "compiling",
+    "host": "host work and other idle",
+}
+# Evidence kinds kept per host: what a late host may have been doing, and the others' waits.
+EVIDENCE_KINDS = ("input", "compile", "compute", "collective")
+
+
+@dataclass
+class HostSummary:
+    """Per-step parts of one host's step time (ps, float64 arrays parallel to `step_number`)."""
+
+    host: str
+    step_source: str
+    step_description: str
+    step_number: np.ndarray  # int64: step numbers as the host's step annotations number them
+    start_ps: np.ndarray  # int64: step period start (trace time)
+    end_ps: np.ndarray  # int64: next step's start (the last step: its end)
+    parts: dict[str, np.ndarray]  # PARTS -> float64 per step
+    devices: list[str] = field(default_factory=list)
+    device_collective_ps: np.ndarray = field(default_factory=lambda: np.zeros((0, 0)))  # (devices, steps)
+    device_compute_ps: np.ndarray = field(default_factory=lambda: np.zeros((0, 0)))  # (devices, steps)
+    device_kind: str = ""
+    busiest_op: str = ""  # the non-collective op with the most device time
+    busiest_op_ps: float = 0.0
+    step_plane: str = ""  # where the step events are, to point at a step on the timeline
+    step_track: str = ""
+    step_event_index: np.ndarray = field(default_factory=lambda: np.empty(0, np.int64))
+    evidence: dict[str, list[dict[str, Any]]] = field(default_factory=dict)  # EVIDENCE_KINDS -> items
+
+    def __len__(self) -> int:
+        return len(self.step_number)
+
+    @property
+    def step_ps(self) -> np.ndarray:
+        return (self.end_ps - self.start_ps).astype(np.float64)
+
+    def part(self, name: str) -> np.ndarray:
+        return self.parts[name]
+
+    def step_evidence(self, position: int, label: str) -> dict[str, Any]:
+        """Evidence pointing at one of this host's steps (its step event when it has one)."""
+        item: dict[str, Any] = {
+            "label": label,
+            "start_ps": int(self.start_ps[position]),
+            "end_ps": int(self.end_ps[position]),
+            "host": self.host,
+        }
+        if self.step_track and position < len(self.step_event_index):
+            item.update(plane=self.step_plane, track=self.step_track)
+            item["event_index"] = int(self.step_event_index[position])
+        return item
+
+
+def host_trace(trace: Trace, host: str) -> Trace:
+    """A view of `trace` holding only `host`'s planes (sharing its columns and strings)."""
+    return Trace(
+        sources=list(trace.sources),
+        planes=[p for p in trace.planes if p.host == host],
+        strings=trace.strings,
+        blobs=trace.blobs,
+        origin_ns=trace.origin_ns,
+        duration_ps=trace.duration_ps,
+        hosts=[host],
+    )
+
+
+def summarize_host(trace: Trace, host: str | None = None, ctx: Context | None = None) -> HostSummary:
+    """The summary of `host` (default: the trace's only host) from its own planes only.
+
+    `ctx` may pass an existing diagnosis context of a one-host trace, so its steps and device
+    intervals are not found twice.
+    """
+    host = host if host is not None else (trace.hosts[0] if trace.hosts else "")
+    if ctx is None:
+        ctx = Context(trace if list(trace.hosts) == [host] else host_trace(trace, host))
+    steps = ctx.steps
+    p0, p1 = ctx.periods
+    names = CollectiveNames(ctx.trace.strings)
+    dcn = dcn_events(ctx.trace.host_planes(), names)
+    dcn_intervals = union_of(dcn)
+    devices = ctx.devices
+    n = len(p0)
+    collective = np.zeros((len(devices), n))
+    compute = np.zeros((len(devices), n))
+    collective_events = list(dcn)
+    for row, device in enumerate(devices):
+        events = device_collective_events(device, names)
+        collective_events.extend(events)
+        inside = merge_intervals(*_concat(union_of(events), dcn_intervals))
+        collective[row] = window_total(inside, p0, p1)
+        compute[row] = window_total(difference(busy_intervals(device), inside), p0, p1)
+    if not devices and len(dcn_intervals[0]):
+        collective = window_total(dcn_intervals, p0, p1)[None, :].astype(np.float64)
+    input_wait = _input_wait(ctx)
+    compile_wait = difference(difference(intervals_of(ctx.compiles), ctx.device_busy), input_wait)
+    step_ps = (p1 - p0).astype(np.float64)
+    parts = {
+        "compute": compute.mean(axis=0) if len(devices) else np.zeros(n),
+        "collective": collective.mean(axis=0) if len(collective) else np.zeros(n),
+        "input": window_total(input_wait, p0, p1).astype(np.float64),
+        "compile": window_total(compile_wait, p0, p1).astype(np.float64),
+    }
+    parts["host"] = np.maximum(step_ps - sum(parts.values()), 0.0)
+    busiest, busiest_ps = _busiest_op(ctx, names)
+    in_steps = (p0[:1], p1[-1:]) if n else empty()
+    return HostSummary(
+        host=host,
+        step_source=steps.source if n else SOURCE_NONE,
+        step_description=steps.description,
+        step_number=steps.number.astype(np.int64),
+        start_ps=p0.astype(np.int64),
+        end_ps=p1.astype(np.int64),
+        parts=parts,
+        devices=[d.label for d in devices],
+        device_collective_ps=collective if len(devices) else np.zeros((0, n)),
+        device_compute_ps=compute,
+        device_kind=devices[0].kind if devices else "",
+        busiest_op=busiest,
+        busiest_op_ps=busiest_ps,
+        step_plane=steps.track.plane.name if steps.track is not None else "",
+        step_track=steps.track.name if steps.track is not None else "",
+        step_event_index=steps.event_index.astype(np.int64),
+        evidence={
+            "input": _longest(input_bound.input_work_events(ctx), "data loading / input", in_steps),
+            "compile": _longest(ctx.compiles, "compiling", in_steps),
+            "compute": _longest(_non_collective_ops(devices, names), "device op", in_steps),
+            "collective": _longest(collective_events, "in a collective", in_steps),
+        },
+    )
+
+
+def _concat(a: Intervals, b: Intervals) -> Intervals:
+    return np.concatenate([a[0], b[0]]), np.concatenate([a[1], b[1]])
+
+
+def _input_wait(ctx: Context) -> Intervals:
+    """The time the devices waited for the host's input, as the `input_bound` rule measures it."""
+    if len(ctx.periods[0]) == 0:
+        return empty()
+    return input_bound.waiting_intervals(ctx, intervals_of(input_bound.input_work_events(ctx)))
+
+
+def _non_collective_ops(devices, names: CollectiveNames) -> list[tuple[Track, np.ndarray]]:
+    found = []
+    for device in devices:
+        for track, idx in device.events:
+            keep = idx[~names.is_collective(track, idx)]
+            if len(keep):
+                found.append((track, keep))
+    return found
+
+
+def _busiest_op(ctx: Context, names: CollectiveNames) -> tuple[str, float]:
+    """The non-collective device op name with the most total time on this host."""
+    ops = _non_collective_ops(ctx.devices, names)
+    if not ops:
+        return "", 0.0
+    name_ids = np.concatenate([t.name_id[i] for t, i in ops])
+    durations = np.concatenate([t.duration_ps[i] for t, i in ops]).astype(np.float64)
+    totals = np.bincount(name_ids, weights=durations)
+    best = int(np.argmax(totals))
+    return ctx.trace.strings[best], float(totals[best])
+
+
+def _longest(events: list[tuple[Track, np.ndarray]], what: str, window: Intervals) -> list[dict[str, Any]]:
+    """Up to MAX_EVIDENCE of the longest events that overlap the steps, as evidence items."""
+    if not events or len(window[0]) == 0:
+        return []
+    w0, w1 = int(window[0][0]), int(window[1][0])
+    which = np.concatenate([np.full(len(i), k) for k, (_, i) in enumerate(events)])
+    index = np.concatenate([i for _, i in events])
+    starts = np.concatenate([t.start_ps[i] for t, i in events])
+    ends = np.concatenate([t.end_ps[i] for t, i in events])
+    inside = np.flatnonzero((ends > w0) & (starts < w1))
+    chosen = inside[np.argsort(-(ends[inside] - starts[inside]), kind="stable")[:MAX_EVIDENCE]]
+    items = []
+    for k in chosen:
+        track = events[int(which[k])][0]
+        items.append(event_evidence(f"{what}: {track.event_name(int(index[k]))}", track, int(index[k])))
+    return sorted(items, key=lambda e: e["start_ps"])
