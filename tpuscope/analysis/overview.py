@@ -33,6 +33,7 @@ from tpuscope.analysis.diagnose.intervals import (
 )
 from tpuscope.analysis.framework import Framework
 from tpuscope.analysis.ops import OpTable, aggregate, collect_op_events
+from tpuscope.analysis.pod.analysis import PodAnalysis
 from tpuscope.analysis.step_breakdown import step_breakdown
 from tpuscope.analysis.steps import (
     SOURCE_DEVICE_PROGRAM,
@@ -177,6 +178,7 @@ class Overview:
     duty_cycle: float | None  # mean over the devices, whole profile (None: no devices)
     ops: OpTable | None  # by op over all devices, largest self time first (None: no device ops)
     report: Report
+    pod: PodAnalysis | None = None  # the host x step table (one row per host with steps)
     extra: dict[str, Any] = field(default_factory=dict)
 
     @property
@@ -207,13 +209,14 @@ class Overview:
             "top_ops": [] if self.ops is None else [_op_json(r) for r in self.ops.rows_json(top_ops)],
             "findings": [{"id": f.id, "severity": f.severity.label, "title": f.title} for f in findings],
             "rule_errors": dict(self.report.rule_errors),
+            "pod": None if self.pod is None else self.pod.to_json(),
         }
 
 
 def compute_overview(trace: Trace) -> Overview:
     """The overview of `trace`: runs the diagnose engine once and reuses its steps and framework."""
-    report = diagnose(trace)
-    ctx = Context(trace, steps=report.steps, framework=report.framework)
+    ctx = Context(trace)
+    report = diagnose(trace, context=ctx)  # the rules' steps, framework and pod table are shared here
     devices = ctx.devices
     series, duty_cycle = _step_series(ctx)
     ops = aggregate(collect_op_events(trace, devices), "op") if devices else None
@@ -230,6 +233,7 @@ def compute_overview(trace: Trace) -> Overview:
         duty_cycle=duty_cycle,
         ops=ops if ops is not None and len(ops) else None,
         report=report,
+        pod=ctx.pod,
     )
 
 

@@ -17,11 +17,14 @@ from tpuscope.analysis.overview import (
     compute_overview,
     part_label,
 )
+from tpuscope.analysis.pod.summary import PARTS as POD_PARTS
 from tpuscope.cli import UserFacingError
 from tpuscope.commands._shared import add_path_argument, format_ps, load_for_cli, print_json
 
 _MARK = {Severity.CRITICAL: "[CRITICAL]", Severity.WARNING: "[WARNING] ", Severity.INFO: "[info]    "}
 NAME_CHARS = 48  # op names are cut to this many characters in the text table
+POD_STEP_COLUMNS = 12  # steps shown in the text host x step table (all of them are in --json)
+POD_COLUMNS = ("step", *POD_PARTS)
 
 
 def register(subparsers) -> None:
@@ -77,8 +80,38 @@ def print_text(overview: Overview, top_ops: int = TOP_OPS) -> None:
         has_devices = o.duty_cycle is not None
         parts = ", ".join(f"{part_label(name, has_devices)} {split[name]:.1f}%" for name in PARTS)
         print(f"Step split:  {parts}")
+    _print_pod(o)
     _print_ops(o, top_ops)
     _print_findings(o)
+
+
+def _print_pod(o: Overview) -> None:
+    """Per host: mean step time and its parts; then the collective time of each host in each step."""
+    pod = o.pod
+    if pod is None or len(pod.hosts) < 2 or pod.step_count == 0:
+        return
+    width = max(len("host"), *(len(h) for h in pod.hosts))
+    print(f"\nHosts ({pod.step_count} steps aligned by {pod.alignment}; mean per step, ms):")
+    header = ["step", "compute", "collective", "input", "compile", "host"]
+    print(f"  {'host':<{width}}  " + "  ".join(f"{h:>10}" for h in header) + "  busiest op")
+    for row in pod.rows():
+        values = [row.step_ps] + [row.parts_ps[p] for p in POD_PARTS]
+        busiest = (
+            row.busiest_op if len(row.busiest_op) <= NAME_CHARS else row.busiest_op[: NAME_CHARS - 1] + "…"
+        )
+        print(
+            f"  {row.host:<{width}}  "
+            + "  ".join(f"{v / 1e9:>10.3f}" for v in values)
+            + f"  {busiest or '-'}"
+        )
+    shown = min(pod.step_count, POD_STEP_COLUMNS)
+    more = f" (first {shown} of {pod.step_count}; all in --json)" if shown < pod.step_count else ""
+    print(f"\nTime in collectives per step, ms{more}:")
+    numbers = [str(int(n)) for n in pod.step_number[:shown]]
+    print(f"  {'step':<{width}}  " + "  ".join(f"{n:>7}" for n in numbers))
+    collective = pod.matrix("collective")[:, :shown] / 1e9
+    for host, values in zip(pod.hosts, collective, strict=True):
+        print(f"  {host:<{width}}  " + "  ".join(f"{v:>7.2f}" for v in values))
 
 
 def _print_ops(o: Overview, top: int) -> None:

@@ -49,6 +49,7 @@ class DiagnosticsView(QWidget):
 
     highlightRequested = Signal(object)  # list[(Track, np.ndarray indices)]
     zoomRequested = Signal(object, object)  # t0_ps, t1_ps
+    trackRequested = Signal(object)  # a Track to scroll the timeline to (a finding's focus event)
     reportReady = Signal(object)  # the Report shown (tests and the status bar use it)
 
     def __init__(self, parent=None):
@@ -166,6 +167,10 @@ class DiagnosticsView(QWidget):
         finding = self.current_finding
         if finding is None or not finding.evidence:
             return
+        focus = next((e for e in finding.evidence if e.get("focus")), None)
+        if focus is not None:  # the finding names where to look first (a straggler's slowest step)
+            self._jump_to(focus)
+            return
         t0 = min(int(e["start_ps"]) for e in finding.evidence)
         t1 = max(int(e["end_ps"]) for e in finding.evidence)
         self.zoomRequested.emit(t0, max(t1, t0 + 1))
@@ -178,9 +183,16 @@ class DiagnosticsView(QWidget):
             item = finding.evidence[int(url.path())]
         except (ValueError, IndexError):
             return
-        if self.trace is not None and item.get("event_index") is not None:
-            self.highlightRequested.emit(evidence_events(self.trace, [item]))
+        self._jump_to(item)
+
+    def _jump_to(self, item: dict) -> None:
+        """Zooms the timeline to an evidence item; its event is outlined and its track scrolled to."""
+        matches = evidence_events(self.trace, [item]) if self.trace is not None else []
+        if matches:
+            self.highlightRequested.emit(matches)
         self.zoomRequested.emit(int(item["start_ps"]), max(int(item["end_ps"]), int(item["start_ps"]) + 1))
+        if matches:
+            self.trackRequested.emit(matches[0][0])
 
 
 def _summary_text(report: Report) -> str:

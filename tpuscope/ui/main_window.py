@@ -93,6 +93,8 @@ class MainWindow(QMainWindow):
                 view.highlightRequested.connect(self.highlight_events)
             if hasattr(view, "zoomRequested"):
                 view.zoomRequested.connect(self.zoom_timeline)
+            if hasattr(view, "trackRequested"):
+                view.trackRequested.connect(self.timeline.scroll_to_track)
 
         self._wire_overview()
 

@@ -55,6 +55,7 @@ from tpuscope.analysis.overview import (
 from tpuscope.model import units
 from tpuscope.model.trace import Trace
 from tpuscope.ui.jobs import LatestJobs
+from tpuscope.ui.pod_heatmap import PodPanel
 
 # Colours of the step parts: busy as the Ops view draws it; input and compilation warm, so the waits
 # that findings talk about stand out; other idle grey.
@@ -224,6 +225,7 @@ class OverviewView(QWidget):
     openViewRequested = Signal(str)  # "ops", "diagnostics" or "timeline"
     zoomRequested = Signal(object, object)  # t0_ps, t1_ps
     highlightRequested = Signal(object)  # list[(Track, np.ndarray indices)]
+    trackRequested = Signal(object)  # a Track to scroll the timeline to (a pod host's step)
     opSelected = Signal(int)  # row of the op table (by op, all devices) that was clicked
     findingSelected = Signal(int)  # position of the clicked finding in the diagnose report
     overviewReady = Signal(object)  # the Overview shown (tests and the status bar use it)
@@ -363,6 +365,13 @@ class OverviewView(QWidget):
         bottom.addWidget(ops_panel, 3)
         bottom.addWidget(findings_panel, 2)
 
+        self.pod_caption = QLabel("per host and step; the table sorts by any column")
+        _mute(self.pod_caption)
+        self.pod_panel = PodPanel()
+        self.pod_panel.stepRequested.connect(self._on_pod_step)
+        self.pod_section = _panel("Hosts × steps", self.pod_caption, self.pod_panel)
+        self.pod_section.hide()
+
         page = _Page()
         page.setObjectName("overviewPage")
         column = QVBoxLayout(page)
@@ -375,6 +384,7 @@ class OverviewView(QWidget):
         column.addLayout(chart_header)
         column.addWidget(self.chart_stack, 1)
         column.addSpacing(4)
+        column.addWidget(self.pod_section)
         column.addLayout(bottom)
         self.page = page
         palette = self.palette()
@@ -438,6 +448,7 @@ class OverviewView(QWidget):
         self.ops_stack.setCurrentWidget(self.ops_empty)
         self.findings_list.clear()
         self.findings_caption.setText("")
+        self.pod_section.hide()
 
     def _show(self, overview: Overview) -> None:
         self.overview = overview
@@ -447,6 +458,7 @@ class OverviewView(QWidget):
         self._draw_steps(overview)
         self._fill_ops(overview)
         self._fill_findings(overview)
+        self._fill_pod(overview)
         self.overviewReady.emit(overview)
 
     # -- cards -----------------------------------------------------------------------------------
@@ -708,6 +720,21 @@ class OverviewView(QWidget):
         if 0 <= position < len(o.findings) and self.trace is not None:
             self.findingSelected.emit(position)
             self.highlightRequested.emit(evidence_events(self.trace, o.findings[position].evidence))
+
+    # -- pod -----------------------------------------------------------------------------------------
+    def _fill_pod(self, o: Overview) -> None:
+        self.pod_panel.set_pod(o.pod)
+        self.pod_section.setVisible(o.pod is not None and len(o.pod.hosts) >= 2 and o.pod.step_count > 0)
+
+    def _on_pod_step(self, item: dict) -> None:
+        """A heat-map cell: that host's step on the timeline, its step event outlined."""
+        if self.trace is None:
+            return
+        matches = evidence_events(self.trace, [item])
+        if matches:
+            self.highlightRequested.emit(matches)
+            self.trackRequested.emit(matches[0][0])
+        self.zoomRequested.emit(int(item["start_ps"]), max(int(item["end_ps"]), int(item["start_ps"]) + 1))
 
 
 # -- helpers -------------------------------------------------------------------------------------

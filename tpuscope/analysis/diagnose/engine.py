@@ -72,10 +72,13 @@ class Report:
         }
 
 
-def diagnose(trace: Trace, rules: dict[str, Rule] | None = None) -> Report:
-    """All findings of all rules (or of `rules`), sorted worst first, then by rule order."""
+def diagnose(trace: Trace, rules: dict[str, Rule] | None = None, context: Context | None = None) -> Report:
+    """All findings of all rules (or of `rules`), sorted worst first, then by rule order.
+
+    `context` lets a caller share its Context of `trace` (what the rules computed stays there for it).
+    """
     started = time.perf_counter()
-    ctx = Context(trace)
+    ctx = context if context is not None else Context(trace)
     findings: list[Finding] = []
     errors: dict[str, str] = {}
     checked: list[dict[str, str]] = []

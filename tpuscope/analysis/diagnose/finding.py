@@ -36,7 +36,8 @@ class Finding:
     """One diagnosed problem (or a notable fact at severity info).
 
     `id` is stable across versions (tests, CI gates and the UI key on it);
-    `evidence` is a list of dicts {label, start_ps, end_ps, host, plane?, track?, event_index?}.
+    `evidence` is a list of dicts {label, start_ps, end_ps, host, plane?, track?, event_index?, focus?};
+    an item with `focus` true is where a view jumps when the finding is opened (else all of them).
     """
 
     id: str

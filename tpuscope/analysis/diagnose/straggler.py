@@ -125,12 +125,11 @@ def _evidence(pod: PodAnalysis, unit: late_units.LateUnit) -> list[dict[str, Any
     row = pod.hosts.index(unit.host)
     position = int(pod.positions[row, unit.worst_step])
     number = int(pod.step_number[unit.worst_step])
-    items = [
-        late.step_evidence(
-            position,
-            f"{unit.name}, step {number}: the others wait {ms(unit.lateness_ps[unit.worst_step])} ms for it",
-        )
-    ]
+    slowest = late.step_evidence(
+        position,
+        f"{unit.name}, step {number}: the others wait {ms(unit.lateness_ps[unit.worst_step])} ms for it",
+    )
+    items = [dict(slowest, focus=True)]  # where a view jumps first when the finding is opened
     if unit.cause == "host":  # no event says "host work": point at its steps, most host time first
         host_ps = late.part("host")[pod.positions[row]]
         for k in host_ps.argsort()[::-1][:CAUSE_EVIDENCE]:

@@ -32,7 +32,7 @@ if TYPE_CHECKING:  # the pod analysis imports the diagnose package: no import cy
 MIN_UNITS = 3  # XProf's host straggler score needs at least 3 hosts (signal_provider.h)
 # The late host has the shortest collective time in at least this share of the steps: our heuristic
 # for "step after step".
-MIN_LATE_STEP_FRACTION = 0.5
+MIN_LATE_STEP_FRACTION = 0.75
 # The others' wait must be at least this share of the step: XProf flags multi-host barrier waits from
 # 10 % of step time (openxla/xprof, xprof/convert/smart_suggestion/barrier_cores_rule.h,
 # kSpecialOpBoundThresholdInPercent).

@@ -1,0 +1,295 @@
+"""The pod panel of the Overview: a host x step heat map and sortable per-host rows.
+
+Each cell of the heat map is one host in one (aligned) step, coloured by the chosen part of its
+step time (time in collectives by default: the late host shows as the pale row among dark ones);
+clicking a cell asks the timeline for that host's step (`stepRequested` with an evidence item, as
+findings carry them). The table below has one row per host: step time, input wait, collective
+wait, device compute, host work and its busiest op, sortable by any column.
+
+The panel draws from `tpuscope.analysis.pod.PodAnalysis` only; it knows no other view.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from PySide6.QtCore import QPoint, QRect, QSize, Qt, Signal
+from PySide6.QtGui import QColor, QMouseEvent, QPainter, QPalette
+from PySide6.QtWidgets import (
+    QAbstractItemView,
+    QComboBox,
+    QHBoxLayout,
+    QHeaderView,
+    QLabel,
+    QSizePolicy,
+    QTableWidget,
+    QTableWidgetItem,
+    QToolTip,
+    QVBoxLayout,
+    QWidget,
+)
+
+from tpuscope.analysis.pod.analysis import PodAnalysis
+from tpuscope.model import units
+
+# What the heat map can colour by: (key of PodAnalysis.matrix, words).
+METRICS = (
+    ("collective", "time in collectives"),
+    ("step", "step time"),
+    ("input", "waiting for input"),
+    ("host", "host work and other idle"),
+    ("compute", "device compute"),
+)
+# Table columns: (header, key of HostRow values or "busiest", tooltip).
+COLUMNS = (
+    ("Host", "name", "the host (one profile file of the run)"),
+    ("Step time", "step", "mean step time over the aligned steps"),
+    ("Input wait", "input", "devices idle while the host prepared the step, per step"),
+    (
+        "Collective wait",
+        "collective",
+        "time inside collectives per step: the others wait here for a late host",
+    ),
+    ("Compute", "compute", "device compute outside collectives per step"),
+    ("Host work", "host", "devices idle while the host did other work, per step"),
+    ("Busiest op", "busiest", "the non-collective op with the most device time on the host"),
+)
+LOW_COLOR = QColor(247, 251, 255)  # an empty cell: nearly white
+HIGH_COLOR = QColor(8, 69, 148)  # the largest value: deep blue
+CELL_MIN_WIDTH = 6  # px; below this the steps are drawn as thin columns without gaps
+ROW_HEIGHT = 22
+LABEL_GAP = 8
+MAX_TABLE_ROWS_SHOWN = 8  # the table grows to this many rows, then scrolls
+SORT_ROLE = Qt.ItemDataRole.UserRole + 1
+
+
+class HeatMap(QWidget):
+    """Hosts down, steps across; a click on a cell emits `cellClicked(host_row, step_column)`."""
+
+    cellClicked = Signal(int, int)
+
+    def __init__(self, parent=None):
+        super().__init__(parent)
+        self.hosts: list[str] = []
+        self.steps: list[int] = []
+        self.values = np.zeros((0, 0))
+        self.what = ""
+        self.setMouseTracking(True)
+        self.setCursor(Qt.CursorShape.PointingHandCursor)
+        self.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Fixed)
+
+    def set_values(self, hosts: list[str], steps: list[int], values: np.ndarray, what: str) -> None:
+        self.hosts, self.steps, self.values, self.what = list(hosts), list(steps), np.asarray(values), what
+        self.setFixedHeight(self._top() + ROW_HEIGHT * max(len(self.hosts), 1) + 4)
+        self.update()
+
+    def sizeHint(self) -> QSize:  # noqa: N802 (Qt override)
+        return QSize(600, self._top() + ROW_HEIGHT * max(len(self.hosts), 1) + 4)
+
+    def _top(self) -> int:
+        return self.fontMetrics().height() + 6
+
+    def _label_width(self) -> int:
+        metrics = self.fontMetrics()
+        return max((metrics.horizontalAdvance(h) for h in self.hosts), default=0) + LABEL_GAP
+
+    def _cell_width(self) -> float:
+        return (self.width() - self._label_width() - 2) / max(len(self.steps), 1)
+
+    def cell_rect(self, row: int, column: int) -> QRect:
+        width = self._cell_width()
+        x0 = self._label_width() + column * width
+        gap = 1 if width >= CELL_MIN_WIDTH else 0
+        return QRect(int(x0), self._top() + row * ROW_HEIGHT, max(int(width) - gap, 1), ROW_HEIGHT - 2)
+
+    def cell_at(self, pos: QPoint) -> tuple[int, int] | None:
+        if not self.hosts or not self.steps:
+            return None
+        row = (pos.y() - self._top()) // ROW_HEIGHT
+        column = int((pos.x() - self._label_width()) // self._cell_width())
+        if 0 <= row < len(self.hosts) and 0 <= column < len(self.steps):
+            return int(row), column
+        return None
+
+    def color_of(self, value: float) -> QColor:
+        top = float(self.values.max()) if self.values.size else 0.0
+        t = 0.0 if top <= 0 else min(max(value / top, 0.0), 1.0)
+        return QColor(
+            round(LOW_COLOR.red() + t * (HIGH_COLOR.red() - LOW_COLOR.red())),
+            round(LOW_COLOR.green() + t * (HIGH_COLOR.green() - LOW_COLOR.green())),
+            round(LOW_COLOR.blue() + t * (HIGH_COLOR.blue() - LOW_COLOR.blue())),
+        )
+
+    def paintEvent(self, event) -> None:  # noqa: N802 (Qt override)
+        painter = QPainter(self)
+        text = self.palette().color(QPalette.ColorRole.Text)
+        painter.setPen(text)
+        metrics = self.fontMetrics()
+        label_width = self._label_width()
+        for row, host in enumerate(self.hosts):
+            y = self._top() + row * ROW_HEIGHT
+            painter.drawText(
+                QRect(0, y, label_width - LABEL_GAP, ROW_HEIGHT - 2),
+                Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter,
+                host,
+            )
+        # Step numbers on top: as many as fit without overlapping.
+        width = self._cell_width()
+        every = max(1, int(np.ceil((metrics.horizontalAdvance("0000") + 4) / max(width, 1))))
+        for column in range(0, len(self.steps), every):
+            rect = self.cell_rect(0, column)
+            painter.drawText(
+                QRect(rect.x(), 0, max(rect.width(), 40), self._top() - 2),
+                Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignBottom,
+                str(self.steps[column]),
+            )
+        painter.setPen(Qt.PenStyle.NoPen)
+        for row in range(len(self.hosts)):
+            for column in range(len(self.steps)):
+                painter.fillRect(self.cell_rect(row, column), self.color_of(float(self.values[row, column])))
+        painter.end()
+
+    def mouseMoveEvent(self, event: QMouseEvent) -> None:  # noqa: N802 (Qt override)
+        cell = self.cell_at(event.position().toPoint())
+        if cell is None:
+            QToolTip.hideText()
+            return
+        row, column = cell
+        value = units.format_duration(float(self.values[row, column]))
+        where = f"{self.hosts[row]}, step {self.steps[column]}"
+        tip = f"{where}: {value} {self.what}\nclick to see it on the timeline"
+        QToolTip.showText(event.globalPosition().toPoint(), tip, self)
+
+    def mouseReleaseEvent(self, event: QMouseEvent) -> None:  # noqa: N802 (Qt override)
+        cell = self.cell_at(event.position().toPoint())
+        if cell is not None and event.button() == Qt.MouseButton.LeftButton:
+            self.cellClicked.emit(*cell)
+
+
+class _SortableItem(QTableWidgetItem):
+    """Sorts by the number in SORT_ROLE (durations), else by text."""
+
+    def __lt__(self, other: QTableWidgetItem) -> bool:
+        mine, theirs = self.data(SORT_ROLE), other.data(SORT_ROLE)
+        if isinstance(mine, (int, float)) and isinstance(theirs, (int, float)):
+            return mine < theirs
+        return self.text() < other.text()
+
+
+class PodPanel(QWidget):
+    """The heat map with its metric chooser, and the per-host table."""
+
+    stepRequested = Signal(
+        object
+    )  # an evidence item {label, start_ps, end_ps, host, plane?, track?, event_index?}
+
+    def __init__(self, parent=None):
+        super().__init__(parent)
+        self.pod: PodAnalysis | None = None
+        self.metric = QComboBox()
+        for key, words in METRICS:
+            self.metric.addItem(words, key)
+        self.metric.currentIndexChanged.connect(lambda _i: self._draw())
+        self.caption = QLabel("")
+        self.caption.setWordWrap(True)
+        self.heatmap = HeatMap()
+        self.heatmap.cellClicked.connect(self._on_cell)
+        self.table = QTableWidget(0, len(COLUMNS))
+        self.table.setHorizontalHeaderLabels([c[0] for c in COLUMNS])
+        for k, (_, _, tip) in enumerate(COLUMNS):
+            self.table.horizontalHeaderItem(k).setToolTip(tip)
+        self.table.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
+        self.table.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
+        self.table.setSelectionMode(QAbstractItemView.SelectionMode.SingleSelection)
+        self.table.setShowGrid(False)
+        self.table.setAlternatingRowColors(True)
+        self.table.verticalHeader().hide()
+        self.table.verticalHeader().setDefaultSectionSize(self.fontMetrics().height() + 8)
+        header = self.table.horizontalHeader()
+        header.setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
+        header.setSectionResizeMode(len(COLUMNS) - 1, QHeaderView.ResizeMode.Stretch)
+        header.setDefaultAlignment(Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignVCenter)
+        self.table.setSortingEnabled(True)
+
+        chooser = QHBoxLayout()
+        chooser.addWidget(QLabel("Colour by"))
+        chooser.addWidget(self.metric)
+        chooser.addSpacing(10)
+        chooser.addWidget(self.caption, 1)
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(0, 0, 0, 0)
+        layout.setSpacing(6)
+        layout.addLayout(chooser)
+        layout.addWidget(self.heatmap)
+        layout.addWidget(self.table)
+
+    def set_pod(self, pod: PodAnalysis | None) -> None:
+        """Shows `pod`; the panel hides itself when there are fewer than two hosts with steps."""
+        self.pod = pod
+        shown = pod is not None and len(pod.hosts) >= 2 and pod.step_count > 0
+        self.setVisible(shown)
+        if not shown:
+            return
+        self._draw()
+        self._fill_table()
+
+    def set_metric(self, key: str) -> None:
+        self.metric.setCurrentIndex(max(self.metric.findData(key), 0))
+
+    def _draw(self) -> None:
+        pod = self.pod
+        if pod is None or pod.step_count == 0:
+            return
+        key = self.metric.currentData()
+        words = dict(METRICS)[key]
+        values = pod.matrix(key)
+        self.heatmap.set_values(pod.hosts, [int(n) for n in pod.step_number], values, words)
+        darkest = units.format_duration(float(values.max()) if values.size else 0.0, units.SHORT_SPEC)
+        self.caption.setText(
+            f"{len(pod.hosts)} hosts × {pod.step_count} steps aligned by {pod.alignment}; white = 0, "
+            f"darkest = {darkest} {words}; click a cell to see that host's step on the timeline"
+        )
+
+    def _fill_table(self) -> None:
+        pod = self.pod
+        assert pod is not None
+        self.table.setSortingEnabled(False)
+        rows = pod.rows()
+        self.table.setRowCount(len(rows))
+        for r, row in enumerate(rows):
+            for c, (_, key, _) in enumerate(COLUMNS):
+                if key == "name":
+                    item = _SortableItem(row.host)
+                elif key == "busiest":
+                    item = _SortableItem(row.busiest_op or "–")
+                    item.setToolTip(row.busiest_op)
+                else:
+                    value = row.step_ps if key == "step" else row.parts_ps[key]
+                    item = _SortableItem(units.format_duration(value))
+                    item.setData(SORT_ROLE, float(value))
+                    item.setTextAlignment(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
+                self.table.setItem(r, c, item)
+        self.table.setSortingEnabled(True)
+        self.table.sortItems(0, Qt.SortOrder.AscendingOrder)
+        shown = min(len(rows), MAX_TABLE_ROWS_SHOWN)
+        height = (
+            self.table.horizontalHeader().sizeHint().height()
+            + shown * self.table.verticalHeader().defaultSectionSize()
+            + 2 * self.table.frameWidth()
+            + 2
+        )
+        self.table.setFixedHeight(height)
+
+    def step_item(self, host_row: int, step_column: int) -> dict | None:
+        """The evidence item of host `host_row`'s aligned step `step_column` (what a click asks for)."""
+        pod = self.pod
+        if pod is None or not 0 <= host_row < len(pod.hosts) or not 0 <= step_column < pod.step_count:
+            return None
+        summary = pod.host_summaries[host_row]
+        position = int(pod.positions[host_row, step_column])
+        label = f"{summary.host}, step {int(pod.step_number[step_column])}"
+        return summary.step_evidence(position, label)
+
+    def _on_cell(self, host_row: int, step_column: int) -> None:
+        item = self.step_item(host_row, step_column)
+        if item is not None:
+            self.stepRequested.emit(item)
