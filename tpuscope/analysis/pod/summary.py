@@ -208,7 +208,11 @@ def _longest(events: list[tuple[Track, np.ndarray]], what: str, window: Interval
     starts = np.concatenate([t.start_ps[i] for t, i in events])
     ends = np.concatenate([t.end_ps[i] for t, i in events])
     inside = np.flatnonzero((ends > w0) & (starts < w1))
-    chosen = inside[np.argsort(-(ends[inside] - starts[inside]), kind="stable")[:MAX_EVIDENCE]]
+    lengths = ends[inside] - starts[inside]
+    if len(inside) > MAX_EVIDENCE:  # the longest few without sorting them all
+        top = np.argpartition(-lengths, MAX_EVIDENCE - 1)[:MAX_EVIDENCE]
+        inside, lengths = inside[top], lengths[top]
+    chosen = inside[np.argsort(-lengths, kind="stable")]
     items = []
     for k in chosen:
         track = events[int(which[k])][0]
