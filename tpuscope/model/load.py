@@ -18,6 +18,7 @@ from tpuscope.errors import LoadCancelled, ProfileError
 from tpuscope.model import cache
 from tpuscope.model.stats import StatColumn, StatTable
 from tpuscope.model.trace import EventMetadataTable, Plane, Trace, Track
+from tpuscope.storage.remote import fetch_run, is_url
 from tpuscope.xplane import _linedecode
 from tpuscope.xplane.decode import (
     DecodedLine,
@@ -53,6 +54,8 @@ def open_trace(
     precedes the cut and `Trace.load_warnings` says what is missing; with
     `strict` it is a ProfileError instead, as is a cut file with no event.
     """
+    if is_url(path):
+        return _open_remote(str(path), run, progress, use_cache)
     files = resolve_profile_files(path, run)
     if use_cache:
         cached = cache.load(files)
@@ -101,6 +104,29 @@ def open_trace(
         cache.store(files, trace)
     _linedecode.return_freed_memory_to_os()  # the load's freed temporaries: keeps RSS near the model
     _report(progress, 1.0, "done")
+    return trace
+
+
+def _open_remote(url: str, run: str | None, progress: ProgressCallback | None, use_cache: bool) -> Trace:
+    """A bucket's run: its host files fetched into the local cache (in parallel), then opened as a run folder.
+
+    Downloading reports the first half of the progress, decoding the second; errors and the trace's
+    sources name the remote objects, not their local copies.
+    """
+
+    def half(offset: float):
+        if progress is None:
+            return None
+        return lambda fraction, message: progress(offset + 0.5 * fraction, message)
+
+    fetched = fetch_run(url, run, half(0.0))
+    urls = dict(zip(fetched.files, fetched.urls, strict=True))
+    try:
+        trace = open_trace(fetched.folder, None, half(0.5), use_cache)
+    except ProfileError as error:
+        where = urls.get(error.path, url) if isinstance(error.path, Path) else url
+        raise ProfileError(where, error.cause) from None
+    trace.sources = [urls.get(Path(s), s) for s in trace.sources]
     return trace
 
 

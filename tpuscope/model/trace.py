@@ -267,7 +267,7 @@ class NameAggregate:
 class Trace:
     """All planes of one profile (one or many hosts), sharing one string table."""
 
-    sources: list[Path] = field(default_factory=list)
+    sources: list[Path | str] = field(default_factory=list)  # files, or URLs for remote runs
     planes: list[Plane] = field(default_factory=list)
     strings: StringTable = field(default_factory=StringTable)
     blobs: list[bytes] = field(default_factory=list)

@@ -1,0 +1,390 @@
+"""Profiles in cloud storage: `gs://bucket/logdir` and any other fsspec URL.
+
+TPU pods write their profiles straight to a bucket (`jax.profiler.trace("gs://bucket/logdir")`), so a
+logdir is usually remote. Runs and hosts are listed from the bucket's listing alone (names and sizes, no
+download); opening a run fetches its host files in parallel into the local cache, each written to a
+temporary name and renamed only when complete, so a cancelled or broken download never leaves a
+half-written file that a later open would take for a profile. A file already fetched at the same
+version (the object's generation or etag, and its size) is not fetched again.
+
+Every failure becomes one ProfileError sentence naming the URL: no credentials, a bucket that does not
+exist, permission denied, a network that drops mid-download, a URL scheme nobody installed.
+`fsspec` and the scheme's filesystem (`gcsfs` for gs://) are the optional `cloud` extra.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import os
+import re
+import threading
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor, as_completed
+from dataclasses import dataclass
+from pathlib import Path, PurePosixPath
+from typing import Any
+
+from tpuscope.errors import LoadCancelled, ProfileError
+
+_URL = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*)://")
+# File names a run folder holds profiles under (XPlane, and the trace JSON JAX and PyTorch write beside it).
+REMOTE_PROFILE_SUFFIXES = (
+    ".xplane.pb",
+    ".xplane.pb.gz",
+    ".trace.json.gz",
+    ".trace.json",
+    ".pt.trace.json",
+    ".pt.trace.json.gz",
+)
+# logdir/<sub>/plugins/profile/<run>/<host>.xplane.pb and a little more, as for local logdirs.
+MAX_SEARCH_DEPTH = 6
+# Parallel downloads: host files are independent objects and cloud storage serves them side by side.
+FETCH_WORKERS = 8
+_CHUNK_BYTES = 4 << 20
+_INSTALL_HINT = "pip install 'tpuscope[cloud]'"
+
+# progress(fraction_done, what_is_happening) -> False to cancel, as model.load's callback
+ProgressCallback = Callable[[float, str], bool | None]
+
+
+def is_url(path: object) -> bool:
+    """True for `scheme://...` strings other than file:// (which is a local path)."""
+    if not isinstance(path, str):
+        return False
+    match = _URL.match(path)
+    return bool(match) and match.group(1).lower() != "file"
+
+
+@dataclass(frozen=True)
+class RemoteFile:
+    """One profile object: where it is, how big, and the version that keys the local copy."""
+
+    url: str
+    size: int
+    version: str
+
+    @property
+    def name(self) -> str:
+        return PurePosixPath(self.url.split("://", 1)[1]).name
+
+    @property
+    def host(self) -> str:
+        name = self.name
+        for suffix in sorted(REMOTE_PROFILE_SUFFIXES, key=len, reverse=True):
+            if name.endswith(suffix):
+                return name[: -len(suffix)]
+        return name
+
+
+@dataclass(frozen=True)
+class RemoteRun:
+    """One profiling session in the bucket: a folder with one file per host."""
+
+    name: str
+    folder: str
+    files: tuple[RemoteFile, ...]
+
+    @property
+    def hosts(self) -> list[str]:
+        return [f.host for f in self.files]
+
+    @property
+    def size(self) -> int:
+        return sum(f.size for f in self.files)
+
+
+def list_remote_runs(url: str) -> list[RemoteRun]:
+    """All runs under `url`, oldest first, from the listing alone (nothing is downloaded).
+
+    `url` may be one profile object, a run folder or a logdir, as for local paths.
+    """
+    fs, root = _filesystem(url)
+    fs.invalidate_cache()  # a long-lived app must see runs and hosts written since the last listing
+    with _errors_as_profile_errors(url):
+        try:
+            info = fs.info(root)
+        except FileNotFoundError:
+            raise ProfileError(url, _why_missing(fs, url)) from None
+        if info.get("type") == "file":
+            if not _is_profile_name(root):
+                raise ProfileError(url, "it is not a profile file (*.xplane.pb, *.trace.json.gz)")
+            remote = _remote_file(fs, root, info)
+            return [RemoteRun(remote.host, _parent_url(fs, root), (remote,))]
+        found = fs.find(root, maxdepth=MAX_SEARCH_DEPTH, detail=True)
+    per_folder: dict[str, list[RemoteFile]] = {}
+    for path, detail in sorted(found.items()):
+        if detail.get("type") == "file" and _is_profile_name(path):
+            folder = str(PurePosixPath(path).parent)
+            per_folder.setdefault(folder, []).append(_remote_file(fs, path, detail))
+    if not per_folder:
+        raise ProfileError(url, "no profiles (*.xplane.pb) were found under this URL")
+    # Run folders are named by capture time (YYYY_MM_DD_HH_MM_SS), so the name orders them.
+    runs = [
+        RemoteRun(PurePosixPath(folder).name, fs.unstrip_protocol(folder), tuple(files))
+        for folder, files in sorted(per_folder.items(), key=lambda item: PurePosixPath(item[0]).name)
+    ]
+    return runs
+
+
+def choose_run(url: str, runs: list[RemoteRun], run: str | None) -> RemoteRun:
+    """The run named `run`, else the newest."""
+    if run is None:
+        return runs[-1]
+    for candidate in runs:
+        if candidate.name == run:
+            return candidate
+    names = ", ".join(r.name for r in runs)
+    raise ProfileError(url, f"there is no run named {run!r} (runs: {names})")
+
+
+@dataclass(frozen=True)
+class FetchedRun:
+    """A remote run mirrored in a local folder: exactly its host files, each with its URL."""
+
+    folder: Path
+    files: tuple[Path, ...]
+    urls: tuple[str, ...]
+
+
+def fetch_run(
+    url: str,
+    run: str | None = None,
+    progress: ProgressCallback | None = None,
+    cache_root: Path | None = None,
+    workers: int = FETCH_WORKERS,
+) -> FetchedRun:
+    """Local copies of the chosen run's host files, fetched in parallel where not cached yet.
+
+    The local folder mirrors the run: a host file the bucket no longer lists is removed from it.
+    Raises ProfileError on any storage failure and LoadCancelled when `progress` returns False; in
+    both cases the files fetched completely stay cached and no partial file is left behind.
+    """
+    chosen = choose_run(url, list_remote_runs(url), run)
+    folder = (cache_root or remote_cache_dir()) / _folder_key(chosen.folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    targets = [(remote, folder / remote.name) for remote in chosen.files]
+    missing = [(remote, local) for remote, local in targets if not _is_current(remote, local)]
+    total = sum(remote.size for remote, _ in missing) or 1
+    done_bytes = [0]
+    lock = threading.Lock()
+    cancelled = threading.Event()
+
+    def advance(count: int, name: str) -> None:
+        with lock:
+            done_bytes[0] += count
+            fraction = done_bytes[0] / total
+        if progress is not None and progress(min(1.0, fraction), f"downloading {name}") is False:
+            cancelled.set()
+
+    if missing:
+        fs, _ = _filesystem(url)
+        with ThreadPoolExecutor(max_workers=max(1, min(workers, len(missing)))) as pool:
+            futures = [
+                pool.submit(_download, fs, remote, local, advance, cancelled) for remote, local in missing
+            ]
+            first_error: BaseException | None = None
+            for future in as_completed(futures):
+                error = future.exception()
+                if error is not None and first_error is None:
+                    first_error = error
+                    cancelled.set()  # stop the other downloads: the run cannot open without this host
+        if cancelled.is_set() and first_error is None:
+            raise LoadCancelled()
+        if isinstance(first_error, LoadCancelled):
+            raise first_error
+        if first_error is not None:
+            if isinstance(first_error, ProfileError):
+                raise first_error
+            raise _as_profile_error(url, first_error) from None
+    _remove_stale(folder, {local.name for _, local in targets})
+    return FetchedRun(folder, tuple(local for _, local in targets), tuple(r.url for r, _ in targets))
+
+
+def _remove_stale(folder: Path, keep: set[str]) -> None:
+    for entry in folder.iterdir():
+        if _is_profile_name(entry.name) and entry.name not in keep:
+            entry.unlink(missing_ok=True)
+            _version_file(entry).unlink(missing_ok=True)
+
+
+def remote_cache_dir() -> Path:
+    """Where fetched host files live: beside the columnar trace cache, in the user's cache folder."""
+    from tpuscope.model.cache import cache_dir
+
+    return cache_dir().parent / "remote"
+
+
+def _download(fs, remote: RemoteFile, local: Path, advance, cancelled: threading.Event) -> None:
+    partial = local.with_name(f".{local.name}.{os.getpid()}.{threading.get_ident()}.part")
+    path = remote.url.split("://", 1)[1] if _strips_protocol(fs) else remote.url
+    received = 0
+    try:
+        with _errors_as_profile_errors(remote.url, what=f"downloading {remote.name}"):
+            with fs.open(path, "rb", block_size=_CHUNK_BYTES) as source, open(partial, "wb") as sink:
+                while True:
+                    if cancelled.is_set():
+                        raise LoadCancelled()
+                    chunk = source.read(_CHUNK_BYTES)
+                    if not chunk:
+                        break
+                    sink.write(chunk)
+                    received += len(chunk)
+                    advance(len(chunk), remote.name)
+        if received != remote.size:
+            raise ProfileError(
+                remote.url,
+                f"the download ended after {received:,} of {remote.size:,} bytes (the connection dropped)",
+            )
+        os.replace(partial, local)
+        _version_file(local).write_text(remote.version)
+    finally:
+        partial.unlink(missing_ok=True)
+
+
+def _is_current(remote: RemoteFile, local: Path) -> bool:
+    try:
+        return local.stat().st_size == remote.size and _version_file(local).read_text() == remote.version
+    except OSError:
+        return False
+
+
+def _version_file(local: Path) -> Path:
+    return local.with_name(f".{local.name}.version")
+
+
+def _folder_key(folder_url: str) -> str:
+    """A readable and unique local folder name for a remote run folder."""
+    digest = hashlib.sha256(folder_url.encode()).hexdigest()[:16]
+    tail = re.sub(r"[^A-Za-z0-9_.-]+", "_", PurePosixPath(folder_url.split("://", 1)[-1]).name)[:60]
+    return f"{tail}-{digest}"
+
+
+def _why_missing(fs, url: str) -> str:
+    bucket = _bucket_of(url)
+    if bucket and _strips_protocol(fs):
+        try:
+            exists = fs.exists(bucket)
+        except Exception:  # noqa: BLE001 - the bucket probe is only for a better sentence
+            exists = True
+        if not exists:
+            return f"the bucket {bucket!r} does not exist"
+    return "nothing exists at this URL"
+
+
+def _is_profile_name(path: str) -> bool:
+    return path.endswith(REMOTE_PROFILE_SUFFIXES)
+
+
+def _remote_file(fs, path: str, detail: dict[str, Any]) -> RemoteFile:
+    version = (
+        detail.get("generation") or detail.get("etag") or detail.get("ETag") or detail.get("mtime") or ""
+    )
+    return RemoteFile(fs.unstrip_protocol(path), int(detail.get("size") or 0), str(version))
+
+
+def _parent_url(fs, path: str) -> str:
+    return fs.unstrip_protocol(str(PurePosixPath(path).parent))
+
+
+def _strips_protocol(fs) -> bool:
+    """Object-store filesystems take paths without their scheme; HTTP takes whole URLs."""
+    protocol = fs.protocol if isinstance(fs.protocol, str) else fs.protocol[0]
+    return protocol not in ("http", "https")
+
+
+def _quiet_storage_loggers() -> None:
+    """gcsfs logs every retry with a traceback; the user gets our one sentence instead.
+
+    A NullHandler keeps Python's last-resort handler from printing them when the application has
+    configured no logging; an application that has keeps its own handlers.
+    """
+    for name in ("gcsfs", "fsspec", "google", "aiohttp"):
+        logger = logging.getLogger(name)
+        if not logger.handlers:
+            logger.addHandler(logging.NullHandler())
+
+
+# gcsfs first asks Google's gRPC endpoint whether a bucket is hierarchical/zonal and waits up to 60 s
+# for an answer where gRPC cannot get through (a GCS emulator, some proxies) before using the JSON API
+# anyway (gcsfs/__init__.py reads this variable). Listing and reading profiles need only the JSON API.
+_GCSFS_BUCKET_TYPE_PROBE_ENV = "GCSFS_EXPERIMENTAL_ZB_HNS_SUPPORT"
+
+
+def _filesystem(url: str):
+    _quiet_storage_loggers()
+    os.environ.setdefault(_GCSFS_BUCKET_TYPE_PROBE_ENV, "false")
+    try:
+        import fsspec
+    except ImportError:
+        raise ProfileError(url, f"opening URLs needs the optional cloud support ({_INSTALL_HINT})") from None
+    scheme = url.split("://", 1)[0].lower()
+    try:
+        fs, path = fsspec.core.url_to_fs(url)
+    except ImportError as error:
+        package = getattr(error, "name", None) or "its filesystem package"
+        raise ProfileError(url, f"{scheme}:// URLs need {package} ({_INSTALL_HINT})") from None
+    except ValueError as error:
+        if "protocol" in str(error).lower():
+            raise ProfileError(url, f"no storage system is known for {scheme}:// URLs") from None
+        raise ProfileError(url, f"the URL is not valid ({error})") from None
+    except Exception as error:  # noqa: BLE001 - credential and configuration failures of any backend
+        raise _as_profile_error(url, error) from None
+    return fs, path
+
+
+class _errors_as_profile_errors:
+    """Turns a storage exception inside the block into one ProfileError sentence."""
+
+    def __init__(self, url: str, what: str = ""):
+        self.url = url
+        self.what = what
+
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, kind, error, traceback) -> bool:
+        if error is None or isinstance(error, (ProfileError, LoadCancelled, KeyboardInterrupt)):
+            return False
+        if isinstance(error, Exception):
+            raise _as_profile_error(self.url, error, self.what) from None
+        return False
+
+
+def _as_profile_error(url: str, error: BaseException, what: str = "") -> ProfileError:
+    """One sentence for a storage failure, from the exception's kind and HTTP status."""
+    code = getattr(error, "code", None) or getattr(error, "status", None)
+    text = str(error)
+    kind = type(error).__name__
+    if kind in ("DefaultCredentialsError", "RefreshError") or code == 401:
+        return ProfileError(
+            url,
+            "no valid cloud credentials were found (run `gcloud auth application-default login` "
+            "or set GOOGLE_APPLICATION_CREDENTIALS)",
+        )
+    # gcsfs raises OSError("Forbidden: ...") for HTTP 403 (gcsfs/retry.py validate_response).
+    if code == 403 or isinstance(error, PermissionError) or text.startswith("Forbidden"):
+        return ProfileError(url, "permission denied: these credentials may not read this bucket or object")
+    if isinstance(error, FileNotFoundError) or code == 404:
+        return ProfileError(url, "nothing exists at this URL (it was removed while being read)")
+    if _is_network_error(error):
+        where = f" while {what}" if what else ""
+        return ProfileError(url, f"the network connection failed{where} ({_short(text) or kind})")
+    return ProfileError(url, f"the storage request failed ({kind}: {_short(text)})")
+
+
+def _is_network_error(error: BaseException) -> bool:
+    if isinstance(error, (ConnectionError, TimeoutError, OSError)):
+        return True
+    module = type(error).__module__
+    return module.startswith(("aiohttp", "asyncio", "requests", "urllib3"))
+
+
+def _bucket_of(url: str) -> str:
+    rest = url.split("://", 1)[-1]
+    return rest.split("/", 1)[0]
+
+
+def _short(text: str, limit: int = 160) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 3] + "..."
