@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import os
+import re
 import sys
 
 from tpuscope.commands import COMMANDS
@@ -55,6 +56,10 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     return parser
 
 
+# `gs://bucket/logdir` and other storage URLs open like paths (tpuscope/storage/remote.py).
+_URL = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://")
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     _limit_blas_threads()
@@ -63,7 +68,7 @@ def main(argv: list[str] | None = None) -> int:
         return gui_main(argv)
     first = argv[0]
     if first not in commands and not first.startswith("-"):
-        if not os.path.exists(first):
+        if not os.path.exists(first) and not _URL.match(first):
             print(f"tpuscope: {not_a_command_message(first, commands)}", file=sys.stderr)
             return EXIT_ERROR
         return gui_main(argv)

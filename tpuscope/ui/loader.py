@@ -18,6 +18,7 @@ from PySide6.QtCore import QThread, Signal
 from tpuscope.errors import LoadCancelled, ProfileError
 from tpuscope.model.load import open_trace
 from tpuscope.model.trace import Trace
+from tpuscope.storage.remote import is_url
 from tpuscope.ui.timeline.lod import TimelineLod
 from tpuscope.ui.timeline.palette import Colours
 
@@ -26,7 +27,7 @@ log = logging.getLogger(__name__)
 
 @dataclass
 class LoadResult:
-    path: Path
+    path: Path | str  # a URL stays a string (Path would fold gs:// into gs:/)
     trace: Trace
     lod: TimelineLod
     steps: object | None  # tpuscope.analysis.steps.Steps, when step finding is available
@@ -53,7 +54,7 @@ def find_steps_or_none(trace: Trace):
     return steps if len(steps) else None
 
 
-def prepare(path: Path, progress=None) -> LoadResult:
+def prepare(path: Path | str, progress=None) -> LoadResult:
     """Loads and indexes one profile: what the worker thread does, usable synchronously too."""
     trace = open_trace(path, progress=progress)
     if progress is not None and progress(0.97, "indexing the timeline") is False:
@@ -63,7 +64,8 @@ def prepare(path: Path, progress=None) -> LoadResult:
     for plane in trace.planes:
         if plane.event_count:
             colours.of(plane)
-    return LoadResult(Path(path), trace, lod, find_steps_or_none(trace), colours)
+    where = path if is_url(path) else Path(path)
+    return LoadResult(where, trace, lod, find_steps_or_none(trace), colours)
 
 
 class LoadWorker(QThread):
@@ -77,7 +79,7 @@ class LoadWorker(QThread):
     def __init__(self, generation: int, path: str | Path, parent=None):
         super().__init__(parent)
         self.generation = generation
-        self.path = Path(path)
+        self.path: Path | str = path if is_url(path) else Path(path)
         self._cancel = False
 
     def cancel(self) -> None:

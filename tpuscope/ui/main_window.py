@@ -22,6 +22,7 @@ from PySide6.QtWidgets import (
 )
 
 from tpuscope.model.trace import Trace, Track
+from tpuscope.storage.remote import is_url
 from tpuscope.ui.details import DETAILS_START_WIDTH_PX, DetailsPanel
 from tpuscope.ui.jobs import LatestJobs
 from tpuscope.ui.loader import LoadResult, LoadWorker
@@ -62,7 +63,7 @@ class MainWindow(QMainWindow):
         self.resize(1400, 900)
         self.setAcceptDrops(True)
         self.trace: Trace | None = None
-        self.path: Path | None = None
+        self.path: Path | str | None = None
         self.generation = 0
         self._cancelled_generation = -1
         self.workers: set[LoadWorker] = set()
@@ -146,6 +147,7 @@ class MainWindow(QMainWindow):
         file_menu = self.menuBar().addMenu("&File")
         self._action(file_menu, "&Open\u2026", self.open_file_dialog, QKeySequence.Open)
         self._action(file_menu, "Open &Folder\u2026", self.open_folder_dialog, "Ctrl+Shift+O")
+        self._action(file_menu, "Open &URL\u2026", self.open_url_dialog, "Ctrl+Shift+U")
         self.recent_menu = file_menu.addMenu("Open &Recent")
         sample = bundled_sample()
         if sample is not None:
@@ -214,13 +216,22 @@ class MainWindow(QMainWindow):
         if path:
             self.open_path(path)
 
+    def open_url_dialog(self) -> None:
+        """A logdir in cloud storage: its runs are listed first, the chosen one opens like a path."""
+        from tpuscope.ui.open_url_dialog import OpenUrlDialog
+
+        recent_urls = [p for p in self.recent_paths() if is_url(p)]
+        dialog = OpenUrlDialog(self, recent_urls[0] if recent_urls else "")
+        dialog.chosen.connect(self.open_path)
+        dialog.exec()
+
     def open_capture_dialog(self) -> None:
         dialog = self.capture_class(self)
         dialog.captured.connect(self.open_path)
         dialog.exec()
 
     def _last_dir(self) -> str:
-        recent = self.recent_paths()
+        recent = [p for p in self.recent_paths() if not is_url(p)]
         return str(Path(recent[0]).parent) if recent else str(Path.home())
 
     def open_path(self, path: str | Path) -> None:
@@ -306,10 +317,10 @@ class MainWindow(QMainWindow):
         trace = result.trace
         steps = f", {len(result.steps)} steps" if result.steps is not None else ""
         self.status_label.setText(
-            f"{result.path.name}: {trace.event_count:,} events, "
+            f"{_short_name(result.path)}: {trace.event_count:,} events, "
             f"{len(trace.planes)} planes, {len(trace.hosts)} host(s){steps}"
         )
-        self.setWindowTitle(f"{result.path.name} - tpuscope")
+        self.setWindowTitle(f"{_short_name(result.path)} - tpuscope")
         self.traceLoaded.emit(trace)
 
     # ----- views -----------------------------------------------------------------------------
@@ -409,7 +420,7 @@ class MainWindow(QMainWindow):
         return [str(v) for v in value or []]
 
     def _add_recent(self, path: str) -> None:
-        path = str(Path(path).resolve())
+        path = path if is_url(path) else str(Path(path).resolve())
         paths = [path] + [p for p in self.recent_paths() if p != path]
         self.settings.setValue("recent", paths[:MAX_RECENT])
         self.settings.sync()
@@ -459,3 +470,8 @@ class MainWindow(QMainWindow):
         self.settings.sync()
         self.wait_for_background_work()
         super().closeEvent(event)
+
+
+def _short_name(path: Path | str) -> str:
+    """The last part of a path or URL, for the title bar and the status line."""
+    return path.rstrip("/").rsplit("/", 1)[-1] if isinstance(path, str) else path.name
