@@ -55,7 +55,7 @@ def open_trace(
     `strict` it is a ProfileError instead, as is a cut file with no event.
     """
     if is_url(path):
-        return _open_remote(str(path), run, progress, use_cache)
+        return _open_remote(str(path), run, progress, use_cache, strict)
     files = resolve_profile_files(path, run)
     if use_cache:
         cached = cache.load(files)
@@ -107,7 +107,9 @@ def open_trace(
     return trace
 
 
-def _open_remote(url: str, run: str | None, progress: ProgressCallback | None, use_cache: bool) -> Trace:
+def _open_remote(
+    url: str, run: str | None, progress: ProgressCallback | None, use_cache: bool, strict: bool
+) -> Trace:
     """A bucket's run: its host files fetched into the local cache (in parallel), then opened as a run folder.
 
     Downloading reports the first half of the progress, decoding the second; errors and the trace's
@@ -122,7 +124,7 @@ def _open_remote(url: str, run: str | None, progress: ProgressCallback | None, u
     fetched = fetch_run(url, run, half(0.0))
     urls = dict(zip(fetched.files, fetched.urls, strict=True))
     try:
-        trace = open_trace(fetched.folder, None, half(0.5), use_cache)
+        trace = open_trace(fetched.folder, None, half(0.5), use_cache, strict)
     except ProfileError as error:
         where = urls.get(error.path, url) if isinstance(error.path, Path) else url
         raise ProfileError(where, error.cause) from None
