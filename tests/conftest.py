@@ -42,6 +42,32 @@ def _collect_garbage_on_the_main_thread():
         gc.enable()
 
 
+@pytest.fixture(autouse=True)
+def _message_boxes_never_block(monkeypatch):
+    """A modal QMessageBox in a test would wait forever for a click, and pytest-timeout cannot
+    interrupt Qt's event loop: the test run would hang instead of failing. Tests see what the box
+    would have said in `shown_message_boxes`; a test that checks a box patches it itself."""
+    try:
+        from PySide6.QtWidgets import QMessageBox
+    except ImportError:
+        return
+
+    def record(kind: str):
+        def show(*args, **kwargs):
+            shown_message_boxes.append((kind, *[a for a in args if isinstance(a, str)]))
+            return QMessageBox.StandardButton.Ok
+
+        return show
+
+    shown_message_boxes.clear()
+    for kind in ("warning", "critical", "information", "question"):
+        monkeypatch.setattr(QMessageBox, kind, staticmethod(record(kind)))
+
+
+# What the message boxes of the current test would have shown: (kind, title, text).
+shown_message_boxes: list[tuple[str, ...]] = []
+
+
 def require_shared_traces() -> None:
     if not ALL_SHARED_TRACES:
         pytest.fail(f"the real profiles are missing: expected them under {SHARED_TRACES}")
