@@ -1,0 +1,213 @@
+"""Real JAX CPU pairs with a known cause of change, recorded for the compare tests.
+
+Each scenario is a short training-like loop (a second or less) recorded with `jax.profiler.trace`,
+with `StepTraceAnnotation` around each step as a user would write it. Pairs:
+
+- `input_bound` (the loader sleeps inside the step) vs `prefetched` (the same loads run ahead in
+  a pool of loader threads, off the step);
+- `reshaping` (a new batch size every few steps: a compilation each time) vs `padded` (every
+  batch padded to the largest size: one compilation);
+- `plain` vs `extra_op` (the same step plus a sort of the weights, an op `plain` does not have);
+- `healthy_0` ... `healthy_{HEALTHY_RUNS-1}`: the same program recorded several times.
+
+Every step ends by reading its loss on the host (as a loop that logs it does), so host step
+annotations time the device work and not only the dispatch.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+
+STEPS = 16
+# The loader's sleep inside the step: far above the ~1 ms step, so the loop is clearly input-bound.
+LOADER_SLEEP_S = 0.012
+# Loader threads of `prefetched`: enough that loading keeps ahead of the step.
+LOADER_THREADS = 16
+# `reshaping`: a new batch size every RESHAPE_EVERY steps (one compilation each).
+RESHAPE_EVERY = 4
+BASE_ROWS = 64
+ROW_GROWTH = 16
+FEATURES = 256
+# `extra_op` sorts this many values per step: several times the plain step's device time.
+SORT_SIZE = 1 << 16
+HEALTHY_RUNS = 5
+# The healthy program's batch: a step of a few ms of compute, well above per-step overheads.
+HEALTHY_ROWS = 1024
+WARMUP_STEPS = 4
+# One XLA:CPU thread: a multi-threaded step on a machine shared with other jobs is slowed by whatever
+# else runs, by a different factor in each recording; one thread keeps the recordings comparable.
+SINGLE_THREADED_XLA_CPU = "--xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1"
+
+PAIRS = {
+    "input": ("input_bound", "prefetched"),
+    "compile": ("reshaping", "padded"),
+    "extra_op": ("plain", "extra_op"),
+}
+PAIR_SCENARIOS = ("input_bound", "prefetched", "reshaping", "padded", "plain", "extra_op")
+SCENARIOS = PAIR_SCENARIOS + tuple(f"healthy_{k}" for k in range(HEALTHY_RUNS))
+
+
+def _rows(step: int) -> int:
+    return BASE_ROWS + ROW_GROWTH * (step // RESHAPE_EVERY)
+
+
+def _make_step(jax, jnp, learning_rate: float, extra_op: bool):
+    """A fresh jitted step; its own learning rate keeps JAX's caches from sharing compilations."""
+
+    @jax.jit
+    def train_step(w, x):
+        y = jnp.tanh(x @ w)
+        grad = x.T @ (y * (1 - y * y)) / x.shape[0]
+        loss = jnp.mean(y * y)
+        if extra_op:
+            ranked = jnp.sort(jnp.tile(w.ravel(), SORT_SIZE // w.size))
+            loss = loss + 1e-9 * ranked[SORT_SIZE // 2]
+        return w - learning_rate * grad, loss
+
+    return train_step
+
+
+def record(scenario: str, logdir: Path, before_loop=None, after_loop=None) -> Path:
+    """Runs one scenario under the profiler and returns the written .xplane.pb path.
+
+    `before_loop()` is called before the profile starts (then a few unprofiled steps warm the
+    program up again) and `after_loop()` inside it, after the last step.
+    """
+    from concurrent.futures import ThreadPoolExecutor
+
+    import jax
+    import jax.numpy as jnp
+    import numpy as np
+
+    healthy = scenario.startswith("healthy")
+    rate = 0.01 * (1 + (SCENARIOS.index(scenario) if not healthy else len(SCENARIOS)))
+    train_step = _make_step(jax, jnp, rate, extra_op=scenario == "extra_op")
+    rng = np.random.default_rng(0)
+    rows = HEALTHY_ROWS if healthy else _rows(STEPS - 1)
+    batches = [rng.standard_normal((rows, FEATURES), dtype=np.float32) for _ in range(STEPS)]
+    w = jnp.ones((FEATURES, FEATURES), jnp.float32) * 0.01
+    if scenario not in ("reshaping", "padded"):  # compiled before the profile, as after a warm-up
+        float(train_step(w, batches[0] if healthy else batches[0][:BASE_ROWS])[1])
+
+    def load(i: int):
+        with jax.profiler.TraceAnnotation("load_batch"):
+            time.sleep(LOADER_SLEEP_S)
+            return batches[i][:BASE_ROWS]
+
+    pool = ThreadPoolExecutor(LOADER_THREADS)
+    if before_loop is not None:
+        before_loop()
+        for i in range(WARMUP_STEPS):  # caches and pages warm again after the wait, unprofiled
+            float(train_step(w, batches[i])[1])
+    # `prefetched` starts its loader threads before the loop, as a prefetching input pipeline does.
+    ahead = [pool.submit(load, i) for i in range(STEPS)] if scenario == "prefetched" else []
+    with jax.profiler.trace(str(logdir)):
+        for i in range(STEPS):
+            with jax.profiler.StepTraceAnnotation("train", step_num=i):
+                if scenario == "input_bound":
+                    x = load(i)
+                elif scenario == "prefetched":
+                    x = ahead[i].result()
+                elif scenario == "reshaping":
+                    x = batches[i][: _rows(i)]
+                elif scenario == "padded":
+                    x = batches[i]  # every batch at the largest size: one compilation
+                elif healthy:
+                    x = batches[i]
+                else:
+                    x = batches[i][:BASE_ROWS]
+                w, loss = train_step(w, x)
+                float(loss)
+        if after_loop is not None:
+            after_loop()
+    pool.shutdown()
+    found = sorted(Path(logdir).glob("plugins/profile/*/*.xplane.pb"))
+    if not found:
+        raise RuntimeError(f"jax.profiler.trace wrote no .xplane.pb under {logdir}")
+    return found[-1]
+
+
+def _environment() -> dict[str, str]:
+    return {**os.environ, "JAX_PLATFORMS": "cpu", "XLA_FLAGS": SINGLE_THREADED_XLA_CPU}
+
+
+def _paths(stdout: str) -> dict[str, Path]:
+    return {
+        name: Path(path)
+        for name, path in (line.split("\t", 1) for line in stdout.splitlines() if "\t" in line)
+    }
+
+
+def _paths_of(process) -> dict[str, Path]:
+    out, err = process.communicate(timeout=300)
+    if process.returncode != 0:
+        raise RuntimeError(f"recording JAX compare scenarios failed: {err[-2000:]}")
+    return _paths(out)
+
+
+def record_all_in_subprocess(root: Path) -> dict[str, Path]:
+    """Records every scenario (the test process never starts JAX) and returns scenario -> path.
+
+    The cause pairs are recorded one after the other in one interpreter. The healthy runs are one
+    interpreter each, as a user's reruns would be: all compile and start their profile first, then
+    take turns, each running a few unprofiled warm-up steps and then its profiled loop, so that all
+    run within a fraction of a second of each other. On this project's 2-core virtual machines,
+    shared with other jobs, healthy runs recorded a second or more apart differed by up to 5x, and
+    by up to 60% when one interpreter recorded all of them (its first profiler session is slower);
+    taking turns, by up to 34% (80 pairs): see compare_stats.NOISE_FLOOR_HOST_CPU_PERCENT.
+    """
+    import subprocess
+    import sys
+
+    def start(*scenarios: str):
+        command = [sys.executable, __file__, str(root), *scenarios]
+        return subprocess.Popen(
+            command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=_environment()
+        )
+
+    root.mkdir(parents=True, exist_ok=True)
+    paths = _paths_of(start(*PAIR_SCENARIOS))
+    healthy = [start(f"healthy_{k}") for k in range(HEALTHY_RUNS)]
+    deadline = time.monotonic() + 300
+    while not all((root / f"healthy_{k}.ready").exists() for k in range(HEALTHY_RUNS)):
+        if time.monotonic() > deadline or any(p.poll() is not None for p in healthy):
+            break
+        time.sleep(0.05)
+    if any(p.poll() not in (None, 0) for p in healthy):
+        for process in healthy:
+            process.kill()
+    (root / "go").touch()
+    for process in healthy:
+        paths.update(_paths_of(process))
+    return paths
+
+
+def _wait_for(path: Path) -> None:
+    while not path.exists():
+        time.sleep(0.0005)
+
+
+def _turn(root: Path, k: int) -> tuple:
+    """(before_loop, after_loop) of healthy run k: wait for run k-1's loop; stop after the last's."""
+    previous = root / "go" if k == 0 else root / f"healthy_{k - 1}.done"
+
+    def before() -> None:
+        (root / f"healthy_{k}.ready").touch()
+        _wait_for(previous)
+
+    def after() -> None:  # writing a profile is heavy: none is written until every loop has run
+        (root / f"healthy_{k}.done").touch()
+        _wait_for(root / f"healthy_{HEALTHY_RUNS - 1}.done")
+
+    return before, after
+
+
+if __name__ == "__main__":
+    import sys
+
+    root = Path(sys.argv[1])
+    for name in sys.argv[2:]:
+        hooks = _turn(root, int(name.split("_")[1])) if name.startswith("healthy_") else (None, None)
+        print(f"{name}\t{record(name, root / name, *hooks)}", flush=True)

@@ -1,0 +1,164 @@
+"""`tpuscope compare BASE NEW`: did the change help, where, and is it larger than the noise?
+
+The verdict paragraph first, then configuration differences, step time of both runs with the
+change and its 95% interval, the per-step split, the ops whose self time changed most (matched
+across recompilations), and the finding changes. `--fail-on-regression PCT` makes it a CI gate
+that exits 1 only when NEW is significantly slower by more than PCT percent.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+import numpy as np
+
+from tpuscope.analysis.compare import SPLIT_LABELS, SPLIT_PARTS, Comparison, compare_traces
+from tpuscope.cli import EXIT_FINDINGS, EXIT_OK, UserFacingError
+from tpuscope.commands._shared import format_ps, load_for_cli, print_json
+
+TOP_OPS_TEXT = 15
+NAME_CHARS = 40
+
+
+def register(subparsers) -> None:
+    parser = subparsers.add_parser(
+        "compare",
+        help="compare two runs: step time change with a 95%% interval, where it came from, finding changes",
+    )
+    parser.add_argument("base", help="BASE profile: a .xplane.pb(.gz) file, a run folder, or a logdir")
+    parser.add_argument("new", help="NEW profile, the same kinds of path")
+    parser.add_argument("--run-base", help="with a logdir as BASE: the run to open instead of the newest")
+    parser.add_argument("--run-new", help="with a logdir as NEW: the run to open instead of the newest")
+    parser.add_argument("--no-cache", action="store_true", help="ignore and do not write the trace cache")
+    parser.add_argument("--json", action="store_true", help="print machine-readable JSON")
+    parser.add_argument("--top", type=int, default=TOP_OPS_TEXT, help="ops to list (default %(default)s)")
+    parser.add_argument(
+        "--fail-on-regression",
+        type=float,
+        metavar="PCT",
+        help="exit 1 when NEW is significantly slower than BASE by more than PCT percent",
+    )
+    parser.add_argument(
+        "--noise-floor",
+        type=float,
+        metavar="PCT",
+        help="smallest change reported as significant (default 10 on TPU/GPU, 50 when the device is the "
+        "host CPU; record one program twice to see your machine's)",
+    )
+    parser.set_defaults(handler=run)
+
+
+def _load(path: str, run_name: str | None, no_cache: bool):
+    return load_for_cli(argparse.Namespace(path=path, run=run_name, no_cache=no_cache))
+
+
+def run(args) -> int:
+    if args.top < 1:
+        raise UserFacingError(f"--top must be a positive number of ops, not {args.top}.")
+    if args.fail_on_regression is not None and args.fail_on_regression < 0:
+        raise UserFacingError(
+            f"--fail-on-regression must be a percentage >= 0, not {args.fail_on_regression}."
+        )
+    base = _load(args.base, args.run_base, args.no_cache)
+    new = _load(args.new, args.run_new, args.no_cache)
+    if args.noise_floor is not None and args.noise_floor < 0:
+        raise UserFacingError(f"--noise-floor must be a percentage >= 0, not {args.noise_floor}.")
+    comparison = compare_traces(base, new, args.noise_floor)
+    if args.json:
+        payload = comparison.to_json(top_ops=None)
+        if args.fail_on_regression is not None:
+            payload["fail_on_regression_percent"] = args.fail_on_regression
+            payload["regression"] = comparison.regressed_by_more_than(args.fail_on_regression)
+        print_json(payload)
+    else:
+        print_text(comparison, args.top)
+    if args.fail_on_regression is not None and comparison.regressed_by_more_than(args.fail_on_regression):
+        return EXIT_FINDINGS
+    return EXIT_OK
+
+
+def print_text(c: Comparison, top: int = TOP_OPS_TEXT) -> None:
+    print(f"BASE: {', '.join(c.base.overview.sources)}")
+    print(f"NEW:  {', '.join(c.new.overview.sources)}")
+    print(f"\nVerdict: {c.verdict.replace('_', ' ')}")
+    print(c.summary)
+    differences = [p for p in c.parity if not p.same]
+    if differences:
+        print("\nConfiguration differences:")
+        for p in differences:
+            print(f"  {p.aspect}: {p.base}  ->  {p.new}")
+    else:
+        print("\nConfiguration: same " + ", ".join(p.aspect for p in c.parity) + ".")
+    _print_step_time(c)
+    _print_split(c)
+    _print_ops(c, top)
+    _print_findings(c)
+
+
+def _print_step_time(c: Comparison) -> None:
+    print("\nStep time (steps that compiled left out):")
+    for label, run in (("BASE", c.base), ("NEW ", c.new)):
+        steady = run.durations_ps[~run.compiled] if run.steps else run.durations_ps
+        if len(steady) == 0:
+            print(f"  {label} no steps")
+            continue
+        print(
+            f"  {label} median {format_ps(float(np.median(steady)))}, p95 "
+            f"{format_ps(float(np.percentile(steady, 95)))}, {len(steady)} steps "
+            f"({int(run.compiled.sum())} compiled, left out)"
+        )
+    for name, change in (("median", c.typical), ("mean with compilation", c.with_compilation)):
+        if change is None:
+            continue
+        low, high = change.ci_low_percent, change.ci_high_percent
+        print(
+            f"  change of the {name}: {change.change_percent:+.1f}% (95% CI {low:+.1f}%..{high:+.1f}%, "
+            f"{'significant' if change.significant else 'not significant'}; {change.method})"
+        )
+
+
+def _print_split(c: Comparison) -> None:
+    if c.split is None:
+        return
+    s = c.split
+    print("\nPer-step split (mean per step, BASE -> NEW):")
+    for part in SPLIT_PARTS:
+        print(
+            f"  {SPLIT_LABELS[part]:<32} {format_ps(s.base_ps[part]):>10} -> {format_ps(s.new_ps[part]):>10}"
+            f"  ({s.percent('base', part):5.1f}% -> {s.percent('new', part):5.1f}%)"
+        )
+
+
+def _cut(text: str) -> str:
+    return text if len(text) <= NAME_CHARS else text[: NAME_CHARS - 1] + "…"
+
+
+def _print_ops(c: Comparison, top: int) -> None:
+    rows = c.ops.rows[:top]
+    if not rows:
+        print("\nNo device ops in either run.")
+        return
+    per = "per step" if c.ops.per == "step" else "per profile"
+    print(f"\nOps by change of self time ({per}; {len(c.ops.rows):,} in all):")
+    width = max(len(_cut(r.name)) for r in rows)
+    print(f"  {'op':<{width}}  {'BASE':>10}  {'NEW':>10}  {'delta':>10}  {'share':>6}  match")
+    for r in rows:
+        share = c.ops.share_of_change(r) * 100
+        print(
+            f"  {_cut(r.name):<{width}}  {format_ps(r.base_self_ps):>10}  {format_ps(r.new_self_ps):>10}  "
+            f"{('+' if r.delta_ps >= 0 else '-') + format_ps(abs(r.delta_ps)):>10}  {share:5.0f}%  {r.match}"
+        )
+
+
+def _print_findings(c: Comparison) -> None:
+    f = c.findings
+    if not (f.new or f.resolved or f.changed):
+        print("\nFindings: no change.")
+        return
+    print("\nFindings:")
+    for item in f.new:
+        print(f"  new       [{item.severity.label}] {item.title}")
+    for item in f.resolved:
+        print(f"  resolved  [{item.severity.label}] {item.title}")
+    for b, n in f.changed:
+        print(f"  changed   [{b.severity.label} -> {n.severity.label}] {n.title}")
