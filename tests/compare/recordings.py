@@ -101,8 +101,11 @@ def record(scenario: str, logdir: Path, before_loop=None, after_loop=None) -> Pa
         before_loop()
         for i in range(WARMUP_STEPS):  # caches and pages warm again after the wait, unprofiled
             float(train_step(w, batches[i])[1])
-    # `prefetched` starts its loader threads before the loop, as a prefetching input pipeline does.
+    # `prefetched` loads ahead in its loader threads, before the loop, as a prefetching pipeline with
+    # a full buffer does.
     ahead = [pool.submit(load, i) for i in range(STEPS)] if scenario == "prefetched" else []
+    for batch in ahead:
+        batch.result()
     with jax.profiler.trace(str(logdir)):
         for i in range(STEPS):
             with jax.profiler.StepTraceAnnotation("train", step_num=i):
