@@ -1,6 +1,6 @@
-"""The loader's fast paths give the same trace as its plain ones: threads, big-file buffers, the mmap cache.
+"""The loader's fast paths give the same trace as its plain ones: threads, mapped big files, the mmap cache.
 
-Each fast path (threaded line decoding, the numpy file buffer whose pages are
+Each fast path (threaded line decoding, the mapped file whose pages are
 released plane by plane, the memory-mapped cache) is checked against a path
 without it on real profiles and on generated TPU-shaped ones.
 """
@@ -25,7 +25,7 @@ from tpuscope.model.trace import Trace
 from tpuscope.xplane import _linedecode
 from tpuscope.xplane.decode import MalformedXSpace, decode_xspace
 
-_BIG_FILE_BYTES = 4 << 20  # tpuscope.model.load reads files from this size into a numpy buffer
+_BIG_FILE_BYTES = 4 << 20  # tpuscope.model.load maps files from this size on
 
 
 def _generator():
@@ -93,8 +93,8 @@ def test_threaded_decoding_equals_serial(path, big_profile):
 
 
 def test_big_file_buffer_path_equals_gzip_bytes_path(big_profile, tmp_path):
-    """Above 4 MiB the file goes into a numpy buffer whose plane pages are released as they decode;
-    a gzip file takes the plain bytes path. Both must give the same trace."""
+    """Above 4 MiB the file is mapped and its plane pages are released as they decode; a gzip file
+    takes the plain bytes path. Both must give the same trace."""
     gz = tmp_path / "big.xplane.pb.gz"
     gz.write_bytes(gzip.compress(big_profile.read_bytes(), compresslevel=1))
     assert _columns(open_trace(big_profile, use_cache=False)) == _columns(open_trace(gz, use_cache=False))
@@ -172,7 +172,7 @@ def test_fill_checks_every_write_against_the_sizes_given():
 @given(edits=st.lists(st.tuples(st.integers(0, 2**31), st.integers(0, 255)), min_size=1, max_size=3),
        cut=st.none() | st.integers(0, 2**31))  # fmt: skip
 def test_mutated_big_profile_loads_or_raises_profile_error(big_profile, tmp_path, edits, cut):
-    """The big-file path (numpy buffer, threads, pages released per plane) under byte mutations."""
+    """The big-file path (mapped file, threads, pages released per plane) under byte mutations."""
     buffer = bytearray(big_profile.read_bytes())
     for position, value in edits:
         buffer[position % len(buffer)] = value

@@ -8,7 +8,7 @@ stat columns.
 
 from __future__ import annotations
 
-import os
+import functools
 from collections.abc import Callable
 from pathlib import Path
 
@@ -31,7 +31,9 @@ from tpuscope.xplane.decode import (
 from tpuscope.xplane.files import (
     describe_foreign_format,
     host_from_filename,
+    map_file,
     read_profile_bytes,
+    release_mapped,
     resolve_profile_files,  # fmt: skip
 )
 from tpuscope.xplane.narrowing import narrow_integers
@@ -76,7 +78,7 @@ def open_trace(
             _report(progress, 0.9 * (base + share * done / total), f"decoding {name}")
 
         # The file's bytes live only inside _decode: freed before the next file and the assembly.
-        space = _decode(file, *_read(file), on_line)
+        space = _decode_file(file, on_line)
         read_so_far += _size(file)
         if space.truncation is None:
             spaces.append((file, space))
@@ -144,43 +146,42 @@ def _report(progress: ProgressCallback | None, fraction: float, message: str) ->
         raise LoadCancelled()
 
 
-# From this size on numpy madvises huge pages for a buffer (numpy/_core/src/multiarray/alloc.c), which
-# is what makes the numpy read faster than read() (16.5 -> 4.5 ms for 34 MB, benchmarks/README.md).
-_BUFFER_READ_MIN_BYTES = 4 << 20
+# Below this size a plain read costs about what mapping does; above it the file is mapped.
+_MAP_MIN_BYTES = 4 << 20
 _GZIP_MAGIC = b"\x1f\x8b"
 # describe_foreign_format and looks_utf8_reencoded look at most at the first 1 MiB.
 _SNIFF_BYTES = 1 << 20
 
 
-def _read(file: Path) -> tuple[object, bool]:
-    """The file's bytes (a numpy buffer for big uncompressed files) and whether a gzip stream ended early.
+def _decode_file(file: Path, on_line) -> DecodedSpace:
+    """Decodes one file: big uncompressed files from a read-only map of it, others from their bytes.
 
-    Why: reading 35 MB into a bytes object costs ~16 ms here, mostly page
-    faults on fresh 4 KiB pages; numpy madvises huge pages for buffers of
-    4 MiB and more, so the same read into one costs ~4 ms (measured in
-    benchmarks/README.md). Any failure or a gzip file goes through
-    read_profile_bytes, which owns the error messages.
+    Why map: see tpuscope.xplane.files.map_file. Each decoded plane's pages
+    are dropped from the map as the decode moves on, so the file's share of
+    the peak is about one plane, not the whole file. Any failure to map, and
+    every gzip file, goes through read_profile_bytes, which owns the errors.
     """
+    mapped = map_file(file) if _size(file) >= _MAP_MIN_BYTES else None
+    if mapped is None or mapped[:2] == _GZIP_MAGIC:
+        if mapped is not None:
+            mapped.close()
+        data, ends_early = read_profile_bytes(file)
+        return _decode(file, data, ends_early, on_line)
     try:
-        with open(file, "rb", buffering=0) as handle:
-            size = os.fstat(handle.fileno()).st_size
-            if size < _BUFFER_READ_MIN_BYTES or handle.read(2) == _GZIP_MAGIC:
-                return read_profile_bytes(file)
-            handle.seek(0)
-            buffer = np.empty(size, np.uint8)
-            if handle.readinto(buffer) != size:
-                return read_profile_bytes(file)
-    except OSError:
-        return read_profile_bytes(file)
-    return memoryview(buffer), False
+        return _decode(file, mapped, False, on_line, functools.partial(release_mapped, mapped))
+    finally:
+        try:
+            mapped.close()
+        except BufferError:  # a view is still alive (an exception's frames): the collector closes it
+            pass
 
 
-def _decode(file: Path, data, ends_early: bool, on_line) -> DecodedSpace:
+def _decode(file: Path, data, ends_early: bool, on_line, release=None) -> DecodedSpace:
     foreign = describe_foreign_format(bytes(data[:_SNIFF_BYTES]))
     if foreign is not None:
         raise ProfileError(file, foreign)
     try:
-        space = decode_xspace(data, on_line, ends_early=ends_early)
+        space = decode_xspace(data, on_line, ends_early=ends_early, release=release)
     except MalformedXSpace:
         raise ProfileError(file, "the file is corrupted (it does not decode as an XSpace protobuf)") from None
     except RecursionError:
@@ -197,7 +198,8 @@ def assemble(spaces: list[tuple[Path, DecodedSpace]]) -> Trace:
     trace.hosts = list(dict.fromkeys(hosts))
     trace.origin_ns = _origin_ns(spaces)
     columns = _ColumnBlock(sum(len(line) for _, space in spaces for p in space.planes for line in p.lines))
-    for (_, space), host in zip(spaces, hosts, strict=True):
+    for (file, space), host in zip(spaces, hosts, strict=True):
+        _check_line_times(file, space, trace.origin_ns)
         trace.errors.extend(space.errors)
         trace.warnings.extend(space.warnings)
         for decoded in space.planes:
@@ -205,6 +207,20 @@ def assemble(spaces: list[tuple[Path, DecodedSpace]]) -> Trace:
     ends = [int(t.start_ps[-1] + t.duration_ps.max()) for t in trace.tracks() if len(t)]
     trace.duration_ps = max(ends) if ends else 0
     return trace
+
+
+# Trace-relative times are int64 picoseconds: a line whose start lies further than this from the trace's
+# origin (about 53 days) cannot be one of this trace's lines; only a damaged timestamp gets there.
+_MAX_LINE_SHIFT_PS = 1 << 62
+
+
+def _check_line_times(file: Path, space: DecodedSpace, origin_ns: int) -> None:
+    for plane in space.planes:
+        for line in plane.lines:
+            if abs((line.timestamp_ns - origin_ns) * 1000) >= _MAX_LINE_SHIFT_PS:
+                raise ProfileError(
+                    file, f"the file is corrupted (line {line.name!r} has an impossible start time)"
+                )
 
 
 def _host_names(spaces: list[tuple[Path, DecodedSpace]]) -> list[str]:

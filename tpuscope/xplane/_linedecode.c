@@ -578,6 +578,38 @@ static PyObject *intact_prefix(PyObject *self, PyObject *args) {
     return Py_BuildValue("nLLLL", length, last_field, cut_field, cut_offset, cut_declared);
 }
 
+/* every_event_has_each(st_meta, st_event, k) -> bool: whether a line's flat stat records are k per
+ * event, in the same id order on every event (record i belongs to event i / k and has the id of
+ * record i % k). Why: that is how real writers emit per-op stats (device_offset_ps and
+ * device_duration_ps on every XLA op), and then each stat is a strided view of the records: no
+ * index arrays, row lists or masks, whose fresh pages cost more than the decode on big lines. */
+static PyObject *every_event_has_each(PyObject *self, PyObject *args) {
+    Py_buffer m, e;
+    Py_ssize_t k;
+    if (!PyArg_ParseTuple(args, "y*y*n", &m, &e, &k)) return NULL;
+    Py_ssize_t n = m.len / 8;
+    int regular = k > 0 && e.len / 4 == n && n % k == 0;
+    if (regular) {
+        const int64_t *meta = m.buf;
+        const int32_t *event = e.buf;
+        Py_BEGIN_ALLOW_THREADS
+        for (Py_ssize_t i = 0, owner = 0, j = 0; i < n; i++) {
+            if (event[i] != owner || meta[i] != meta[j]) {
+                regular = 0;
+                break;
+            }
+            if (++j == k) {
+                j = 0;
+                owner++;
+            }
+        }
+        Py_END_ALLOW_THREADS
+    }
+    PyBuffer_Release(&m);
+    PyBuffer_Release(&e);
+    return PyBool_FromLong(regular);
+}
+
 /* sorted_depth(start, duration, out_depth) -> bool: one pass over a track's
  * int64 columns. If the events are in the model's order (start ascending,
  * longer first on ties) it writes each event's int16 nesting depth (its
@@ -675,6 +707,8 @@ static PyMethodDef methods[] = {
      "Split a message into the spans of one length-delimited field and the bytes of all others."},
     {"intact_prefix", intact_prefix, METH_VARARGS,
      "Where the last complete top-level field of a message ends, and which field the buffer cuts."},
+    {"every_event_has_each", every_event_has_each, METH_VARARGS,
+     "Whether a line's stat records are k per event in one id order."},
     {"sorted_depth", sorted_depth, METH_VARARGS,
      "Nesting depths of a track's events if they are in order (else False)."},
     {"release_pages", release_pages, METH_VARARGS,

@@ -10,6 +10,7 @@ become Python objects.
 
 from __future__ import annotations
 
+import functools
 import gzip
 import os
 import threading
@@ -58,6 +59,7 @@ class DecodedLine:
     offset_ps: np.ndarray
     event_duration_ps: np.ndarray
     stats: dict[str, RawStatColumn] = field(default_factory=dict)
+    source_bytes: int = 0  # its serialized size, for progress
 
     def __len__(self) -> int:
         return len(self.metadata_id)
@@ -345,15 +347,34 @@ def _stat_groups(st_meta: np.ndarray) -> list[tuple[int, np.ndarray | slice]]:
     return [(int(st_meta[group[0]]), group) for group in np.split(order, cuts)]
 
 
+def _every_event_groups(st_meta: np.ndarray, st_event: np.ndarray, n_events: int):
+    """When each event carries the same k stats in the same order: each stat's records as a strided
+    slice (no index arrays); else None."""
+    if n_events == 0 or len(st_meta) % n_events:
+        return None
+    k = len(st_meta) // n_events
+    ids = st_meta[:k].tolist()
+    if not 0 < k <= _FEW_STAT_IDS or len(set(ids)) != k:
+        return None
+    if not _linedecode.every_event_has_each(st_meta, st_event, k):
+        return None
+    return [(meta_id, slice(j, None, k)) for j, meta_id in enumerate(ids)]
+
+
 def _group_stats(raw, stat_names, st_meta, st_kind, st_value, st_event, strings, n_events):
     """Splits the flat stat records of a line into one column per stat name."""
     columns: dict[str, RawStatColumn] = {}
-    for meta_id, group in _stat_groups(st_meta):
+    every_event = _every_event_groups(st_meta, st_event, n_events)
+    for meta_id, group in every_event or _stat_groups(st_meta):
         name = stat_names.get(meta_id, str(meta_id))
-        column = _column_for_group(raw, stat_names, group, st_kind, st_value, st_event, strings)
+        column = None
+        if every_event is not None:
+            column = _dense_numeric_column(st_kind[group], st_value[group])
+        if column is None:
+            column = _column_for_group(raw, stat_names, group, st_kind, st_value, st_event, strings)
         if column is None:
             continue
-        if _is_every_row(column.rows, n_events):
+        if column.rows is not None and _is_every_row(column.rows, n_events):
             column.rows = None  # dense: saves 4 bytes per event while the file loads
         previous = columns.get(name)
         columns[name] = column if previous is None else _merge_columns(previous, column)
@@ -389,6 +410,21 @@ def _column_for_group(raw, stat_names, group, st_kind, st_value, st_event, strin
     if is_uint.any() and (values[is_uint] < 0).any():  # uint64 beyond int64's range
         return RawStatColumn("uint", rows, values.view(np.uint64))
     return RawStatColumn("int", rows, narrow_integers(values))
+
+
+def _dense_numeric_column(kinds: np.ndarray, values: np.ndarray) -> RawStatColumn | None:
+    """A stat on every event with one numeric kind throughout (the common case) as a dense column,
+    found with two reductions and no temporaries; None for anything else (the general path)."""
+    kind = int(kinds.min())
+    if kind != int(kinds.max()):
+        return None
+    if kind == KIND_DOUBLE:
+        return RawStatColumn("float", None, values.view(np.float64))
+    if kind == KIND_INT or (kind == KIND_UINT and int(values.min()) >= 0):
+        return RawStatColumn("int", None, narrow_integers(values))
+    if kind == KIND_UINT:  # uint64 beyond int64's range
+        return RawStatColumn("uint", None, values.view(np.uint64))
+    return None
 
 
 def _is_every_row(rows: np.ndarray, n_rows: int) -> bool:
@@ -565,7 +601,16 @@ def _salvage_plane(partial: memoryview) -> tuple[object, list, int, tuple[str, i
     return header, [*lines, line], plane_field, (_text(line_header[4]), n_events)
 
 
-def decode_xspace(data, progress=None, threads: int | None = None, ends_early: bool = False) -> DecodedSpace:
+def _decode_job(job: tuple) -> DecodedLine:
+    raw, stat_names = job
+    line = decode_line(raw, stat_names)
+    line.source_bytes = len(raw)
+    return line
+
+
+def decode_xspace(
+    data, progress=None, threads: int | None = None, ends_early: bool = False, release=None
+) -> DecodedSpace:
     """Decodes a serialized XSpace (bytes or any buffer). Raises MalformedXSpace on any corruption.
 
     Bytes that end early (a file cut short) decode too: every complete plane
@@ -574,15 +619,14 @@ def decode_xspace(data, progress=None, threads: int | None = None, ends_early: b
     (a gzip stream without its end), even if they end between two fields.
 
     The C splitter cuts out planes and lines as zero-copy views of `data`;
-    protobuf parses only what remains (metadata, stats, names). All lines are
-    scanned first, so every event's offset and duration go into one block
-    (huge pages, no per-line allocation); then lines decode in a thread pool
-    (`threads`, default: up to 4 cores). `progress(done_bytes, total_bytes)` is
+    protobuf parses only what remains (metadata, stats, names). Lines decode
+    in file order in a thread pool (`threads`, default: up to 4 cores). `progress(done_bytes, total_bytes)` is
     called in this thread after each line; it may raise to cancel the load.
 
-    When `data` is writable (the loader's own numpy buffer), each plane's
-    bytes are handed back to the OS as soon as its lines are decoded, and
-    must not be read afterwards.
+    `release(offset, length)`, when given, is called with each plane's byte
+    range as soon as its lines are decoded (the loader hands a mapped file's
+    pages back to the OS there), so those bytes are never read again; for
+    writable `data` (a buffer of the caller's own) the default releases them.
     """
     view = memoryview(data)
     pieces = _cut_into_planes(view, ends_early)
@@ -590,36 +634,29 @@ def decode_xspace(data, progress=None, threads: int | None = None, ends_early: b
     headers, plane_lines, plane_spans = pieces.headers, pieces.lines, pieces.spans
     total = sum(len(raw) for lines in plane_lines for raw in lines) or 1
     stat_names_of = [{k: v.name for k, v in plane.stat_metadata.items()} for plane in headers]
-    jobs = [(raw, names) for lines, names in zip(plane_lines, stat_names_of, strict=True) for raw in lines]
     if threads is None:
         threads = min(_MAX_THREADS, os.cpu_count() or 1) if total >= _PARALLEL_MIN_BYTES else 1
+    jobs = [(raw, names) for lines, names in zip(plane_lines, stat_names_of, strict=True) for raw in lines]
     workers = max(1, min(threads, len(jobs)))
     pool = ThreadPoolExecutor(workers, thread_name_prefix="xline") if workers > 1 else None
+    if release is None and not view.readonly:
+        release = functools.partial(_linedecode.release_pages, view)
     decoded: list[DecodedLine] = []
     try:
-        raws = [raw for raw, _ in jobs]
-        line_headers = list(pool.map(scan_line, raws) if pool else map(scan_line, raws))
-        counts = np.array([h[6] for h in line_headers], dtype=np.int64)
-        bounds = np.concatenate([[0], np.cumsum(counts)])
-        block = np.empty((2, int(bounds[-1])), np.int64)  # row 0: offsets, row 1: durations
-
-        def run(index: int) -> DecodedLine:
-            raw, names = jobs[index]
-            lo, hi = int(bounds[index]), int(bounds[index + 1])
-            return decode_line(raw, names, line_headers[index], block[0, lo:hi], block[1, lo:hi])
-
-        results = pool.map(run, range(len(jobs))) if pool else map(run, range(len(jobs)))
-        # A plane's bytes are dead once its last line is decoded: give them back if we may.
-        releasable = not view.readonly
+        # Each line is scanned and decoded by one task, lines in file order across the pool, and a
+        # plane's pages are released as soon as its last line is in: only the planes of the lines in
+        # flight are ever resident (a mapped 2 GB file would otherwise end up resident whole), while
+        # a big line of one plane decodes beside the next plane's.
+        results = pool.map(_decode_job, jobs) if pool else map(_decode_job, jobs)
         last_line_of = np.cumsum([len(lines) for lines in plane_lines]) - 1
         plane = 0
         done = 0
-        for index, ((raw, _), line) in enumerate(zip(jobs, results, strict=True)):
+        for index, line in enumerate(results):
             decoded.append(line)
-            done += len(raw)
+            done += line.source_bytes
             while plane < len(plane_spans) and last_line_of[plane] <= index:
-                if releasable:
-                    _linedecode.release_pages(view, *plane_spans[plane])
+                if release is not None:
+                    release(*plane_spans[plane])
                 plane += 1
             if progress is not None:
                 progress(done, total)
