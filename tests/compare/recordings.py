@@ -184,7 +184,14 @@ def record_all_in_subprocess(root: Path) -> dict[str, Path]:
     (root / "go").touch()
     for process in healthy:
         paths.update(_paths_of(process))
+    (root / "load").write_text(repr(os.getloadavg()[0] if hasattr(os, "getloadavg") else 0.0))
     return paths
+
+
+def load_during_healthy_runs(paths: dict[str, Path]) -> float:
+    """The machine's 1-minute load average just after the healthy runs were recorded."""
+    root = paths["healthy_0"].parents[4]  # <root>/healthy_0/plugins/profile/<run>/<host>.xplane.pb
+    return float((root / "load").read_text())
 
 
 def _wait_for(path: Path) -> None:
