@@ -14,7 +14,7 @@ COMMANDS: dict[str, str] = {
     "ops": "op-level breakdown of device time (agrees with XProf hlo_stats)",
     "diagnose": "find integration problems: input-bound, recompilation, host syncs, idle devices",
     "memory": "program memory at its peak and allocator memory over time (agrees with XProf)",
-    "compare": "compare two runs: step time change with a 95% interval, where it came from, finding changes",
+    "compare": "compare two runs: did step time change beyond the noise, where it came from, finding changes",
     "capture": "record a live trace from running programs (profiler servers), locally or over SSH",
     "screenshot": "render the app window on a profile to a PNG",
 }

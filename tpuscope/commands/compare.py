@@ -14,6 +14,7 @@ import numpy as np
 
 from tpuscope.analysis.compare import SPLIT_LABELS, SPLIT_PARTS, Comparison, compare_traces
 from tpuscope.cli import EXIT_FINDINGS, EXIT_OK, UserFacingError
+from tpuscope.commands import COMMANDS
 from tpuscope.commands._shared import format_ps, load_for_cli, print_json
 
 TOP_OPS_TEXT = 15
@@ -21,10 +22,7 @@ NAME_CHARS = 40
 
 
 def register(subparsers) -> None:
-    parser = subparsers.add_parser(
-        "compare",
-        help="compare two runs: step time change with a 95%% interval, where it came from, finding changes",
-    )
+    parser = subparsers.add_parser("compare", help=COMMANDS["compare"])
     parser.add_argument("base", help="BASE profile: a .xplane.pb(.gz) file, a run folder, or a logdir")
     parser.add_argument("new", help="NEW profile, the same kinds of path")
     parser.add_argument("--run-base", help="with a logdir as BASE: the run to open instead of the newest")
