@@ -183,3 +183,38 @@ def test_mutated_big_profile_loads_or_raises_profile_error(big_profile, tmp_path
     trace = open_or_clean_error(path)
     if trace is not None:
         assert_consistent(trace)
+
+
+def test_the_control_word_stops_the_line_decoder(big_profile):
+    """Cancel reaches the C decoder inside a long line: with word 0 set it stops at its next check."""
+    from tpuscope.xplane.decode import DecodeStopped, _cut_into_planes, decode_line, scan_line
+
+    view = memoryview(big_profile.read_bytes())
+    pieces = _cut_into_planes(view, False)
+    line = max((raw for lines in pieces.lines for raw in lines), key=len)
+    names: dict[int, str] = {}
+    control = np.zeros(2, np.int64)
+    decoded = decode_line(line, names, control=control, slot=1)
+    assert len(decoded) == scan_line(line)[6] > 65536
+    assert 0 < control[1] <= len(line)  # progress within the line was published
+    control[0] = 1
+    with pytest.raises(DecodeStopped):
+        scan_line(line, control)
+    with pytest.raises(DecodeStopped):
+        decode_line(line, names, header=scan_line(line), control=control, slot=1)
+    with pytest.raises(ValueError):
+        _linedecode.scan(line, np.zeros(0, np.int64), 0)  # a control buffer without room for word 0
+
+
+def test_cancel_during_the_decode_raises_load_cancelled(big_profile):
+    from tpuscope.errors import LoadCancelled
+
+    calls = []
+
+    def progress(fraction, message):
+        calls.append(fraction)
+        return not message.startswith("decoding")
+
+    with pytest.raises(LoadCancelled):
+        open_trace(big_profile, progress=progress, use_cache=False)
+    assert len(calls) == 1

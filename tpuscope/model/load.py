@@ -100,7 +100,9 @@ def open_trace(
             files[0].parent, "every file of the run is cut short before its first complete event"
         )
     _report(progress, 0.9, "building the timeline")
-    trace = assemble(spaces)
+    trace = assemble(
+        spaces, lambda done, total: _report(progress, 0.9 + 0.09 * done / total, "building the timeline")
+    )
     trace.load_warnings = load_warnings
     if use_cache:
         cache.store(files, trace)
@@ -191,12 +193,13 @@ def _decode(file: Path, data, ends_early: bool, on_line, release=None) -> Decode
     return space
 
 
-def assemble(spaces: list[tuple[Path, DecodedSpace]]) -> Trace:
-    """Builds one Trace from decoded files (one per host)."""
+def assemble(spaces: list[tuple[Path, DecodedSpace]], on_plane=None) -> Trace:
+    """Builds one Trace from decoded files (one per host); `on_plane(done, total)` after each plane."""
     trace = Trace(sources=[f for f, _ in spaces])
     hosts = _host_names(spaces)
     trace.hosts = list(dict.fromkeys(hosts))
     trace.origin_ns = _origin_ns(spaces)
+    n_planes = sum(len(space.planes) for _, space in spaces)
     columns = _ColumnBlock(sum(len(line) for _, space in spaces for p in space.planes for line in p.lines))
     for (file, space), host in zip(spaces, hosts, strict=True):
         _check_line_times(file, space, trace.origin_ns)
@@ -204,6 +207,8 @@ def assemble(spaces: list[tuple[Path, DecodedSpace]]) -> Trace:
         trace.warnings.extend(space.warnings)
         for decoded in space.planes:
             trace.planes.append(_build_plane(trace, decoded, host, columns))
+            if on_plane is not None:
+                on_plane(len(trace.planes), n_planes)
     ends = [int(t.start_ps[-1] + t.duration_ps.max()) for t in trace.tracks() if len(t)]
     trace.duration_ps = max(ends) if ends else 0
     return trace

@@ -284,9 +284,27 @@ static int read_header_field(Cursor *c, uint64_t field, int wt, LineHeader *head
     return 0;
 }
 
+/* A load's shared control words (an int64 buffer the caller owns): word 0 is set to non-zero to stop
+ * every decode in flight (Cancel); word `slot` receives how many bytes of its line this call has
+ * walked (progress within a long line). Checked every CONTROL_EVERY events: ~1 ms of decoding. */
+#define CONTROL_EVERY 65536
+typedef struct {
+    volatile int64_t *words;
+    Py_ssize_t slot;
+} Control;
+
+/* -5 when the caller asked to stop, else 0 (and the line's progress is published). */
+static inline int check_control(const Control *control, Py_ssize_t count, const uint8_t *at,
+                                const uint8_t *line_start) {
+    if (!control->words || (count & (CONTROL_EVERY - 1))) return 0;
+    if (control->words[0]) return -5;
+    if (control->slot > 0) control->words[control->slot] = (int64_t)(at - line_start);
+    return 0;
+}
+
 /* Counting pass: the line header, its events and their stats, without
  * decoding the stats' contents (fill() validates those). */
-static int count_line(Cursor c, LineHeader *header) {
+static int count_line(Cursor c, LineHeader *header, const Control *control) {
     const uint8_t *line_start = c.p;
     Py_ssize_t event_count = 0, stat_count = 0;
     start_header(header, line_start);
@@ -301,6 +319,7 @@ static int count_line(Cursor c, LineHeader *header) {
             Cursor ev;
             if (read_len(&c, &ev) < 0) return -1;
             if (event_count >= INT32_MAX) return -1;
+            if (check_control(control, event_count, c.p, line_start) < 0) return -5;
             while (ev.p < ev.end) {
                 uint64_t f;
                 int w;
@@ -325,7 +344,7 @@ static int count_line(Cursor c, LineHeader *header) {
 
 /* Walks a whole line, filling the columns. */
 static int walk_line(Cursor c, LineHeader *header, EventColumns *events, StatColumns *stats,
-                     Py_ssize_t event_capacity) {
+                     Py_ssize_t event_capacity, const Control *control) {
     const uint8_t *line_start = c.p;
     Py_ssize_t event_count = 0, stat_count = 0, str_count = 0;
     start_header(header, line_start);
@@ -341,6 +360,7 @@ static int walk_line(Cursor c, LineHeader *header, EventColumns *events, StatCol
             if (read_len(&c, &sub) < 0) return -1;
             if (event_count >= INT32_MAX) return -1;
             if (events && event_count >= event_capacity) return -1;
+            if (check_control(control, event_count, c.p, line_start) < 0) return -5;
             if (decode_event(sub, line_start, events, event_count, stats, &stat_count, &str_count) < 0)
                 return -1;
             event_count++;
@@ -365,18 +385,45 @@ static PyObject *header_tuple(const LineHeader *h, const uint8_t *start) {
 
 /* scan(line) -> (id, display_id, timestamp_ns, duration_ps, name, display_name, n_events, n_stats,
  *               0); the string count is fill()'s to find: at most n_stats. */
+/* Reads the optional control buffer (see Control); 0 on success. */
+static int open_control(Py_buffer *buffer, Py_ssize_t slot, Control *control) {
+    control->words = NULL;
+    control->slot = 0;
+    if (!buffer->obj) return 0;
+    if (buffer->len < 8 || slot < 0 || slot >= buffer->len / 8) {
+        PyErr_SetString(PyExc_ValueError, "control buffer too small");
+        return -1;
+    }
+    control->words = (volatile int64_t *)buffer->buf;
+    control->slot = slot;
+    return 0;
+}
+
+static void set_decode_error(int rc) {
+    if (rc == -5) PyErr_SetString(PyExc_ValueError, "stopped");
+    else if (rc == -2) PyErr_SetString(PyExc_ValueError, "column sizes do not match the line");
+    else PyErr_SetString(PyExc_ValueError, "malformed XLine");
+}
+
 static PyObject *scan(PyObject *self, PyObject *args) {
-    Py_buffer line;
+    Py_buffer line, control_buffer = {0};
+    Py_ssize_t slot = 0;
     LineHeader header;
-    if (!PyArg_ParseTuple(args, "y*", &line)) return NULL;
-    Cursor c = {(const uint8_t *)line.buf, (const uint8_t *)line.buf + line.len};
-    int rc;
-    Py_BEGIN_ALLOW_THREADS
-    rc = count_line(c, &header);
-    Py_END_ALLOW_THREADS
-    PyObject *result = rc < 0 ? NULL : header_tuple(&header, c.p);
+    Control control;
+    if (!PyArg_ParseTuple(args, "y*|w*n", &line, &control_buffer, &slot)) return NULL;
+    PyObject *result = NULL;
+    if (open_control(&control_buffer, slot, &control) == 0) {
+        control.slot = 0; /* the counting pass does not report progress */
+        Cursor c = {(const uint8_t *)line.buf, (const uint8_t *)line.buf + line.len};
+        int rc;
+        Py_BEGIN_ALLOW_THREADS
+        rc = count_line(c, &header, &control);
+        Py_END_ALLOW_THREADS
+        if (rc < 0) set_decode_error(rc);
+        else result = header_tuple(&header, c.p);
+    }
     PyBuffer_Release(&line);
-    if (rc < 0) PyErr_SetString(PyExc_ValueError, "malformed XLine");
+    if (control_buffer.obj) PyBuffer_Release(&control_buffer);
     return result;
 }
 
@@ -393,11 +440,13 @@ static int check_buffer(Py_buffer *b, Py_ssize_t count, Py_ssize_t item) {
  * One walk: every write is checked against the sizes the caller allocated
  * (from scan()); the event and stat counts found must equal them exactly. */
 static PyObject *fill(PyObject *self, PyObject *args) {
-    Py_buffer line, b[10];
-    Py_ssize_t n_events, n_stats, str_capacity;
+    Py_buffer line, b[10], control_buffer = {0};
+    Py_ssize_t n_events, n_stats, str_capacity, slot = 0;
+    Control control;
     memset(b, 0, sizeof(b));
-    if (!PyArg_ParseTuple(args, "y*nnnw*w*w*w*w*w*w*w*w*w*", &line, &n_events, &n_stats, &str_capacity, &b[0],
-                          &b[1], &b[2], &b[3], &b[4], &b[5], &b[6], &b[7], &b[8], &b[9]))
+    if (!PyArg_ParseTuple(args, "y*nnnw*w*w*w*w*w*w*w*w*w*|w*n", &line, &n_events, &n_stats, &str_capacity,
+                          &b[0], &b[1], &b[2], &b[3], &b[4], &b[5], &b[6], &b[7], &b[8], &b[9],
+                          &control_buffer, &slot))
         return NULL;
     PyObject *result = NULL;
     static const Py_ssize_t ev_items[3] = {8, 8, 8};
@@ -405,6 +454,7 @@ static PyObject *fill(PyObject *self, PyObject *args) {
     static const Py_ssize_t str_items[3] = {8, 8, 8};
     int ok = n_events >= 0 && n_stats >= 0 && str_capacity >= 0;
     if (!ok) PyErr_SetString(PyExc_ValueError, "negative column size");
+    if (ok) ok = open_control(&control_buffer, slot, &control) == 0;
     for (int i = 0; i < 3 && ok; i++) ok = check_buffer(&b[i], n_events, ev_items[i]) == 0;
     for (int i = 0; i < 4 && ok; i++) ok = check_buffer(&b[3 + i], n_stats, st_items[i]) == 0;
     for (int i = 0; i < 3 && ok; i++) ok = check_buffer(&b[7 + i], str_capacity, str_items[i]) == 0;
@@ -416,14 +466,14 @@ static PyObject *fill(PyObject *self, PyObject *args) {
         Cursor c = {(const uint8_t *)line.buf, (const uint8_t *)line.buf + line.len};
         int rc;
         Py_BEGIN_ALLOW_THREADS
-        rc = walk_line(c, &header, &events, &stats, n_events);
+        rc = walk_line(c, &header, &events, &stats, n_events, &control);
         if (rc == 0 && (header.events != n_events || header.stats != n_stats)) rc = -2;
         Py_END_ALLOW_THREADS
-        if (rc == -2) PyErr_SetString(PyExc_ValueError, "column sizes do not match the line");
-        else if (rc < 0) PyErr_SetString(PyExc_ValueError, "malformed XLine");
+        if (rc < 0) set_decode_error(rc);
         else result = PyLong_FromSsize_t(header.strings);
     }
     PyBuffer_Release(&line);
+    if (control_buffer.obj) PyBuffer_Release(&control_buffer);
     for (int i = 0; i < 10; i++)
         if (b[i].obj) PyBuffer_Release(&b[i]);
     return result;

@@ -16,6 +16,7 @@ import os
 import threading
 import zlib
 from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import TimeoutError as FuturesTimeout
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -253,13 +254,21 @@ def _scratch() -> _Scratch:
     return scratch
 
 
-def scan_line(raw) -> tuple:
+class DecodeStopped(Exception):
+    """The load's control word asked the decoders in flight to stop (the user pressed Cancel)."""
+
+
+def _decode_error(exc: ValueError) -> Exception:
+    return DecodeStopped() if str(exc) == "stopped" else MalformedXSpace(str(exc))
+
+
+def scan_line(raw, control: np.ndarray | None = None) -> tuple:
     """The line's header and sizes: (id, display_id, timestamp_ns, duration_ps, name, display_name,
-    n_events, n_stats, 0). Raises MalformedXSpace."""
+    n_events, n_stats, 0). Raises MalformedXSpace (DecodeStopped when `control[0]` is set)."""
     try:
-        return _linedecode.scan(raw)
+        return _linedecode.scan(raw) if control is None else _linedecode.scan(raw, control, 0)
     except ValueError as exc:
-        raise MalformedXSpace(str(exc)) from None
+        raise _decode_error(exc) from None
 
 
 def decode_line(
@@ -268,8 +277,14 @@ def decode_line(
     header: tuple | None = None,
     offset_out: np.ndarray | None = None,
     duration_out: np.ndarray | None = None,
+    control: np.ndarray | None = None,
+    slot: int = 0,
 ) -> DecodedLine:
     """Decodes one serialized XLine (bytes or memoryview) into columns; raises MalformedXSpace.
+
+    `control` (int64 words shared by a load): setting word 0 stops the C
+    decoder within about a millisecond (DecodeStopped); word `slot` is kept
+    at the number of this line's bytes decoded so far.
 
     `header` is scan_line's result when the caller already has it; the event
     offsets and durations go into `offset_out`/`duration_out` (int64 views
@@ -277,7 +292,7 @@ def decode_line(
     once: the C decoder releases the GIL and scratch memory is per thread.
     """
     if header is None:
-        header = scan_line(raw)
+        header = scan_line(raw, control)
     line_id, display_id, ts_ns, dur_ps, name, display_name, n_events, n_stats, _ = header
     str_capacity = n_stats  # every string is a stat; fill() says how many there are
     ev_offset = np.empty(n_events, np.int64) if offset_out is None else offset_out
@@ -295,12 +310,12 @@ def decode_line(
     str_length = scratch.take(str_capacity, np.int64)
     str_hash = scratch.take(str_capacity, np.uint64)
     try:
-        n_strings = _linedecode.fill(
-            raw, n_events, n_stats, str_capacity, ev_meta, ev_offset, ev_duration,
-            st_meta, st_kind, st_value, st_event, str_offset, str_length, str_hash,
-        )  # fmt: skip
+        columns = (raw, n_events, n_stats, str_capacity, ev_meta, ev_offset, ev_duration,
+                   st_meta, st_kind, st_value, st_event, str_offset, str_length, str_hash)  # fmt: skip
+        extra = () if control is None else (control, slot)
+        n_strings = _linedecode.fill(*columns, *extra)
     except ValueError as exc:
-        raise MalformedXSpace(str(exc)) from None
+        raise _decode_error(exc) from None
     # Metadata ids are small: 1-4 bytes per event instead of 8 while the file loads.
     ev_meta = _own(narrow_integers(ev_meta))
     line = DecodedLine(
@@ -601,11 +616,16 @@ def _salvage_plane(partial: memoryview) -> tuple[object, list, int, tuple[str, i
     return header, [*lines, line], plane_field, (_text(line_header[4]), n_events)
 
 
-def _decode_job(job: tuple) -> DecodedLine:
+def _decode_job(job: tuple, control: np.ndarray | None = None, slot: int = 0) -> DecodedLine:
     raw, stat_names = job
-    line = decode_line(raw, stat_names)
+    line = decode_line(raw, stat_names, control=control, slot=slot)
     line.source_bytes = len(raw)
     return line
+
+
+# While lines decode in the pool, the calling thread reports progress (and so notices Cancel) at least
+# this often, even inside one long line (a 25M-event line takes seconds); our choice.
+_PROGRESS_POLL_S = 0.2
 
 
 def decode_xspace(
@@ -638,20 +658,37 @@ def decode_xspace(
         threads = min(_MAX_THREADS, os.cpu_count() or 1) if total >= _PARALLEL_MIN_BYTES else 1
     jobs = [(raw, names) for lines, names in zip(plane_lines, stat_names_of, strict=True) for raw in lines]
     workers = max(1, min(threads, len(jobs)))
-    pool = ThreadPoolExecutor(workers, thread_name_prefix="xline") if workers > 1 else None
+    # Big files always decode in the pool (even with one worker), so this thread stays free to report
+    # progress and to stop the decoders when the caller cancels.
+    pooled = workers > 1 or total >= _PARALLEL_MIN_BYTES
+    pool = ThreadPoolExecutor(workers, thread_name_prefix="xline") if pooled else None
     if release is None and not view.readonly:
         release = functools.partial(_linedecode.release_pages, view)
+    control = np.zeros(1 + len(jobs), np.int64)  # word 0: stop; word 1 + i: bytes of line i decoded
     decoded: list[DecodedLine] = []
     try:
         # Each line is scanned and decoded by one task, lines in file order across the pool, and a
         # plane's pages are released as soon as its last line is in: only the planes of the lines in
         # flight are ever resident (a mapped 2 GB file would otherwise end up resident whole), while
         # a big line of one plane decodes beside the next plane's.
-        results = pool.map(_decode_job, jobs) if pool else map(_decode_job, jobs)
+        if pool is None:
+            results = iter(_decode_job(job) for job in jobs)
+        else:
+            futures = [pool.submit(_decode_job, job, control, 1 + i) for i, job in enumerate(jobs)]
         last_line_of = np.cumsum([len(lines) for lines in plane_lines]) - 1
         plane = 0
         done = 0
-        for index, line in enumerate(results):
+        for index in range(len(jobs)):
+            if pool is None:
+                line = next(results)
+            else:
+                while True:
+                    try:
+                        line = futures[index].result(timeout=_PROGRESS_POLL_S)
+                        break
+                    except FuturesTimeout:
+                        if progress is not None:  # inside long lines: their bytes decoded so far
+                            progress(done + int(control[1 + index :].sum()), total)
             decoded.append(line)
             done += line.source_bytes
             while plane < len(plane_spans) and last_line_of[plane] <= index:
@@ -661,6 +698,7 @@ def decode_xspace(
             if progress is not None:
                 progress(done, total)
     finally:
+        control[0] = 1  # decoders still in flight (the caller cancelled, or a line failed) stop now
         if pool is not None:
             pool.shutdown(wait=True, cancel_futures=True)  # its threads' arenas go with them
         _thread_scratch.__dict__.pop("arena", None)  # this thread's arena, when it decoded lines itself
