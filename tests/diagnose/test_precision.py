@@ -17,6 +17,7 @@ from tests.conftest import GPU_TRACE, TF_TRACE
 from tests.diagnose.recordings import (
     HEALTHY_REPEAT_STEPS,
     HEALTHY_REPEATS,
+    STALL_SLEEP_S,
     STALL_STEP,
     STEPS,
     record_healthy_repeats_in_subprocess,
@@ -62,9 +63,9 @@ def test_a_stalled_step_names_the_host_work_it_did(recorded_trace):
     assert m["cause"] == step_variance.CAUSE_HOST_EVENTS
     assert m["slow_steps"][int(np.argmax(m["slow_step_ms"]))] == f"step {STALL_STEP}"
     assert "save_checkpoint" in m["extra_host_events"]
-    # The excess is the sleep, and the extra host events cover it; the device did not compute longer.
-    assert m["extra_host_events_ms"] >= 0.9 * m["excess_ms"]
-    assert m["excess_device_compute_ms"] < 0.25 * m["excess_ms"]
+    # The sleep is the excess, and the extra host events cover it (other slow steps, if the machine made
+    # any, add their own noise to the excess, but not to the extra host work).
+    assert STALL_SLEEP_S * 1e3 <= m["extra_host_events_ms"] <= m["excess_ms"] + 1.0
     assert any(e["label"] == "extra host work: save_checkpoint" for e in finding.evidence)
 
 
