@@ -63,9 +63,11 @@ def test_a_stalled_step_names_the_host_work_it_did(recorded_trace):
     assert m["cause"] == step_variance.CAUSE_HOST_EVENTS
     assert m["slow_steps"][int(np.argmax(m["slow_step_ms"]))] == f"step {STALL_STEP}"
     assert "save_checkpoint" in m["extra_host_events"]
-    # The sleep is the excess, and the extra host events cover it (other slow steps, if the machine made
-    # any, add their own noise to the excess, but not to the extra host work).
-    assert STALL_SLEEP_S * 1e3 <= m["extra_host_events_ms"] <= m["excess_ms"] + 1.0
+    # The sleep is the excess, and the extra host events cover it, except where the device used the
+    # pause to catch up on the steps the host had queued (async dispatch): that part is device compute.
+    # Other slow steps, if the machine made any, add noise to the excess but not to the extra host work.
+    sleep_ms = STALL_SLEEP_S * 1e3
+    assert sleep_ms - m["excess_device_compute_ms"] - 1.0 <= m["extra_host_events_ms"] <= m["excess_ms"] + 1.0
     assert any(e["label"] == "extra host work: save_checkpoint" for e in finding.evidence)
 
 

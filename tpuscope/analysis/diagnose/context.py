@@ -15,6 +15,7 @@ from tpuscope.analysis import device_ops
 from tpuscope.analysis.diagnose.intervals import Intervals, difference, empty, merge_intervals, window_total
 from tpuscope.analysis.framework import Framework, detect_framework
 from tpuscope.analysis.host_names import HostNameIndex
+from tpuscope.analysis.ops import OpTable, aggregate, collect_op_events
 from tpuscope.analysis.steps import SOURCE_HOST_ANNOTATION, Steps, find_steps, outermost
 from tpuscope.model.trace import Trace, Track
 
@@ -73,6 +74,18 @@ class Context:
         """Intervals inside [start, end) where no device ran an op."""
         window = (np.array([start_ps], np.int64), np.array([end_ps], np.int64))
         return difference(window, self.device_busy)
+
+    @cached_property
+    def op_table(self) -> OpTable:
+        """Every device op grouped by op (program and name), over all devices: the Ops view's table."""
+        return aggregate(collect_op_events(self.trace, self.devices), "op")
+
+    def op_text(self, row: int) -> str:
+        """The name of one of the op row's events: the full HLO instruction text where the profile
+        has it (TPU op metadata is named `%copy-done = f32[...] copy-done(...)`), else the op name."""
+        for track, indices in self.op_table.events_of_row(row):
+            return track.event_name(int(indices[0]))
+        return self.op_table.label(self.op_table.name[row])
 
     @cached_property
     def host_tracks(self) -> list[Track]:

@@ -11,17 +11,26 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from tpuscope.analysis.diagnose import (
+    async_wait,
     collective_bound,
     cpu_fallback,
+    dtype,
+    embedding_lookup,
+    flops_utilization,
+    host_callback,
     host_device_sync,
+    infeed_outfeed,
     input_bound,
     low_utilization,
     memory_growth,
     memory_pressure,
     padding_waste,
     recompilation,
+    shape_alignment,
+    sparsecore,
     step_variance,
     straggler,
+    tensorcore_idle,
 )
 from tpuscope.analysis.diagnose.context import Context
 from tpuscope.analysis.diagnose.finding import Finding, RuleOutcome, Severity
@@ -43,6 +52,15 @@ RULES: dict[str, Rule] = {
     padding_waste.RULE_ID: padding_waste.run,
     memory_growth.RULE_ID: memory_growth.run,
     collective_bound.RULE_ID: collective_bound.run,
+    async_wait.RULE_ID: async_wait.run,
+    host_callback.RULE_ID: host_callback.run,
+    infeed_outfeed.RULE_ID: infeed_outfeed.run,
+    tensorcore_idle.RULE_ID: tensorcore_idle.run,
+    flops_utilization.RULE_ID: flops_utilization.run,
+    shape_alignment.RULE_ID: shape_alignment.run,
+    dtype.RULE_ID: dtype.run,
+    sparsecore.RULE_ID: sparsecore.run,
+    embedding_lookup.RULE_ID: embedding_lookup.run,
 }
 
 

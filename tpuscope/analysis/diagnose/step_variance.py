@@ -35,7 +35,7 @@ from tpuscope.analysis.diagnose.finding import (
 )
 from tpuscope.analysis.diagnose.finding import range_evidence as range_ev
 from tpuscope.analysis.diagnose.input_bound import input_work_events, waiting_intervals
-from tpuscope.analysis.diagnose.intervals import merge_intervals, window_total
+from tpuscope.analysis.diagnose.intervals import difference, merge_intervals, window_total
 from tpuscope.analysis.diagnose.stats import MODIFIED_Z_OUTLIER, modified_z
 from tpuscope.analysis.framework import JAX, PYTORCH_XLA, TENSORFLOW
 from tpuscope.model.trace import Track
@@ -259,19 +259,27 @@ def _extra_host_events(ctx: Context, outliers: np.ndarray, typical: np.ndarray) 
         # The step annotation itself and nested duplicates are not extra work.
         chosen = events[pick]
         chosen = chosen[track.name_id[chosen] != _step_name_id(ctx, track)]
+        # Only host work while no device computes counts: on XLA:CPU the step thread itself runs the
+        # device thunks (ThunkExecutor::Execute and the ops inside it), which are device compute.
+        ends_in_step = np.minimum(track.end_ps[chosen], p1[step[chosen]])
+        host_only = (ends_in_step - track.start_ps[chosen]) - window_total(
+            ctx.device_busy, track.start_ps[chosen], ends_in_step
+        )
+        keep = host_only > 0
+        chosen, ends_in_step, host_only = chosen[keep], ends_in_step[keep], host_only[keep]
         if not len(chosen):
             continue
         starts.append(track.start_ps[chosen])
-        ends.append(np.minimum(track.end_ps[chosen], p1[step[chosen]]))
-        for i in chosen[np.argsort(-track.duration_ps[chosen], kind="stable")][:10]:
+        ends.append(ends_in_step)
+        for i in chosen[np.argsort(-host_only, kind="stable")][:10]:
             found.append((track, int(i)))
         name_ids, which = np.unique(track.name_id[chosen], return_inverse=True)
-        sums = np.bincount(which.reshape(-1), weights=track.duration_ps[chosen], minlength=len(name_ids))
+        sums = np.bincount(which.reshape(-1), weights=host_only, minlength=len(name_ids))
         for name_id, duration in zip(name_ids.tolist(), sums.tolist(), strict=True):  # one per name
             per_name[name_id] = per_name.get(name_id, 0) + duration
     if not starts:
         return _Extra(0.0, [], [])
-    union = merge_intervals(np.concatenate(starts), np.concatenate(ends))
+    union = difference(merge_intervals(np.concatenate(starts), np.concatenate(ends)), ctx.device_busy)
     total = float(window_total(union, p0[outliers], p1[outliers]).sum())
     top = sorted(per_name, key=lambda k: -per_name[k])[:5]
     found.sort(key=lambda e: -int(e[0].duration_ps[e[1]]))

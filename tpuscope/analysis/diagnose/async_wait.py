@@ -1,0 +1,153 @@
+"""Rule `async_wait`: the device spends its time waiting for asynchronous operations to finish.
+
+XLA splits copies and collectives into a `-start` op that launches the transfer and a `-done`
+op that blocks until it has arrived (`copy-start`/`copy-done`, `send`/`send-done`,
+`all-reduce-start`/`all-reduce-done`, ...). Time in the `-done` ops is time the core waited:
+the transfer was not hidden behind compute. What is waited for comes from the op's HLO text:
+a copy whose source or destination lives in host memory (memory space 5) is host offloading;
+other copies move buffers between memory spaces on the chip; the rest are collectives.
+"""
+
+from __future__ import annotations
+
+import re
+
+from tpuscope.analysis.diagnose.context import Context
+from tpuscope.analysis.diagnose.finding import (
+    Finding,
+    RuleOutcome,
+    Severity,
+    largest_first,
+    ms,
+    percent,
+)
+from tpuscope.analysis.diagnose.hlo_text import HOST_MEMORY_SPACE, parse_instruction
+from tpuscope.analysis.diagnose.op_evidence import longest_op_events
+from tpuscope.analysis.framework import JAX, PYTORCH_XLA, TENSORFLOW
+
+RULE_ID = "async_wait"
+# XProf smart suggestions flag async-done time above 10% (openxla/xprof
+# xprof/convert/smart_suggestion/constants.h, the async-done threshold).
+ASYNC_DONE_PERCENT = 10.0
+# `copy-done`, `copy-done.4`, `all-reduce-done.1`, `send-done`, `async-done`: the waiting halves.
+DONE_OP = re.compile(
+    r"^(copy|send|recv|all-reduce|all-gather|reduce-scatter|all-to-all|collective-permute"
+    r"|collective-broadcast|async)-done(\.\d+)?$"
+)
+EVIDENCE_PER_OP = 5  # per -done op
+
+WAIT_HOST_TO_DEVICE = "copies from host memory into HBM (host offloading: buffers kept in host memory)"
+WAIT_DEVICE_TO_HOST = "copies from HBM out to host memory (host offloading)"
+WAIT_ON_CHIP = "copies between memory spaces on the chip (prefetches into faster memory)"
+
+ADVICE = {
+    JAX: [
+        "If these buffers were offloaded to host memory on purpose (memory_kind='pinned_host', "
+        "jax.checkpoint offload policies, compute_on('device_host')), keep the ones that fit in HBM, or "
+        "start their transfer earlier so it overlaps compute (e.g. in a scan, fetch the next layer's "
+        "weights while computing this one).",
+        "Collectives waited for: let XLA overlap them (--xla_tpu_enable_async_collective_fusion=true, "
+        "and the latency-hiding scheduler) or reduce their size (sharding that communicates less).",
+    ],
+    PYTORCH_XLA: [
+        "Transfers between host and device that are not hidden: keep the tensors on the XLA device, "
+        "and overlap collectives with compute (async collective flags in XLA_FLAGS).",
+    ],
+    TENSORFLOW: [
+        "Transfers that are not hidden: keep variables on the TPU, and let XLA overlap collectives with "
+        "compute (async collective fusion flags).",
+    ],
+    "": [
+        "The device waits for transfers that are not overlapped with compute: keep data where it is "
+        "used, start transfers earlier, or overlap them with independent work.",
+    ],
+}
+
+
+def run(ctx: Context) -> RuleOutcome:
+    if not ctx.devices:
+        return RuleOutcome([], "no device activity in the profile")
+    table = ctx.op_table
+    total_self = table.total_self_ps
+    if total_self <= 0:
+        return RuleOutcome([], "no device op time")
+    names = table.names()
+    done_rows = [r for r, name in enumerate(names) if DONE_OP.match(name)]
+    done_ps = int(table.self_ps[done_rows].sum()) if done_rows else 0
+    share = percent(done_ps, total_self)
+    checked = (
+        f"{len(done_rows)} async -done op(s) hold {share:g}% of device self time, "
+        f"{'at or above' if share >= ASYNC_DONE_PERCENT else 'below'} {ASYNC_DONE_PERCENT:g}%"
+    )
+    if share < ASYNC_DONE_PERCENT:
+        return RuleOutcome([], checked)
+    done_rows.sort(key=lambda r: -int(table.self_ps[r]))
+    rows, evidence, kinds = [], [], {}
+    for r in done_rows:
+        waits_for, moved = _what_is_waited_for(ctx.op_text(r), names[r])
+        self_ps = int(table.self_ps[r])
+        kinds[waits_for] = kinds.get(waits_for, 0) + self_ps
+        row = {
+            "op": names[r],
+            "waits_for": waits_for,
+            "occurrences": int(table.occurrences[r]),
+            "self_ms": ms(self_ps),
+            "percent_of_device_time": percent(self_ps, total_self),
+        }
+        if moved:
+            row["bytes_per_transfer"] = moved
+            per_op_s = self_ps / 1e12 / max(int(table.occurrences[r]), 1)
+            row["achieved_gb_per_s"] = round(moved / per_op_s / 1e9, 2) if per_op_s > 0 else None
+        rows.append(row)
+        evidence += longest_op_events(table, r, f"waiting: {names[r]}", EVIDENCE_PER_OP)
+    main_wait = max(kinds, key=lambda k: kinds[k])
+    metrics = {
+        "async_done_percent_of_device_time": share,
+        "async_done_ms": ms(done_ps),
+        "device_self_ms": ms(total_self),
+        "ops": rows,
+        "waiting_for": {k: ms(v) for k, v in kinds.items()},
+    }
+    top = ", ".join(f"`{r['op']}` {r['percent_of_device_time']}%" for r in rows[:4])
+    explanation = (
+        f"The devices spent {share}% of their op time ({ms(done_ps)} ms) in async -done ops, which block "
+        f"until a transfer started earlier has finished: {top}. Mostly waited for: {main_wait}. "
+        f"XProf suggests acting above {ASYNC_DONE_PERCENT:g}%: the transfers are not hidden behind compute."
+    )
+    if any("achieved_gb_per_s" in r and r["waits_for"] != WAIT_ON_CHIP for r in rows[:1]):
+        first = rows[0]
+        explanation += (
+            f" `{first['op']}` moves {first['bytes_per_transfer'] / 2**30:.2f} GiB per transfer at "
+            f"{first['achieved_gb_per_s']} GB/s."
+        )
+    title = f"Async wait: {share:.1f}% of device time waiting in {rows[0]['op']} and other -done ops"
+    finding = Finding(
+        RULE_ID,
+        Severity.WARNING,
+        title,
+        explanation,
+        metrics,
+        largest_first(evidence),
+        ctx.advice_for(ADVICE),
+    )
+    return RuleOutcome([finding], checked)
+
+
+def _what_is_waited_for(text: str, name: str) -> tuple[str, int]:
+    """What a -done op waits for, in words, and the bytes one transfer moves (0 when unknown)."""
+    kind = name.split("-done")[0]
+    if kind != "copy":
+        return f"{kind} collective or transfer", 0
+    instruction = parse_instruction(text)
+    if instruction is None or not instruction.results:
+        return "copies (the profile has no HLO text to say which)", 0
+    result = instruction.results[0]
+    sources = [
+        s for s in instruction.operands if s.dims == result.dims and s.element_type == result.element_type
+    ]
+    source_spaces = {s.memory_space for s in sources}
+    if result.memory_space == HOST_MEMORY_SPACE:
+        return WAIT_DEVICE_TO_HOST, result.bytes
+    if HOST_MEMORY_SPACE in source_spaces:
+        return WAIT_HOST_TO_DEVICE, result.bytes
+    return WAIT_ON_CHIP, result.bytes
