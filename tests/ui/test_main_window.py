@@ -77,12 +77,13 @@ def test_starts_on_the_welcome_page_and_opens_a_real_tpu_profile(qtbot, window):
     assert window.timeline.hasFocus()  # W/A/S/D work at once
     view = window.timeline
     groups = [r for r in view.layout_.rows if r.kind == "group"]
-    # Devices first, in index order, then the host threads.
+    # Devices first, in index order, then the counters (memory in use per allocator), then host threads.
     assert [g.group[1] for g in groups] == [
         "/device:TPU:0",
         "/device:TPU:1",
         "/device:TPU:2",
         "/device:TPU:3",
+        "Counters",
         "/host:CPU",
     ]
     tpu0 = [r.track.name for r in view.layout_.rows if r.kind == "track" and r.group[1] == "/device:TPU:0"]

@@ -112,9 +112,12 @@ _CACHE_ATTRIBUTE = "_tpuscope_memory_report"
 
 
 def cached_memory_report(trace: Trace, steps=None) -> MemoryReport:
-    """memory_report(trace, steps), computed once per trace and steps (the rules and views share it)."""
+    """memory_report(trace, steps), computed once per trace (the rules and views share it).
+
+    Steps only date the peaks: a report made without them is made again when steps are given.
+    """
     cached = vars(trace).get(_CACHE_ATTRIBUTE)
-    if cached is None or cached[0] is not steps:
+    if cached is None or (cached[0] is None and steps is not None):
         cached = (steps, memory_report(trace, steps))
         vars(trace)[_CACHE_ATTRIBUTE] = cached
     return cached[1]

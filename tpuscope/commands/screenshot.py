@@ -13,7 +13,7 @@ from pathlib import Path
 
 from tpuscope.commands._shared import add_path_argument, warn_about_missing_parts
 
-VIEWS = ("timeline", "ops", "diagnostics", "overview")
+VIEWS = ("timeline", "ops", "diagnostics", "overview", "memory")
 _SIZE = re.compile(r"^(\d{2,5})x(\d{2,5})$")
 MAX_SIDE_PX = 8000  # a larger image is almost surely a typo, and would take gigabytes to render
 
@@ -83,7 +83,7 @@ def run(args) -> int:
 
     from tpuscope.model.load import open_trace
     from tpuscope.ui.app import application
-    from tpuscope.ui.loader import LoadResult, find_steps_or_none
+    from tpuscope.ui.loader import LoadResult, find_steps_or_none, memory_counters_or_none
     from tpuscope.ui.main_window import MainWindow
     from tpuscope.ui.timeline.lod import TimelineLod
 
@@ -97,7 +97,9 @@ def run(args) -> int:
     try:
         if not window.show_view(args.view):
             raise UserFacingError(f"The {args.view} view does not exist in this version of tpuscope yet.")
-        window.set_result(LoadResult(Path(args.path), trace, TimelineLod(trace), find_steps_or_none(trace)))
+        steps = find_steps_or_none(trace)
+        counters = memory_counters_or_none(trace, steps)
+        window.set_result(LoadResult(Path(args.path), trace, TimelineLod(trace), steps, None, counters))
         window.show_view(args.view)
         window.resize(*size)
         window.show()

@@ -32,6 +32,7 @@ class LoadResult:
     lod: TimelineLod
     steps: object | None  # tpuscope.analysis.steps.Steps, when step finding is available
     colours: Colours | None = None  # made here: a plane with a million distinct names takes a second
+    counters: list | None = None  # timeline counter tracks (memory in use per allocator)
 
 
 def find_steps_or_none(trace: Trace):
@@ -65,7 +66,22 @@ def prepare(path: Path | str, progress=None) -> LoadResult:
         if plane.event_count:
             colours.of(plane)
     where = path if is_url(path) else Path(path)
-    return LoadResult(where, trace, lod, find_steps_or_none(trace), colours)
+    steps = find_steps_or_none(trace)
+    return LoadResult(where, trace, lod, steps, colours, memory_counters_or_none(trace, steps))
+
+
+def memory_counters_or_none(trace: Trace, steps) -> list | None:
+    """Memory in use per allocator as counter tracks; the memory report is computed here, off the UI
+    thread, once for every view (the Memory tab and the memory rules read the same cached report).
+    A failure is logged and the profile still opens, without the counters."""
+    try:
+        from tpuscope.analysis.memory_report import cached_memory_report
+        from tpuscope.ui.memory_counters import memory_counter_series
+
+        return memory_counter_series(cached_memory_report(trace, steps))
+    except Exception:  # noqa: BLE001 - a memory-analysis bug must not block viewing the profile
+        log.exception("the memory report failed")
+        return None
 
 
 class LoadWorker(QThread):

@@ -41,9 +41,10 @@ VIEW_TITLES = {
     "ops": "Op breakdown",
     "diagnostics": "Diagnostics",
     "overview": "Overview",
+    "memory": "Memory",
 }
 # Issue 7: the first view after a profile opens is the Overview (the timeline is the next tab, Ctrl+2).
-TAB_ORDER = ("overview", "timeline", "ops", "diagnostics")
+TAB_ORDER = ("overview", "timeline", "ops", "diagnostics", "memory")
 FIRST_VIEWS = ("overview", "timeline")  # shown after a load: the first of these this build has
 
 
@@ -201,7 +202,7 @@ class MainWindow(QMainWindow):
             "Drag: pan; Shift+drag: select a time range\nW / S: zoom in / out; A / D: pan\n"
             "Double-click an event: zoom to it; Ctrl+0 or Home: zoom to fit\n"
             "Enter / Shift+Enter in the search box: next / previous match\n"
-            "Ctrl+1 \u2026 Ctrl+4: Overview, Timeline, Op breakdown, Diagnostics tabs",
+            "Ctrl+1 \u2026 Ctrl+5: Overview, Timeline, Op breakdown, Diagnostics, Memory tabs",
         )
 
     # ----- opening ---------------------------------------------------------------------------
@@ -303,6 +304,7 @@ class MainWindow(QMainWindow):
         self.trace = result.trace
         self.path = result.path
         self.timeline.set_trace(result.trace, result.lod, result.steps, result.colours)
+        self.timeline.set_counters(result.counters or [])
         self.search.set_trace(result.trace)
         self.details.clear_details()
         self.notice.show_messages(result.trace.load_warnings)

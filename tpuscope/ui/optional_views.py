@@ -13,6 +13,7 @@ OPTIONAL_MODULES = {
     "ops": ("tpuscope.ui.ops_view", "OpsView"),
     "diagnostics": ("tpuscope.ui.diagnostics_view", "DiagnosticsView"),
     "overview": ("tpuscope.ui.overview_view", "OverviewView"),
+    "memory": ("tpuscope.ui.memory_view", "MemoryView"),
     "capture": ("tpuscope.ui.capture_dialog", "CaptureDialog"),
 }
 

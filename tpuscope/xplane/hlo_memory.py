@@ -126,10 +126,8 @@ def _columns(proto: hlo_pb2.HloMemoryProto, program_id: int | None) -> ProgramBu
     assignment = proto.buffer_assignment
     notes: list[str] = []
 
-    by_id: dict[int, hlo_pb2.HloInstructionProto] = {}
-    for computation in module.computations:  # per instruction, not per event: one pass at decode
-        for instruction in computation.instructions:
-            by_id[int(instruction.id)] = instruction
+    # Per instruction, not per event: one pass at decode.
+    by_id = {instruction.id: instruction for c in module.computations for instruction in c.instructions}
 
     logical = assignment.logical_buffers
     n = len(logical)
@@ -149,7 +147,7 @@ def _columns(proto: hlo_pb2.HloMemoryProto, program_id: int | None) -> ProgramBu
         where = buffer.defined_at
         index = list(where.shape_index)
         shape_indices[k] = "{" + ",".join(str(i) for i in index) + "}" if index else ""
-        instruction = by_id.get(int(where.instruction_id))
+        instruction = by_id.get(where.instruction_id)
         if instruction is None:
             missing += 1
             continue

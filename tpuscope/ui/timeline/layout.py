@@ -4,7 +4,8 @@ Devices come first (TPU/GPU cores in index order, as Trace.device_planes
 sorts them), then host threads: the program's main thread, then the busiest
 first, so the tracks a user came for are at the top. Within a device plane
 the XLA lines follow the program's structure: steps, modules, ops, async ops.
-Empty tracks and planes are hidden unless asked for. Pure Python over a few
+Counter tracks (memory in use per allocator) sit in their own group after the
+device planes they describe. Empty tracks and planes are hidden unless asked for. Pure Python over a few
 hundred tracks: no Qt here.
 """
 
@@ -17,6 +18,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from tpuscope.model.trace import Plane, Trace, Track
+from tpuscope.ui.timeline.counters import COUNTER_HEIGHT, COUNTERS_GROUP
 
 ROW_HEIGHT = 18  # pixels per nesting level of a track
 GROUP_HEIGHT = 22  # pixels of a plane's header row
@@ -39,6 +41,7 @@ class Row:
     collapsed: bool = False
     events: int = 0
     summary: Track | None = None  # a collapsed group's busiest track, drawn in its header
+    counter: object | None = None  # a "counter" row's CounterSeries (tpuscope.ui.timeline.counters)
 
 
 def group_key(plane: Plane) -> tuple[str, str]:
@@ -95,6 +98,7 @@ class TimelineLayout:
     trace: Trace
     collapsed: set[tuple[str, str]] = field(default_factory=set)
     show_empty: bool = False
+    counters: list = field(default_factory=list)  # CounterSeries, drawn in their own group on top
     rows: list[Row] = field(default_factory=list)
     height: int = 0
 
@@ -106,7 +110,10 @@ class TimelineLayout:
         rows: list[Row] = []
         y = 0
         several_hosts = len(self.trace.hosts) > 1
+        counters_placed = False
         for plane, tracks in self._order:
+            if not counters_placed and not plane.is_device:  # memory belongs with the devices it serves
+                y, counters_placed = self._counter_rows(rows, y), True
             shown = [t for t in tracks if len(t) or self.show_empty]
             if not shown:
                 continue
@@ -127,9 +134,32 @@ class TimelineLayout:
                     Row("track", y, height, track_label(track), tooltip, key, track, False, len(track))
                 )
                 y += height + TRACK_GAP
+        if not counters_placed:
+            y = self._counter_rows(rows, y)
         self.rows = rows
         self.height = y
         self._tops = [r.y for r in rows]
+
+    def _counter_rows(self, rows: list[Row], y: int) -> int:
+        """The counters' group and rows (memory in use...) from layout y `y`; returns the next y."""
+        if not self.counters:
+            return y
+        collapsed = COUNTERS_GROUP in self.collapsed
+        tooltip = f"{len(self.counters)} counters: values over time, on the same time axis as the events"
+        rows.append(Row("group", y, GROUP_HEIGHT, "Counters", tooltip, COUNTERS_GROUP, None, collapsed))
+        y += GROUP_HEIGHT
+        if collapsed:
+            return y
+        for series in self.counters:
+            tooltip = series.tooltip or series.label
+            rows.append(Row("counter", y, COUNTER_HEIGHT, series.label, tooltip, COUNTERS_GROUP,
+                            events=len(series), counter=series))  # fmt: skip
+            y += COUNTER_HEIGHT + TRACK_GAP
+        return y
+
+    def set_counters(self, counters: list) -> None:
+        self.counters = list(counters)
+        self.relayout()
 
     def toggle(self, key: tuple[str, str]) -> None:
         if key in self.collapsed:

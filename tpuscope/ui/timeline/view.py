@@ -20,6 +20,7 @@ from PySide6.QtWidgets import QScrollBar, QToolTip, QWidget
 
 from tpuscope.model.trace import Trace, Track
 from tpuscope.ui.timeline import ruler
+from tpuscope.ui.timeline.counters import CounterSeries, format_value, step_area, value_y, visible_samples
 from tpuscope.ui.timeline.layout import ROW_HEIGHT, Row, TimelineLayout, track_depth_at
 from tpuscope.ui.timeline.lod import TimelineLod, TrackLod, time_key
 from tpuscope.ui.timeline.palette import PALETTE, Colours, text_is_dark
@@ -53,6 +54,9 @@ SEARCH_LAYER, PICKED_LAYER = "search", "picked"
 HIGHLIGHT_COLOURS = {SEARCH_LAYER: QColor("#ff00aa"), PICKED_LAYER: QColor("#ff7a00")}
 RANGE_FILL = QColor(40, 110, 240, 40)
 STEP_COLOURS = (QColor("#c7d7ee"), QColor("#dfe8f5"))
+COUNTER_FILL = QColor(26, 87, 214, 70)
+COUNTER_LINE = QColor("#1a57d6")
+COUNTER_PEAK = QColor("#d62728")
 
 
 def draw_rect_array(painter: QPainter, rects: np.ndarray) -> None:
@@ -234,6 +238,13 @@ class TimelineView(QWidget):
             self._update_scrollbar()
             self.update()
 
+    def set_counters(self, counters: list[CounterSeries]) -> None:
+        """Shows these counters (memory in use...) in their own group above the planes."""
+        if self.layout_ is not None:
+            self.layout_.set_counters(counters)
+            self._update_scrollbar()
+            self.update()
+
     def set_show_empty(self, show: bool) -> None:
         """Shows or hides tracks (and planes) without events; hidden by default."""
         self.show_empty = show
@@ -320,6 +331,7 @@ class TimelineView(QWidget):
             painter.setBrush(self._brushes[colour])
             draw_rect_array(painter, rects)
         self._paint_labels(painter, frame)
+        self._paint_counters(painter, rows, view)
         self._paint_highlights(painter, rows, view)
         self._paint_selection(painter, view)
         self._paint_range(painter, view, top, height)
@@ -369,6 +381,44 @@ class TimelineView(QWidget):
             found = text if len(text) <= chars else (text[: chars - 1] + "\u2026" if chars >= 3 else "")
             self._elided[key] = found
         return found
+
+    def _paint_counters(self, painter: QPainter, rows: list[Row], view: Viewport) -> None:
+        """Each counter row as a step area on its own scale, its peak marked, the window's largest value.
+
+        pyqtgraph's arrayToQPath turns the numpy points into one path without a Python loop; it is
+        imported here, so a profile without counters never pays for it.
+        """
+        counter_rows = [r for r in rows if r.kind == "counter" and r.counter is not None]
+        if not counter_rows:
+            return
+        import pyqtgraph as pg
+
+        for row in counter_rows:
+            series: CounterSeries = row.counter
+            top = float(view.y_of(row.y))
+            points = step_area(series, view, top, row.height)
+            if len(points) < 3:
+                continue
+            path = pg.functions.arrayToQPath(points[:, 0], points[:, 1], connect="all")
+            path.closeSubpath()
+            painter.setPen(QPen(COUNTER_LINE, 1))
+            painter.setBrush(COUNTER_FILL)
+            painter.drawPath(path)
+            if series.peak_index is not None:
+                t_peak = float(series.time_ps[series.peak_index])
+                if view.t0_ps <= t_peak <= view.t1_ps:
+                    x = float(view.x_of(t_peak))
+                    y = float(value_y(series, series.values[series.peak_index], top, row.height))
+                    painter.setPen(Qt.NoPen)
+                    painter.setBrush(COUNTER_PEAK)
+                    painter.drawEllipse(QPointF(x, y), 3.5, 3.5)
+            _, values = visible_samples(series, view)
+            if len(values):
+                painter.setPen(MUTED_TEXT)
+                text = f"max {format_value(series, float(np.nanmax(values)))} here"
+                painter.drawText(
+                    QRectF(view.x + 4, top + 1, 220, ROW_HEIGHT - 4), Qt.AlignLeft | Qt.AlignTop, text
+                )
 
     def _paint_highlights(self, painter: QPainter, rows: list[Row], view: Viewport) -> None:
         painter.setBrush(Qt.NoBrush)
@@ -590,6 +640,13 @@ class TimelineView(QWidget):
             return ""
         if pos.x() < LABEL_COLUMN_PX:
             return row.tooltip
+        if row.kind == "counter" and row.counter is not None:
+            t = self.viewport().t_of(pos.x())
+            value = row.counter.value_at(t)
+            at = ruler.format_duration(t)
+            return (
+                f"{row.label}\n{format_value(row.counter, value)} at {at}" if value is not None else row.label
+            )
         folded = self.box_at(pos)
         if folded is not None and folded[1] > 1:
             return f"{folded[1]:,} events too small to draw apart here: zoom in to see them"

@@ -1,0 +1,131 @@
+"""The Memory tab and the timeline's counter tracks, on the real TPU v6e profile."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from PySide6.QtCore import Qt
+
+from tests.conftest import TPU_TRACE
+from tests.ui.conftest import open_and_wait
+from tpuscope.analysis.memory_report import cached_memory_report
+from tpuscope.model.load import open_trace
+from tpuscope.ui.memory_counters import memory_counter_series
+from tpuscope.ui.memory_view import BUFFER_COLUMNS, MemoryView
+from tpuscope.ui.timeline.counters import CounterSeries, step_area, visible_samples
+from tpuscope.ui.timeline.scene import Viewport
+
+SIZE = BUFFER_COLUMNS.index("Size")
+
+
+@pytest.fixture(scope="module")
+def tpu_trace():
+    return open_trace(TPU_TRACE)
+
+
+@pytest.fixture
+def view(qtbot, tpu_trace):
+    widget = MemoryView()
+    qtbot.addWidget(widget)
+    widget.resize(1400, 900)
+    widget.set_trace(tpu_trace)
+    widget.show()
+    qtbot.waitExposed(widget)
+    return widget
+
+
+def test_picker_lists_every_program_and_starts_on_the_biggest(view, tpu_trace):
+    report = cached_memory_report(tpu_trace)
+    assert view.program_combo.count() == len(report.programs)
+    program = view.current_program()
+    assert program.name == "jit_f(12190760917235803885)" and program.memory_space == 0
+    assert "64.0% of 31.25 GiB" in view.summary_label.text()
+
+
+def test_buffers_table_is_sortable_and_complete(view):
+    program = view.current_program()
+    table = view.buffers
+    assert table.rowCount() == len(program.buffers_at_peak)
+    table.sortItems(SIZE, Qt.AscendingOrder)
+    sizes = [table.item(r, SIZE).key for r in range(table.rowCount())]
+    assert sizes == sorted(sizes)
+    table.sortItems(SIZE, Qt.DescendingOrder)
+    assert table.item(0, SIZE).text() == "5.00 GiB"
+
+
+def test_selecting_a_buffer_outlines_its_defining_op(qtbot, view):
+    table = view.buffers
+    row = next(r for r in range(table.rowCount()) if table.item(r, 0).text() == "copy-start{0}")
+    with qtbot.waitSignal(view.highlightRequested) as blocker:
+        table.selectRow(row)
+    matches = blocker.args[0]
+    assert matches and all(len(rows) for _, rows in matches)
+    names = {track.event_name(int(rows[0])) for track, rows in matches}
+    assert all(name.startswith("%copy-start = ") for name in names)
+
+
+def test_allocator_chart_names_every_allocator(view):
+    text = view.allocators_label.text()
+    assert all(f"allocator {i}</b>" in text for i in "0123")
+    assert "lifetime peak 15.00 GiB" in text
+
+
+def test_profile_without_memory_data(qtbot, tmp_path):
+    from tpuscope.xplane import xplane_pb2
+
+    space = xplane_pb2.XSpace()
+    space.planes.add(id=1, name="/host:CPU").lines.add(id=1, name="main")
+    path = tmp_path / "empty.xplane.pb"
+    path.write_bytes(space.SerializeToString())
+    widget = MemoryView()
+    qtbot.addWidget(widget)
+    widget.set_trace(open_trace(path))
+    widget.show()
+    assert widget.summary_label.text() == "This profile has no memory data."
+    assert not widget.program_combo.isEnabled()
+
+
+def _view(t0, t1, width=800.0):
+    return Viewport(t0, t1, 0.0, width, 0.0, 0.0)
+
+
+def test_counter_keeps_the_peak_when_zoomed_out():
+    n = 1_000_000
+    values = np.zeros(n)
+    values[123_457] = 5.0  # one sample spike among a million
+    series = CounterSeries("k", "spiky", np.arange(n, dtype=np.int64) * 10, values)
+    x, shown = visible_samples(series, _view(0, n * 10))
+    assert len(x) <= 2 * 800 and shown.max() == 5.0
+    points = step_area(series, _view(0, n * 10), 0.0, 40.0)
+    assert points.shape[1] == 2 and points[:, 1].min() < 10  # the spike reaches near the top
+
+
+def test_counter_window_cuts_by_time():
+    series = CounterSeries("k", "steps", np.array([0, 100, 200, 300]), np.array([1.0, 2.0, 3.0, 4.0]))
+    x, shown = visible_samples(series, _view(150, 250))
+    assert shown.tolist() == [2.0, 3.0, 4.0]  # the value holding at the left edge, the one inside, the next
+    assert series.value_at(250) == 3.0 and series.value_at(-1) is None
+
+
+def test_memory_counters_on_the_timeline(qtbot, window):
+    open_and_wait(qtbot, window, TPU_TRACE, view="timeline")
+    rows = [r for r in window.timeline.layout_.rows if r.kind == "counter"]
+    assert [r.label for r in rows] == [f"memory in use, allocator {i}" for i in "0123"]
+    series = rows[0].counter
+    assert series.max_value == pytest.approx(21_492_569_216)
+    window.timeline.zoom_to_range(4e12, 18e12)
+    image = window.timeline.grab()
+    assert not image.isNull()
+    tip = window.timeline.tooltip_at(window.timeline.mapFromParent(window.timeline.rect().center()))
+    assert isinstance(tip, str)
+
+
+def test_memory_tab_is_in_the_window(qtbot, window):
+    open_and_wait(qtbot, window, TPU_TRACE, view="memory")
+    memory = window.views["memory"]
+    assert memory.current_program().module_name == "jit_f"
+
+
+def test_counter_series_from_report(tpu_trace):
+    series = memory_counter_series(cached_memory_report(tpu_trace))
+    assert len(series) == 4 and all(s.ceiling == 33_550_237_696 for s in series)

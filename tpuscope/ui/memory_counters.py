@@ -1,0 +1,34 @@
+"""Memory in use per allocator as timeline counter tracks (no pyqtgraph: the loader builds them)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from tpuscope.analysis.memory_report import MemoryReport
+from tpuscope.model.units import format_bytes
+from tpuscope.ui.timeline.counters import CounterSeries
+
+
+def memory_counter_series(report: MemoryReport) -> list[CounterSeries]:
+    """Memory in use per allocator as timeline counter tracks, peak marked, capacity as the ceiling."""
+    several_hosts = len({a.host for a in report.allocators}) > 1
+    series = []
+    for allocator in report.allocators:
+        where = f"{allocator.host}: " if several_hosts else ""
+        series.append(
+            CounterSeries(
+                key=f"memory/{allocator.host}/{allocator.id}",
+                label=f"{where}memory in use, allocator {allocator.id}",
+                time_ps=allocator.time_ps,
+                values=allocator.in_use.astype(np.float64),
+                unit="bytes",
+                tooltip=(
+                    f"Allocator {allocator.id}: peak in profile "
+                    f"{format_bytes(allocator.peak_in_profile_bytes)}, "
+                    f"capacity {format_bytes(allocator.capacity_bytes)}"
+                ),
+                ceiling=float(allocator.capacity_bytes) if allocator.capacity_bytes else None,
+                peak_index=allocator.peak_point,
+            )
+        )
+    return series
