@@ -127,5 +127,5 @@ def test_memory_tab_is_in_the_window(qtbot, window):
 
 
 def test_counter_series_from_report(tpu_trace):
-    series = memory_counter_series(cached_memory_report(tpu_trace))
+    series = memory_counter_series(cached_memory_report(tpu_trace).allocators)
     assert len(series) == 4 and all(s.ceiling == 33_550_237_696 for s in series)

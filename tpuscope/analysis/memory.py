@@ -225,12 +225,12 @@ class _BufferIndex:
         for allocation, buffer_id in zip(
             buffers.assigned_allocation.tolist(), buffers.assigned_buffer_id.tolist(), strict=True
         ):
-            row = row_of_buffer_id.get(buffer_id)
-            if row is None or buffers.buffer_instruction[row] < 0:
+            found = row_of_buffer_id.get(buffer_id)
+            if found is None or buffers.buffer_instruction[found] < 0:
                 unknown += 1
                 continue
-            self.row_of_id[buffer_id] = row
-            self.allocation_of_row[row] = allocation
+            self.row_of_id[buffer_id] = found
+            self.allocation_of_row[found] = allocation
         if unknown:
             notes.append(
                 f"{unknown} assigned buffers are not logical buffers of a known instruction; left out"

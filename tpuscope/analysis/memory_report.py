@@ -70,12 +70,7 @@ def is_device_allocator(memory_id: str) -> bool:
 
 def memory_report(trace: Trace, steps=None) -> MemoryReport:
     """The memory report of a trace; `steps` (analysis.steps.Steps), when given, dates each peak."""
-    report = MemoryReport()
-    for events in allocation_events(trace):
-        report.allocators.extend(allocators_memory(events, trace.strings))
-    if steps is not None and len(steps):
-        for allocator in report.allocators:
-            allocator.peak_step = _step_at(steps, allocator.peak_time_ps)
+    report = MemoryReport(allocators=cached_allocators(trace, steps))
 
     report.capacity_bytes, report.capacity_source = _capacity(trace, report.allocators)
     for buffers in sorted(program_buffers(trace).values(), key=lambda b: (b.module_name, b.program_id or 0)):
@@ -85,6 +80,17 @@ def memory_report(trace: Trace, steps=None) -> MemoryReport:
                 memory.capacity_bytes = report.capacity_bytes
             report.programs.append(memory)
     return report
+
+
+def allocators_of(trace: Trace, steps=None) -> list[AllocatorMemory]:
+    """Memory over time of every allocator of every host (vectorized: cheap even at 1M events)."""
+    allocators: list[AllocatorMemory] = []
+    for events in allocation_events(trace):
+        allocators.extend(allocators_memory(events, trace.strings))
+    if steps is not None and len(steps):
+        for allocator in allocators:
+            allocator.peak_step = _step_at(steps, allocator.peak_time_ps)
+    return allocators
 
 
 def _capacity(trace: Trace, allocators: list[AllocatorMemory]) -> tuple[int | None, str]:
@@ -116,8 +122,23 @@ def cached_memory_report(trace: Trace, steps=None) -> MemoryReport:
 
     Steps only date the peaks: a report made without them is made again when steps are given.
     """
+    if steps is None:  # the steps the loader dated the allocators with, if it did
+        steps = vars(trace).get(_ALLOCATORS_ATTRIBUTE, (None, None))[0]
     cached = vars(trace).get(_CACHE_ATTRIBUTE)
     if cached is None or (cached[0] is None and steps is not None):
         cached = (steps, memory_report(trace, steps))
         vars(trace)[_CACHE_ATTRIBUTE] = cached
+    return cached[1]
+
+
+_ALLOCATORS_ATTRIBUTE = "_tpuscope_memory_allocators"
+
+
+def cached_allocators(trace: Trace, steps=None) -> list[AllocatorMemory]:
+    """allocators_of(trace, steps), once per trace: the timeline's counters need only this part,
+    so a load does not decode every program's buffer assignment before the first picture."""
+    cached = vars(trace).get(_ALLOCATORS_ATTRIBUTE)
+    if cached is None or (cached[0] is None and steps is not None):
+        cached = (steps, allocators_of(trace, steps))
+        vars(trace)[_ALLOCATORS_ATTRIBUTE] = cached
     return cached[1]

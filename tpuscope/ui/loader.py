@@ -71,14 +71,14 @@ def prepare(path: Path | str, progress=None) -> LoadResult:
 
 
 def memory_counters_or_none(trace: Trace, steps) -> list | None:
-    """Memory in use per allocator as counter tracks; the memory report is computed here, off the UI
-    thread, once for every view (the Memory tab and the memory rules read the same cached report).
+    """Memory in use per allocator as counter tracks, computed here, off the UI thread, and kept on the
+    trace for the Memory tab and the memory rules (programs' memory waits until they ask for it).
     A failure is logged and the profile still opens, without the counters."""
     try:
-        from tpuscope.analysis.memory_report import cached_memory_report
+        from tpuscope.analysis.memory_report import cached_allocators
         from tpuscope.ui.memory_counters import memory_counter_series
 
-        return memory_counter_series(cached_memory_report(trace, steps))
+        return memory_counter_series(cached_allocators(trace, steps))
     except Exception:  # noqa: BLE001 - a memory-analysis bug must not block viewing the profile
         log.exception("the memory report failed")
         return None

@@ -4,16 +4,16 @@ from __future__ import annotations
 
 import numpy as np
 
-from tpuscope.analysis.memory_report import MemoryReport
+from tpuscope.analysis.memory_over_time import AllocatorMemory
 from tpuscope.model.units import format_bytes
 from tpuscope.ui.timeline.counters import CounterSeries
 
 
-def memory_counter_series(report: MemoryReport) -> list[CounterSeries]:
+def memory_counter_series(allocators: list[AllocatorMemory]) -> list[CounterSeries]:
     """Memory in use per allocator as timeline counter tracks, peak marked, capacity as the ceiling."""
-    several_hosts = len({a.host for a in report.allocators}) > 1
+    several_hosts = len({a.host for a in allocators}) > 1
     series = []
-    for allocator in report.allocators:
+    for allocator in allocators:
         where = f"{allocator.host}: " if several_hosts else ""
         series.append(
             CounterSeries(

@@ -53,7 +53,7 @@ def run(ctx: Context) -> RuleOutcome:
     worst = 0.0
     programs = [p for p in report.programs if p.memory_space == HBM_SPACE and p.capacity_bytes]
     for program in programs:
-        share = program.peak_heap_bytes / program.capacity_bytes
+        share = program.peak_heap_bytes / (program.capacity_bytes or 1)
         worst = max(worst, share)
         if share >= WARNING_SHARE:
             findings.append(_program_finding(ctx, program, share))
