@@ -11,6 +11,8 @@
    `xspace_to_tool_data([copy], "memory_viewer", {"module_name", "memory_space"})`, one call per
    memory space, on a copy whose `.hlo_proto.pb` files XProf wrote beforehand (its tool_names step,
    not timed); the call reads that file and computes the same peak.
+   Also a bigger real program: one training step of an N-layer MLP that the benchmark records with
+   JAX on the CPU (benchmarks/record_jax_mlp.py; 64 layers: ~1,100 logical buffers).
 2. Memory over time. A generated `/host:CPU` plane of N allocator events
    (benchmarks/generate_memory_xspace.py). Ours: `open_trace` without the cache, then every
    allocator's memory over time (`memory_report`). Peer: XProf's Memory Profile,
@@ -76,10 +78,30 @@ def largest_program() -> tuple[Path, int, bytes]:
     return best
 
 
-def bench_program(repeat: int) -> None:
+def recorded_mlp(layers: int) -> tuple[Path, int, bytes]:
+    """`jit_train_step` of a real JAX CPU recording of an MLP of `layers` layers (record_jax_mlp.py)."""
+    import subprocess
+
+    folder = DEFAULT_DIR / f"jax_mlp_{layers}"
+    found = sorted(folder.glob("plugins/profile/*/*.xplane.pb"))
+    if not found:
+        script = Path(__file__).resolve().parent / "record_jax_mlp.py"
+        env = {**os.environ, "JAX_PLATFORMS": "cpu"}
+        subprocess.run([sys.executable, str(script), str(folder), str(layers)], check=True, env=env,
+                       capture_output=True)  # fmt: skip
+        found = sorted(folder.glob("plugins/profile/*/*.xplane.pb"))
+    path = found[-1]
+    for program_id, blob in hlo_proto_blobs(open_trace(path)):
+        buffers = decode_program_buffers(blob, program_id)
+        if buffers is not None and buffers.module_name == "jit_train_step":
+            return path, program_id, blob
+    raise SystemExit(f"no jit_train_step in {path}")
+
+
+def bench_program(repeat: int, chosen: tuple[Path, int, bytes], what: str) -> None:
     from xprof.convert.raw_to_tool_data import xspace_to_tool_data, xspace_to_tool_names
 
-    path, program_id, blob = largest_program()
+    path, program_id, blob = chosen
     buffers = decode_program_buffers(blob, program_id)
     spaces = memory_spaces(buffers) or [0]
     name = buffers.name
@@ -116,7 +138,7 @@ def bench_program(repeat: int) -> None:
     a, b = statistics.median(times_ours), statistics.median(times_theirs)
     peaks = [m.peak_heap_bytes for m in mine]
     xpeaks = [round(o.get("peakHeapMib", 0) * (1 << 20)) for o in other]
-    print(f"largest program: {name} from {path.name} ({len(blob):,} bytes of HloProto, "
+    print(f"{what}: {name} from {path.name} ({len(blob):,} bytes of HloProto, "
           f"{len(buffers.buffer_ids):,} logical buffers, {len(buffers.event_kind):,} heap-simulator events, "
           f"{len(spaces)} memory spaces)")  # fmt: skip
     print(f"  tpuscope decode + program memory: {a * 1e3:8.2f} ms   peaks {peaks}")
@@ -159,8 +181,15 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--events", type=int, default=1_000_000)
     parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument(
+        "--mlp-layers", type=int, default=64, help="layers of the recorded JAX MLP (0: skip it)"
+    )
     args = parser.parse_args(argv)
-    bench_program(args.repeat)
+    bench_program(args.repeat, largest_program(), "largest program in the samples")
+    if args.mlp_layers:
+        bench_program(
+            args.repeat, recorded_mlp(args.mlp_layers), f"recorded JAX CPU MLP, {args.mlp_layers} layers"
+        )
     bench_allocators(args.events, args.repeat)
     return 0
 

@@ -129,3 +129,17 @@ def test_memory_tab_is_in_the_window(qtbot, window):
 def test_counter_series_from_report(tpu_trace):
     series = memory_counter_series(cached_memory_report(tpu_trace).allocators)
     assert len(series) == 4 and all(s.ceiling == 33_550_237_696 for s in series)
+
+
+def test_counters_sit_after_the_devices_and_collapse(tpu_trace):
+    from tpuscope.ui.timeline.counters import COUNTERS_GROUP
+    from tpuscope.ui.timeline.layout import TimelineLayout
+
+    series = memory_counter_series(cached_memory_report(tpu_trace).allocators)
+    layout = TimelineLayout(tpu_trace, counters=series)
+    groups = [r.group[1] for r in layout.rows if r.kind == "group"]
+    assert groups.index("Counters") == groups.index("/host:CPU") - 1
+    counter_rows = [r for r in layout.rows if r.kind == "counter"]
+    assert len(counter_rows) == 4 and all(r.counter is not None for r in counter_rows)
+    layout.toggle(COUNTERS_GROUP)
+    assert not [r for r in layout.rows if r.kind == "counter"]

@@ -257,7 +257,7 @@ class _BufferIndex:
             name=defined_by + b.buffer_shape_indices[row],
             bytes=int(b.buffer_bytes[row]),
             unpadded_bytes=int(b.buffer_unpadded_bytes[row]),
-            shape=b.buffer_shapes[row],
+            shape=b.buffer_shape(row),
             defined_by=defined_by,
             op_code=b.instruction_opcodes[instruction],
             framework_op=b.instruction_framework_ops[instruction],

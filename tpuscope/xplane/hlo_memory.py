@@ -69,7 +69,6 @@ class ProgramBuffers:
     buffer_unpadded_bytes: np.ndarray
     buffer_space: np.ndarray
     buffer_instruction: np.ndarray
-    buffer_shapes: list[str]
     buffer_shape_indices: list[str]
     allocation_index: np.ndarray
     allocation_bytes: np.ndarray
@@ -86,11 +85,32 @@ class ProgramBuffers:
     event_instruction: np.ndarray
     event_instruction_names: list[str]
     notes: list[str] = field(default_factory=list)
+    # Each defining instruction's serialized shape, and the tuple element each buffer takes of it
+    # (-1: the whole shape): shape text is made only for the buffers someone asks about.
+    instruction_shapes: list[bytes] = field(default_factory=list)
+    buffer_element: np.ndarray = field(default_factory=lambda: np.empty(0, np.int64))
 
     @property
     def name(self) -> str:
         """The program as XProf names it: `jit_f(12190760917235803885)`."""
         return self.module_name if self.program_id is None else f"{self.module_name}({self.program_id})"
+
+    def buffer_shape(self, row: int) -> str:
+        """The shape of logical buffer `row` with its layout, as XLA prints it ("" when unknown)."""
+        instruction = int(self.buffer_instruction[row])
+        if instruction < 0:
+            return ""
+        try:
+            shape = hlo_pb2.ShapeProto.FromString(self.instruction_shapes[instruction])
+        except (DecodeError, ValueError, RecursionError):
+            return ""
+        element = int(self.buffer_element[row])
+        if 0 <= element < len(shape.tuple_shapes):
+            shape = shape.tuple_shapes[element]
+        try:
+            return format_shape_with_layout(shape)
+        except RecursionError:
+            return ""
 
     @property
     def trace_count(self) -> int:
@@ -136,7 +156,8 @@ def _columns(proto: hlo_pb2.HloMemoryProto, program_id: int | None) -> ProgramBu
     spaces = np.fromiter((b.color for b in logical), np.int64, n)
     rows = np.full(n, -1, np.int32)
     unpadded = np.zeros(n, np.int64)
-    shapes: list[str] = [""] * n
+    elements = np.full(n, -1, np.int64)
+    instruction_shapes: list[bytes] = []
     shape_indices: list[str] = [""] * n
     names: list[str] = []
     opcodes: list[str] = []
@@ -157,10 +178,12 @@ def _columns(proto: hlo_pb2.HloMemoryProto, program_id: int | None) -> ProgramBu
             names.append(instruction.name)
             opcodes.append(instruction.opcode)
             framework_ops.append(instruction.metadata.op_name)
+            instruction_shapes.append(instruction.shape.SerializeToString())
         rows[k] = row
-        shape = _subshape(instruction.shape, index)
-        shapes[k] = format_shape_with_layout(shape)
-        unpadded[k] = unpadded_bytes(shape)
+        whole = instruction.shape
+        if index and 0 <= index[-1] < len(whole.tuple_shapes):
+            elements[k] = index[-1]
+        unpadded[k] = unpadded_bytes(_subshape(whole, index))
     if missing:
         notes.append(f"{missing} logical buffers name an instruction the module does not have")
     if (sizes < 0).any():
@@ -214,7 +237,6 @@ def _columns(proto: hlo_pb2.HloMemoryProto, program_id: int | None) -> ProgramBu
         buffer_unpadded_bytes=unpadded,
         buffer_space=spaces,
         buffer_instruction=rows,
-        buffer_shapes=shapes,
         buffer_shape_indices=shape_indices,
         allocation_index=alloc_index,
         allocation_bytes=alloc_bytes,
@@ -231,6 +253,8 @@ def _columns(proto: hlo_pb2.HloMemoryProto, program_id: int | None) -> ProgramBu
         event_instruction=event_rows,
         event_instruction_names=event_names,
         notes=notes,
+        instruction_shapes=instruction_shapes,
+        buffer_element=elements,
     )
 
 
