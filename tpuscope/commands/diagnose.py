@@ -10,6 +10,7 @@ import textwrap
 
 from tpuscope.analysis.diagnose import Report, Severity, diagnose
 from tpuscope.cli import EXIT_FINDINGS, EXIT_OK
+from tpuscope.commands._per_host import add_per_host_arguments, per_host_run, print_findings
 from tpuscope.commands._shared import add_path_argument, load_for_cli, print_json
 
 _MARK = {Severity.CRITICAL: "[CRITICAL]", Severity.WARNING: "[WARNING] ", Severity.INFO: "[info]    "}
@@ -26,10 +27,20 @@ def register(subparsers) -> None:
         choices=["warning", "critical"],
         help="exit 1 when a finding of this severity or worse exists (for CI gates)",
     )
+    add_per_host_arguments(parser)
     parser.set_defaults(handler=run)
 
 
 def run(args) -> int:
+    pod = per_host_run(args)
+    if pod is not None:
+        print_json(pod.diagnose_json()) if args.json else print_findings(pod)
+        worst = max((Severity.parse(f["severity"]) for f in pod.findings()), default=None)
+        return (
+            EXIT_FINDINGS
+            if args.fail_on and worst is not None and worst >= Severity.parse(args.fail_on)
+            else EXIT_OK
+        )
     trace = load_for_cli(args)
     report = diagnose(trace)
     if args.json:

@@ -9,6 +9,7 @@ from tpuscope.analysis.device_ops import find_devices, select_devices
 from tpuscope.analysis.ops import GROUPINGS, aggregate, collect_op_events
 from tpuscope.analysis.step_breakdown import step_breakdown
 from tpuscope.cli import UserFacingError
+from tpuscope.commands._per_host import add_per_host_arguments, per_host_run
 from tpuscope.commands._shared import add_path_argument, format_ps, load_for_cli, print_json
 
 CSV_FIELDS = (
@@ -50,12 +51,16 @@ def register(subparsers) -> None:
     output = parser.add_mutually_exclusive_group()
     output.add_argument("--json", action="store_true", help="print machine-readable JSON")
     output.add_argument("--csv", action="store_true", help="print CSV")
+    add_per_host_arguments(parser)
     parser.set_defaults(handler=run)
 
 
 def run(args) -> int:
     if args.top is not None and args.top < 1:
         raise UserFacingError(f"--top must be a positive number of rows, not {args.top}.")
+    pod = per_host_run(args)
+    if pod is not None:
+        return _print_per_host(args, pod)
     trace = load_for_cli(args)
     devices = find_devices(trace)
     if not devices:
@@ -126,3 +131,23 @@ def _print_text(device_label, by, table, rows, breakdown) -> None:
             f"{format_ps(r['self_time_us'] * 1e6):>12}  {r['percent']:>6.2f}  "
             f"{r['cumulative_percent']:>6.2f}  {r['bound_by']}"
         )
+
+
+def _print_per_host(args, pod) -> int:
+    """The op table of a run analysed host by host: every host's rows of one op added up."""
+    if args.by != "op" or args.device != "all":
+        raise UserFacingError("a run analysed host by host has its op table by op over all devices only.")
+    rows = pod.op_rows(args.top)
+    if args.csv:
+        writer = csv.DictWriter(sys.stdout, fieldnames=CSV_FIELDS, extrasaction="ignore", lineterminator="\n")
+        writer.writeheader()
+        writer.writerows(rows)
+    elif args.json:
+        print_json({"device": "all", "analysed": "host by host", "hosts": [h.host for h in pod.hosts],
+                    "by": "op", "rows": rows})  # fmt: skip
+    else:
+        print(f"Ops of {len(pod.hosts)} hosts, analysed host by host (self time, all devices):")
+        for row in rows:
+            print(f"  {row['percent']:5.1f}%  {format_ps(row['self_time_us'] * 1e6):>10}  "
+                  f"{row['occurrences']:>8,}  {row['name'][:70]}")  # fmt: skip
+    return 0

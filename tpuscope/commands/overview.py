@@ -19,6 +19,7 @@ from tpuscope.analysis.overview import (
 )
 from tpuscope.analysis.pod.summary import PARTS as POD_PARTS
 from tpuscope.cli import UserFacingError
+from tpuscope.commands._per_host import add_per_host_arguments, per_host_run, print_overview
 from tpuscope.commands._shared import add_path_argument, format_ps, load_for_cli, print_json
 
 _MARK = {Severity.CRITICAL: "[CRITICAL]", Severity.WARNING: "[WARNING] ", Severity.INFO: "[info]    "}
@@ -37,12 +38,17 @@ def register(subparsers) -> None:
     parser.add_argument(
         "--top", type=int, default=TOP_OPS, help=f"how many ops to list by self time (default {TOP_OPS})"
     )
+    add_per_host_arguments(parser)
     parser.set_defaults(handler=run)
 
 
 def run(args) -> int:
     if args.top < 1:
         raise UserFacingError(f"--top must be a positive number of ops, not {args.top}.")
+    pod = per_host_run(args)
+    if pod is not None:
+        print_json(pod.overview_json(args.top)) if args.json else print_overview(pod, args.top)
+        return 0
     overview = compute_overview(load_for_cli(args))
     if args.json:
         print_json(overview.to_json(top_ops=args.top))
