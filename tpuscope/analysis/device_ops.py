@@ -1,14 +1,14 @@
 """Which events are device ops, per device, and when each device was busy.
 
-A "device" is what executes XLA programs:
-- each TPU plane (`/device:TPU:N`; its `XLA Ops` line, plus `Sparse Core Ops` on SparseCore planes),
-- each GPU plane (`/device:GPU:N`; its stream lines, one per CUDA/HIP stream, holding kernels and copies),
+A "device" is what executes programs:
+- each device plane (TPU core, GPU): its tracks of kind DEVICE_OPS (TPU op lines; one track per
+  CUDA/HIP stream on GPUs, holding kernels and copies), as the reader marked them;
 - for CPU-only runs, the host itself: XLA:CPU runs each HLO op as a "thunk" on host threads, and the
-  profiler records it there as an event named after the op that carries the `hlo_op` stat
-  (seen in JAX 0.10.2 CPU captures and in the PyTorch/XLA CPU profile in ../shared/traces).
+  profiler records it there as an event named after the op that carries the op-text stat
+  (`Stat.OP_TEXT`; seen in JAX CPU captures and in PyTorch/XLA CPU profiles).
 
-CPU thunks are used only when no TPU/GPU plane holds ops: on GPU runs the host's kernel *launch*
-events carry `hlo_op` too, and they are not device time.
+CPU thunks are used only when no device plane holds ops: on GPU runs the host's kernel *launch*
+events carry the op text too, and they are not device time.
 
 Busy time is the union of op intervals (ops overlap across GPU streams and CPU threads, and nest on
 one line), computed with sorted numpy arrays, never a Python loop over events.
@@ -21,27 +21,9 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from tpuscope.model.trace import Plane, Trace, Track
+from tpuscope.model.vocabulary import KIND_HOST_CPU, ROLE_HOST, Stat, TrackKind
 
-# Line names from xplane_schema.cc (openxla/xla; see ../shared/research/integration.md 2.2).
-TPU_OP_LINES = ("XLA Ops", "Sparse Core Ops")
-# Lines on GPU planes that are not kernel streams: derived by XProf or runtime summaries
-# (xplane_schema.cc kStepLineName, kXlaModuleLineName, kKernelLaunchLineName, ...).
-GPU_NON_STREAM_LINES = frozenset(
-    {
-        "Steps",
-        "XLA Modules",
-        "XLA Ops",
-        "Async XLA Ops",
-        "XLA TraceMe",
-        "Framework Ops",
-        "Framework Name Scope",
-        "Source code",
-        "Launch Stats",
-        "Host Offload Ops",
-        "_counters_",
-    }
-)
-HLO_OP_STAT = "hlo_op"  # XLA:CPU thunk events and GPU kernels name their HLO op in this stat
+HLO_OP_STAT = Stat.OP_TEXT  # XLA:CPU thunk events and GPU kernels name their op in this stat
 
 
 @dataclass(eq=False)
@@ -72,16 +54,14 @@ class Device:
 
 
 def device_op_tracks(plane: Plane) -> list[Track]:
-    """The lines of a device plane that hold device ops (empty lines included)."""
-    if plane.kind == "TPU":
-        return [t for t in plane.tracks if t.name in TPU_OP_LINES]
+    """The tracks of a device plane that hold device ops (empty tracks included)."""
     if plane.is_device:
-        return [t for t in plane.tracks if t.name not in GPU_NON_STREAM_LINES]
+        return plane.tracks_of_kind(TrackKind.DEVICE_OPS)
     return []
 
 
 def cpu_thunk_events(plane: Plane) -> list[tuple[Track, np.ndarray]]:
-    """Host-thread events that execute XLA:CPU thunks (they carry the `hlo_op` stat)."""
+    """Host-thread events that execute XLA:CPU thunks (they carry the op-text stat)."""
     found = []
     for track in plane.tracks:
         column = track.stats.column(HLO_OP_STAT)
@@ -96,7 +76,7 @@ def cpu_thunk_events(plane: Plane) -> list[tuple[Track, np.ndarray]]:
 def find_devices(trace: Trace) -> list[Device]:
     """All devices of the trace that ran ops, ordered by host, kind and index.
 
-    TPU/GPU planes count when one of their op lines has events; with none, each host whose
+    Device planes count when one of their op tracks has events; with none, each host whose
     threads ran XLA:CPU thunks is one CPU device.
     """
     devices = []
@@ -108,7 +88,7 @@ def find_devices(trace: Trace) -> list[Device]:
     if devices:
         return devices
     for plane in trace.planes:
-        if plane.role == "host" and plane.kind == "CPU":
+        if plane.role == ROLE_HOST and plane.kind == KIND_HOST_CPU:
             events = cpu_thunk_events(plane)
             if events:
                 devices.append(Device(f"host:{plane.host} CPU", "CPU", plane.host, plane, events))

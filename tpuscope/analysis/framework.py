@@ -1,38 +1,22 @@
-"""Which framework wrote a profile: JAX, TensorFlow or PyTorch/XLA.
+"""Which framework wrote a profile: JAX, TensorFlow, PyTorch/XLA or PyTorch.
 
-Advice depends on it (`jax.jit` static arguments vs `torch_xla.sync()` vs
-`tf.data`). The clues are the names each framework's runtime puts on the host
-threads, and the version stats JAX writes on `/host:metadata`; the heuristic is
-the one suggested in /work/shared/research/integration.md section 2.6.
+Advice depends on it (`jax.jit` static arguments vs `torch_xla.sync()` vs `tf.data`). The clues
+are the names each framework's runtime puts on the host threads and the version stats some write
+on their planes; which names and stats those are is the reader's (its Dialect's
+`framework_clues`), so this module only weighs them.
 """
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 
 from tpuscope.analysis.host_names import HostNameIndex
 from tpuscope.model.trace import Trace
+from tpuscope.model.vocabulary import JAX, PYTORCH, PYTORCH_XLA, TENSORFLOW
 
-JAX = "JAX"
-TENSORFLOW = "TensorFlow"
-PYTORCH_XLA = "PyTorch/XLA"
+__all__ = ["JAX", "PYTORCH", "PYTORCH_XLA", "TENSORFLOW", "UNKNOWN", "Framework", "detect_framework"]
+
 UNKNOWN = "unknown"
-
-# Event-name clues per framework (integration.md 2.3-2.6; the TF names are TF runtime TraceMe names).
-_CLUES: dict[str, re.Pattern] = {
-    PYTORCH_XLA: re.compile(
-        r"^(SyncTensorsGraph|StepMarker|XLAGraphExecutor::|PjRtComputationClient::|IfrtComputationClient::"
-        r"|CollectSyncTensors|aten::)"
-    ),
-    JAX: re.compile(r"^(PjitFunction\(|ExecuteReplicated\.__call__|np\.asarray\(jax\.Array\)|shard_args$)"),
-    TENSORFLOW: re.compile(
-        r"^(EagerExecute|EagerKernelExecute|IteratorGetNext|Iterator::|TraceContext|FunctionRun$"
-        r"|ExecutorState::Process|TFE_Py_Execute|__inference_)"
-    ),
-}
-# Plane stats that name the framework outright (programmatic JAX traces write these; integration.md 2.3).
-_VERSION_STATS = {"jax_version": JAX, "torch_xla_version": PYTORCH_XLA, "tensorflow_version": TENSORFLOW}
 
 
 @dataclass(frozen=True)
@@ -47,29 +31,36 @@ class Framework:
 
 
 def detect_framework(trace: Trace, host_names: HostNameIndex | None = None) -> Framework:
-    """Scores each framework by how many host events carry its names; version stats break ties.
+    """Decisive clues first, then version stats, then the framework with most clue events.
 
-    PyTorch/XLA is checked before JAX because PyTorch/XLA programs may also call JAX (torchax),
-    and its own names never appear in plain JAX programs.
+    Frameworks are named by the reader's dialect: e.g. PyTorch/XLA before JAX, because
+    PyTorch/XLA programs may also call JAX (torchax), and its own names never appear in JAX ones.
     """
+    dialect = trace.dialect
     host_names = host_names if host_names is not None else HostNameIndex(trace)
-    counts = {name: _count_events(host_names, pattern) for name, pattern in _CLUES.items()}
-    if counts[PYTORCH_XLA]:
-        return Framework(PYTORCH_XLA, f"{counts[PYTORCH_XLA]} PyTorch/XLA runtime events")
+    counts = {clue.framework: _count_events(host_names, clue.pattern) for clue in dialect.framework_clues}
+    for clue in dialect.framework_clues:
+        if clue.decisive and counts[clue.framework]:
+            return Framework(clue.framework, f"{counts[clue.framework]} {clue.examples}")
     for plane in trace.planes:
-        for stat, name in _VERSION_STATS.items():
+        for stat, name in dialect.framework_version_stats:
             if stat in plane.stats:
                 return Framework(name, f"{plane.name} stat {stat} = {plane.stats[stat]}")
-    best = max((JAX, TENSORFLOW), key=lambda n: counts[n])
-    if counts[best]:
-        examples = "PjitFunction(...)" if best == JAX else "EagerExecute, IteratorGetNext, ..."
-        return Framework(best, f"{counts[best]} {best} runtime events ({examples})")
-    module_names = trace.strings.ids_matching(r"^jit_\w+\(\d+\)$", regex=True)
-    if len(module_names):
-        return Framework(JAX, f"program names such as {trace.strings[int(module_names[0])]}")
+    counted = [clue for clue in dialect.framework_clues if not clue.decisive]
+    if counted:
+        best = max(counted, key=lambda clue: counts[clue.framework])
+        if counts[best.framework]:
+            what = f"{counts[best.framework]} {best.framework} runtime events ({best.examples})"
+            return Framework(best.framework, what)
+    for name, pattern in dialect.framework_program_names:
+        module_names = trace.strings.ids_matching(pattern, regex=True)
+        if len(module_names):
+            return Framework(name, f"program names such as {trace.strings[int(module_names[0])]}")
+    if dialect.default_framework:
+        return Framework(dialect.default_framework, f"a {dialect.name} trace, which only it writes")
     return Framework(UNKNOWN, "no framework-specific event names or stats in the profile")
 
 
-def _count_events(host_names: HostNameIndex, pattern: re.Pattern) -> int:
-    """Host events whose name the pattern finds (`pattern.flags` apply)."""
+def _count_events(host_names: HostNameIndex, pattern: str) -> int:
+    """Host events whose name the pattern finds."""
     return int(sum(len(idx) for _, idx in host_names.matching(pattern)))

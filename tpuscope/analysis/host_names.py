@@ -18,6 +18,7 @@ import re
 import numpy as np
 
 from tpuscope.model.trace import Trace, Track
+from tpuscope.model.vocabulary import EventClass
 
 
 class HostNameIndex:
@@ -26,6 +27,7 @@ class HostNameIndex:
     def __init__(self, trace: Trace, tracks: list[Track] | None = None):
         if tracks is None:
             tracks = [t for p in trace.host_planes() for t in p.tracks if len(t)]
+        self.trace = trace
         self.tracks = [t for t in tracks if len(t)]
         lengths = np.array([len(t) for t in self.tracks], dtype=np.int64)
         self._offsets = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
@@ -33,6 +35,11 @@ class HostNameIndex:
         self._name_ids, self._inverse = np.unique(names, return_inverse=True)
         self._inverse = self._inverse.reshape(-1)
         self._names = [trace.strings[int(i)] for i in self._name_ids]
+
+    def matching_class(self, event_class: EventClass) -> list[tuple[Track, np.ndarray]]:
+        """Per track (with any), the indices of events whose name the reader classed as `event_class`."""
+        hit = (self.trace.classes_of(self._name_ids) & np.uint32(event_class)) != 0
+        return self._events_of_names(hit)
 
     def matching(self, pattern: str | re.Pattern) -> list[tuple[Track, np.ndarray]]:
         """Per track (with any), the indices of events whose name the regex finds (case-sensitive).
@@ -48,6 +55,10 @@ class HostNameIndex:
             dtype=bool,
             count=len(self._names),
         )
+        return self._events_of_names(hit)
+
+    def _events_of_names(self, hit: np.ndarray) -> list[tuple[Track, np.ndarray]]:
+        """The events whose distinct name (position in `self._name_ids`) is flagged in `hit`."""
         if not hit.any():
             return []
         events = np.flatnonzero(hit[self._inverse])

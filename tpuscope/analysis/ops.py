@@ -30,16 +30,15 @@ from tpuscope.analysis.device_ops import Device, busy_intervals, find_devices, s
 from tpuscope.analysis.roofline import BOUND_NAMES, BOUND_UNKNOWN, Peaks, bound_by, device_peaks
 from tpuscope.model.strings import StringTable
 from tpuscope.model.trace import Trace, Track
+from tpuscope.model.vocabulary import Stat, TrackKind
 
 GROUPINGS = ("op", "category", "program", "framework")
 NO_LABEL = "(none)"
-MODULES_LINE = "XLA Modules"
 
 _OPCODE = re.compile(r" = .*? ([a-z][a-z0-9-]*)\(")  # "%x = f32[2]{0} add(...)" -> "add"
 _NUMBER_SUFFIX = re.compile(r"(\.\d+|\.clone)+$")  # "fusion.3.clone" -> "fusion"
 # Value ranges up to this size are mapped through a dense lookup table (4 MiB of int32 at most).
 DENSE_RANGE_LIMIT = 1 << 20
-_MODULE_NAME = re.compile(r"^(.*)\((\d+)\)$")  # "jit_f(1219...)" on `XLA Modules` lines
 
 
 def short_op_name(text: str) -> str:
@@ -188,21 +187,23 @@ def _float_stat(track: Track, name: str, idx: np.ndarray) -> np.ndarray:
 
 
 def _program_ids(track: Track, idx: np.ndarray) -> np.ndarray:
-    values = track.stat_values("program_id", fill=0)
+    values = track.stat_values(Stat.PROGRAM_ID, fill=0)
     if values is None:
         return np.zeros(len(idx), np.uint64)
     return values[idx].astype(np.uint64, copy=False)
 
 
 def module_names(device: Device) -> dict[int, str]:
-    """program id -> module name, from the device's `XLA Modules` line (`jit_f(<id>)`)."""
-    track = device.plane.track(MODULES_LINE)
-    if track is None or len(track) == 0:
+    """program id -> module name, from the device's program executions (XPlane: `jit_f(<id>)`)."""
+    track = device.plane.first_track_of_kind(TrackKind.DEVICE_MODULES)
+    pattern = device.plane.trace.dialect.program_name
+    if track is None or len(track) == 0 or not pattern:
         return {}
     names = {}
     strings = device.plane.trace.strings
+    matcher = re.compile(pattern)
     for name_id in np.unique(track.name_id):
-        m = _MODULE_NAME.match(strings[int(name_id)])
+        m = matcher.match(strings[int(name_id)])
         if m:
             names[int(m.group(2))] = m.group(1)
     return names
@@ -221,18 +222,18 @@ def collect_op_events(trace: Trace, devices: list[Device] | None = None) -> OpEv
         modules = module_names(device)
         for track, idx in device.events:
             n = len(idx)
-            # What the op is called: the hlo_op stat (GPU kernels, CPU thunks), else the event name.
-            op_text = _string_stat(track, "hlo_op", idx)
+            # What the op is called: the op-text stat (GPU kernels, CPU thunks), else the event name.
+            op_text = _string_stat(track, Stat.OP_TEXT, idx)
             op_text = np.where(op_text > 0, op_text, track.name_id[idx])
-            category = _string_stat(track, "hlo_category", idx)
+            category = _string_stat(track, Stat.OP_CATEGORY, idx)
             category = np.where(category > 0, category, -op_text)  # negative: derive from the op text
-            framework = _string_stat(track, "tf_op", idx)
-            scope = _string_stat(track, "name", idx)  # GPU kernels: JAX name scope; tf_op is "XlaModule:"
-            module = _string_stat(track, "hlo_module", idx)
+            framework = _string_stat(track, Stat.FRAMEWORK_OP, idx)
+            scope = _string_stat(track, Stat.NAME_SCOPE, idx)  # GPU kernels: JAX name scope
+            module = _string_stat(track, Stat.PROGRAM_NAME, idx)
             program_id = _program_ids(track, idx)
 
-            device_duration = _float_stat(track, "device_duration_ps", idx)
-            device_offset = _float_stat(track, "device_offset_ps", idx)
+            device_duration = _float_stat(track, Stat.DEVICE_DURATION_PS, idx)
+            device_offset = _float_stat(track, Stat.DEVICE_OFFSET_PS, idx)
             on_device_clock = np.isfinite(device_duration) & np.isfinite(device_offset)
             time = np.where(on_device_clock, device_duration, track.duration_ps[idx]).astype(np.int64)
             start = np.where(on_device_clock, device_offset, track.start_ps[idx]).astype(np.int64)
@@ -244,8 +245,8 @@ def collect_op_events(trace: Trace, devices: list[Device] | None = None) -> OpEv
             parts["program"].append(_program_labels(labels, strings, program_id, module, modules))
             parts["time"].append(time)
             parts["self"].append(self_times(start, time))
-            parts["flops"].append(_float_stat(track, "flops", idx))
-            parts["bytes"].append(_float_stat(track, "bytes_accessed", idx))
+            parts["flops"].append(_float_stat(track, Stat.FLOPS, idx))
+            parts["bytes"].append(_float_stat(track, Stat.BYTES_ACCESSED, idx))
             segments.append((track, idx, offset))
             offset += n
 

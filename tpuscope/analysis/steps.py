@@ -6,42 +6,41 @@ only knows TensorFlow-style step markers and reports "No step time measured"
 for plain JAX programs; here the sources are tried in order of how explicit
 they are:
 
-1. a device `Steps` line (written by libtpu or derived by xprof);
-2. host step annotations: events carrying a `step_num` stat (JAX
-   `StepTraceAnnotation`, PyTorch/XLA `xp.StepTrace`), or TensorFlow step
-   markers (`TraceContext`, names starting with `train`/`test`, Keras
-   `tf.function` step functions carrying `tf_function_call`);
-3. repeated executions of the dominant program on a device (`XLA Modules`);
-4. repeated host dispatches of the dominant jitted function
-   (JAX `PjitFunction(<fn>)`), for CPU-only JAX profiles without annotations.
+1. a device steps track (TrackKind.DEVICE_STEPS: the TPU runtime's `Steps` line, or one xprof
+   derived);
+2. host step annotations: events carrying a step number (`Stat.STEP_NUMBER`: JAX
+   `StepTraceAnnotation`, PyTorch/XLA `xp.StepTrace`), or numbered step markers (PyTorch's
+   `ProfilerStep#N`), or named step markers (TensorFlow `TraceContext`, names starting with
+   `train`/`test`, Keras `tf.function` step functions carrying `tf_function_call`);
+3. repeated executions of the dominant program on a device (TrackKind.DEVICE_MODULES);
+4. repeated host dispatches of the dominant jitted function (EventClass.PROGRAM_DISPATCH, JAX
+   `PjitFunction(<fn>)`), for CPU-only JAX profiles without annotations.
 
-Source of the order and the marker names: /work/shared/research/integration.md
-sections 2.3 ("Step grouping", xprof `IsExplicitHostStepMarker`,
-`GetGroupingLineForTPU`) and 2.4 (PyTorch/XLA `StepTrace`).
+Which names are markers or dispatches is the reader's business (its Dialect); the order follows
+xprof's step grouping (`IsExplicitHostStepMarker`, `GetGroupingLineForTPU` in
+openxla/xprof `xprof/convert/`) and PyTorch/XLA's `StepTrace`.
 """
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from tpuscope.model.trace import Trace, Track
+from tpuscope.model.vocabulary import EventClass, Stat, TrackKind
 
 SOURCE_DEVICE_STEPS = "device_steps_line"
 SOURCE_HOST_ANNOTATION = "host_step_annotation"
+SOURCE_STEP_MARKER = "host_step_marker"
 SOURCE_TF_MARKER = "tensorflow_step_marker"
 SOURCE_DEVICE_PROGRAM = "device_program"
 SOURCE_HOST_PROGRAM = "host_program"
 SOURCE_NONE = "none"
 
-STEPS_LINE = "Steps"
-MODULES_LINE = "XLA Modules"
-# xprof IsExplicitHostStepMarker: names starting with "train"/"test", or TraceContext (integration.md 2.3).
-_TF_MARKER_NAME = re.compile(r"^(train|test)|^TraceContext$")
-_JAX_DISPATCH = re.compile(r"^PjitFunction\((.+)\)$")
+# Keras step functions carry this stat: each call of the tf.function is one step.
+STEP_FUNCTION_CALL_STAT = Stat.STAGED_FUNCTION_CALL
 # A program must run at least this often to be taken for "the step" (one run is no loop). Suggested heuristic.
 MIN_REPEATS_FOR_PROGRAM_STEPS = 2
 # Host dispatches are taken for steps only when one jitted function holds at least this share of all
@@ -95,8 +94,8 @@ def empty_steps() -> Steps:
 
 def find_steps(trace: Trace) -> Steps:
     """The profile's steps from the most explicit source available (see the module docstring)."""
-    for finder in (_from_device_steps_line, _from_host_annotations, _from_tf_markers,
-                   _from_device_programs, _from_host_dispatches):  # fmt: skip
+    for finder in (_from_device_steps_line, _from_host_annotations, _from_numbered_markers,
+                   _from_tf_markers, _from_device_programs, _from_host_dispatches):  # fmt: skip
         steps = finder(trace)
         if steps is not None and len(steps):
             return steps
@@ -141,11 +140,11 @@ def _make(track: Track, indices: np.ndarray, source: str, description: str, numb
 
 def _from_device_steps_line(trace: Trace) -> Steps | None:
     for plane in trace.device_planes():
-        track = plane.track(STEPS_LINE)
+        track = plane.first_track_of_kind(TrackKind.DEVICE_STEPS)
         if track is not None and len(track):
             idx = outermost(track, np.arange(len(track)))
-            stat = "step_num" if track.stat_values("step_num") is not None else "group_id"
-            return _make(track, idx, SOURCE_DEVICE_STEPS, f"the `Steps` line of {plane.name}", stat)
+            stat = Stat.STEP_NUMBER if track.stat_values(Stat.STEP_NUMBER) is not None else Stat.STEP_GROUP
+            return _make(track, idx, SOURCE_DEVICE_STEPS, f"the `{track.name}` line of {plane.name}", stat)
     return None
 
 
@@ -183,7 +182,7 @@ def _where(track: Track) -> str:
 
 def _from_host_annotations(trace: Trace) -> Steps | None:
     def has_step_num(track: Track) -> np.ndarray | None:
-        values = track.stat_values("step_num")
+        values = track.stat_values(Stat.STEP_NUMBER)
         return None if values is None else ~np.isnan(values.astype(np.float64))
 
     best = _best_named_group(_marked_host_events(trace, has_step_num))
@@ -192,15 +191,25 @@ def _from_host_annotations(trace: Trace) -> Steps | None:
     track, idx = best
     name = track.event_name(int(idx[0]))
     what = f"host step annotations `{name}` on {_where(track)}"
-    return _make(track, idx, SOURCE_HOST_ANNOTATION, what, "step_num")
+    return _make(track, idx, SOURCE_HOST_ANNOTATION, what, Stat.STEP_NUMBER)
+
+
+def _from_numbered_markers(trace: Trace) -> Steps | None:
+    """Step markers named with their number (`ProfilerStep#7`): all of them on one track are the loop."""
+    found = trace.events_of_class(EventClass.NUMBERED_STEP)
+    if not found:
+        return None
+    track, idx = max(found, key=lambda pair: int(pair[0].duration_ps[outermost(*pair)].sum()))
+    idx = outermost(track, idx)
+    first, last = track.event_name(int(idx[0])), track.event_name(int(idx[-1]))
+    what = f"host step markers `{first}` to `{last}` on {_where(track)}"
+    return _make(track, idx, SOURCE_STEP_MARKER, what, Stat.STEP_NUMBER)
 
 
 def _from_tf_markers(trace: Trace) -> Steps | None:
-    marker_ids = trace.strings.ids_matching(_TF_MARKER_NAME.pattern, regex=True)
-
     def is_marker(track: Track) -> np.ndarray:
-        marked = np.isin(track.name_id, marker_ids)
-        calls = track.stats.column("tf_function_call")
+        marked = (trace.classes_of(track.name_id) & np.uint32(EventClass.STEP_MARKER)) != 0
+        calls = track.stats.column(STEP_FUNCTION_CALL_STAT)
         if calls is not None:
             marked |= calls.present(len(track))
         return marked
@@ -211,12 +220,12 @@ def _from_tf_markers(trace: Trace) -> Steps | None:
     track, idx = best
     name = track.event_name(int(idx[0]))
     what = f"TensorFlow step function `{name}` on {_where(track)}"
-    return _make(track, idx, SOURCE_TF_MARKER, what, "step_num")
+    return _make(track, idx, SOURCE_TF_MARKER, what, Stat.STEP_NUMBER)
 
 
 def _from_device_programs(trace: Trace) -> Steps | None:
     for plane in trace.device_planes():
-        track = plane.track(MODULES_LINE)
+        track = plane.first_track_of_kind(TrackKind.DEVICE_MODULES)
         if track is None or not len(track):
             continue
         best = _best_named_group([(track, np.arange(len(track)))])
@@ -230,11 +239,9 @@ def _from_device_programs(trace: Trace) -> Steps | None:
 
 
 def _from_host_dispatches(trace: Trace) -> Steps | None:
-    dispatch_ids = trace.strings.ids_matching(_JAX_DISPATCH.pattern, regex=True)
-    if len(dispatch_ids) == 0:
+    found = trace.events_of_class(EventClass.PROGRAM_DISPATCH)
+    if not found:
         return None
-    host_tracks = [t for p in trace.host_planes() for t in p.tracks]
-    found = trace.events_with_name_ids(dispatch_ids, host_tracks)
     best = _best_named_group(found)
     if best is None or len(best[1]) < MIN_REPEATS_FOR_PROGRAM_STEPS:
         return None

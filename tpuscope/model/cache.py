@@ -31,7 +31,7 @@ import numpy as np
 
 from tpuscope.model.trace import Trace
 
-FORMAT_VERSION = 3  # 3: Trace.load_warnings (a cut file is cached with what it says is missing)
+FORMAT_VERSION = 4  # 3: Trace.load_warnings; 4: TrackKind per track, plane identity, trace dialect
 _MAGIC = b"TPUSCOPE"
 _HEADER = struct.Struct("<8sqq")
 _ALIGNMENT = 64  # numpy's preferred alignment for SIMD loops over the mapped columns

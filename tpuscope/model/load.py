@@ -28,6 +28,7 @@ from tpuscope.xplane.decode import (
     RawStatColumn,
     decode_xspace,  # fmt: skip
 )
+from tpuscope.xplane.dialect import XPLANE_DIALECT, plane_identity, track_kind
 from tpuscope.xplane.files import (
     describe_foreign_format,
     host_from_filename,
@@ -195,7 +196,7 @@ def _decode(file: Path, data, ends_early: bool, on_line, release=None) -> Decode
 
 def assemble(spaces: list[tuple[Path, DecodedSpace]], on_plane=None) -> Trace:
     """Builds one Trace from decoded files (one per host); `on_plane(done, total)` after each plane."""
-    trace = Trace(sources=[f for f, _ in spaces])
+    trace = Trace(sources=[f for f, _ in spaces], dialect=XPLANE_DIALECT)
     hosts = _host_names(spaces)
     trace.hosts = list(dict.fromkeys(hosts))
     trace.origin_ns = _origin_ns(spaces)
@@ -266,7 +267,7 @@ class _ColumnBlock:
 
 
 def _build_plane(trace: Trace, decoded: DecodedPlane, host: str, columns: _ColumnBlock) -> Plane:
-    plane = Plane(trace, decoded.plane_id, decoded.name, host, decoded.stats)
+    plane = Plane(trace, decoded.plane_id, decoded.name, host, decoded.stats, plane_identity(decoded.name))
     meta_ids = decoded.metadata_ids
     names = list(decoded.metadata_names)
     display_names = list(decoded.metadata_display_names)
@@ -369,6 +370,7 @@ def _build_track(trace: Trace, plane: Plane, line: DecodedLine, meta_index: np.n
         name_id=name_id,
         depth=depth,
         stats=_stat_table(trace, len(start), line.stats, permutation),
+        kind=track_kind(plane.identity, line.name),
     )
 
 

@@ -15,6 +15,7 @@ from collections.abc import Iterator
 import numpy as np
 
 from tpuscope.model.trace import Trace
+from tpuscope.model.vocabulary import KIND_METADATA
 from tpuscope.xplane.hlo import ProgramSignature, decode_program_signature
 
 HLO_PROTO_STAT = "Hlo Proto"
@@ -60,7 +61,7 @@ def _decode_all(trace: Trace) -> dict[int, ProgramSignature]:
 def hlo_proto_blobs(trace: Trace) -> Iterator[tuple[int, bytes]]:
     """(program id, serialized HloProto) of every metadata row that carries one, in file order."""
     for plane in trace.planes:
-        if plane.kind != "metadata":
+        if plane.kind != KIND_METADATA:
             continue
         table = plane.metadata
         column = table.stats.column(HLO_PROTO_STAT)

@@ -8,7 +8,6 @@ the UI query it.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -17,29 +16,20 @@ import numpy as np
 
 from tpuscope.model.stats import StatTable
 from tpuscope.model.strings import StringTable
+from tpuscope.model.vocabulary import (
+    KIND_METADATA,
+    NEUTRAL_DIALECT,
+    OTHER_PLANE,
+    ROLE_DEVICE,
+    ROLE_HOST,
+    Dialect,
+    EventClass,
+    PlaneIdentity,
+    TrackKind,
+    classify_names,
+)
 
-_DEVICE_NAME = re.compile(r"^/device:([A-Za-z_]+):(\d+)(.*)$")
-_HOST_NAME = re.compile(r"^/host:(.+)$")
-
-
-@dataclass(frozen=True)
-class PlaneIdentity:
-    """What a plane's name says about it: `/device:TPU:3` is device kind TPU, index 3."""
-
-    role: str  # "device", "host" or "other"
-    kind: str  # "TPU", "GPU", "CPU", "CUSTOM", "metadata", "python-tracer", ... or ""
-    index: int | None
-    suffix: str = ""  # e.g. " SparseCore 0" on TPU SparseCore planes
-
-    @staticmethod
-    def parse(name: str) -> PlaneIdentity:
-        m = _DEVICE_NAME.match(name)
-        if m:
-            return PlaneIdentity("device", m.group(1).upper(), int(m.group(2)), m.group(3).strip())
-        m = _HOST_NAME.match(name)
-        if m:
-            return PlaneIdentity("host", m.group(1), None)
-        return PlaneIdentity("other", "", None)
+__all__ = ["EventMetadataTable", "NameAggregate", "Plane", "PlaneIdentity", "Trace", "Track", "TrackKind"]
 
 
 class EventMetadataTable:
@@ -71,7 +61,8 @@ class EventMetadataTable:
 
 
 class Track:
-    """One XLine: its events as columns sorted by start (ties: longer first)."""
+    """One timeline track (an XLine, a thread, a GPU stream): its events as columns sorted by start
+    (ties: longer first). `kind` says what its events are (set by the reader)."""
 
     def __init__(
         self,
@@ -86,8 +77,10 @@ class Track:
         name_id: np.ndarray,
         depth: np.ndarray,
         stats: StatTable,
+        kind: TrackKind = TrackKind.OTHER,
     ):
         self.plane = plane
+        self.kind = kind
         self.line_id = line_id
         self.display_id = display_id
         self.name = name
@@ -190,15 +183,24 @@ class Track:
 
 
 class Plane:
-    """One XPlane of one host: a device core, the host threads, or metadata."""
+    """One plane of one host: a device core, the host threads, or metadata (`identity` says which,
+    as the reader decided)."""
 
-    def __init__(self, trace: Trace, plane_id: int, name: str, host: str, stats: dict[str, object]):
+    def __init__(
+        self,
+        trace: Trace,
+        plane_id: int,
+        name: str,
+        host: str,
+        stats: dict[str, object],
+        identity: PlaneIdentity = OTHER_PLANE,
+    ):
         self.trace = trace
         self.plane_id = plane_id
         self.name = name
         self.host = host
         self.stats = stats
-        self.identity = PlaneIdentity.parse(name)
+        self.identity = identity
         self.tracks: list[Track] = []
         self.metadata = EventMetadataTable(np.empty(0, np.int64), np.empty(0, np.int32), [], StatTable(0))
 
@@ -219,7 +221,7 @@ class Plane:
 
     @property
     def is_device(self) -> bool:
-        return self.identity.role == "device"
+        return self.identity.role == ROLE_DEVICE
 
     @property
     def event_count(self) -> int:
@@ -241,6 +243,15 @@ class Plane:
     def track(self, name: str) -> Track | None:
         for t in self.tracks:
             if t.name == name:
+                return t
+        return None
+
+    def tracks_of_kind(self, *kinds: TrackKind) -> list[Track]:
+        return [t for t in self.tracks if t.kind in kinds]
+
+    def first_track_of_kind(self, kind: TrackKind) -> Track | None:
+        for t in self.tracks:
+            if t.kind == kind:
                 return t
         return None
 
@@ -278,6 +289,14 @@ class Trace:
     warnings: list[str] = field(default_factory=list)  # recorded by the profiler in the files
     # What the loader could not read, one sentence each (a file cut short: what is missing).
     load_warnings: list[str] = field(default_factory=list)
+    # The reader's names for the neutral event classes and frameworks.
+    dialect: Dialect = NEUTRAL_DIALECT
+    _name_classes: np.ndarray | None = field(default=None, repr=False, compare=False)
+
+    def __getstate__(self) -> dict:
+        state = dict(self.__dict__)
+        state["_name_classes"] = None  # derived from the dialect; recomputed on first use
+        return state
 
     def tracks(self) -> Iterator[Track]:
         for plane in self.planes:
@@ -297,7 +316,48 @@ class Trace:
         return sorted(found, key=lambda p: (p.host, p.kind, p.index or 0, p.identity.suffix))
 
     def host_planes(self) -> list[Plane]:
-        return [p for p in self.planes if p.role == "host" and p.kind not in ("metadata",)]
+        return [p for p in self.planes if p.role == ROLE_HOST and p.kind != KIND_METADATA]
+
+    def host_tracks(self) -> list[Track]:
+        """The non-empty tracks of the host planes (the threads)."""
+        return [t for p in self.host_planes() for t in p.tracks if len(t)]
+
+    def name_classes(self) -> np.ndarray:
+        """EventClass bits (uint32) per string id, for the names of host events; computed once.
+
+        Only names that occur on host tracks are classified (a regex test per distinct name);
+        every other id reads 0. Ids interned after the first call read 0 too (`classes_of`).
+        """
+        if self._name_classes is None:
+            seen = np.zeros(len(self.strings), bool)
+            for track in self.host_tracks():
+                seen[track.name_id] = True
+            ids = np.flatnonzero(seen)
+            classes = np.zeros(len(self.strings), np.uint32)
+            classes[ids] = classify_names([self.strings[int(i)] for i in ids], self.dialect)
+            self._name_classes = classes
+        return self._name_classes
+
+    def classes_of(self, name_ids: np.ndarray) -> np.ndarray:
+        """EventClass bits of each name id (0 for names that are not host event names)."""
+        classes = self.name_classes()
+        name_ids = np.asarray(name_ids)
+        inside = name_ids < len(classes)
+        if inside.all():
+            return classes[name_ids]
+        return np.where(inside, classes[np.where(inside, name_ids, 0)], 0).astype(np.uint32)
+
+    def events_of_class(
+        self, event_class: EventClass, tracks: list[Track] | None = None
+    ) -> list[tuple[Track, np.ndarray]]:
+        """Per track (host tracks by default), the indices of events whose name is of `event_class`."""
+        found = []
+        flag = np.uint32(event_class)
+        for track in tracks if tracks is not None else self.host_tracks():
+            hits = np.flatnonzero(self.classes_of(track.name_id) & flag)
+            if len(hits):
+                found.append((track, hits))
+        return found
 
     def find_plane(self, name: str, host: str | None = None) -> Plane | None:
         for plane in self.planes:

@@ -18,27 +18,7 @@ from tpuscope.analysis.host_names import HostNameIndex
 from tpuscope.analysis.ops import OpTable, aggregate, collect_op_events
 from tpuscope.analysis.steps import SOURCE_HOST_ANNOTATION, Steps, find_steps, outermost
 from tpuscope.model.trace import Trace, Track
-
-# Host events that hand a program (or a kernel) to the device. Names from integration.md 2.3-2.5
-# and the JAX/PyTorch/XLA CPU captures: JAX dispatch, PJRT execute entry points, PyTorch/XLA execute,
-# TF TPU execute, GPU kernel launches.
-LAUNCH_PATTERN = (
-    r"^(PjitFunction\(.*\)|ExecuteReplicated\.__call__|PjRtComputationClient::Execute\w*"
-    r"|IfrtComputationClient::Execute\w*|TfrtTpuLoadedExecutable::Execute|PjRtCpuExecutable::Execute\w*"
-    r"|PJRT_LoadedExecutable_Execute|PjRtStreamExecutorLoadedExecutable::Execute|TpuExecuteOp"
-    r"|hipModuleLaunchKernel|hipExtModuleLaunchKernel|cudaLaunchKernel\w*|cuLaunchKernel\w*)$"
-)
-# Compilation events (integration.md 1.3 and xprof_features.md section 3).
-COMPILE_PATTERN = (
-    r"^(backend_compile(_and_load)?|lower_sharding_computation|XLAGraphExecutor::Compile"
-    r"|PjRtComputationClient::Compile|IfrtComputationClient::Compile|XlaCompile(:.*)?|_XlaCompile"
-    r"|TfrtTpuCompiler::Compile|PjRtCApiClient::CompileAndLoad\(.*)$"
-)
-# Blocking device-to-host reads on the host (integration.md 1.5).
-SYNC_PATTERN = (
-    r"^(np\.asarray\(jax\.Array\)|PjRtComputationClient::TransferFromDevice"
-    r"|IfrtComputationClient::TransferFromDevice|(aten::)?_local_scalar_dense|TfrtTpuBuffer::ToLiteral)$"
-)
+from tpuscope.model.vocabulary import EventClass
 
 
 class Context:
@@ -48,7 +28,7 @@ class Context:
         self.trace = trace
         self._steps = steps
         self._framework = framework
-        self._host_events: dict[str, list[tuple[Track, np.ndarray]]] = {}
+        self._host_events: dict[str | EventClass, list[tuple[Track, np.ndarray]]] = {}
 
     @cached_property
     def framework(self) -> Framework:
@@ -107,17 +87,27 @@ class Context:
             self._host_events[pattern] = found
         return list(found)
 
+    def host_events_of(self, event_class: EventClass) -> list[tuple[Track, np.ndarray]]:
+        """Outermost host events whose name the reader classed as `event_class` (looked up once)."""
+        found = self._host_events.get(event_class)
+        if found is None:
+            found = [(t, outermost(t, idx)) for t, idx in self.host_names.matching_class(event_class)]
+            self._host_events[event_class] = found
+        return list(found)
+
     @cached_property
     def launches(self) -> list[tuple[Track, np.ndarray]]:
-        return self.host_events(LAUNCH_PATTERN)
+        """Host events that hand a program or a kernel to the device."""
+        return self.host_events_of(EventClass.LAUNCH)
 
     @cached_property
     def compiles(self) -> list[tuple[Track, np.ndarray]]:
-        return self.host_events(COMPILE_PATTERN)
+        return self.host_events_of(EventClass.COMPILE)
 
     @cached_property
     def syncs(self) -> list[tuple[Track, np.ndarray]]:
-        return self.host_events(SYNC_PATTERN)
+        """Host events that block on a device result (device-to-host reads, stream syncs)."""
+        return self.host_events_of(EventClass.SYNC)
 
     @cached_property
     def pod(self):

@@ -36,6 +36,7 @@ from tpuscope.analysis.diagnose.intervals import merge_intervals, total
 from tpuscope.analysis.framework import JAX, PYTORCH_XLA, TENSORFLOW
 from tpuscope.model.programs import ProgramSignature, program_signatures, signatures_of_module
 from tpuscope.model.trace import Track
+from tpuscope.model.vocabulary import KIND_METADATA, EventClass, Stat
 
 RULE_ID = "recompilation"
 # More than this many compilations of one function after the first step is a warning (the issue's rule:
@@ -47,15 +48,6 @@ MAX_COMPILES_AFTER_FIRST_STEP = 1
 CRITICAL_COMPILES_PER_STEP = 0.5
 CRITICAL_MIN_STEPS = 10
 
-# Framework-level compile events: one per compilation of one function/graph.
-_PRIMARY = r"^(backend_compile(_and_load)?|XLAGraphExecutor::Compile|XlaCompile(:.*)?|_XlaCompile)$"
-_LOWERING = r"^lower_sharding_computation$"
-# Runtime compiler events: used only when no framework-level event exists (they nest inside those).
-_RUNTIME = (
-    r"^(PjRtComputationClient::Compile|IfrtComputationClient::Compile|TfrtTpuCompiler::Compile"
-    r"|PjRtCApiClient::CompileAndLoad\(.*|PjRtCpuClient::Compile|PjRtStreamExecutorClient::Compile)$"
-)
-_JAX_DISPATCH = r"^PjitFunction\((.+)\)$"
 _XLA_COMPILE_NAME = re.compile(r"module=([^,#]+)")
 _FRIENDLY_NAMES = {"XLAGraphExecutor::Compile": "XLA graph (PyTorch/XLA)"}
 
@@ -320,15 +312,15 @@ def _step_labels(ctx: Context, starts: np.ndarray) -> list[str]:
 
 def _groups(ctx: Context) -> dict[str, _Group]:
     groups: dict[str, _Group] = {}
-    primary = ctx.host_events(_PRIMARY)
-    lowering = ctx.host_events(_LOWERING)
+    primary = ctx.host_events_of(EventClass.COMPILE_FRAMEWORK)
+    lowering = ctx.host_events_of(EventClass.COMPILE_LOWERING)
     if not primary and not lowering:
-        primary = ctx.host_events(_RUNTIME)
+        primary = ctx.host_events_of(EventClass.COMPILE_RUNTIME)
     events = primary or lowering
-    dispatches = {id(t): (t, idx) for t, idx in ctx.host_events(_JAX_DISPATCH)}
+    dispatches = {id(t): (t, idx) for t, idx in ctx.host_events_of(EventClass.PROGRAM_DISPATCH)}
     metadata_programs = _jax_program_ids(ctx)
     for track, idx in events:
-        owner = _enclosing(dispatches.get(id(track)), track, idx)
+        owner = _enclosing(ctx, dispatches.get(id(track)), track, idx)
         graph_hashes = _graph_hashes(ctx, track, idx)
         for k, i in enumerate(idx):
             name = track.event_name(int(i))
@@ -353,8 +345,8 @@ def _graph_hashes(ctx: Context, track: Track, idx: np.ndarray) -> list[str]:
 
     PyTorch/XLA writes it as a string stat (a hex digest), whose column holds string ids.
     """
-    own = track.stats.column("graph_hash")
-    meta = track.plane.metadata.stats.column("graph_hash")
+    own = track.stats.column(Stat.GRAPH_HASH)
+    meta = track.plane.metadata.stats.column(Stat.GRAPH_HASH)
     column, rows = (own, idx) if own is not None else (meta, track.meta_index[idx])
     if column is None:
         return [""] * len(idx)
@@ -366,8 +358,9 @@ def _graph_hashes(ctx: Context, track: Track, idx: np.ndarray) -> list[str]:
     return [str(v) if ok else "" for ok, v in zip(present, values, strict=True)]
 
 
-def _enclosing(dispatch, track: Track, idx: np.ndarray) -> list[str | None]:
-    """For each compile event, the function of the outermost PjitFunction(...) around it (JAX)."""
+def _enclosing(ctx: Context, dispatch, track: Track, idx: np.ndarray) -> list[str | None]:
+    """For each compile event, the function of the outermost program dispatch around it (JAX
+    `PjitFunction(<fn>)`)."""
     if dispatch is None:
         return [None] * len(idx)
     _, d_idx = dispatch
@@ -377,8 +370,7 @@ def _enclosing(dispatch, track: Track, idx: np.ndarray) -> list[str | None]:
     names = []
     for ok, p in zip(inside, pos, strict=True):
         if ok:
-            m = re.match(_JAX_DISPATCH, track.event_name(int(d_idx[p])))
-            names.append(m.group(1) if m else None)
+            names.append(ctx.trace.dialect.dispatch_function_of(track.event_name(int(d_idx[p]))))
         else:
             names.append(None)
     return names
@@ -395,11 +387,11 @@ def _jax_program_ids(ctx: Context) -> dict[str, list[str]]:
     """Module name -> program ids, from `/host:metadata` entries named `<module>(<program_id>)`."""
     found: dict[str, list[str]] = {}
     for plane in ctx.trace.planes:
-        if plane.kind != "metadata":
+        if plane.kind != KIND_METADATA or not ctx.trace.dialect.program_name:
             continue
         for name_id in plane.metadata.name_ids:
-            m = re.match(r"^(.+)\((\d+)\)$", ctx.trace.strings[int(name_id)])
-            if m:
+            m = re.match(ctx.trace.dialect.program_name, ctx.trace.strings[int(name_id)])
+            if m and m.group(1):
                 found.setdefault(m.group(1), []).append(m.group(2))
     return {k: sorted(v, key=int) for k, v in found.items()}
 
@@ -410,7 +402,7 @@ def _add_tf_retracing(ctx: Context, groups: dict[str, _Group]) -> None:
     if len(traced_ids) == 0:
         return
     for track in ctx.host_tracks:
-        column = track.stats.column("tf_function_call")
+        column = track.stats.column(Stat.STAGED_FUNCTION_CALL)
         if column is None:
             continue
         values = column.dense(len(track), -1)

@@ -3,7 +3,7 @@
 Devices come first (TPU/GPU cores in index order, as Trace.device_planes
 sorts them), then host threads: the program's main thread, then the busiest
 first, so the tracks a user came for are at the top. Within a device plane
-the XLA lines follow the program's structure: steps, modules, ops, async ops.
+the tracks follow the program's structure: steps, modules, ops, async ops, the rest.
 Counter tracks (memory in use per allocator) sit in their own group after the
 device planes they describe. Empty tracks and planes are hidden unless asked for. Pure Python over a few
 hundred tracks: no Qt here.
@@ -18,13 +18,14 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from tpuscope.model.trace import Plane, Trace, Track
+from tpuscope.model.vocabulary import DEVICE_TRACK_ORDER, KIND_METADATA
 from tpuscope.ui.timeline.counters import COUNTER_HEIGHT, COUNTERS_GROUP
 
 ROW_HEIGHT = 18  # pixels per nesting level of a track
 GROUP_HEIGHT = 22  # pixels of a plane's header row
 TRACK_GAP = 3  # pixels between tracks
-# Device lines in program order; the line names are those XLA writes (integration.md section 2).
-DEVICE_LINE_ORDER = {"Steps": 0, "XLA Modules": 1, "XLA Ops": 2, "Async XLA Ops": 3, "XLA TraceMe": 4}
+# Device tracks in program order, by what they hold.
+DEVICE_KIND_ORDER = {kind: position for position, kind in enumerate(DEVICE_TRACK_ORDER)}
 
 
 @dataclass
@@ -51,14 +52,14 @@ def group_key(plane: Plane) -> tuple[str, str]:
 def ordered_planes(trace: Trace) -> list[Plane]:
     devices = trace.device_planes()
     hosts = [p for p in trace.host_planes() if p not in devices]
-    others = [p for p in trace.planes if p not in devices and p not in hosts and p.kind != "metadata"]
+    others = [p for p in trace.planes if p not in devices and p not in hosts and p.kind != KIND_METADATA]
     return devices + hosts + others
 
 
 def ordered_tracks(plane: Plane) -> list[Track]:
     tracks = list(plane.tracks)
     if plane.is_device:
-        return sorted(tracks, key=lambda t: (DEVICE_LINE_ORDER.get(t.name, len(DEVICE_LINE_ORDER)),))
+        return sorted(tracks, key=lambda t: DEVICE_KIND_ORDER.get(t.kind, len(DEVICE_KIND_ORDER)))
     busy = {id(t): int(t.duration_ps[t.depth == 0].sum()) if len(t) else 0 for t in tracks}
     return sorted(tracks, key=lambda t: (not is_main_thread(t), -busy[id(t)], t.display_name))
 

@@ -14,6 +14,7 @@ import zlib
 import numpy as np
 
 from tpuscope.model.trace import Plane
+from tpuscope.model.vocabulary import Stat
 
 # Medium-light, mutually distinct fills that keep black labels legible (contrast >= 4.5:1).
 PALETTE: tuple[str, ...] = (
@@ -89,7 +90,7 @@ class PlaneColours:
         trace = plane.trace
         meta = plane.metadata
         names = [trace.strings[int(i)] for i in meta.name_ids]
-        categories = meta.stats.column("hlo_category")
+        categories = meta.stats.column(Stat.OP_CATEGORY)
         category_of: dict[int, str] = {}
         if categories is not None and categories.kind == "str":
             rows = range(len(categories.values)) if categories.rows is None else categories.rows

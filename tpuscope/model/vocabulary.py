@@ -1,0 +1,189 @@
+"""The format-neutral vocabulary every reader maps its own names onto.
+
+Analysis and the UI ask the model "the device op tracks", "the host events that launch work on
+the device", "the op's FLOPs" and never a format's spelling of them (XPlane's `XLA Ops` line,
+Kineto's `cudaLaunchKernel`). A reader says, while it builds the trace:
+
+- what each plane is (`PlaneIdentity`: device, host or other; its kind and index),
+- what each track holds (`TrackKind`),
+- which of its stats mean what (`Stat`: it stores them under these names),
+- which host event names mean what (`Dialect`: one regex per `EventClass`, plus the framework
+  clues of its format), classified once per trace into a lookup by name id
+  (`Trace.name_classes`).
+
+A new format is therefore one reader module plus one registration; analysis does not change.
+"""
+
+from __future__ import annotations
+
+import enum
+import re
+from dataclasses import dataclass
+
+import numpy as np
+
+
+class TrackKind(enum.IntEnum):
+    """What the events of one track are."""
+
+    OTHER = 0  # anything else (unknown lines, metadata)
+    DEVICE_OPS = 1  # ops a device executed: TPU op lines, GPU stream kernels and copies
+    DEVICE_ASYNC_OPS = 2  # asynchronous device ops (start/done pairs), not counted as busy time
+    DEVICE_MODULES = 3  # executions of whole programs/modules on a device
+    DEVICE_STEPS = 4  # steps as the device runtime (or a derived analysis) wrote them
+    DEVICE_OTHER = 5  # other device lines: derived or annotation lines that repeat the ops
+    HOST_THREAD = 6  # one host thread (or a host-side stream of annotations)
+    COUNTER = 7  # sampled values over time (memory, utilization)
+
+    @property
+    def is_device(self) -> bool:
+        return self in _DEVICE_TRACK_KINDS
+
+
+_DEVICE_TRACK_KINDS = frozenset(
+    {
+        TrackKind.DEVICE_OPS,
+        TrackKind.DEVICE_ASYNC_OPS,
+        TrackKind.DEVICE_MODULES,
+        TrackKind.DEVICE_STEPS,
+        TrackKind.DEVICE_OTHER,
+    }
+)
+# How a device plane's tracks are ordered for reading: the program's structure, top to bottom.
+DEVICE_TRACK_ORDER = (
+    TrackKind.DEVICE_STEPS,
+    TrackKind.DEVICE_MODULES,
+    TrackKind.DEVICE_OPS,
+    TrackKind.DEVICE_ASYNC_OPS,
+    TrackKind.DEVICE_OTHER,
+)
+
+
+# Framework names, as readers' dialects name them and analysis shows them.
+JAX = "JAX"
+TENSORFLOW = "TensorFlow"
+PYTORCH_XLA = "PyTorch/XLA"
+PYTORCH = "PyTorch"
+
+# Plane roles.
+ROLE_DEVICE = "device"
+ROLE_HOST = "host"
+ROLE_OTHER = "other"
+# The kind of a host plane that holds only metadata (program protos), no threads.
+KIND_METADATA = "metadata"
+# The kind of the host plane whose threads are the host CPU's (XLA:CPU thunks run there).
+KIND_HOST_CPU = "CPU"
+
+
+@dataclass(frozen=True)
+class PlaneIdentity:
+    """What a plane is: role "device" (kind TPU/GPU/..., index N), "host" (kind CPU, metadata...) or "other".
+
+    Set by the reader that built the plane; `suffix` tells apart sub-planes of one device
+    (e.g. " SparseCore 0").
+    """
+
+    role: str
+    kind: str
+    index: int | None
+    suffix: str = ""
+
+
+OTHER_PLANE = PlaneIdentity(ROLE_OTHER, "", None)
+
+
+class Stat:
+    """Neutral stat names: readers store these stats under these names.
+
+    The spellings are XPlane's where XPlane has the stat, so the XPlane reader keeps its columns
+    as they are; other readers rename their fields into them (and keep the rest as they are).
+    """
+
+    OP_TEXT = "hlo_op"  # the op's full text or name, when the event name is something else
+    OP_CATEGORY = "hlo_category"  # the op's category ("convolution", "gemm", "nccl", ...)
+    FLOPS = "flops"
+    BYTES_ACCESSED = "bytes_accessed"
+    PROGRAM_ID = "program_id"  # the compiled program an op or execution belongs to
+    PROGRAM_NAME = "hlo_module"  # that program's name
+    DEVICE_OFFSET_PS = "device_offset_ps"  # start on the device's own clock
+    DEVICE_DURATION_PS = "device_duration_ps"  # duration on the device's own clock
+    STEP_NUMBER = "step_num"
+    STEP_GROUP = "group_id"  # the step an event was grouped into, when no step number is written
+    FRAMEWORK_OP = "tf_op"  # the framework op an op came from
+    NAME_SCOPE = "name"  # the framework's name scope of an op
+    CORRELATION_ID = "correlation_id"  # ties a host launch to the device op it launched
+    GRAPH_HASH = "graph_hash"  # identifies a compiled graph (PyTorch/XLA)
+    # A call of a staged (traced) function; its value says whether this call traced it anew.
+    STAGED_FUNCTION_CALL = "tf_function_call"
+
+
+class EventClass(enum.IntFlag):
+    """What a host event is, judged by its name (one bit each; a name may have several)."""
+
+    NONE = 0
+    STEP_MARKER = 1 << 0  # a named step marker; markers of one name are one step loop
+    NUMBERED_STEP = 1 << 1  # a step marker whose name carries the step number ("ProfilerStep#3")
+    PROGRAM_DISPATCH = 1 << 2  # the host dispatches one compiled program of a named function
+    LAUNCH = 1 << 3  # hands a program or a kernel to the device
+    COMPILE = 1 << 4  # compiles (any level)
+    COMPILE_FRAMEWORK = 1 << 5  # one compilation of one function/graph, at the framework's level
+    COMPILE_LOWERING = 1 << 6  # the lowering stage of a compilation
+    COMPILE_RUNTIME = 1 << 7  # the runtime compiler (nests inside framework-level compiles)
+    SYNC = 1 << 8  # the host blocks on a device result (device-to-host read, stream sync)
+    D2H = 1 << 9  # a device-to-host transfer
+    H2D = 1 << 10  # a host-to-device transfer
+
+
+@dataclass(frozen=True)
+class FrameworkClue:
+    """Host event names that only one framework's runtime writes.
+
+    `decisive`: any such event names the framework outright (checked before version stats);
+    otherwise the framework with the most matching events wins.
+    """
+
+    framework: str
+    pattern: str
+    examples: str
+    decisive: bool = False
+
+
+@dataclass(frozen=True)
+class Dialect:
+    """A format's names for the neutral event classes and frameworks (set on the Trace by its reader)."""
+
+    name: str
+    event_patterns: tuple[tuple[EventClass, str], ...] = ()
+    # A regex over PROGRAM_DISPATCH names whose group 1 is the function the dispatch runs.
+    dispatch_function: str = ""
+    framework_clues: tuple[FrameworkClue, ...] = ()
+    # Plane stats that name the framework outright: (stat name, framework).
+    framework_version_stats: tuple[tuple[str, str], ...] = ()
+    # Names anywhere in the trace that betray a framework: (framework, regex, what to say).
+    framework_program_names: tuple[tuple[str, str], ...] = ()
+    # A regex over program execution names: group 1 the program's name, group 2 its id.
+    program_name: str = ""
+    # The framework when no clue decides, for a format that only one framework writes.
+    default_framework: str = ""
+
+    def dispatch_function_of(self, name: str) -> str | None:
+        if not self.dispatch_function:
+            return None
+        m = re.match(self.dispatch_function, name)
+        return m.group(1) if m else None
+
+
+NEUTRAL_DIALECT = Dialect("neutral")
+
+
+def classify_names(names: list[str], dialect: Dialect) -> np.ndarray:
+    """The EventClass bits of each name (uint32), by the dialect's patterns (`re.search`).
+
+    The empty name (id 0 in a string table) is never classified.
+    """
+    classes = np.zeros(len(names), np.uint32)
+    for event_class, pattern in dialect.event_patterns:
+        matcher = re.compile(pattern)
+        hit = np.fromiter((bool(s) and matcher.search(s) is not None for s in names), bool, len(names))
+        classes[hit] |= np.uint32(event_class)
+    return classes

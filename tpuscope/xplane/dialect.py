@@ -1,0 +1,172 @@
+"""XPlane's names, mapped onto the model's neutral vocabulary (tpuscope.model.vocabulary).
+
+Everything that knows how XLA, the TPU runtime, JAX, PyTorch/XLA and TensorFlow spell things in
+an XSpace lives here: plane names (`/device:TPU:3`, `/host:CPU`), line names (`XLA Ops`,
+`Steps`), and the host event names of each framework's runtime (dispatch, launch, compile,
+device-to-host reads, step markers). Sources: openxla/xla `xla/tsl/profiler/utils/xplane_schema.cc`
+(plane, line and stat names), xprof `IsExplicitHostStepMarker` (step markers), and the events
+seen in JAX, PyTorch/XLA and TensorFlow captures (tests record JAX ones; samples/README.md).
+"""
+
+from __future__ import annotations
+
+import re
+
+from tpuscope.model.vocabulary import (
+    JAX,
+    KIND_METADATA,
+    OTHER_PLANE,
+    PYTORCH_XLA,
+    ROLE_DEVICE,
+    ROLE_HOST,
+    TENSORFLOW,
+    Dialect,
+    EventClass,
+    FrameworkClue,
+    PlaneIdentity,
+    TrackKind,
+)
+
+_DEVICE_NAME = re.compile(r"^/device:([A-Za-z_]+):(\d+)(.*)$")
+_HOST_NAME = re.compile(r"^/host:(.+)$")
+
+# Device line names (xplane_schema.cc kXlaOpLineName, kSparseCoreOpLineName, kStepLineName, ...).
+TPU_OP_LINES = frozenset({"XLA Ops", "Sparse Core Ops"})
+_NAMED_DEVICE_LINES = {
+    "Steps": TrackKind.DEVICE_STEPS,
+    "XLA Modules": TrackKind.DEVICE_MODULES,
+    "Async XLA Ops": TrackKind.DEVICE_ASYNC_OPS,
+    "_counters_": TrackKind.COUNTER,
+}
+# Lines on GPU planes that are not kernel streams: derived by XProf or runtime summaries
+# (xplane_schema.cc kStepLineName, kXlaModuleLineName, kKernelLaunchLineName, ...).
+GPU_NON_STREAM_LINES = frozenset(
+    {
+        "Steps",
+        "XLA Modules",
+        "XLA Ops",
+        "Async XLA Ops",
+        "XLA TraceMe",
+        "Framework Ops",
+        "Framework Name Scope",
+        "Source code",
+        "Launch Stats",
+        "Host Offload Ops",
+        "_counters_",
+    }
+)
+
+
+def plane_identity(name: str) -> PlaneIdentity:
+    """What an XPlane's name says: `/device:TPU:3` is device kind TPU index 3, `/host:CPU` a host."""
+    m = _DEVICE_NAME.match(name)
+    if m:
+        return PlaneIdentity(ROLE_DEVICE, m.group(1).upper(), int(m.group(2)), m.group(3).strip())
+    m = _HOST_NAME.match(name)
+    if m:
+        return PlaneIdentity(ROLE_HOST, m.group(1), None)
+    return OTHER_PLANE
+
+
+def track_kind(plane: PlaneIdentity, line_name: str) -> TrackKind:
+    """What an XLine of a plane holds.
+
+    TPU planes hold their ops on the op lines; GPU (and other device) planes on one line per
+    stream, beside lines XProf derives from them (`XLA Ops` there repeats the kernels).
+    """
+    if plane.role == ROLE_HOST:
+        return TrackKind.OTHER if plane.kind == KIND_METADATA else TrackKind.HOST_THREAD
+    if plane.role != ROLE_DEVICE:
+        return TrackKind.OTHER
+    named = _NAMED_DEVICE_LINES.get(line_name)
+    if named is not None:
+        return named
+    if plane.kind == "TPU":
+        return TrackKind.DEVICE_OPS if line_name in TPU_OP_LINES else TrackKind.DEVICE_OTHER
+    return TrackKind.DEVICE_OTHER if line_name in GPU_NON_STREAM_LINES else TrackKind.DEVICE_OPS
+
+
+# xprof IsExplicitHostStepMarker: names starting with "train"/"test", or TraceContext.
+TF_STEP_MARKER_PATTERN = r"(?i)^(train|test)|^TraceContext$"
+JAX_DISPATCH_PATTERN = r"^PjitFunction\((.+)\)$"
+# Host events that hand a program (or a kernel) to the device: JAX dispatch, PJRT execute entry
+# points, PyTorch/XLA execute, TF TPU execute, GPU kernel launches.
+LAUNCH_PATTERN = (
+    r"^(PjitFunction\(.*\)|ExecuteReplicated\.__call__|PjRtComputationClient::Execute\w*"
+    r"|IfrtComputationClient::Execute\w*|TfrtTpuLoadedExecutable::Execute|PjRtCpuExecutable::Execute\w*"
+    r"|PJRT_LoadedExecutable_Execute|PjRtStreamExecutorLoadedExecutable::Execute|TpuExecuteOp"
+    r"|hipModuleLaunchKernel|hipExtModuleLaunchKernel|cudaLaunchKernel\w*|cuLaunchKernel\w*)$"
+)
+# Compilation events of JAX (jax/_src/interpreters/pxla.py, dispatch.py), PyTorch/XLA
+# (torch_xla/csrc/xla_graph_executor.cpp, runtime/pjrt_computation_client.cc) and TensorFlow.
+COMPILE_PATTERN = (
+    r"^(backend_compile(_and_load)?|lower_sharding_computation|XLAGraphExecutor::Compile"
+    r"|PjRtComputationClient::Compile|IfrtComputationClient::Compile|XlaCompile(:.*)?|_XlaCompile"
+    r"|TfrtTpuCompiler::Compile|PjRtCApiClient::CompileAndLoad\(.*)$"
+)
+# Framework-level compile events: one per compilation of one function/graph.
+COMPILE_FRAMEWORK_PATTERN = (
+    r"^(backend_compile(_and_load)?|XLAGraphExecutor::Compile|XlaCompile(:.*)?|_XlaCompile)$"
+)
+COMPILE_LOWERING_PATTERN = r"^lower_sharding_computation$"
+# Runtime compiler events: they nest inside the framework-level ones.
+COMPILE_RUNTIME_PATTERN = (
+    r"^(PjRtComputationClient::Compile|IfrtComputationClient::Compile|TfrtTpuCompiler::Compile"
+    r"|PjRtCApiClient::CompileAndLoad\(.*|PjRtCpuClient::Compile|PjRtStreamExecutorClient::Compile)$"
+)
+# Blocking device-to-host reads on the host: JAX `np.asarray(jax.Array)`, PyTorch/XLA transfers and
+# `.item()` (`_local_scalar_dense`), the TPU runtime's literal reads.
+SYNC_PATTERN = (
+    r"^(np\.asarray\(jax\.Array\)|PjRtComputationClient::TransferFromDevice"
+    r"|IfrtComputationClient::TransferFromDevice|(aten::)?_local_scalar_dense|TfrtTpuBuffer::ToLiteral)$"
+)
+D2H_PATTERN = r"^(PjRt|Ifrt)ComputationClient::TransferFromDevice$"
+H2D_PATTERN = r"^(PjRt|Ifrt)ComputationClient::TransferToDevice$"
+
+XPLANE_DIALECT = Dialect(
+    name="xplane",
+    event_patterns=(
+        (EventClass.STEP_MARKER, TF_STEP_MARKER_PATTERN),
+        (EventClass.PROGRAM_DISPATCH, JAX_DISPATCH_PATTERN),
+        (EventClass.LAUNCH, LAUNCH_PATTERN),
+        (EventClass.COMPILE, COMPILE_PATTERN),
+        (EventClass.COMPILE_FRAMEWORK, COMPILE_FRAMEWORK_PATTERN),
+        (EventClass.COMPILE_LOWERING, COMPILE_LOWERING_PATTERN),
+        (EventClass.COMPILE_RUNTIME, COMPILE_RUNTIME_PATTERN),
+        (EventClass.SYNC, SYNC_PATTERN),
+        (EventClass.D2H, D2H_PATTERN),
+        (EventClass.H2D, H2D_PATTERN),
+    ),
+    dispatch_function=JAX_DISPATCH_PATTERN,
+    # PyTorch/XLA first: its programs may also call JAX (torchax), and its own names never appear
+    # in plain JAX programs.
+    framework_clues=(
+        FrameworkClue(
+            PYTORCH_XLA,
+            r"^(SyncTensorsGraph|StepMarker|XLAGraphExecutor::|PjRtComputationClient::"
+            r"|IfrtComputationClient::|CollectSyncTensors|aten::)",
+            "PyTorch/XLA runtime events",
+            decisive=True,
+        ),
+        FrameworkClue(
+            JAX,
+            r"^(PjitFunction\(|ExecuteReplicated\.__call__|np\.asarray\(jax\.Array\)|shard_args$)",
+            "PjitFunction(...)",
+        ),
+        FrameworkClue(
+            TENSORFLOW,
+            r"^(EagerExecute|EagerKernelExecute|IteratorGetNext|Iterator::|TraceContext|FunctionRun$"
+            r"|ExecutorState::Process|TFE_Py_Execute|__inference_)",
+            "EagerExecute, IteratorGetNext, ...",
+        ),
+    ),
+    # Plane stats that programmatic JAX (and PyTorch/XLA, TF) traces write on /host:metadata.
+    framework_version_stats=(
+        ("jax_version", JAX),
+        ("torch_xla_version", PYTORCH_XLA),
+        ("tensorflow_version", TENSORFLOW),
+    ),
+    framework_program_names=((JAX, r"^jit_\w+\(\d+\)$"),),
+    # "jit_f(1219...)" on `XLA Modules` lines and /host:metadata entries.
+    program_name=r"^(.*)\((\d+)\)$",
+)
