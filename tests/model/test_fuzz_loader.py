@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import gzip
+
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tests.conftest import GPU_TRACE, PTXLA_TRACE
+from tests.conftest import GPU_TRACE, PTXLA_TRACE, SHARED_TRACES
 from tests.trace_checks import assert_consistent, open_or_clean_error
 from tpuscope.errors import ProfileError
 from tpuscope.model.load import open_trace
@@ -63,3 +65,20 @@ def test_a_real_profile_cut_anywhere_loads_what_precedes_the_cut(tmp_path, seed,
     assert_consistent(trace)
     assert trace.event_count > 0
     assert len(trace.load_warnings) <= 1
+
+
+KINETO_SEED = SHARED_TRACES / "kineto" / "amd_trace__mi250_minitoy_train_ROCm6_2_kineto.json.gz"
+JSON_SEED = gzip.decompress(KINETO_SEED.read_bytes()) if KINETO_SEED.exists() else b""
+
+
+@pytest.mark.timeout(600)
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(edits=edits_strategy, cut=st.none() | st.integers(0, 2**31), compress=st.booleans())
+def test_mutated_json_traces_load_or_raise_profile_error(tmp_path, edits, cut, compress):
+    """Trace-event JSON (a real Kineto trace) mutated or cut anywhere: a trace or the one-sentence error."""
+    data = _mutate(JSON_SEED, edits, cut)
+    path = tmp_path / ("mutated.pt.trace.json.gz" if compress else "mutated.pt.trace.json")
+    path.write_bytes(gzip.compress(data) if compress else data)
+    trace = open_or_clean_error(path)
+    if trace is not None:
+        assert_consistent(trace)

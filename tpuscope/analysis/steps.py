@@ -203,7 +203,12 @@ def _from_numbered_markers(trace: Trace) -> Steps | None:
     idx = outermost(track, idx)
     first, last = track.event_name(int(idx[0])), track.event_name(int(idx[-1]))
     what = f"host step markers `{first}` to `{last}` on {_where(track)}"
-    return _make(track, idx, SOURCE_STEP_MARKER, what, Stat.STEP_NUMBER)
+    steps = _make(track, idx, SOURCE_STEP_MARKER, what, Stat.STEP_NUMBER)
+    name_ids, inverse = np.unique(track.name_id[idx], return_inverse=True)
+    numbers = [trace.dialect.step_number_of(trace.strings[int(i)]) for i in name_ids]
+    if all(n is not None for n in numbers):
+        steps.number = np.array(numbers, dtype=np.int64)[inverse.reshape(-1)]
+    return steps
 
 
 def _from_tf_markers(trace: Trace) -> Steps | None:

@@ -9,6 +9,7 @@ stat columns.
 from __future__ import annotations
 
 import functools
+import zlib
 from collections.abc import Callable
 from pathlib import Path
 
@@ -32,7 +33,9 @@ from tpuscope.xplane.dialect import XPLANE_DIALECT, plane_identity, track_kind
 from tpuscope.xplane.files import (
     describe_foreign_format,
     host_from_filename,
+    is_xplane_file,
     map_file,
+    prefer_xplane,
     read_profile_bytes,
     release_mapped,
     resolve_profile_files,  # fmt: skip
@@ -59,7 +62,7 @@ def open_trace(
     """
     if is_url(path):
         return _open_remote(str(path), run, progress, use_cache, strict)
-    files = resolve_profile_files(path, run)
+    files, notes = prefer_xplane(resolve_profile_files(path, run))
     if use_cache:
         cached = cache.load(files)
         if cached is not None:
@@ -68,6 +71,12 @@ def open_trace(
                 raise ProfileError(None, cached.load_warnings[0].rstrip("."))
             _report(progress, 1.0, "loaded from cache")
             return cached
+    if not any(is_xplane_file(f) for f in files) and all(_is_trace_json(f) for f in files):
+        trace = _open_json(files, progress)
+        trace.warnings.extend(notes)
+        if use_cache:
+            cache.store(files, trace)
+        return trace
     spaces: list[tuple[Path, DecodedSpace]] = []
     load_warnings: list[str] = []
     total_bytes = sum(_size(f) for f in files) or 1
@@ -105,6 +114,7 @@ def open_trace(
         spaces, lambda done, total: _report(progress, 0.9 + 0.09 * done / total, "building the timeline")
     )
     trace.load_warnings = load_warnings
+    trace.warnings.extend(notes)
     if use_cache:
         cache.store(files, trace)
     _linedecode.return_freed_memory_to_os()  # the load's freed temporaries: keeps RSS near the model
@@ -135,6 +145,28 @@ def _open_remote(
         raise ProfileError(where, error.cause) from None
     trace.sources = [urls.get(Path(s), s) for s in trace.sources]
     return trace
+
+
+def _is_trace_json(file: Path) -> bool:
+    """A trace-event JSON file: by its name, else by its first bytes (a JSON object or array)."""
+    from tpuscope.readers.json_file import is_json_file, looks_like_json
+
+    if is_json_file(file):
+        return True
+    try:
+        with open(file, "rb") as handle:
+            head = handle.read(_SNIFF_BYTES)
+        if head[:2] == _GZIP_MAGIC:
+            head = zlib.decompressobj(wbits=31).decompress(head, 4096)
+    except (OSError, zlib.error):
+        return False
+    return looks_like_json(head)
+
+
+def _open_json(files: list[Path], progress: ProgressCallback | None) -> Trace:
+    from tpuscope.readers.json_file import load_json
+
+    return load_json(files, lambda fraction, what: _report(progress, fraction, what))
 
 
 def _size(path: Path) -> int:

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import numpy as np
 
+from tpuscope.model.flows import Flows
 from tpuscope.model.stats import StatTable
 from tpuscope.model.strings import StringTable
 from tpuscope.model.vocabulary import (
@@ -291,12 +292,25 @@ class Trace:
     load_warnings: list[str] = field(default_factory=list)
     # The reader's names for the neutral event classes and frameworks.
     dialect: Dialect = NEUTRAL_DIALECT
+    # Arrows between events (launch -> kernel), by track number (position in track_list()).
+    flows: Flows = field(default_factory=Flows.empty)
     _name_classes: np.ndarray | None = field(default=None, repr=False, compare=False)
+    _track_numbers: dict[int, int] | None = field(default=None, repr=False, compare=False)
 
     def __getstate__(self) -> dict:
         state = dict(self.__dict__)
         state["_name_classes"] = None  # derived from the dialect; recomputed on first use
+        state["_track_numbers"] = None  # keyed by object ids
         return state
+
+    def track_list(self) -> list[Track]:
+        """Every track, in plane order: a track's position here is its number (flows use it)."""
+        return list(self.tracks())
+
+    def track_number(self, track: Track) -> int:
+        if self._track_numbers is None or id(track) not in self._track_numbers:
+            self._track_numbers = {id(t): k for k, t in enumerate(self.tracks())}
+        return self._track_numbers[id(track)]
 
     def tracks(self) -> Iterator[Track]:
         for plane in self.planes:

@@ -165,6 +165,12 @@ class Dialect:
     program_name: str = ""
     # The framework when no clue decides, for a format that only one framework writes.
     default_framework: str = ""
+    # A regex over NUMBERED_STEP names whose group 1 is the step number ("ProfilerStep#(\d+)").
+    step_number: str = ""
+
+    def step_number_of(self, name: str) -> int | None:
+        m = re.match(self.step_number, name) if self.step_number else None
+        return int(m.group(1)) if m else None
 
     def dispatch_function_of(self, name: str) -> str | None:
         if not self.dispatch_function:

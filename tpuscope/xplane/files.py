@@ -1,8 +1,10 @@
-"""Finding XPlane files on disk and reading their bytes, with one clear error per failure.
+"""Finding profile files on disk and reading their bytes, with one clear error per failure.
 
-Layouts accepted: a `.xplane.pb` (or `.xplane.pb.gz`) file; a run folder
-holding one such file per host (`<logdir>/plugins/profile/<run>/`); a logdir
-whose runs are listed and whose newest run opens by default.
+Layouts accepted: a profile file (XPlane `.xplane.pb(.gz)`, or trace-event JSON: PyTorch's
+`*.pt.trace.json(.gz)` / `*.json.gz`, TSL's `<host>.trace.json.gz`); a run folder holding one
+file per host (`<logdir>/plugins/profile/<run>/`); a logdir whose runs are listed and whose
+newest run opens by default. A run folder with both an XPlane and a JSON file (JAX writes both
+for every host) loads the XPlane files only (`prefer_xplane`).
 """
 
 from __future__ import annotations
@@ -16,19 +18,50 @@ from pathlib import Path
 from tpuscope.errors import ProfileError
 
 PROFILE_SUFFIXES = (".xplane.pb", ".xplane.pb.gz")
+# Trace-event JSON as run folders hold it: torch.profiler.tensorboard_trace_handler writes
+# `<worker>.<time>.pt.trace.json(.gz)`, HTA's traces are `*.json.gz`, JAX writes `<host>.trace.json.gz`.
+JSON_SUFFIXES = (".pt.trace.json", ".pt.trace.json.gz", ".trace.json", ".trace.json.gz", ".json.gz")
+ALL_SUFFIXES = PROFILE_SUFFIXES + JSON_SUFFIXES
 _MAX_SEARCH_DEPTH = 6  # logdir/<sub>/plugins/profile/<run>/<host>.xplane.pb and a little more
 
 
 def is_profile_file(path: Path) -> bool:
+    return path.name.endswith(ALL_SUFFIXES)
+
+
+def is_xplane_file(path: Path) -> bool:
     return path.name.endswith(PROFILE_SUFFIXES)
 
 
 def host_from_filename(path: Path) -> str:
     name = path.name
-    for suffix in PROFILE_SUFFIXES:
+    for suffix in sorted(ALL_SUFFIXES + (".json",), key=len, reverse=True):
         if name.endswith(suffix):
             return name[: -len(suffix)]
     return path.stem
+
+
+def prefer_xplane(files: list[Path]) -> tuple[list[Path], list[str]]:
+    """The files to load when a run mixes formats: the XPlane ones, with a sentence per JSON file left out.
+
+    JAX writes `<host>.trace.json.gz` beside every `<host>.xplane.pb` with the same events and
+    fewer stats (xla/python/profiler.cc, also_export_trace_json), so each host loads once.
+    """
+    xplane = [f for f in files if is_xplane_file(f)]
+    others = [f for f in files if not is_xplane_file(f)]
+    if not xplane or not others:
+        return list(files), []
+    hosts = {host_from_filename(f): f for f in xplane}
+    notes = []
+    for other in others:
+        twin = hosts.get(host_from_filename(other))
+        if twin is not None:
+            notes.append(
+                f"{other.name} was not loaded: {twin.name} holds this host's events, with more stats."
+            )
+        else:
+            notes.append(f"{other.name} was not loaded: the run's XPlane files were (formats are not mixed).")
+    return xplane, notes
 
 
 @dataclass(frozen=True)
@@ -73,11 +106,14 @@ def list_runs(path: str | Path) -> list[Run]:
             depth = len(Path(folder).relative_to(root).parts)
             if depth >= _MAX_SEARCH_DEPTH:
                 subfolders[:] = []
-            found = sorted(Path(folder) / f for f in files if f.endswith(PROFILE_SUFFIXES))
+            found = sorted(Path(folder) / f for f in files if f.endswith(ALL_SUFFIXES))
             if found:
                 runs[Path(folder)] = found
     if not runs:
-        raise ProfileError(root, "no XPlane profiles (*.xplane.pb) were found in this folder")
+        raise ProfileError(
+            root,
+            "no XPlane profiles (*.xplane.pb) or trace JSON files (*.json.gz) were found in this folder",
+        )
 
     def age(item: tuple[Path, list[Path]]) -> tuple[float, str]:
         folder, files = item

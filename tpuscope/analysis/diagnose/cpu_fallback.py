@@ -30,6 +30,7 @@ from tpuscope.analysis.diagnose.finding import (
     largest_first,
     ms,
 )
+from tpuscope.analysis.framework import PYTORCH
 from tpuscope.model.trace import Track
 
 RULE_ID = "cpu_fallback"
@@ -56,6 +57,8 @@ ADVICE = [
 
 
 def run(ctx: Context) -> RuleOutcome:
+    if ctx.framework.name == PYTORCH:  # eager PyTorch runs every aten:: op on the host, by design
+        return RuleOutcome([], "not checked: eager PyTorch runs aten:: ops on the host by design")
     named = _named_fallbacks(ctx)
     trips = _round_trips(ctx)
     checked = (

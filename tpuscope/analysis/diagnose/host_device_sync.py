@@ -26,7 +26,7 @@ from tpuscope.analysis.diagnose.finding import (
 )
 from tpuscope.analysis.diagnose.finding import range_evidence as range_ev
 from tpuscope.analysis.diagnose.intervals import window_total
-from tpuscope.analysis.framework import JAX, PYTORCH_XLA, TENSORFLOW
+from tpuscope.analysis.framework import JAX, PYTORCH, PYTORCH_XLA, TENSORFLOW
 
 RULE_ID = "host_device_sync"
 # PyTorch/XLA's metrics analysis flags TransferFromDeviceTime samples per step above 0.5
@@ -51,6 +51,12 @@ ADVICE = {
     TENSORFLOW: [
         "Avoid .numpy() and Python conditions on tensors inside the training step; log through "
         "Keras callbacks every N steps.",
+    ],
+    PYTORCH: [
+        "Avoid loss.item(), tensor.cpu(), print(tensor) and torch.cuda.synchronize() inside the step: each "
+        "blocks the Python thread until the GPU drains its queue (cudaStreamSynchronize / aten::item).",
+        "Accumulate metrics on the GPU and read them every N steps; use non_blocking=True copies to pinned "
+        "memory when a value must reach the host.",
     ],
     "": ["Read device results on the host only every N steps, or asynchronously."],
 }

@@ -33,7 +33,7 @@ from tpuscope.analysis.diagnose.intervals import (
     total,
     window_total,
 )
-from tpuscope.analysis.framework import JAX, PYTORCH_XLA, TENSORFLOW
+from tpuscope.analysis.framework import JAX, PYTORCH, PYTORCH_XLA, TENSORFLOW
 from tpuscope.analysis.steps import SOURCE_DEVICE_PROGRAM, SOURCE_DEVICE_STEPS
 from tpuscope.model.trace import Track
 
@@ -78,6 +78,11 @@ ADVICE = {
         "Wrap the DataLoader in torch_xla.distributed.parallel_loader.MpDeviceLoader so batches are "
         "transferred to the device in the background.",
         "Raise DataLoader num_workers and use persistent_workers=True; annotate loading with xp.Trace.",
+    ],
+    PYTORCH: [
+        "Load batches in parallel: DataLoader(num_workers>0, pin_memory=True, persistent_workers=True, "
+        "prefetch_factor=2..4), and copy them with .to(device, non_blocking=True).",
+        "Name the loader in the profile with torch.profiler.record_function to see where its time goes.",
     ],
     "": [
         "Overlap input preparation with device compute (prefetch to the device, parallel loaders).",

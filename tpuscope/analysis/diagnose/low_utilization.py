@@ -16,7 +16,7 @@ from tpuscope.analysis.diagnose.context import Context, intervals_of
 from tpuscope.analysis.diagnose.finding import Finding, RuleOutcome, Severity, largest_first, ms, percent
 from tpuscope.analysis.diagnose.finding import range_evidence as range_ev
 from tpuscope.analysis.diagnose.intervals import difference, intersect, merge_intervals, total, window_total
-from tpuscope.analysis.framework import JAX, PYTORCH_XLA, TENSORFLOW
+from tpuscope.analysis.framework import JAX, PYTORCH, PYTORCH_XLA, TENSORFLOW
 
 RULE_ID = "low_device_utilization"
 # xprof check_host_boundness (xprof 2.24.2 xprof/cli/tools/check_host_boundness_tool.py): a duty cycle
@@ -47,6 +47,10 @@ ADVICE = {
     TENSORFLOW: [
         "Wrap the step in tf.function(jit_compile=True) and run several steps per call "
         "(steps_per_execution in Keras compile()).",
+    ],
+    PYTORCH: [
+        "Give the GPU bigger units of work: larger batches, torch.compile to fuse small kernels, CUDA graphs "
+        "(torch.cuda.graphs or mode='reduce-overhead') to cut per-kernel launch cost.",
     ],
     "": ["Give the device bigger units of work: larger batches, fused steps, fewer host round trips."],
 }
