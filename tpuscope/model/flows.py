@@ -52,6 +52,13 @@ class Flows:
         at_target = (self.target_track == track_number) & np.isin(self.target_event, events)
         return np.flatnonzero(at_source | at_target)
 
+    def ends(self, row: int) -> tuple[tuple[int, int], tuple[int, int]]:
+        """((source track number, event), (target track number, event)) of one flow."""
+        return (
+            (int(self.source_track[row]), int(self.source_event[row])),
+            (int(self.target_track[row]), int(self.target_event[row])),
+        )
+
     def nbytes(self) -> int:
         return sum(getattr(self, n).nbytes for n in ("source_track", "source_event", "target_track",
                                                       "target_event", "category"))  # fmt: skip
@@ -142,3 +149,17 @@ def bind_flows(
         bound_track[s_rows], bound_event[s_rows], bound_track[e_rows], bound_event[e_rows],
         category[s_rows].astype(np.int32),
     )  # fmt: skip
+
+
+def flows_near(trace: Trace, track: Track, index: int) -> np.ndarray:
+    """Rows of the flows that start or end at the event or at an event nested inside it (its
+    neighbours: selecting `aten::linear` shows the launch under it and the kernel it launched)."""
+    flows = trace.flows
+    if len(flows) == 0:
+        return np.empty(0, np.int64)
+    start, end = int(track.start_ps[index]), int(track.start_ps[index] + track.duration_ps[index])
+    lo = int(np.searchsorted(track.start_ps, start, side="left"))
+    hi = int(np.searchsorted(track.start_ps, end, side="left" if end > start else "right"))
+    inside = np.arange(lo, hi)
+    inside = inside[(track.depth[inside] >= track.depth[index]) | (inside == index)]
+    return flows.touching(trace.track_number(track), np.union1d(inside, [index]))

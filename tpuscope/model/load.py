@@ -17,8 +17,10 @@ import numpy as np
 
 from tpuscope.errors import LoadCancelled, ProfileError
 from tpuscope.model import cache
+from tpuscope.model.flows import Flows, pair_by_id
 from tpuscope.model.stats import StatColumn, StatTable
 from tpuscope.model.trace import EventMetadataTable, Plane, Trace, Track
+from tpuscope.model.vocabulary import Stat, TrackKind
 from tpuscope.storage.remote import fetch_run, is_url
 from tpuscope.xplane import _linedecode
 from tpuscope.xplane.decode import (
@@ -244,6 +246,7 @@ def assemble(spaces: list[tuple[Path, DecodedSpace]], on_plane=None) -> Trace:
                 on_plane(len(trace.planes), n_planes)
     ends = [int(t.start_ps[-1] + t.duration_ps.max()) for t in trace.tracks() if len(t)]
     trace.duration_ps = max(ends) if ends else 0
+    trace.flows = correlation_flows(trace)
     return trace
 
 
@@ -259,6 +262,27 @@ def _check_line_times(file: Path, space: DecodedSpace, origin_ns: int) -> None:
                 raise ProfileError(
                     file, f"the file is corrupted (line {line.name!r} has an impossible start time)"
                 )
+
+
+def correlation_flows(trace: Trace) -> Flows:
+    """Launch -> device op flows from the correlation ids the GPU profiler writes on both (per host)."""
+    flows = Flows.empty()
+    for host in trace.hosts:
+        sides: dict[bool, list] = {True: [], False: []}
+        for plane in trace.planes:
+            if plane.host != host:
+                continue
+            for track in plane.tracks:
+                is_op = track.kind == TrackKind.DEVICE_OPS
+                if not (is_op or track.kind == TrackKind.HOST_THREAD) or len(track) == 0:
+                    continue
+                column = track.stats.column(Stat.CORRELATION_ID)
+                if column is None or column.kind not in ("int", "uint"):
+                    continue
+                rows = np.flatnonzero(column.present(len(track)))
+                sides[is_op].append((track, rows, column.dense(len(track), 0)[rows]))
+        flows = Flows.concatenate(flows, pair_by_id(trace, sides[False], sides[True], Stat.CORRELATION_ID))
+    return flows
 
 
 def _host_names(spaces: list[tuple[Path, DecodedSpace]]) -> list[str]:

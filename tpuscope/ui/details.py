@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import html
 
+import numpy as np
+from PySide6.QtCore import Signal
 from PySide6.QtWidgets import QTextBrowser, QWidget
 
 from tpuscope.model.trace import Track
@@ -12,6 +14,8 @@ from tpuscope.ui.timeline.palette import short_name
 from tpuscope.ui.timeline.ruler import format_duration
 
 DETAILS_MIN_WIDTH_PX = 300
+FLOW_LABEL_CHARS = 80  # demangled kernel names run to kilobytes; the link shows their start
+MAX_FLOW_LINKS = 20  # a launch has one kernel; an event with more flows lists the first ones
 DETAILS_START_WIDTH_PX = 360  # room for stat names such as `raw_bytes_accessed` and 20-digit values
 MAX_RANGE_ROWS = 200  # names listed for a range; the rest are counted in one line
 MAX_STAT_TEXT = 2000  # characters of one stat value shown (long HLO texts and source stacks)
@@ -44,11 +48,18 @@ def _table(rows: list[tuple[str, str]]) -> str:
 
 
 class DetailsPanel(QTextBrowser):
-    """Read-only rich text; `toPlainText()` gives what a user reads (tests use it)."""
+    """Read-only rich text; `toPlainText()` gives what a user reads (tests use it).
+
+    `flowTargetClicked(track, index)`: the user clicked the other end of a flow.
+    """
+
+    flowTargetClicked = Signal(object, int)
 
     def __init__(self, parent: QWidget | None = None):
         super().__init__(parent)
         self.setOpenLinks(False)
+        self.anchorClicked.connect(self._on_anchor)
+        self._trace = None
         self.setMinimumWidth(DETAILS_MIN_WIDTH_PX)
         self.clear_details()
 
@@ -58,7 +69,15 @@ class DetailsPanel(QTextBrowser):
             "Shift-drag on the timeline to summarize a time range.</p>"
         )
 
+    def _on_anchor(self, url) -> None:
+        text = url.toString()
+        if not text.startswith("flow:") or self._trace is None:
+            return
+        _, number, event = text.split(":")
+        self.flowTargetClicked.emit(self._trace.track_list()[int(number)], int(event))
+
     def show_event(self, track: Track, index: int) -> None:
+        self._trace = track.plane.trace
         name = track.event_name(index)
         start = int(track.start_ps[index])
         duration = int(track.duration_ps[index])
@@ -87,7 +106,38 @@ class DetailsPanel(QTextBrowser):
         if meta:
             parts.append("<p style='margin:8px 0 2px 0'><b>Op metadata stats</b></p>")
             parts.append(_table([(k, format_stat(k, v)) for k, v in sorted(meta.items())]))
+        parts.append(self._flow_links(track, index))
         self.setHtml("".join(parts))
+
+    def _flow_links(self, track: Track, index: int) -> str:
+        """Links to the other end of each flow at this event (click: jump there)."""
+        trace = track.plane.trace
+        flows = trace.flows
+        number = trace.track_number(track)
+        rows = flows.touching(number, np.array([index]))[:MAX_FLOW_LINKS]
+        if len(rows) == 0:
+            return ""
+        tracks = trace.track_list()
+        items = []
+        for row in rows.tolist():
+            source, target = flows.ends(row)
+            outgoing = source == (number, index)
+            other_number, other_event = target if outgoing else source
+            other = tracks[other_number]
+            what = "to" if outgoing else "from"
+            category = trace.strings[int(flows.category[row])]
+            label = short_name(other.event_name(other_event))
+            label = html.escape(
+                label if len(label) <= FLOW_LABEL_CHARS else label[: FLOW_LABEL_CHARS - 1] + "\u2026"
+            )
+            where = html.escape(f"{other.plane.name} / {other.display_name}")
+            link = f"<a href='flow:{other_number}:{other_event}'>{label}</a>"
+            items.append(f"<li>{what} {link} on {where} ({category})</li>")
+        return (
+            "<p style='margin:8px 0 2px 0'><b>Flows</b></p><ul style='margin-top:0'>"
+            + "".join(items)
+            + "</ul>"
+        )
 
     def show_range(self, t0_ps: float, t1_ps: float, summary: RangeSummary, strings, tracks: int) -> None:
         """Per-name count, total and self time of the events of `tracks` (expanded) tracks in the range."""

@@ -64,6 +64,7 @@ class MainWindow(QMainWindow):
         self.resize(1400, 900)
         self.setAcceptDrops(True)
         self.trace: Trace | None = None
+        self._selected_range: tuple[int, int] | None = None
         self.path: Path | str | None = None
         self.generation = 0
         self._cancelled_generation = -1
@@ -137,6 +138,7 @@ class MainWindow(QMainWindow):
         self.welcome.openPathRequested.connect(self.open_path)
         self.timeline.eventSelected.connect(self._on_event_selected)
         self.timeline.rangeSelected.connect(self._on_range_selected)
+        self.details.flowTargetClicked.connect(self._jump_to_event)
         self.search.matchesChanged.connect(self._on_matches)
         self.search.currentMatch.connect(self._on_current_match)
         self._refresh_recent()
@@ -157,6 +159,11 @@ class MainWindow(QMainWindow):
         if self.capture_class is not None:
             file_menu.addSeparator()
             self._action(file_menu, "&Capture\u2026", self.open_capture_dialog, "Ctrl+Shift+C")
+        file_menu.addSeparator()
+        self._action(file_menu, "&Export Chrome Trace\u2026", lambda: self.export_dialog(False), "Ctrl+E")
+        self._action(
+            file_menu, "Export Selected &Range\u2026", lambda: self.export_dialog(True), "Ctrl+Shift+E"
+        )
         file_menu.addSeparator()
         self._action(file_menu, "&Quit", self.close, QKeySequence.Quit)
         view_menu = self.menuBar().addMenu("&View")
@@ -302,6 +309,7 @@ class MainWindow(QMainWindow):
     def set_result(self, result: LoadResult) -> None:
         """Shows a loaded profile in every view."""
         self.trace = result.trace
+        self._selected_range = None
         self.path = result.path
         self.timeline.set_trace(result.trace, result.lod, result.steps, result.colours)
         self.timeline.set_counters(result.counters or [])
@@ -392,8 +400,41 @@ class MainWindow(QMainWindow):
         else:
             self.details.show_event(track, index)
 
+    def _jump_to_event(self, track: Track, index: int) -> None:
+        """The other end of a flow: select it, zoom to it and show its details."""
+        self.show_view("timeline")
+        self.timeline.scroll_to_track(track)
+        self.timeline.zoom_to_event(track, index)
+        self.timeline.select_event(track, index)
+        self.details.show_event(track, index)
+
+    def export_dialog(self, selected_range: bool) -> None:
+        """File > Export: the trace (or the Shift+drag range) as Chrome trace JSON that Perfetto opens."""
+        if self.trace is None:
+            return
+        window = self._selected_range if selected_range else None
+        if selected_range and window is None:
+            QMessageBox.information(self, "Export", "Select a time range first (Shift+drag on the timeline).")
+            return
+        path, _ = QFileDialog.getSaveFileName(
+            self, "Export Chrome trace", "trace.json.gz", "Chrome trace JSON (*.json.gz *.json)"
+        )
+        if path:
+            self.export_to(Path(path), window)
+
+    def export_to(self, path: Path, window: tuple[int, int] | None = None) -> int:
+        from tpuscope.readers.chrome_export import export_chrome_trace
+
+        assert self.trace is not None
+        try:
+            return export_chrome_trace(self.trace, path, *(window or (None, None)))
+        except OSError as exc:
+            QMessageBox.warning(self, "Export", f"{path} cannot be written ({exc.strerror or exc}).")
+            return 0
+
     def _on_range_selected(self, t0_ps: float, t1_ps: float) -> None:
         """Summarizes the range in a worker: over millions of events it takes seconds."""
+        self._selected_range = (int(t0_ps), int(t1_ps))
         if self.trace is None or self.timeline.layout_ is None:
             return
         tracks = [r.track for r in self.timeline.layout_.rows if r.track is not None]

@@ -18,6 +18,7 @@ from PySide6.QtCore import QPoint, QPointF, QRectF, Qt, Signal
 from PySide6.QtGui import QColor, QFont, QFontMetricsF, QMouseEvent, QPainter, QPen, QWheelEvent
 from PySide6.QtWidgets import QScrollBar, QToolTip, QWidget
 
+from tpuscope.model.flows import flows_near
 from tpuscope.model.trace import Trace, Track
 from tpuscope.ui.timeline import ruler
 from tpuscope.ui.timeline.counters import CounterSeries, format_value, step_area, value_y, visible_samples
@@ -48,6 +49,9 @@ MUTED_TEXT = QColor("#5b6473")
 LIGHT_TEXT = QColor("#ffffff")
 LABEL_PADDING_PX = 3
 SELECTION = QColor("#1a57d6")
+FLOW = QColor("#d0342c")  # flow arrows: a red that reads on every palette colour
+FLOW_HEAD_PX = 8.0
+MAX_FLOW_ARROWS = 200  # a selected step can hold thousands of launches: draw the first ones
 SEARCH_LAYER, PICKED_LAYER = "search", "picked"
 # Outline colours: search matches and events picked in other views are separate layers, so a
 # diagnosis selected in the background never wipes out the user's search.
@@ -57,6 +61,20 @@ STEP_COLOURS = (QColor("#c7d7ee"), QColor("#dfe8f5"))
 COUNTER_FILL = QColor(26, 87, 214, 70)
 COUNTER_LINE = QColor("#1a57d6")
 COUNTER_PEAK = QColor("#d62728")
+
+
+def draw_arrow(painter: QPainter, start: QPointF, end: QPointF) -> None:
+    """A line with a filled head at `end`."""
+    painter.setPen(QPen(FLOW, 1.5))
+    painter.drawLine(start, end)
+    dx, dy = end.x() - start.x(), end.y() - start.y()
+    length = max((dx * dx + dy * dy) ** 0.5, 1e-6)
+    ux, uy = dx / length, dy / length
+    size = FLOW_HEAD_PX
+    left = QPointF(end.x() - size * ux + size * 0.5 * uy, end.y() - size * uy - size * 0.5 * ux)
+    right = QPointF(end.x() - size * ux - size * 0.5 * uy, end.y() - size * uy + size * 0.5 * ux)
+    painter.setPen(Qt.NoPen)
+    painter.drawPolygon([end, left, right])
 
 
 def draw_rect_array(painter: QPainter, rects: np.ndarray) -> None:
@@ -334,6 +352,7 @@ class TimelineView(QWidget):
         self._paint_counters(painter, rows, view)
         self._paint_highlights(painter, rows, view)
         self._paint_selection(painter, view)
+        self._paint_flows(painter, view)
         self._paint_range(painter, view, top, height)
         self._paint_label_column(painter, rows, view)
         painter.restore()
@@ -439,6 +458,31 @@ class TimelineView(QWidget):
         painter.setBrush(Qt.NoBrush)
         painter.setPen(QPen(SELECTION, 2.5))
         painter.drawRect(QRectF(x0 - 1, y, max(x1 - x0, 1) + 2, ROW_HEIGHT))
+
+    def _paint_flows(self, painter: QPainter, view: Viewport) -> None:
+        """Arrows of the flows at the selected event and the events nested in it (as Perfetto draws them)."""
+        if self.selected is None or self.layout_ is None or self.trace is None:
+            return
+        track, index = self.selected
+        rows = flows_near(self.trace, track, index)[:MAX_FLOW_ARROWS]
+        if len(rows) == 0:
+            return
+        tracks = self.trace.track_list()
+        painter.setBrush(FLOW)
+        for row in rows.tolist():
+            points = []
+            for number, event in self.trace.flows.ends(row):
+                end_track = tracks[number]
+                layout_row = self.layout_.row_of(end_track)
+                if layout_row is None:
+                    break
+                x = float(
+                    np.clip(view.x_of(end_track.start_ps[event]), view.x - 50, view.x + view.width + 50)
+                )
+                y = view.y_of(layout_row.y + int(end_track.depth[event]) * ROW_HEIGHT) + ROW_HEIGHT / 2
+                points.append(QPointF(x, y))
+            if len(points) == 2:
+                draw_arrow(painter, points[0], points[1])
 
     def _paint_range(self, painter: QPainter, view: Viewport, top: float, bottom: float) -> None:
         if self.range is None:
