@@ -59,6 +59,9 @@ def test_one_extra_expensive_op_is_slower_and_that_op_carries_the_change(analyze
     assert c.ops.share_of_change(top) > 0.5
     assert c.split.cause(1.0) == "busy"
     assert f"of the extra device time is in `{top.name}`, which BASE does not have" in c.summary
+    # The sort's buffer: the step program's peak heap grows by at least the sorted array.
+    step_program = next(r for r in c.memory["programs"] if r["program"] == "jit_train_step")
+    assert step_program["delta_bytes"] >= recordings.SORT_SIZE * 4
 
 
 def test_the_same_healthy_program_recorded_several_times_is_never_a_change(analyzed, pair_paths, capsys):
@@ -100,6 +103,7 @@ def test_a_profile_against_itself_is_exactly_zero(analyzed):
     assert all(c.split.delta_ps(p) == 0 for p in c.split.base_ps)
     assert not (c.findings.new or c.findings.resolved or c.findings.changed)
     assert all(p.same for p in c.parity)
+    assert all(r["delta_bytes"] == 0 for r in c.memory["programs"] + c.memory["allocators"])
 
 
 def test_tpu_sample_against_itself_matches_every_op_by_its_hlo_text():

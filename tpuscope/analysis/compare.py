@@ -14,6 +14,8 @@ diagnose report); what is added is what only a pair has:
   compilation, host-device syncs, other idle) of both runs and its delta, the op tables matched op by
   op (`compare_ops`), per category and per program;
 - findings that are new, resolved, or changed in severity;
+- memory: each program's peak heap and each allocator's peak in the profile, before and after (from
+  `memory_report`, the same report `tpuscope memory` prints);
 - a short verdict paragraph, in words with the numbers.
 """
 
@@ -31,6 +33,7 @@ from tpuscope.analysis.compare_stats import Change
 from tpuscope.analysis.diagnose.context import Context, intervals_of
 from tpuscope.analysis.diagnose.finding import Finding
 from tpuscope.analysis.diagnose.intervals import Intervals, difference, empty, merge_intervals, window_total
+from tpuscope.analysis.memory_report import MemoryReport, cached_memory_report
 from tpuscope.analysis.overview import (
     STEP_SOURCE_LABELS,
     Overview,
@@ -73,6 +76,7 @@ class RunAnalysis:
     sync_ps: np.ndarray  # per step: device idle after host-device syncs (carved out of "idle")
     compilations: int  # compile events in the profile
     versions: dict[str, str]
+    memory: MemoryReport | None = None
 
     @property
     def steps(self) -> int:
@@ -119,6 +123,7 @@ def analyze_run(trace: Trace, overview: Overview | None = None) -> RunAnalysis:
         sync_ps=sync_ps,
         compilations=sum(len(idx) for _, idx in ctx.compiles),
         versions=_versions(trace),
+        memory=cached_memory_report(trace, overview.steps),
     )
 
 
@@ -367,8 +372,45 @@ def compare_runs(base: RunAnalysis, new: RunAnalysis, noise_floor_percent: float
         findings,
         summary="",
     )
+    comparison.memory = compare_memory(base.memory, new.memory)
     comparison.summary = summarize(comparison)
     return comparison
+
+
+def _peaks(report: MemoryReport | None) -> tuple[dict[tuple[str, str], int], dict[str, int]]:
+    """(program name without id, memory space) -> largest peak heap; allocator id -> peak in profile."""
+    programs: dict[tuple[str, str], int] = {}
+    allocators: dict[str, int] = {}
+    if report is None:
+        return programs, allocators
+    for p in report.programs:
+        key = (p.module_name or program_key(p.name), p.memory_space_name)
+        programs[key] = max(programs.get(key, 0), int(p.peak_heap_bytes))
+    for a in report.allocators:
+        allocators[a.id] = max(allocators.get(a.id, 0), int(a.peak_in_profile_bytes))
+    return programs, allocators
+
+
+def compare_memory(base: MemoryReport | None, new: MemoryReport | None) -> dict[str, Any] | None:
+    """Peak memory per program (and memory space) and per allocator, BASE -> NEW; None without any."""
+    (bp, ba), (np_, na) = _peaks(base), _peaks(new)
+    if not (bp or ba or np_ or na):
+        return None
+
+    def rows(b: dict, n: dict, label) -> list[dict[str, Any]]:
+        found = []
+        for key in sorted(set(b) | set(n), key=str):
+            before, after = b.get(key), n.get(key)
+            delta = None if before is None or after is None else after - before
+            found.append(
+                {**label(key), "base_peak_bytes": before, "new_peak_bytes": after, "delta_bytes": delta}
+            )
+        return sorted(found, key=lambda r: -abs(r["delta_bytes"] or 0))
+
+    return {
+        "programs": rows(bp, np_, lambda k: {"program": k[0], "memory_space": k[1]}),
+        "allocators": rows(ba, na, lambda k: {"allocator": k}),
+    }
 
 
 def _steady(run: RunAnalysis) -> np.ndarray:

@@ -18,6 +18,7 @@ from tpuscope.commands import COMMANDS
 from tpuscope.commands._shared import format_ps, load_for_cli, print_json
 
 TOP_OPS_TEXT = 15
+MEMORY_ROWS_TEXT = 8
 NAME_CHARS = 40
 
 
@@ -90,6 +91,7 @@ def print_text(c: Comparison, top: int = TOP_OPS_TEXT) -> None:
     _print_step_time(c)
     _print_split(c)
     _print_ops(c, top)
+    _print_memory(c)
     _print_findings(c)
 
 
@@ -146,6 +148,32 @@ def _print_ops(c: Comparison, top: int) -> None:
             f"  {_cut(r.name):<{width}}  {format_ps(r.base_self_ps):>10}  {format_ps(r.new_self_ps):>10}  "
             f"{('+' if r.delta_ps >= 0 else '-') + format_ps(abs(r.delta_ps)):>10}  {share:5.0f}%  {r.match}"
         )
+
+
+def _bytes(value: int | None) -> str:
+    if value is None:
+        return "-"
+    for unit, size in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if abs(value) >= size:
+            return f"{value / size:.1f} {unit}"
+    return f"{value} B"
+
+
+def _print_memory(c: Comparison) -> None:
+    if not c.memory:
+        return
+    changed = [r for r in c.memory["programs"] + c.memory["allocators"] if r["delta_bytes"] != 0]
+    if not changed:
+        print("\nMemory: same peaks per program and allocator.")
+        return
+    print("\nMemory peaks that changed (BASE -> NEW):")
+    for r in changed[:MEMORY_ROWS_TEXT]:
+        what = (
+            f"program {r['program']} ({r['memory_space']})"
+            if "program" in r
+            else f"allocator {r['allocator']}"
+        )
+        print(f"  {what}: {_bytes(r['base_peak_bytes'])} -> {_bytes(r['new_peak_bytes'])}")
 
 
 def _print_findings(c: Comparison) -> None:
