@@ -67,6 +67,8 @@ def main(argv: list[str] | None = None) -> int:
     if not argv:
         return gui_main(argv)
     first = argv[0]
+    if first == "--compare":  # the desktop app's Compare view on two runs
+        return gui_main(argv)
     if first not in commands and not first.startswith("-"):
         if not os.path.exists(first) and not _URL.match(first):
             print(f"tpuscope: {not_a_command_message(first, commands)}", file=sys.stderr)

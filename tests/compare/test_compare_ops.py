@@ -33,3 +33,21 @@ def test_program_key_drops_the_program_id():
     assert program_key("jit_train_step(12)") == "jit_train_step"
     assert program_key("jit_f(11287434908481120160)") == "jit_f"
     assert program_key("program 7") == "(unnamed program)"
+
+
+def test_category_and_program_tables_equal_the_event_aggregates_on_the_tpu_sample():
+    from tests.conftest import TPU_TRACE, require_shared_traces
+    from tpuscope.analysis.compare import analyze_run, compare_runs
+    from tpuscope.analysis.ops import aggregate
+    from tpuscope.model.load import open_trace
+
+    require_shared_traces()
+    run = analyze_run(open_trace(TPU_TRACE, use_cache=False))
+    c = compare_runs(run, run)
+    for by, table in (("category", c.categories), ("program", c.programs)):
+        grouped = aggregate(run.overview.ops.events, by)
+        expected: dict[str, float] = {}
+        for name, self_ps in zip(grouped.names(), grouped.self_ps, strict=True):
+            key = program_key(name) if by == "program" else name
+            expected[key] = expected.get(key, 0.0) + float(self_ps) / run.steps
+        assert {r.name: r.base_self_ps for r in table.rows} == expected

@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from tpuscope.analysis.ops import OpTable, aggregate
+from tpuscope.analysis.ops import NO_LABEL, OpTable
 
 MATCH_HLO_TEXT = "hlo_text"
 MATCH_STRIPPED_NAME = "stripped_name"
@@ -149,10 +149,13 @@ def _representative_texts(table: OpTable) -> list[str]:
     n = len(table)
     if n == 0:
         return []
-    rows, first = np.unique(table.row_of_event, return_index=True)
+    # Any member will do (the same trick as ops._group): one scatter, no sort of every event.
+    member = np.full(n, -1, np.int64)
+    member[table.row_of_event] = np.arange(len(table.row_of_event))
+    rows = np.flatnonzero(member >= 0)
     texts = [""] * n
     offsets = np.array([offset for _, _, offset in table.events.segments], dtype=np.int64)
-    for row, event in zip(rows.tolist(), first.tolist(), strict=True):  # one per op, not per event
+    for row, event in zip(rows.tolist(), member[rows].tolist(), strict=True):  # one per op, not per event
         seg = int(np.searchsorted(offsets, event, side="right") - 1)
         track, indices, offset = table.events.segments[seg]
         texts[row] = track.event_name(int(indices[event - offset]))
@@ -274,19 +277,22 @@ def _pair(b: _Side | None, n: _Side | None, rb: int, rn: int, kind: str) -> OpDe
 def match_groups(
     base: OpTable | None, new: OpTable | None, by: str, base_steps: int, new_steps: int
 ) -> MatchedTable:
-    """BASE's and NEW's tables grouped `by` category or program, matched by label."""
+    """BASE's and NEW's per-op tables grouped `by` category or program, matched by label."""
     per_step = base_steps > 0 and new_steps > 0
 
     def totals(table: OpTable | None, steps: int) -> dict[str, tuple[float, float, int]]:
+        """Per label, from the per-op rows (each op has one category and one program): no pass
+        over the events."""
         if table is None:
             return {}
-        grouped = aggregate(table.events, by)
+        labels = table.category if by == "category" else table.program
         scale = max(float(steps if per_step else 1), 1.0)
         found: dict[str, tuple[float, float, int]] = {}
-        for r, label in enumerate(grouped.names()):
-            key = program_key(label) if by == "program" else label
+        for r, label_id in enumerate(labels.tolist()):  # one per op row
+            label = table.label(label_id) if label_id else NO_LABEL
+            key = program_key(label) if by == "program" and label_id else label
             self_ps, occ, _ = found.get(key, (0.0, 0.0, r))
-            found[key] = (self_ps + grouped.self_ps[r] / scale, occ + grouped.occurrences[r] / scale, r)
+            found[key] = (self_ps + table.self_ps[r] / scale, occ + table.occurrences[r] / scale, r)
         return found
 
     tb, tn = totals(base, base_steps), totals(new, new_steps)

@@ -33,10 +33,15 @@ def run_app(argv: list[str]) -> int:
     """Opens the main window, on PATH when given, and runs until it is closed."""
     parser = argparse.ArgumentParser(prog="tpuscope", description="Opens the tpuscope desktop app.")
     parser.add_argument("path", nargs="?", help="a .xplane.pb(.gz) file, a run folder, or a logdir")
+    parser.add_argument(
+        "--compare", nargs=2, metavar=("BASE", "NEW"), help="open the Compare view on two runs"
+    )
     args, _ = parser.parse_known_args(argv)
     app = application()
     window = MainWindow()
     window.show()
-    if args.path:
+    if args.compare:
+        window.open_comparison(*args.compare)  # BASE then opens in the other views too
+    elif args.path:
         window.open_path(args.path)
     return int(app.exec())

@@ -42,6 +42,7 @@ VIEW_TITLES = {
     "diagnostics": "Diagnostics",
     "overview": "Overview",
     "memory": "Memory",
+    "compare": "Compare",
 }
 # Issue 7: the first view after a profile opens is the Overview (the timeline is the next tab, Ctrl+2).
 TAB_ORDER = ("overview", "timeline", "ops", "diagnostics", "memory")
@@ -152,6 +153,8 @@ class MainWindow(QMainWindow):
         self._action(file_menu, "Open &Folder\u2026", self.open_folder_dialog, "Ctrl+Shift+O")
         self._action(file_menu, "Open &URL\u2026", self.open_url_dialog, "Ctrl+Shift+U")
         self.recent_menu = file_menu.addMenu("Open &Recent")
+        if optional_class("compare") is not None:
+            self._action(file_menu, "Compare &with\u2026", self.compare_with_dialog, "Ctrl+Shift+K")
         sample = bundled_sample()
         if sample is not None:
             self._action(file_menu, "Open &Sample (TPU v6e)", lambda: self.open_path(sample))
@@ -232,6 +235,45 @@ class MainWindow(QMainWindow):
         dialog = OpenUrlDialog(self, recent_urls[0] if recent_urls else "")
         dialog.chosen.connect(self.open_path)
         dialog.exec()
+
+    def compare_with_dialog(self) -> None:
+        """Compares the open profile (BASE; asked for when none is open) with one the user picks (NEW)."""
+        base = str(self.path) if self.path is not None else None
+        if base is None:
+            base, _ = QFileDialog.getOpenFileName(
+                self, "Choose BASE profile", self._last_dir(), PROFILE_FILTER
+            )
+            if not base:
+                return
+        new, _ = QFileDialog.getOpenFileName(
+            self, "Compare BASE with (NEW)", self._last_dir(), PROFILE_FILTER
+        )
+        if new:
+            self.open_comparison(base, new)
+
+    def open_comparison(self, base: str | Path, new: str | Path) -> None:
+        """Shows the Compare tab (added on first use) and compares BASE with NEW in the background."""
+        view = self.views.get("compare")
+        if view is None:
+            view_class = optional_class("compare")
+            if view_class is None:
+                return
+            view = view_class(self)
+            view.compareFailed.connect(lambda message: QMessageBox.warning(self, "Cannot compare", message))
+            view.comparisonShown.connect(lambda _: self._on_comparison_shown(view))
+            self.views["compare"] = view
+            self.tabs.addTab(view, VIEW_TITLES["compare"])
+        self.stack.setCurrentWidget(self.tabs)
+        self.tabs.setCurrentWidget(view)
+        view.compare_paths(str(base), str(new))
+
+    def _on_comparison_shown(self, view) -> None:
+        """BASE becomes the open profile of the other views (it is loaded already), unless it is open."""
+        base = view.result.base
+        if self.path is None or Path(self.path).resolve() != Path(base.path).resolve():
+            self.set_result(base)
+            self._add_recent(str(base.path))
+        self.tabs.setCurrentWidget(view)
 
     def open_capture_dialog(self) -> None:
         dialog = self.capture_class(self)

@@ -15,6 +15,7 @@ OPTIONAL_MODULES = {
     "overview": ("tpuscope.ui.overview_view", "OverviewView"),
     "memory": ("tpuscope.ui.memory_view", "MemoryView"),
     "capture": ("tpuscope.ui.capture_dialog", "CaptureDialog"),
+    "compare": ("tpuscope.ui.compare_view", "CompareView"),
 }
 
 
