@@ -31,6 +31,8 @@ def view(qtbot, tpu_trace):
     widget.set_trace(tpu_trace)
     widget.show()
     qtbot.waitExposed(widget)
+    # Shown, the view computes its report in the background and fills itself when it arrives.
+    qtbot.waitUntil(lambda: widget.program_combo.count() > 0, timeout=60_000)
     return widget
 
 
@@ -81,7 +83,7 @@ def test_profile_without_memory_data(qtbot, tmp_path):
     qtbot.addWidget(widget)
     widget.set_trace(open_trace(path))
     widget.show()
-    assert widget.summary_label.text() == "This profile has no memory data."
+    qtbot.waitUntil(lambda: widget.summary_label.text() == "This profile has no memory data.", timeout=60_000)
     assert not widget.program_combo.isEnabled()
 
 

@@ -32,6 +32,7 @@ from tpuscope.analysis.memory_over_time import AllocatorMemory
 from tpuscope.analysis.memory_report import MemoryReport, cached_memory_report
 from tpuscope.model.trace import Trace
 from tpuscope.model.units import format_bytes
+from tpuscope.ui.jobs import LatestJobs
 
 BUFFER_COLUMNS = (
     "Buffer",
@@ -77,6 +78,7 @@ class MemoryView(QWidget):
         self._trace: Trace | None = None
         self._report: MemoryReport | None = None
         self._stale = False
+        self._jobs = LatestJobs(self)  # the report of a newer trace drops an older one's
 
         self.program_combo = QComboBox()
         self.program_combo.setMinimumContentsLength(40)
@@ -140,22 +142,31 @@ class MemoryView(QWidget):
 
     # --- public API -----------------------------------------------------------------------------
     def set_trace(self, trace: Trace | None) -> None:
-        """Shows the memory of `trace`; computed when the tab is first shown (None clears the view)."""
+        """Shows the memory of `trace`, computed off the UI thread when the tab is first shown."""
+        self._jobs.supersede()
         self._trace = trace
         self._report = None
         self._stale = trace is not None
-        if trace is None or self.isVisible():
-            self._refresh()
+        if trace is None:
+            self._fill(None)
+        elif self.isVisible():
+            self._start()
 
     def showEvent(self, event) -> None:
         if self._stale:
-            self._refresh()
+            self._start()
         super().showEvent(event)
+
+    def shutdown(self) -> None:
+        """Waits for a report still being computed (call before the window closes)."""
+        self._jobs.wait()
 
     @property
     def report(self) -> MemoryReport | None:
-        if self._stale:
-            self._refresh()
+        """The report shown; asked for before the background job delivered it, it is made here."""
+        if self._report is None and self._trace is not None:
+            self._jobs.supersede()
+            self._fill(cached_memory_report(self._trace))
         return self._report
 
     def current_program(self) -> ProgramMemory | None:
@@ -179,13 +190,19 @@ class MemoryView(QWidget):
         self.buffers.selectRow(row)
 
     # --- filling ------------------------------------------------------------------------------
-    def _refresh(self) -> None:
+    def _start(self) -> None:
+        """Computes the report in the background (the allocators part the loader already made)."""
         self._stale = False
         trace = self._trace
-        if trace is None:
-            self._report = None
-        else:
-            self._report = cached_memory_report(trace)  # the loader computed it, with the steps
+        self.summary_label.setText("Reading the programs' buffer assignments\u2026")
+        self._jobs.start(lambda: cached_memory_report(trace), self._fill, self._on_failed)
+
+    def _on_failed(self, error: Exception) -> None:
+        self.summary_label.setText(f"The memory analysis failed: {type(error).__name__}: {error}")
+
+    def _fill(self, report: MemoryReport | None) -> None:
+        self._stale = False
+        self._report = report
         self.program_combo.blockSignals(True)
         self.program_combo.clear()
         report = self._report
