@@ -48,3 +48,27 @@ def test_bad_path_is_one_sentence_and_exit_2(tmp_path, capsys):
     assert main(["diagnose", str(tmp_path / "missing.xplane.pb"), "--fail-on", "warning"]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "missing.xplane.pb" in err
+
+
+def test_no_problems_found_comes_with_what_was_checked(capsys):
+    """A clean report lists every rule that ran and its numbers, text and JSON alike."""
+    from tests.conftest import TF_TRACE
+    from tpuscope.analysis.diagnose import RULES
+
+    require_shared_traces()
+    assert main(["diagnose", str(TF_TRACE), "--no-cache", "--fail-on", "warning"]) == 0
+    out = capsys.readouterr().out
+    assert "No problems found." in out
+    head, checked = out.split(f"What was checked ({len(RULES)} rules):")
+    rule_lines = [
+        line.split()[0] for line in checked.splitlines() if line.startswith("  ") and line[2] != " "
+    ]
+    assert rule_lines == list(RULES)
+    assert (
+        "input_bound             no device activity; time in input events" in checked
+        and "below 5%" in checked
+    )
+    assert main(["diagnose", str(TF_TRACE), "--no-cache", "--json"]) == 0
+    payload = json.loads(capsys.readouterr().out)
+    assert [c["rule"] for c in payload["checked"]] == list(RULES)
+    assert all(set(c) == {"rule", "summary"} for c in payload["checked"])

@@ -195,3 +195,21 @@ def test_long_string_lists_are_one_line_per_item(traces):
 )
 def test_numbers_are_formatted_for_reading(value, key, shown):
     assert format_number(value, key) == shown
+
+
+def test_what_was_checked_is_a_collapsed_list_one_line_per_rule(qtbot, view, traces, tmp_path):
+    report = _load(qtbot, view, traces[TF_TRACE])
+    assert report.findings == []  # nothing to report: the checked lines are the answer
+    assert not view.checked_list.isVisible()
+    assert view.checked_toggle.text() == f"What was checked ({len(report.checked)} rules)"
+    qtbot.mouseClick(view.checked_toggle, Qt.MouseButton.LeftButton)
+    assert view.checked_list.isVisible()
+    lines = [view.checked_list.item(k).text() for k in range(view.checked_list.count())]
+    assert lines == [f"{c['rule']}: {c['summary'] or '(no summary)'}" for c in report.checked]
+    assert any(line.startswith("input_bound: ") and "below 5%" in line for line in lines)
+    path = tmp_path / "checked.png"
+    assert view.grab().save(str(path))
+    qtbot.mouseClick(view.checked_toggle, Qt.MouseButton.LeftButton)
+    assert not view.checked_list.isVisible()
+    view.set_trace(None)
+    assert view.checked_list.count() == 0 and not view.checked_toggle.isEnabled()

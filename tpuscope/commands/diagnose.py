@@ -75,6 +75,21 @@ def print_text(report: Report) -> None:
                 print(f"    {'-' if k == 0 else ' '} {line}")
     for rule, error in report.rule_errors.items():
         print(f"\nRule {rule} could not run on this profile: {error}")
+    print_checked(report)
+
+
+def print_checked(report: Report) -> None:
+    """One line per rule that ran, on what it looked at, so "No problems found" can be trusted."""
+    if not report.checked:
+        return
+    print(f"\nWhat was checked ({len(report.checked)} rules):")
+    width = max(len(c["rule"]) for c in report.checked)
+    for entry in report.checked:
+        summary = entry["summary"] or "(no summary)"
+        lines = textwrap.wrap(summary, 100 - width - 4) or [""]
+        print(f"  {entry['rule']:<{width}}  {lines[0]}")
+        for line in lines[1:]:
+            print(f"  {'':<{width}}  {line}")
 
 
 def _is_scalar(value) -> bool:

@@ -16,7 +16,7 @@ from __future__ import annotations
 import html
 import re
 
-from PySide6.QtCore import QUrl, Signal
+from PySide6.QtCore import Qt, QUrl, Signal
 from PySide6.QtGui import QIcon
 from PySide6.QtWidgets import (
     QLabel,
@@ -25,6 +25,7 @@ from PySide6.QtWidgets import (
     QSplitter,
     QStyle,
     QTextBrowser,
+    QToolButton,
     QVBoxLayout,
     QWidget,
 )
@@ -74,8 +75,27 @@ class DiagnosticsView(QWidget):
         self.detail.setOpenLinks(False)
         self.detail.anchorClicked.connect(self._on_link)
 
+        # What each rule looked at, collapsed under the findings: "No problems found" with its numbers.
+        self.checked_toggle = QToolButton()
+        self.checked_toggle.setCheckable(True)
+        self.checked_toggle.setToolButtonStyle(Qt.ToolButtonStyle.ToolButtonTextBesideIcon)
+        self.checked_toggle.setArrowType(Qt.ArrowType.RightArrow)
+        self.checked_toggle.setAutoRaise(True)
+        self.checked_toggle.setText("What was checked")
+        self.checked_toggle.toggled.connect(self._on_checked_toggled)
+        self.checked_list = QListWidget()
+        self.checked_list.setWordWrap(True)
+        self.checked_list.setAlternatingRowColors(True)
+        self.checked_list.setVisible(False)
+        left = QWidget()
+        left_layout = QVBoxLayout(left)
+        left_layout.setContentsMargins(0, 0, 0, 0)
+        left_layout.addWidget(self.findings, 3)
+        left_layout.addWidget(self.checked_toggle)
+        left_layout.addWidget(self.checked_list, 2)
+
         splitter = QSplitter()
-        splitter.addWidget(self.findings)
+        splitter.addWidget(left)
         splitter.addWidget(self.detail)
         splitter.setStretchFactor(0, 2)
         splitter.setStretchFactor(1, 3)
@@ -93,6 +113,7 @@ class DiagnosticsView(QWidget):
         self._highlighted_row = None
         self.findings.clear()
         self.detail.clear()
+        self._fill_checked(None)
         if trace is None:
             self.summary.setText("Open a profile to diagnose it.")
             return
@@ -123,6 +144,7 @@ class DiagnosticsView(QWidget):
             item.setToolTip(f"{finding.severity.label}: {finding.id}")
             self.findings.addItem(item)
         self.summary.setText(_summary_text(report))
+        self._fill_checked(report)
         if report.findings:
             self._selecting_first = True  # shows its details; the timeline stays as the user left it
             try:
@@ -130,8 +152,28 @@ class DiagnosticsView(QWidget):
             finally:
                 self._selecting_first = False
         else:
-            self.detail.setHtml("<p>No integration problems found in this profile.</p>")
+            self.detail.setHtml(
+                f"<p>No integration problems found in this profile. {len(report.checked)} rules ran: "
+                "<i>What was checked</i>, under the list, says what each one looked at.</p>"
+            )
         self.reportReady.emit(report)
+
+    def _fill_checked(self, report: Report | None) -> None:
+        self.checked_list.clear()
+        entries = report.checked if report is not None else []
+        for entry in entries:
+            summary = entry["summary"] or "(no summary)"
+            item = QListWidgetItem(f"{entry['rule']}: {summary}")
+            item.setToolTip(summary)
+            self.checked_list.addItem(item)
+        self.checked_toggle.setText(
+            f"What was checked ({len(entries)} rules)" if entries else "What was checked"
+        )
+        self.checked_toggle.setEnabled(bool(entries))
+
+    def _on_checked_toggled(self, shown: bool) -> None:
+        self.checked_toggle.setArrowType(Qt.ArrowType.DownArrow if shown else Qt.ArrowType.RightArrow)
+        self.checked_list.setVisible(shown)
 
     @property
     def current_finding(self) -> Finding | None:
