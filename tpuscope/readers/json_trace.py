@@ -240,9 +240,8 @@ def _split_stats(
             picked = order[bounds[j] : bounds[j + 1]]
             positions = event_position[rows[picked]]
             by_position = np.argsort(positions, kind="stable")
-            out[t][stat] = StatColumn(
-                stat, kind, positions[by_position].astype(np.int32), values[picked][by_position]
-            )  # type: ignore[arg-type]
+            rows_here = positions[by_position].astype(np.int32)
+            out[t][stat] = StatColumn(stat, kind, rows_here, values[picked][by_position])  # type: ignore[arg-type]
     return out
 
 
