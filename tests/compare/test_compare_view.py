@@ -71,3 +71,19 @@ def test_a_missing_profile_is_said_in_the_view(qtbot, pair_paths, tmp_path):
     assert "missing.xplane.pb" in failed.args[0]
     assert "Cannot compare" in view.summary.text()
     view.shutdown()
+
+
+def test_compare_with_reuses_the_open_base(qtbot, tmp_path, pair_paths):
+    from tests.ui.conftest import open_and_wait
+
+    win = show_exposed(qtbot, MainWindow(QSettings(str(tmp_path / "t.ini"), QSettings.IniFormat)), 1400, 900)
+    try:
+        open_and_wait(qtbot, win, pair_paths["plain"])
+        opened = win.trace
+        win.open_comparison(win.path, pair_paths["extra_op"])
+        view = win.views["compare"]
+        qtbot.waitUntil(lambda: view.result is not None, timeout=TIMEOUT_MS)
+        assert view.result.base.trace is opened and win.trace is opened  # not loaded again
+        assert "slower" in view.summary.text()
+    finally:
+        win.wait_for_background_work()

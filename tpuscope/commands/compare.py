@@ -19,6 +19,7 @@ from tpuscope.commands._shared import format_ps, load_for_cli, print_json
 
 TOP_OPS_TEXT = 15
 MEMORY_ROWS_TEXT = 8
+GROUP_ROWS_TEXT = 5
 NAME_CHARS = 40
 
 
@@ -91,6 +92,7 @@ def print_text(c: Comparison, top: int = TOP_OPS_TEXT) -> None:
     _print_step_time(c)
     _print_split(c)
     _print_ops(c, top)
+    _print_groups(c)
     _print_memory(c)
     _print_findings(c)
 
@@ -148,6 +150,17 @@ def _print_ops(c: Comparison, top: int) -> None:
             f"  {_cut(r.name):<{width}}  {format_ps(r.base_self_ps):>10}  {format_ps(r.new_self_ps):>10}  "
             f"{('+' if r.delta_ps >= 0 else '-') + format_ps(abs(r.delta_ps)):>10}  {share:5.0f}%  {r.match}"
         )
+
+
+def _print_groups(c: Comparison) -> None:
+    for title, table in (("category", c.categories), ("program", c.programs)):
+        rows = [r for r in table.rows if r.delta_ps][:GROUP_ROWS_TEXT]
+        if not rows:
+            continue
+        parts = ", ".join(
+            f"{r.name} {('+' if r.delta_ps >= 0 else '-') + format_ps(abs(r.delta_ps))}" for r in rows
+        )
+        print(f"By {title}: {parts}")
 
 
 def _bytes(value: int | None) -> str:

@@ -64,9 +64,11 @@ class CompareResult:
     comparison: Comparison
 
 
-def compare_paths(base_path, new_path) -> CompareResult:
-    """Loads both profiles and compares them (what the worker thread runs; usable synchronously)."""
-    base, new = prepare(base_path), prepare(new_path)
+def compare_paths(base_path, new_path, base_loaded: LoadResult | None = None) -> CompareResult:
+    """Loads both profiles (BASE unless given loaded) and compares them (what the worker thread
+    runs; usable synchronously)."""
+    base = base_loaded if base_loaded is not None else prepare(base_path)
+    new = prepare(new_path)
     comparison = compare_runs(analyze_run(base.trace), analyze_run(new.trace))
     return CompareResult(base, new, comparison)
 
@@ -187,10 +189,18 @@ class CompareView(QWidget):
 
     # ----- input -----------------------------------------------------------------------------
 
-    def compare_paths(self, base_path, new_path) -> None:
-        """Loads and compares both profiles off the UI thread; a newer call supersedes this one."""
+    def compare_paths(self, base_path, new_path, base_loaded: LoadResult | None = None) -> None:
+        """Loads and compares both profiles off the UI thread; a newer call supersedes this one.
+
+        `base_loaded`: BASE as the main window already has it open (it is not loaded again)."""
         self.summary.setText(html.escape(f"Comparing {base_path} with {new_path}\u2026"))
-        self.jobs.start(lambda: compare_paths(base_path, new_path), self.set_result, self._on_failed)
+        self.jobs.start(
+            lambda: compare_paths(base_path, new_path, base_loaded), self._on_result, self._on_failed
+        )
+
+    def _on_result(self, result: object) -> None:
+        assert isinstance(result, CompareResult)
+        self.set_result(result)
 
     def _on_failed(self, error: Exception) -> None:
         message = str(error) or type(error).__name__
@@ -230,7 +240,8 @@ class CompareView(QWidget):
 
     def _show_cards(self, c: Comparison) -> None:
         while self.cards.count():
-            widget = self.cards.takeAt(0).widget()
+            taken = self.cards.takeAt(0)
+            widget = taken.widget() if taken is not None else None
             if widget is not None:
                 widget.deleteLater()
         rows = [("", "BASE", "NEW", "change")]
@@ -324,7 +335,7 @@ class CompareView(QWidget):
         if not items:
             return None
         first = self.table.item(items[0].row(), 0)
-        return self.rows[int(first.data(Qt.ItemDataRole.UserRole))]
+        return None if first is None else self.rows[int(first.data(Qt.ItemDataRole.UserRole))]
 
     def select_op(self, name: str) -> bool:
         """Selects the first visible row of the op named `name` (tests and links use it)."""
@@ -356,7 +367,7 @@ class CompareView(QWidget):
         if self.result is None:
             return
         c = self.result.comparison
-        chosen = []
+        chosen: list[tuple[float, float] | None] = []
         for run, box in ((c.base, self.base_step), (c.new, self.new_step)):
             series = run.overview.series
             if not run.steps:

@@ -265,7 +265,17 @@ class MainWindow(QMainWindow):
             self.tabs.addTab(view, VIEW_TITLES["compare"])
         self.stack.setCurrentWidget(self.tabs)
         self.tabs.setCurrentWidget(view)
-        view.compare_paths(str(base), str(new))
+        view.compare_paths(str(base), str(new), self._open_as_loaded(base))
+
+    def _open_as_loaded(self, path: str | Path) -> LoadResult | None:
+        """The open profile as its loader made it, when `path` is it (a comparison reuses it)."""
+        if self.trace is None or self.path is None or self.timeline.lod is None:
+            return None
+        if str(path) != str(self.path) and Path(str(path)).resolve() != Path(str(self.path)).resolve():
+            return None
+        return LoadResult(
+            self.path, self.trace, self.timeline.lod, self.timeline.steps, self.timeline.colours
+        )
 
     def _on_comparison_shown(self, view) -> None:
         """BASE becomes the open profile of the other views (it is loaded already), unless it is open."""
