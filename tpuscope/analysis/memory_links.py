@@ -14,8 +14,9 @@ import re
 import numpy as np
 
 from tpuscope.model.trace import Trace, Track
+from tpuscope.model.vocabulary import Stat
 
-PROGRAM_ID_STAT = "program_id"
+PROGRAM_ID_STAT = Stat.PROGRAM_ID
 
 
 def program_runs(trace: Trace, program_name: str) -> list[tuple[Track, np.ndarray]]:

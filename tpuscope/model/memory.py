@@ -9,8 +9,8 @@ Two sources, both written by XLA and read the way XProf reads them:
   with the allocator's state after the call as stats (what XProf's Memory Profile shows;
   xprof/convert/xplane_to_memory_profile.cc).
 
-The format's plane, event and stat names are the constants below; everything returned is numpy
-columns and plain strings, computed once per trace and kept on it.
+The format's plane, event and stat names come from the reader's dialect (tpuscope.xplane.dialect);
+everything returned is numpy columns and plain strings, computed once per trace and kept on it.
 """
 
 from __future__ import annotations
@@ -21,27 +21,31 @@ import numpy as np
 
 from tpuscope.model.programs import hlo_proto_blobs
 from tpuscope.model.trace import Trace, Track
+from tpuscope.model.vocabulary import Stat
+from tpuscope.xplane import dialect
 from tpuscope.xplane.hlo_memory import ProgramBuffers, decode_program_buffers
 
-HOST_THREADS_PLANE = "/host:CPU"
-ALLOCATION_EVENT = "MemoryAllocation"
-DEALLOCATION_EVENT = "MemoryDeallocation"
-# Which allocator an event belongs to: its name, else the device it serves (XProf's memory id).
-ALLOCATOR_NAME_STAT = "allocator_name"
-ALLOCATOR_INDEX_STATS = ("index_on_host", "device_ordinal")
-RESERVED_STAT = "bytes_reserved"  # stack / reserved for programs
-ALLOCATED_STAT = "bytes_allocated"  # heap in use
-AVAILABLE_STAT = "bytes_available"  # free
-FRAGMENTATION_STAT = "fragmentation"
-PEAK_IN_USE_STAT = "peak_bytes_in_use"  # the allocator's own peak over its lifetime
-REQUESTED_STAT = "requested_bytes"
-ALLOCATION_BYTES_STAT = "allocation_bytes"
-ADDRESS_STAT = "addr"
-OP_STAT = "tf_op"
-STEP_STAT = "group_id"
-SHAPE_STAT = "shape"
-# A device plane's memory size in bytes (written for GPUs).
-DEVICE_MEMORY_SIZE_STAT = "memory_size"
+# The format's names live with the reader (tpuscope.xplane.dialect); the names used here say what
+# each one means: which allocator (its name, else the device it serves: XProf's memory id), bytes
+# reserved for programs ("stack"), allocated (heap in use), available (free), the allocator's own
+# lifetime peak, and per allocation its size, address, op, step group and shape.
+ALLOCATION_EVENT = dialect.MEMORY_ALLOCATION_EVENT
+DEALLOCATION_EVENT = dialect.MEMORY_DEALLOCATION_EVENT
+HOST_THREADS_PLANE = dialect.HOST_THREADS_PLANE
+ALLOCATOR_NAME_STAT = dialect.ALLOCATOR_NAME_STAT
+ALLOCATOR_INDEX_STATS = dialect.ALLOCATOR_INDEX_STATS
+RESERVED_STAT = dialect.BYTES_RESERVED_STAT
+ALLOCATED_STAT = dialect.BYTES_ALLOCATED_STAT
+AVAILABLE_STAT = dialect.BYTES_AVAILABLE_STAT
+FRAGMENTATION_STAT = dialect.FRAGMENTATION_STAT
+PEAK_IN_USE_STAT = dialect.PEAK_BYTES_IN_USE_STAT
+REQUESTED_STAT = dialect.REQUESTED_BYTES_STAT
+ALLOCATION_BYTES_STAT = dialect.ALLOCATION_BYTES_STAT
+ADDRESS_STAT = dialect.ADDRESS_STAT
+OP_STAT = Stat.FRAMEWORK_OP
+STEP_STAT = Stat.STEP_GROUP
+SHAPE_STAT = dialect.SHAPE_STAT
+DEVICE_MEMORY_SIZE_STAT = dialect.DEVICE_MEMORY_SIZE_STAT
 
 _PROGRAMS_ATTRIBUTE = "_tpuscope_program_buffers"
 _ALLOCATIONS_ATTRIBUTE = "_tpuscope_allocation_events"

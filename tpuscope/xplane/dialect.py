@@ -170,3 +170,25 @@ XPLANE_DIALECT = Dialect(
     # "jit_f(1219...)" on `XLA Modules` lines and /host:metadata entries.
     program_name=r"^(.*)\((\d+)\)$",
 )
+
+
+# Memory data (xplane_schema.cc kHostThreadsPlaneName, HostEventType kMemoryAllocation /
+# kMemoryDeallocation, StatType kAllocatorName, kIndexOnHost, kDeviceOrdinal, kBytesReserved, ...),
+# as XLA's BFC allocator writes it (xla/tsl/framework/bfc_allocator.cc, AddTraceMe) and XProf's
+# memory profile reads it (xprof/convert/xplane_to_memory_profile.cc). The `Hlo Proto` stat on
+# `/host:metadata` carries each program's buffer assignment.
+HOST_THREADS_PLANE = "/host:CPU"
+MEMORY_ALLOCATION_EVENT = "MemoryAllocation"
+MEMORY_DEALLOCATION_EVENT = "MemoryDeallocation"
+ALLOCATOR_NAME_STAT = "allocator_name"
+ALLOCATOR_INDEX_STATS = ("index_on_host", "device_ordinal")
+BYTES_RESERVED_STAT = "bytes_reserved"
+BYTES_ALLOCATED_STAT = "bytes_allocated"
+BYTES_AVAILABLE_STAT = "bytes_available"
+FRAGMENTATION_STAT = "fragmentation"
+PEAK_BYTES_IN_USE_STAT = "peak_bytes_in_use"
+REQUESTED_BYTES_STAT = "requested_bytes"
+ALLOCATION_BYTES_STAT = "allocation_bytes"
+ADDRESS_STAT = "addr"
+SHAPE_STAT = "shape"
+DEVICE_MEMORY_SIZE_STAT = "memory_size"  # a GPU plane's own memory size in bytes
