@@ -8,6 +8,7 @@ gathered into one run folder as `worker<i>.xplane.pb`, the layout of a pod's run
 
 Scenarios:
 - `straggler`: process STRAGGLER sleeps STRAGGLER_SLEEP_S in its data loader every step;
+- `host_work`: process STRAGGLER sleeps as long at the end of every step, logging metrics (host work);
 - `balanced`: every process does the same work (no straggler);
 - `collective_heavy`: every process does the same small compute and a large all-gather.
 """
@@ -22,7 +23,7 @@ import sys
 import time
 from pathlib import Path
 
-SCENARIOS = ("straggler", "balanced", "collective_heavy")
+SCENARIOS = ("straggler", "host_work", "balanced", "collective_heavy")
 PROCESSES = 4
 STEPS = 8
 STRAGGLER = 2  # the process that sleeps in its data loader
@@ -88,6 +89,9 @@ def worker(scenario: str, process_id: int, processes: int, port: int, logdir: st
                 batch = x
             w, loss = train_step(w, batch)
             jax.block_until_ready(w)
+            if scenario == "host_work" and process_id == STRAGGLER:
+                with jax.profiler.TraceAnnotation("log_metrics"):
+                    time.sleep(STRAGGLER_SLEEP_S)
     jax.profiler.stop_trace()
     jax.distributed.shutdown()
 

@@ -55,6 +55,23 @@ def test_straggler_names_the_late_host_and_what_it_did(pod_trace):
     assert not _findings(trace, "collective_bound")
 
 
+def test_a_host_busy_after_its_step_is_the_straggler_doing_host_work(pod_trace):
+    trace = pod_trace("host_work")
+    found = _findings(trace, "straggler")
+    assert len(found) == 1, [f.title for f in found]
+    metrics = found[0].metrics
+    assert metrics["straggler"] == LATE_HOST and metrics["doing_instead"] == "host"
+    assert abs(metrics["extra_ms_per_step"]["host"] - SLEEP_MS) <= 0.2 * SLEEP_MS
+    assert abs(metrics["extra_ms_per_step"]["input"]) < 0.1 * SLEEP_MS
+    # Its own events show what it did: the `log_metrics` annotation of every step it was late in.
+    logged = [
+        e for e in found[0].evidence if e["host"] == LATE_HOST and e["label"] == "host work: log_metrics"
+    ]
+    assert len(logged) >= metrics["late_steps"]
+    assert "busy on the host" in found[0].title
+    assert not _findings(trace, "collective_bound")
+
+
 def test_balanced_pod_has_no_straggler(pod_trace):
     assert not _findings(pod_trace("balanced"), "straggler")
 

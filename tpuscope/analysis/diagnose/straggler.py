@@ -130,7 +130,7 @@ def _evidence(pod: PodAnalysis, unit: late_units.LateUnit) -> list[dict[str, Any
         f"{unit.name}, step {number}: the others wait {ms(unit.lateness_ps[unit.worst_step])} ms for it",
     )
     items = [dict(slowest, focus=True)]  # where a view jumps first when the finding is opened
-    if unit.cause == "host":  # no event says "host work": point at its steps, most host time first
+    if unit.cause == "host" and not late.evidence.get("host"):  # no event to show: its busiest steps
         host_ps = late.part("host")[pod.positions[row]]
         for k in host_ps.argsort()[::-1][:CAUSE_EVIDENCE]:
             label = f"{unit.name}, step {int(pod.step_number[k])}: {ms(host_ps[k])} ms of host work"

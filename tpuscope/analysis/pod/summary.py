@@ -38,7 +38,12 @@ PART_LABELS = {
     "host": "host work and other idle",
 }
 # Evidence kinds kept per host: what a late host may have been doing, and the others' waits.
-EVIDENCE_KINDS = ("input", "compile", "compute", "collective")
+EVIDENCE_KINDS = ("input", "host", "compile", "compute", "collective")
+# A step's child event counts as host work when at least this share of it falls where the devices
+# were idle for no input or compilation (our heuristic: mostly outside device work), and it is at
+# least this share of the longest such event (slivers of dispatch are not what held the host up).
+HOST_WORK_OVERLAP = 0.5
+HOST_WORK_MIN_FRACTION = 0.1
 
 
 @dataclass
@@ -158,6 +163,7 @@ def summarize_host(trace: Trace, host: str | None = None, ctx: Context | None = 
         step_event_index=steps.event_index.astype(np.int64),
         evidence={
             "input": _longest(input_bound.input_work_events(ctx), "data loading / input", in_steps),
+            "host": _longest(_host_work_events(ctx, input_wait, compile_wait), "host work", in_steps),
             "compile": _longest(ctx.compiles, "compiling", in_steps),
             "compute": _longest(_non_collective_ops(devices, names), "device op", in_steps),
             "collective": _longest(collective_events, "in a collective", in_steps),
@@ -174,6 +180,36 @@ def _input_wait(ctx: Context) -> Intervals:
     if len(ctx.periods[0]) == 0:
         return empty()
     return input_bound.waiting_intervals(ctx, intervals_of(input_bound.input_work_events(ctx)))
+
+
+def _host_work_events(
+    ctx: Context, input_wait: Intervals, compile_wait: Intervals
+) -> list[tuple[Track, np.ndarray]]:
+    """Events directly inside the steps, on the step thread, that ran mostly while the devices were
+    idle for no input or compilation: what the host did instead (logging, checkpoints, Python)."""
+    steps = ctx.steps
+    track = steps.track
+    if track is None or track.plane.role != "host" or len(steps) == 0:
+        return []
+    p0, p1 = ctx.periods
+    busy = merge_intervals(*_concat(_concat(ctx.device_busy, input_wait), compile_wait))
+    other = difference((p0[:1], p1[-1:]), busy)
+    step_depth = int(track.depth[steps.event_index].min())
+    children = np.flatnonzero(track.depth == step_depth + 1)
+    if len(children) == 0:
+        return []
+    starts, durations = track.start_ps[children], track.duration_ps[children]
+    idle = window_total(other, starts, starts + durations)
+    launches = (
+        np.concatenate([t.name_id[i] for t, i in ctx.launches]) if ctx.launches else np.empty(0, np.int32)
+    )
+    mostly_idle = (durations > 0) & (idle >= HOST_WORK_OVERLAP * durations)
+    keep = children[mostly_idle & ~np.isin(track.name_id[children], launches)]
+    if len(keep) == 0:
+        return []
+    longest = int(track.duration_ps[keep].max())
+    keep = keep[track.duration_ps[keep] >= HOST_WORK_MIN_FRACTION * longest]
+    return [(track, keep)]
 
 
 def _non_collective_ops(devices, names: CollectiveNames) -> list[tuple[Track, np.ndarray]]:
