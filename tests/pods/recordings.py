@@ -25,7 +25,7 @@ from pathlib import Path
 
 SCENARIOS = ("straggler", "host_work", "balanced", "collective_heavy")
 PROCESSES = 4
-STEPS = 8
+STEPS = 12
 STRAGGLER = 2  # the process that sleeps in its data loader
 STRAGGLER_SLEEP_S = 0.03
 # (features, rows per process, layers): the weights are features x features, so the all-reduce sends

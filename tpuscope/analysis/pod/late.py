@@ -9,10 +9,10 @@ median of the other hosts' collective time minus its own: how long the others wa
 A host is called late when (all three, so noise in one step or a balanced run never fires):
 - its collective time is an outlier below the others' by XProf's modified z-score (|z| > 3.5 with
   at least 3 hosts: openxla/xprof, xprof/convert/smart_suggestion/signal_provider.h, and
-  `tpuscope.analysis.diagnose.stats`), scored within each step and taken as the median over the
-  steps: the hosts leave a collective together, so within one step their times differ by when
-  each arrived, while from step to step the whole pod speeds up and slows down (which would blur
-  a score over whole-profile averages);
+  `tpuscope.analysis.diagnose.stats`), scored on each host's median over the steps of its
+  collective time minus that step's median over the hosts: the whole pod speeds up and slows
+  down from step to step (which would blur a score over whole-profile averages), while a late
+  host is below the others in every step;
 - it has the shortest collective time of all hosts in at least MIN_LATE_STEP_FRACTION of the steps;
 - the others wait for it at least WAIT_PERCENT_OF_STEP of the median step time per step.
 
@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from tpuscope.analysis.diagnose.stats import MAD_FLOOR, MODIFIED_Z_OUTLIER, MODIFIED_Z_SCALE
+from tpuscope.analysis.diagnose.stats import MODIFIED_Z_OUTLIER, modified_z
 
 if TYPE_CHECKING:  # the pod analysis imports the diagnose package: no import cycle at run time
     from tpuscope.analysis.pod.analysis import PodAnalysis
@@ -134,7 +134,7 @@ def find_late(pod: PodAnalysis) -> LateVerdict:
     per_unit = np.median(units.collective, axis=1)
     if per_unit.max() <= 0:
         return LateVerdict(units, [], f"{len(units.names)} {units.kind}s: no time in collectives")
-    z = np.median(modified_z_per_step(units.collective / PS_PER_MS), axis=1)
+    z = modified_z(step_residuals(units.collective) / PS_PER_MS)
     median_step = float(np.median(units.step_ps))
     late = [
         found
@@ -147,20 +147,18 @@ def find_late(pod: PodAnalysis) -> LateVerdict:
     lowest = int(np.argmin(z))
     checked = (
         f"{len(units.names)} {units.kind}s over {pod.step_count} steps aligned by {pod.alignment}: "
-        f"collective time per step {_ms(per_unit.min())}-{_ms(per_unit.max())} ms, lowest median modified "
-        f"z-score "
-        f"{z[lowest]:.1f} ({units.names[lowest]}; a late {units.kind} needs below -{MODIFIED_Z_OUTLIER:g}, "
+        f"collective time per step {_ms(per_unit.min())}-{_ms(per_unit.max())} ms, lowest modified z-score "
+        f"(against each step's median) {z[lowest]:.1f} ({units.names[lowest]}; a late {units.kind} needs "
+        f"below -{MODIFIED_Z_OUTLIER:g}, "
         f"shortest in >= {MIN_LATE_STEP_FRACTION:.0%} of steps and others waiting >= "
         f"{WAIT_PERCENT_OF_STEP:g}% of the step)"
     )
     return LateVerdict(units, late, checked)
 
 
-def modified_z_per_step(values: np.ndarray) -> np.ndarray:
-    """XProf's modified z-score of each unit within each step (column) of a (units, steps) array."""
-    median = np.median(values, axis=0)
-    mad = np.median(np.abs(values - median), axis=0)
-    return MODIFIED_Z_SCALE * (values - median) / np.maximum(mad, MAD_FLOOR)
+def step_residuals(values: np.ndarray) -> np.ndarray:
+    """Per unit: the median over steps of its value minus that step's median over the units."""
+    return np.median(values - np.median(values, axis=0), axis=1)
 
 
 def _late_unit(units: Units, row: int, z: float) -> LateUnit:
