@@ -190,6 +190,8 @@ def _candidate(ctx: Context) -> tuple[np.ndarray, np.ndarray]:
         # Steps on the device timeline: every idle moment from the previous execution to this one's end.
         return previous_end, steps.end_ps
     _, _, launch_starts, _ = flat_events(ctx.launches)
+    if len(launch_starts) == 0:  # no launch recorded (e.g. one host of a pod): the whole step may be input
+        return previous_end, steps.end_ps
     pos = np.searchsorted(launch_starts, steps.start_ps, side="left")
     has = pos < len(launch_starts)
     first = np.where(has, launch_starts[np.minimum(pos, max(len(launch_starts) - 1, 0))], steps.end_ps)

@@ -15,7 +15,7 @@ and splits into parts that add up to it:
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -27,6 +27,7 @@ from tpuscope.analysis.diagnose.finding import MAX_EVIDENCE, event_evidence
 from tpuscope.analysis.diagnose.intervals import Intervals, difference, empty, merge_intervals, window_total
 from tpuscope.analysis.pod.collectives import CollectiveNames, dcn_events, device_collective_events, union_of
 from tpuscope.analysis.steps import SOURCE_NONE
+from tpuscope.model.flows import Flows
 from tpuscope.model.trace import Trace, Track
 
 PARTS = ("compute", "collective", "input", "compile", "host")
@@ -93,15 +94,13 @@ class HostSummary:
 
 
 def host_trace(trace: Trace, host: str) -> Trace:
-    """A view of `trace` holding only `host`'s planes (sharing its columns and strings)."""
-    return Trace(
-        sources=list(trace.sources),
+    """A view of `trace` holding only `host`'s planes (sharing its columns, strings and dialect)."""
+    return replace(
+        trace,
         planes=[p for p in trace.planes if p.host == host],
-        strings=trace.strings,
-        blobs=trace.blobs,
-        origin_ns=trace.origin_ns,
-        duration_ps=trace.duration_ps,
         hosts=[host],
+        flows=Flows.empty(),  # flows number the whole trace's tracks
+        _track_numbers=None,
     )
 
 
