@@ -1,9 +1,10 @@
 """One module per `tpuscope` subcommand; each exposes register(subparsers).
 
 COMMANDS is the registration: the command's name (its module's name) and the one line
-`tpuscope --help` shows for it. The command line is parsed from this table alone, and only the
-chosen command's module is imported, so `tpuscope info` never pays for what `capture` (SSH,
-gRPC) or `screenshot` (Qt) import. A new command is one module plus one line here.
+`tpuscope --help` shows for it (an argparse help string: a literal % is written %%). The
+command line is parsed from this table alone, and only the chosen command's module is
+imported, so `tpuscope info` never pays for what `capture` (SSH, gRPC) or `screenshot` (Qt)
+import. A new command is one module plus one line here.
 """
 
 from __future__ import annotations
