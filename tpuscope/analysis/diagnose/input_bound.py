@@ -194,7 +194,9 @@ def _candidate(ctx: Context) -> tuple[np.ndarray, np.ndarray]:
         return previous_end, steps.end_ps
     pos = np.searchsorted(launch_starts, steps.start_ps, side="left")
     has = pos < len(launch_starts)
-    first = np.where(has, launch_starts[np.minimum(pos, max(len(launch_starts) - 1, 0))], steps.end_ps)
+    if len(launch_starts) == 0:  # no launch seen: the whole step may still be preparing
+        return previous_end, np.maximum(steps.end_ps, previous_end)
+    first = np.where(has, launch_starts[np.minimum(pos, len(launch_starts) - 1)], steps.end_ps)
     first = np.where(first < steps.end_ps, first, steps.end_ps)
     return previous_end, np.maximum(first, previous_end)
 
