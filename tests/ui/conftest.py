@@ -40,12 +40,11 @@ def open_and_wait(qtbot, win: MainWindow, path: str | Path, view: str | None = N
     with qtbot.waitSignal(win.traceLoaded, timeout=LOAD_TIMEOUT_MS) as blocker:
         win.open_path(path)
     qtbot.waitUntil(lambda: not win.workers, timeout=LOAD_TIMEOUT_MS)
-    # Views that work in the background (diagnostics) deliver their results now, not amid the test.
-    for key, tab in win.views.items():
-        if key != "timeline" and hasattr(tab, "shutdown"):
-            tab.shutdown()
+    # The analyses the views show arrive now, not amid the test.
+    win.hub.wait()
     if view is not None:
         assert win.show_view(view)
+        win.hub.wait()  # what a tab asks for when first shown
     QApplication.processEvents()
     return blocker.args[0]
 

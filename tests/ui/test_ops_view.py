@@ -28,6 +28,7 @@ def view(qtbot, tpu_trace):
     widget.set_trace(tpu_trace)
     widget.show()
     qtbot.waitExposed(widget)
+    widget.hub.wait()  # the tables are computed in a worker thread
     return widget
 
 
@@ -108,8 +109,10 @@ def pg_point(x, y):
 
 def test_grouping_and_device_pickers_recompute(view, tpu_trace):
     view.set_grouping("category")
+    view.hub.wait()  # the new table is computed in a worker thread
     assert sorted(_column(view, NAME)) == sorted(op_breakdown(tpu_trace, "all", "category").names())
     view.set_device(2)
+    view.hub.wait()
     assert view.table.occurrences.sum() == len(tpu_trace.device_planes()[2].track("XLA Ops"))
     assert [d.name for d in view.table.devices] == ["/device:TPU:2"]
 
@@ -125,8 +128,10 @@ def test_hidden_view_computes_when_first_shown(qtbot, tpu_trace):
     qtbot.addWidget(widget)
     widget.set_trace(tpu_trace)
     assert widget.model.rowCount() == 0  # nothing computed while nobody looks
+    assert widget.hub.analysis.computed == []
     widget.show()
     qtbot.waitExposed(widget)
+    widget.hub.wait()
     assert widget.model.rowCount() == 17
 
 
@@ -135,6 +140,7 @@ def test_profile_without_device_ops_and_clearing(qtbot):
     qtbot.addWidget(widget)
     widget.show()
     widget.set_trace(open_trace(TF_TRACE))
+    widget.hub.wait()
     assert widget.model.rowCount() == 0
     assert "no device ops" in widget.summary_label.text()
     widget.set_trace(None)
@@ -156,6 +162,7 @@ def test_showing_and_focusing_the_table_sends_the_timeline_nowhere(qtbot, tpu_tr
     widget.set_trace(tpu_trace)
     widget.show()
     qtbot.waitExposed(widget)
+    widget.hub.wait()
     widget.activateWindow()
     widget.table_view.setFocus()
     qtbot.waitUntil(widget.table_view.hasFocus)
@@ -186,6 +193,7 @@ def test_every_column_fits_and_op_names_are_not_cut(qtbot, tpu_trace, width):
     widget.set_trace(tpu_trace)
     widget.show()
     qtbot.waitExposed(widget)
+    widget.hub.wait()
     qtbot.wait(10)  # the columns are fitted again once the view has its final size
     table = widget.table_view
     header = table.horizontalHeader()

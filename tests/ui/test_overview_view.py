@@ -15,6 +15,7 @@ from tpuscope.analysis.ops import op_breakdown
 from tpuscope.analysis.steps import find_steps
 from tpuscope.model.load import open_trace
 from tpuscope.ui.overview_view import OverviewView, format_duration, format_percent
+from tpuscope.ui.views import FindingAt, OpRow
 
 WAIT_MS = 30_000  # generous: the CI machine is shared
 INPUT_BOUND_SAMPLE = SAMPLES / "jax_cpu_input_bound.xplane.pb"
@@ -70,9 +71,9 @@ def test_clicking_a_card_opens_its_view(qtbot, view, traces):
     _load(qtbot, view, traces["tpu"])
     for key, target in (("duty_cycle", "ops"), ("framework", "diagnostics"), ("steps", "timeline")):
         card = view.cards[key]
-        with qtbot.waitSignal(view.openViewRequested, timeout=1000) as opened:
+        with qtbot.waitSignal(view.openRequested, timeout=1000) as opened:
             qtbot.mouseClick(card, Qt.MouseButton.LeftButton, pos=card.rect().center())
-        assert opened.args == [target]
+        assert opened.args == [target, None]
 
 
 def test_clicking_an_op_opens_the_op_breakdown_and_outlines_its_events(qtbot, view, traces):
@@ -81,13 +82,12 @@ def test_clicking_an_op_opens_the_op_breakdown_and_outlines_its_events(qtbot, vi
     expected = op_breakdown(trace).rows_json(view.ops_table.rowCount())
     assert [view.ops_table.item(r, 0).text() for r in range(len(expected))] == [r["name"] for r in expected]
     row = 2
-    opened, picked, outlined = [], [], []
-    view.openViewRequested.connect(opened.append)
-    view.opSelected.connect(picked.append)
+    opened, outlined = [], []
+    view.openRequested.connect(lambda key, target: opened.append((key, target)))
     view.highlightRequested.connect(outlined.append)
     rect = view.ops_table.visualRect(view.ops_table.model().index(row, 0))
     qtbot.mouseClick(view.ops_table.viewport(), Qt.MouseButton.LeftButton, pos=rect.center())
-    assert opened == ["ops"] and picked == [row]
+    assert opened == [("ops", OpRow(row))]
     events = outlined[0]
     assert sum(len(idx) for _, idx in events) == expected[row]["occurrences"]
     assert {t.name for t, _ in events} == {"XLA Ops"}
@@ -98,13 +98,12 @@ def test_clicking_a_finding_opens_the_diagnostics(qtbot, view, traces):
     overview = _load(qtbot, view, trace)
     assert overview.findings[0].id == "input_bound"
     assert view.findings_list.count() == len(overview.findings)
-    opened, picked = [], []
-    view.openViewRequested.connect(opened.append)
-    view.findingSelected.connect(picked.append)
+    opened = []
+    view.openRequested.connect(lambda key, target: opened.append((key, target)))
     rect = view.findings_list.visualItemRect(view.findings_list.item(0))
     with qtbot.waitSignal(view.highlightRequested, timeout=1000) as outlined:
         qtbot.mouseClick(view.findings_list.viewport(), Qt.MouseButton.LeftButton, pos=rect.center())
-    assert opened == ["diagnostics"] and picked == [0]
+    assert opened == [("diagnostics", FindingAt(0))]
     assert sum(len(idx) for _, idx in outlined.args[0]) > 0  # the finding's evidence events
 
 

@@ -9,22 +9,24 @@ from PySide6.QtWidgets import QDialog
 
 from tests.conftest import PTXLA_TRACE, TPU_TRACE
 from tests.ui.conftest import LOAD_TIMEOUT_MS, open_and_wait
-from tpuscope.ui.optional_views import OPTIONAL_MODULES, optional_class
+from tpuscope.ui.optional_views import optional_class
+from tpuscope.ui.registry import TIMELINE, VIEWS, ViewSpec
 from tpuscope.ui.timeline.view import PICKED_LAYER
+from tpuscope.ui.views import FindingAt, OpRow, View
 
-# The views other parts provide; each present one is tested (overview may not have landed yet).
-TAB_VIEWS = [key for key in ("ops", "diagnostics", "overview") if optional_class(key) is not None]
+# Every registered view but the timeline (which the window builds itself) is a `View` tab.
+TAB_VIEWS = [spec.key for spec in VIEWS if spec.key != TIMELINE]
 
 
 @pytest.mark.parametrize("key", TAB_VIEWS)
-def test_each_view_is_a_tab_that_receives_the_trace(qtbot, window, key, monkeypatch):
+def test_each_view_is_a_tab_on_the_windows_shared_analyses(qtbot, window, key):
     view = window.views[key]
-    assert isinstance(view, optional_class(key))
-    received = []
-    original = view.set_trace
-    monkeypatch.setattr(view, "set_trace", lambda trace: (received.append(trace), original(trace)))
+    spec = next(s for s in VIEWS if s.key == key)
+    assert isinstance(view, spec.load()) and isinstance(view, View)
+    assert view.hub is window.hub
+    assert window.tabs.tabText(window.tabs.indexOf(view)) == spec.title
     trace = open_and_wait(qtbot, window, TPU_TRACE)
-    assert received == [trace]
+    assert view.hub.trace is trace
     assert window.show_view(key) and window.tabs.currentWidget() is view
 
 
@@ -52,12 +54,10 @@ def test_highlight_and_zoom_requests_reach_the_timeline(qtbot, window, key):
     assert timeline.highlights == {}
 
 
-def test_missing_views_are_left_out_but_broken_ones_raise(monkeypatch):
-    monkeypatch.setitem(OPTIONAL_MODULES, "nothing", ("tpuscope.ui.no_such_view", "NoSuchView"))
-    assert optional_class("nothing") is None
-    monkeypatch.setitem(OPTIONAL_MODULES, "broken", ("tpuscope.ui.timeline.view", "NoSuchClass"))
+def test_missing_views_are_left_out_but_broken_ones_raise():
+    assert ViewSpec("nothing", "Nothing", "tpuscope.ui.no_such_view", "NoSuchView").load() is None
     with pytest.raises(AttributeError):
-        optional_class("broken")
+        ViewSpec("broken", "Broken", "tpuscope.ui.timeline.view", "NoSuchClass").load()
 
 
 def test_file_capture_opens_what_the_dialog_captured(qtbot, window, monkeypatch):
@@ -79,17 +79,18 @@ def test_file_capture_opens_what_the_dialog_captured(qtbot, window, monkeypatch)
     assert window.path == PTXLA_TRACE.parent
 
 
-@pytest.mark.skipif(optional_class("overview") is None, reason="the overview view has not landed yet")
 def test_overview_leads_to_the_other_tabs_with_the_row_selected(qtbot, window):
     open_and_wait(qtbot, window, TPU_TRACE)
     overview, ops, diagnostics = window.views["overview"], window.views["ops"], window.views["diagnostics"]
-    overview.openViewRequested.emit("diagnostics")
+    overview.openRequested.emit("diagnostics", None)
     assert window.tabs.currentWidget() is diagnostics
-    overview.openViewRequested.emit("timeline")
+    overview.openRequested.emit("timeline", None)
     assert window.tabs.currentWidget() is window.views["timeline"]
-    overview.opSelected.emit(2)
+    overview.openRequested.emit("ops", OpRow(2))
+    assert window.tabs.currentWidget() is ops
+    window.hub.wait()  # the op table the ops view shows may still be on its way
     selected = ops.table_view.selectionModel().selectedRows()
     assert [ops.model.table_row(i.row()) for i in selected] == [2]
     assert diagnostics.findings.count() > 1
-    overview.findingSelected.emit(1)
+    overview.openRequested.emit("diagnostics", FindingAt(1))
     assert diagnostics.findings.currentRow() == 1

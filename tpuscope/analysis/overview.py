@@ -214,12 +214,19 @@ class Overview:
 
 
 def compute_overview(trace: Trace) -> Overview:
-    """The overview of `trace`: runs the diagnose engine once and reuses its steps and framework."""
+    """The overview of `trace` on its own (views and commands share one through `TraceAnalysis`)."""
     ctx = Context(trace)
     report = diagnose(trace, context=ctx)  # the rules' steps, framework and pod table are shared here
+    ops = aggregate(collect_op_events(trace, ctx.devices), "op") if ctx.devices else None
+    return build_overview(ctx, report, ops)
+
+
+def build_overview(ctx: Context, report: Report, ops: OpTable | None) -> Overview:
+    """The overview from what other analyses computed: `report` diagnosed with `ctx` (whose steps,
+    framework and devices the overview reuses) and `ops`, the op table by op over all devices."""
+    trace = ctx.trace
     devices = ctx.devices
     series, duty_cycle = _step_series(ctx)
-    ops = aggregate(collect_op_events(trace, devices), "op") if devices else None
     return Overview(
         sources=[str(s) for s in trace.sources],
         devices=summarize_devices(trace, devices),

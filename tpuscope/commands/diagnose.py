@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import textwrap
 
-from tpuscope.analysis.diagnose import Report, Severity, diagnose
+from tpuscope.analysis.diagnose import Report, Severity
+from tpuscope.analysis.session import TraceAnalysis
 from tpuscope.cli import EXIT_FINDINGS, EXIT_OK
 from tpuscope.commands._per_host import add_per_host_arguments, per_host_run, print_findings
 from tpuscope.commands._shared import add_path_argument, load_for_cli, print_json
@@ -41,8 +42,7 @@ def run(args) -> int:
             if args.fail_on and worst is not None and worst >= Severity.parse(args.fail_on)
             else EXIT_OK
         )
-    trace = load_for_cli(args)
-    report = diagnose(trace)
+    report = TraceAnalysis(load_for_cli(args)).report
     if args.json:
         print_json(report_json(report))
     else:

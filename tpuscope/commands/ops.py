@@ -5,9 +5,8 @@ from __future__ import annotations
 import csv
 import sys
 
-from tpuscope.analysis.device_ops import find_devices, select_devices
-from tpuscope.analysis.ops import GROUPINGS, aggregate, collect_op_events
-from tpuscope.analysis.step_breakdown import step_breakdown
+from tpuscope.analysis.ops import GROUPINGS
+from tpuscope.analysis.session import TraceAnalysis
 from tpuscope.cli import UserFacingError
 from tpuscope.commands._per_host import add_per_host_arguments, per_host_run
 from tpuscope.commands._shared import add_path_argument, format_ps, load_for_cli, print_json
@@ -61,17 +60,18 @@ def run(args) -> int:
     pod = per_host_run(args)
     if pod is not None:
         return _print_per_host(args, pod)
-    trace = load_for_cli(args)
-    devices = find_devices(trace)
+    analysis = TraceAnalysis(load_for_cli(args))
+    devices = analysis.devices
     if not devices:
         raise UserFacingError(
             f"{args.path} holds no device ops: no TPU `XLA Ops`, no GPU kernels and no XLA:CPU thunks."
         )
-    chosen = select_devices(devices, args.device)
+    chosen = analysis.chosen_devices(args.device)
     if not chosen:
         names = ", ".join(f"{i}={d.name}" for i, d in enumerate(devices))
         raise UserFacingError(f"--device {args.device} matches no device; the profile has: {names}.")
-    table = aggregate(collect_op_events(trace, chosen), args.by)
+    table = analysis.op_table(args.by, args.device)
+    assert table is not None  # the chosen devices exist, so they have op events
     rows = table.rows_json(args.top)
     device_label = (
         "all" if len(chosen) == len(devices) and len(devices) > 1 else ", ".join(d.name for d in chosen)
@@ -81,7 +81,8 @@ def run(args) -> int:
         writer.writeheader()
         writer.writerows(rows)
         return 0
-    breakdown = step_breakdown(trace, devices=chosen)
+    breakdown = analysis.step_breakdown(args.device)
+    assert breakdown is not None
     if args.json:
         print_json(
             {

@@ -14,10 +14,10 @@ from tpuscope.analysis.overview import (
     TOP_FINDINGS,
     TOP_OPS,
     Overview,
-    compute_overview,
     part_label,
 )
 from tpuscope.analysis.pod.summary import PARTS as POD_PARTS
+from tpuscope.analysis.session import TraceAnalysis
 from tpuscope.cli import UserFacingError
 from tpuscope.commands._per_host import add_per_host_arguments, per_host_run, print_overview
 from tpuscope.commands._shared import add_path_argument, format_ps, load_for_cli, print_json
@@ -49,7 +49,7 @@ def run(args) -> int:
     if pod is not None:
         print_json(pod.overview_json(args.top)) if args.json else print_overview(pod, args.top)
         return 0
-    overview = compute_overview(load_for_cli(args))
+    overview = TraceAnalysis(load_for_cli(args)).overview
     if args.json:
         print_json(overview.to_json(top_ops=args.top))
     else:

@@ -12,8 +12,8 @@ import tempfile
 from pathlib import Path
 
 from tpuscope.commands._shared import add_path_argument, warn_about_missing_parts
+from tpuscope.ui.registry import VIEW_KEYS
 
-VIEWS = ("timeline", "ops", "diagnostics", "overview", "memory")
 _SIZE = re.compile(r"^(\d{2,5})x(\d{2,5})$")
 MAX_SIDE_PX = 8000  # a larger image is almost surely a typo, and would take gigabytes to render
 
@@ -24,7 +24,7 @@ def register(subparsers) -> None:
     parser.add_argument("out", help="the PNG file to write")
     parser.add_argument("--size", default="1600x1000", help="window size WIDTHxHEIGHT (default 1600x1000)")
     parser.add_argument(
-        "--view", default="timeline", choices=VIEWS, help="the tab to show (default timeline)"
+        "--view", default="timeline", choices=VIEW_KEYS, help="the tab to show (default timeline)"
     )
     parser.add_argument(
         "--window-ms",
@@ -81,9 +81,10 @@ def run(args) -> int:
         raise UserFacingError(problem.sentence())
     from PySide6.QtCore import QSettings
 
+    from tpuscope.analysis.session import TraceAnalysis
     from tpuscope.model.load import open_trace
     from tpuscope.ui.app import application
-    from tpuscope.ui.loader import LoadResult, find_steps_or_none, memory_counters_or_none
+    from tpuscope.ui.loader import LoadResult
     from tpuscope.ui.main_window import MainWindow
     from tpuscope.ui.timeline.lod import TimelineLod
 
@@ -97,20 +98,15 @@ def run(args) -> int:
     try:
         if not window.show_view(args.view):
             raise UserFacingError(f"The {args.view} view does not exist in this version of tpuscope yet.")
-        steps = find_steps_or_none(trace)
-        counters = memory_counters_or_none(trace, steps)
-        window.set_result(LoadResult(Path(args.path), trace, TimelineLod(trace), steps, None, counters))
+        window.set_result(LoadResult(Path(args.path), trace, TimelineLod(trace), TraceAnalysis(trace)))
         window.show_view(args.view)
         window.resize(*size)
         window.show()
         if window_ps is not None:
             window.timeline.zoom_to_range(*window_ps, margin=0.0)
         app.processEvents()
-        # Views that compute in the background (diagnostics) must finish before the picture is taken;
-        # their results arrive as queued signals, delivered by processEvents.
-        for key, view in window.views.items():
-            if key != "timeline" and hasattr(view, "shutdown"):
-                view.shutdown()
+        # The analyses the views show are computed in the background: the picture waits for all of them.
+        window.hub.wait()
         for _ in range(3):
             app.processEvents()
         image = window.grab()

@@ -69,7 +69,9 @@ def compare_paths(base_path, new_path, base_loaded: LoadResult | None = None) ->
     runs; usable synchronously)."""
     base = base_loaded if base_loaded is not None else prepare(base_path)
     new = prepare(new_path)
-    comparison = compare_runs(analyze_run(base.trace), analyze_run(new.trace))
+    # Each profile's shared analyses: BASE's are the other views' once it becomes the open profile.
+    runs = [analyze_run(loaded.trace, overview=loaded.analysis.overview) for loaded in (base, new)]
+    comparison = compare_runs(*runs)
     return CompareResult(base, new, comparison)
 
 
@@ -216,7 +218,7 @@ class CompareView(QWidget):
         self._show_findings(c)
         self._fill_table(c)
         for timeline, loaded in ((self.base_timeline, result.base), (self.new_timeline, result.new)):
-            timeline.set_trace(loaded.trace, loaded.lod, loaded.steps, loaded.colours)
+            timeline.set_trace(loaded.trace, loaded.lod, loaded.analysis.steps, loaded.colours)
         self.base_label.setText(f"BASE  {', '.join(c.base.overview.sources)}")
         self.new_label.setText(f"NEW  {', '.join(c.new.overview.sources)}")
         for box, run in ((self.base_step, c.base), (self.new_step, c.new)):

@@ -7,8 +7,8 @@ to highlight a finding's evidence events (`highlightRequested`), as the Ops view
 an evidence line, or double-clicking a finding, asks it to zoom there (`zoomRequested`). The
 main window connects both; this view knows no timeline.
 
-The rules run in a QThread: on large profiles they take long enough to freeze the window.
-A newer `set_trace` supersedes an older run (its result is dropped when it arrives).
+The report is the shared one (`AnalysisHub`, computed once in a worker thread for this view and
+the Overview alike); a report of a trace no longer shown is dropped by the hub.
 """
 
 from __future__ import annotations
@@ -30,10 +30,12 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from tpuscope.analysis.diagnose import Finding, Report, Severity, diagnose
+from tpuscope.analysis.diagnose import Finding, Report, Severity
 from tpuscope.analysis.diagnose.finding import evidence_events
+from tpuscope.analysis.session import REPORT
 from tpuscope.model.trace import Trace
-from tpuscope.ui.jobs import LatestJobs
+from tpuscope.ui.analysis_hub import AnalysisHub
+from tpuscope.ui.views import FindingAt, View
 
 _ICONS = {
     Severity.CRITICAL: QStyle.StandardPixmap.SP_MessageBoxCritical,
@@ -45,19 +47,16 @@ _EVIDENCE_SCHEME = "evidence"  # detail-pane links "evidence:<n>" zoom to eviden
 MAX_EVIDENCE_LINES = 25
 
 
-class DiagnosticsView(QWidget):
+class DiagnosticsView(View):
     """Findings list + detail pane. Signals carry timeline payloads, never widgets."""
 
-    highlightRequested = Signal(object)  # list[(Track, np.ndarray indices)]
-    zoomRequested = Signal(object, object)  # t0_ps, t1_ps
-    trackRequested = Signal(object)  # a Track to scroll the timeline to (a finding's focus event)
     reportReady = Signal(object)  # the Report shown (tests and the status bar use it)
 
-    def __init__(self, parent=None):
-        super().__init__(parent)
+    def __init__(self, hub: AnalysisHub | None = None, parent: QWidget | None = None):
+        super().__init__(hub, parent)
         self.trace: Trace | None = None
         self.report: Report | None = None
-        self._jobs = LatestJobs(self)  # diagnoses; a newer trace drops an older one's report
+        self._pending: FindingAt | None = None  # selected before the report arrived
 
         self.summary = QLabel("Open a profile to diagnose it.")
         self.summary.setWordWrap(True)
@@ -103,32 +102,30 @@ class DiagnosticsView(QWidget):
         layout.setContentsMargins(4, 4, 4, 4)
         layout.addWidget(self.summary)
         layout.addWidget(splitter, 1)
+        self.hub.traceChanged.connect(self._on_trace)
+        self.hub.subscribe(REPORT, self._show, self._on_failed)
 
     # -- input -------------------------------------------------------------------------------
-    def set_trace(self, trace: Trace | None) -> None:
-        """Diagnoses `trace` in the background; the list fills when the rules are done."""
-        self._jobs.supersede()
+    def _on_trace(self, trace: Trace | None) -> None:
+        """A new trace: an empty list until its report arrives."""
         self.trace = trace
         self.report = None
+        self._pending = None
         self._highlighted_row = None
         self.findings.clear()
         self.detail.clear()
         self._fill_checked(None)
-        if trace is None:
-            self.summary.setText("Open a profile to diagnose it.")
+        self.summary.setText("Open a profile to diagnose it." if trace is None else "Diagnosing…")
+
+    def select(self, target: object) -> None:
+        """Selects the finding a `FindingAt` names (as the user's click would: its evidence is outlined);
+        before the report has arrived, once it does."""
+        if not isinstance(target, FindingAt):
             return
-        self.summary.setText("Diagnosing…")
-        self._jobs.start(lambda: diagnose(trace), self._show, self._on_failed)
-
-    def set_report(self, trace: Trace, report: Report) -> None:
-        """Shows an already computed report (no background run)."""
-        self._jobs.supersede()
-        self.trace = trace
-        self._show(report)
-
-    def shutdown(self) -> None:
-        """Waits for running diagnoses (call before the window closes)."""
-        self._jobs.wait()
+        if self.report is None:
+            self._pending = target
+        elif 0 <= target.position < self.findings.count():
+            self.findings.setCurrentRow(target.position)
 
     # -- results -----------------------------------------------------------------------------
     def _on_failed(self, error: Exception) -> None:
@@ -156,6 +153,9 @@ class DiagnosticsView(QWidget):
                 f"<p>No integration problems found in this profile. {len(report.checked)} rules ran: "
                 "<i>What was checked</i>, under the list, says what each one looked at.</p>"
             )
+        if self._pending is not None:
+            pending, self._pending = self._pending, None
+            self.select(pending)
         self.reportReady.emit(report)
 
     def _fill_checked(self, report: Report | None) -> None:

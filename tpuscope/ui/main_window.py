@@ -21,32 +21,30 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from tpuscope.analysis.session import STEPS
+from tpuscope.analysis.steps import Steps
 from tpuscope.model.trace import Trace, Track
 from tpuscope.storage.remote import is_url
+from tpuscope.ui.analysis_hub import AnalysisHub
 from tpuscope.ui.details import DETAILS_START_WIDTH_PX, DetailsPanel
 from tpuscope.ui.jobs import LatestJobs
 from tpuscope.ui.loader import LoadResult, LoadWorker
+from tpuscope.ui.memory_counters import MEMORY_COUNTERS
 from tpuscope.ui.notice_bar import NoticeBar
 from tpuscope.ui.optional_views import optional_class
 from tpuscope.ui.range_summary import summarize_range
+from tpuscope.ui.registry import TIMELINE, VIEWS
 from tpuscope.ui.search import SearchBar, SearchResults
 from tpuscope.ui.timeline.view import PICKED_LAYER, SEARCH_LAYER, TimelineView
+from tpuscope.ui.views import View
 from tpuscope.ui.welcome import WelcomePage, bundled_sample
 
 MAX_RECENT = 10
 OUTLINE_MESSAGE_MS = 8000  # how long the status bar says where outlined events came from
 PROFILE_FILTER = "XPlane profiles (*.xplane.pb *.xplane.pb.gz *.pb *.pb.gz);;All files (*)"
-VIEW_TITLES = {
-    "timeline": "Timeline",
-    "ops": "Op breakdown",
-    "diagnostics": "Diagnostics",
-    "overview": "Overview",
-    "memory": "Memory",
-    "compare": "Compare",
-}
+COMPARE_TITLE = "Compare"  # the Compare tab, added on first use (it shows two traces, not the hub's)
 # Issue 7: the first view after a profile opens is the Overview (the timeline is the next tab, Ctrl+2).
-TAB_ORDER = ("overview", "timeline", "ops", "diagnostics", "memory")
-FIRST_VIEWS = ("overview", "timeline")  # shown after a load: the first of these this build has
+FIRST_VIEWS = ("overview", TIMELINE)  # shown after a load: the first of these this build has
 
 
 def default_settings() -> QSettings:
@@ -71,6 +69,9 @@ class MainWindow(QMainWindow):
         self._cancelled_generation = -1
         self.workers: set[LoadWorker] = set()
         self.jobs = LatestJobs(self)  # range summaries; a newer range drops an older one's
+        self.hub = AnalysisHub(self)  # the trace's analyses, computed once for every view
+        self.compare_view: QWidget | None = None  # the Compare tab, once File > Compare made it
+        self._status_head = ""  # the status line of the trace shown, before its steps are known
 
         self.timeline = TimelineView(self)
         self.search = SearchBar(self)
@@ -81,26 +82,26 @@ class MainWindow(QMainWindow):
         column.addWidget(self.search)
         column.addWidget(self.timeline, 1)
         self.tabs = QTabWidget(self)
-        self.views: dict[str, QWidget] = {}
-        for key in TAB_ORDER:
-            if key == "timeline":
-                self.views[key] = timeline_tab
-                self.tabs.addTab(timeline_tab, VIEW_TITLES[key])
-                continue
-            view_class = optional_class(key)
-            if view_class is None:
-                continue
-            view = view_class(self)
-            self.views[key] = view
-            self.tabs.addTab(view, VIEW_TITLES[key])
-            if hasattr(view, "highlightRequested"):
+        self.views: dict[str, QWidget] = {}  # the timeline tab and every `View`, by key
+        self.titles: dict[str, str] = {}
+        for spec in VIEWS:
+            if spec.key == TIMELINE:
+                tab: QWidget = timeline_tab
+            else:
+                view_class = spec.load()
+                if view_class is None:
+                    continue
+                view = view_class(self.hub, self)
                 view.highlightRequested.connect(self.highlight_events)
-            if hasattr(view, "zoomRequested"):
                 view.zoomRequested.connect(self.zoom_timeline)
-            if hasattr(view, "trackRequested"):
                 view.trackRequested.connect(self.timeline.scroll_to_track)
-
-        self._wire_overview()
+                view.openRequested.connect(self.open_view)
+                tab = view
+            self.views[spec.key] = tab
+            self.titles[spec.key] = spec.title
+            self.tabs.addTab(tab, spec.title)
+        self.hub.subscribe(STEPS, self._on_steps)
+        self.hub.subscribe(MEMORY_COUNTERS, self.timeline.set_counters)
 
         self.welcome = WelcomePage(self)
         self.stack = QStackedWidget(self)
@@ -182,7 +183,7 @@ class MainWindow(QMainWindow):
         view_menu.addSeparator()
         for number, key in enumerate(self.views, start=1):
             go_to = lambda _=False, k=key: self.show_view(k)  # noqa: E731 (one slot per tab)
-            self._action(view_menu, f"Go to {VIEW_TITLES[key]}", go_to, f"Ctrl+{number}")
+            self._action(view_menu, f"Go to {self.titles[key]}", go_to, f"Ctrl+{number}")
         view_menu.addSeparator()
         view_menu.addAction(self.details_dock.toggleViewAction())
         help_menu = self.menuBar().addMenu("&Help")
@@ -212,7 +213,7 @@ class MainWindow(QMainWindow):
             "Drag: pan; Shift+drag: select a time range\nW / S: zoom in / out; A / D: pan\n"
             "Double-click an event: zoom to it; Ctrl+0 or Home: zoom to fit\n"
             "Enter / Shift+Enter in the search box: next / previous match\n"
-            "Ctrl+1 \u2026 Ctrl+5: Overview, Timeline, Op breakdown, Diagnostics, Memory tabs",
+            f"Ctrl+1 \u2026 Ctrl+{len(self.views)}: {', '.join(self.titles.values())} tabs",
         )
 
     # ----- opening ---------------------------------------------------------------------------
@@ -261,21 +262,21 @@ class MainWindow(QMainWindow):
             view = view_class(self)
             view.compareFailed.connect(lambda message: QMessageBox.warning(self, "Cannot compare", message))
             view.comparisonShown.connect(lambda _: self._on_comparison_shown(view))
-            self.views["compare"] = view
-            self.tabs.addTab(view, VIEW_TITLES["compare"])
+            self.views["compare"] = self.compare_view = view
+            self.tabs.addTab(view, COMPARE_TITLE)
+            self.titles["compare"] = COMPARE_TITLE
         self.stack.setCurrentWidget(self.tabs)
         self.tabs.setCurrentWidget(view)
         view.compare_paths(str(base), str(new), self._open_as_loaded(base))
 
     def _open_as_loaded(self, path: str | Path) -> LoadResult | None:
         """The open profile as its loader made it, when `path` is it (a comparison reuses it)."""
-        if self.trace is None or self.path is None or self.timeline.lod is None:
+        if self.trace is None or self.path is None or self.timeline.lod is None or self.hub.analysis is None:
             return None
         if str(path) != str(self.path) and Path(str(path)).resolve() != Path(str(self.path)).resolve():
             return None
-        return LoadResult(
-            self.path, self.trace, self.timeline.lod, self.timeline.steps, self.timeline.colours
-        )
+        # Its analyses too: what the views computed is not computed again for the comparison.
+        return LoadResult(self.path, self.trace, self.timeline.lod, self.hub.analysis, self.timeline.colours)
 
     def _on_comparison_shown(self, view) -> None:
         """BASE becomes the open profile of the other views (it is loaded already), unless it is open."""
@@ -359,60 +360,44 @@ class MainWindow(QMainWindow):
             self.status_label.setText("Loading cancelled.")
 
     def set_result(self, result: LoadResult) -> None:
-        """Shows a loaded profile in every view."""
+        """Shows a loaded profile in every view: the timeline at once, the analyses as they finish."""
         self.trace = result.trace
         self._selected_range = None
         self.path = result.path
-        self.timeline.set_trace(result.trace, result.lod, result.steps, result.colours)
-        self.timeline.set_counters(result.counters or [])
+        self.timeline.set_trace(result.trace, result.lod, None, result.colours)
         self.search.set_trace(result.trace)
         self.details.clear_details()
         self.notice.show_messages(result.trace.load_warnings)
-        for key, view in self.views.items():
-            if key != "timeline" and hasattr(view, "set_trace"):
-                view.set_trace(result.trace)
+        trace = result.trace
+        self._status_head = (
+            f"{_short_name(result.path)}: {trace.event_count:,} events, "
+            f"{len(trace.planes)} planes, {len(trace.hosts)} host(s)"
+        )
+        self.status_label.setText(self._status_head)
+        self.hub.set_analysis(result.analysis)
         self.stack.setCurrentWidget(self.tabs)
         first = next(key for key in FIRST_VIEWS if key in self.views)
         self.show_view(first)
-        if first == "timeline":
+        if first == TIMELINE:
             self.timeline.setFocus()  # W/A/S/D work at once
-        trace = result.trace
-        steps = f", {len(result.steps)} steps" if result.steps is not None else ""
-        self.status_label.setText(
-            f"{_short_name(result.path)}: {trace.event_count:,} events, "
-            f"{len(trace.planes)} planes, {len(trace.hosts)} host(s){steps}"
-        )
         self.setWindowTitle(f"{_short_name(result.path)} - tpuscope")
         self.traceLoaded.emit(trace)
 
+    def _on_steps(self, steps: Steps) -> None:
+        """The step band on the timeline and the step count in the status line, once steps are found."""
+        self.timeline.set_steps(steps)
+        if len(steps):
+            self.status_label.setText(f"{self._status_head}, {len(steps)} steps")
+
     # ----- views -----------------------------------------------------------------------------
 
-    def _wire_overview(self) -> None:
-        """The overview's cards, ops and findings lead to the other tabs, with the clicked row selected."""
-        overview = self.views.get("overview")
-        if overview is None:
-            return
-        if hasattr(overview, "openViewRequested"):
-            overview.openViewRequested.connect(self.show_view)
-        ops = self.views.get("ops")
-        if ops is not None and hasattr(overview, "opSelected"):
-            overview.opSelected.connect(self._select_overview_op)
-        diagnostics = self.views.get("diagnostics")
-        if diagnostics is not None and hasattr(overview, "findingSelected"):
-            overview.findingSelected.connect(self._select_overview_finding)
-
-    def _select_overview_op(self, row: int) -> None:
-        # The overview's op rows are those of the op table by op over all devices.
-        ops = self.views["ops"]
-        self.show_view("ops")  # the ops view fills its table when first shown
-        ops.set_device("all")
-        ops.set_grouping("op")
-        ops.select_table_row(int(row))
-
-    def _select_overview_finding(self, position: int) -> None:
-        findings = self.views["diagnostics"].findings
-        if 0 <= position < findings.count():
-            findings.setCurrentRow(int(position))
+    def open_view(self, key: str, target: object = None) -> None:
+        """Brings view `key` to the front (first, so a view that fills when shown has begun) and
+        selects `target` there (a view's `openRequested`)."""
+        if self.show_view(key) and target is not None:
+            view = self.views[key]
+            if isinstance(view, View):
+                view.select(target)
 
     def show_view(self, key: str) -> bool:
         """Brings a tab to the front; False when this build has no such view."""
@@ -420,7 +405,7 @@ class MainWindow(QMainWindow):
         if view is None:
             return False
         self.tabs.setCurrentWidget(view)
-        if key == "timeline":
+        if key == TIMELINE:
             self.timeline.setFocus()  # W/A/S/D work at once after Ctrl+2 or a click that led here
         return True
 
@@ -434,7 +419,7 @@ class MainWindow(QMainWindow):
         matches = [(t, np.asarray(i)) for t, i in matches if len(i)]
         self.timeline.set_highlight(matches, PICKED_LAYER)
         source = self.sender()
-        title = next((VIEW_TITLES[k] for k, v in self.views.items() if v is source), "another view")
+        title = next((self.titles[k] for k, v in self.views.items() if v is source), "another view")
         count = sum(len(i) for _, i in matches)
         if count:
             self.statusBar().showMessage(
@@ -555,9 +540,12 @@ class MainWindow(QMainWindow):
             worker.wait()
         self.search.shutdown()
         self.jobs.wait()
-        for key, view in self.views.items():
-            if key != "timeline" and hasattr(view, "shutdown"):
+        self.hub.wait(deliver=False)
+        for view in self.views.values():
+            if isinstance(view, View):
                 view.shutdown()
+        if self.compare_view is not None:
+            self.compare_view.shutdown()
 
     def closeEvent(self, event) -> None:  # noqa: N802 (Qt override)
         self.settings.setValue("window/geometry", self.saveGeometry())

@@ -5,6 +5,8 @@ from __future__ import annotations
 import numpy as np
 
 from tpuscope.analysis.memory_over_time import AllocatorMemory
+from tpuscope.analysis.memory_report import cached_allocators
+from tpuscope.analysis.session import Result, TraceAnalysis
 from tpuscope.model.units import format_bytes
 from tpuscope.ui.timeline.counters import CounterSeries
 
@@ -32,3 +34,11 @@ def memory_counter_series(allocators: list[AllocatorMemory]) -> list[CounterSeri
             )
         )
     return series
+
+
+def _memory_counters(analysis: TraceAnalysis) -> list[CounterSeries]:
+    return memory_counter_series(cached_allocators(analysis.trace, analysis.steps))
+
+
+# The timeline's memory counters, a shared result (computed once per trace, off the UI thread).
+MEMORY_COUNTERS: Result[list[CounterSeries]] = Result("memory_counters", _memory_counters)

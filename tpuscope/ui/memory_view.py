@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 import pyqtgraph as pg
-from PySide6.QtCore import Qt, Signal
+from PySide6.QtCore import Qt
 from PySide6.QtWidgets import (
     QAbstractItemView,
     QComboBox,
@@ -32,7 +32,9 @@ from tpuscope.analysis.memory_over_time import AllocatorMemory
 from tpuscope.analysis.memory_report import MemoryReport, cached_memory_report
 from tpuscope.model.trace import Trace
 from tpuscope.model.units import format_bytes
+from tpuscope.ui.analysis_hub import AnalysisHub
 from tpuscope.ui.jobs import LatestJobs
+from tpuscope.ui.views import View
 
 BUFFER_COLUMNS = (
     "Buffer",
@@ -69,12 +71,9 @@ def byte_scale(largest: float) -> tuple[float, str]:
     return (GIB, "GiB") if largest >= GIB else (MIB, "MiB")
 
 
-class MemoryView(QWidget):
-    highlightRequested = Signal(object)  # list[(Track, np.ndarray)] to outline on the timeline
-    zoomRequested = Signal(object, object)  # (t0_ps, t1_ps) to show on the timeline
-
-    def __init__(self, parent: QWidget | None = None):
-        super().__init__(parent)
+class MemoryView(View):
+    def __init__(self, hub: AnalysisHub | None = None, parent: QWidget | None = None):
+        super().__init__(hub, parent)
         self._trace: Trace | None = None
         self._report: MemoryReport | None = None
         self._stale = False
@@ -127,6 +126,7 @@ class MemoryView(QWidget):
 
         self.program_combo.currentIndexChanged.connect(lambda _: self._show_program())
         self.buffers.itemSelectionChanged.connect(self._on_buffer_selected)
+        self.hub.traceChanged.connect(self._on_trace)
 
     @staticmethod
     def _plot(title: str, bottom: str) -> pg.PlotWidget:
@@ -141,8 +141,8 @@ class MemoryView(QWidget):
         return plot
 
     # --- public API -----------------------------------------------------------------------------
-    def set_trace(self, trace: Trace | None) -> None:
-        """Shows the memory of `trace`, computed off the UI thread when the tab is first shown."""
+    def _on_trace(self, trace: Trace | None) -> None:
+        """Shows the memory of the hub's new trace, computed off the UI thread when the tab is first shown."""
         self._jobs.supersede()
         self._trace = trace
         self._report = None
@@ -160,6 +160,7 @@ class MemoryView(QWidget):
     def shutdown(self) -> None:
         """Waits for a report still being computed (call before the window closes)."""
         self._jobs.wait()
+        super().shutdown()
 
     @property
     def report(self) -> MemoryReport | None:

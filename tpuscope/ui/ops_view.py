@@ -6,7 +6,9 @@ rebuild one permutation array (argsort / boolean mask), so 100k rows sort at num
 every comparison (see ../shared/research/viewer_anchors.md 4.2).
 
 The view knows nothing about the timeline: it asks for highlights and zooms through signals that
-the main window connects (`highlightRequested`, `zoomRequested`).
+the main window connects (`highlightRequested`, `zoomRequested`). Its op tables and step
+breakdowns are the shared ones (`AnalysisHub`): computed once per trace, device and grouping, in a
+worker thread, and only once the view is first shown (a hidden tab costs nothing).
 """
 
 from __future__ import annotations
@@ -29,12 +31,15 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from tpuscope.analysis.device_ops import Device, find_devices, select_devices
-from tpuscope.analysis.ops import GROUPINGS, OpTable, aggregate, collect_op_events
+from tpuscope.analysis.device_ops import Device
+from tpuscope.analysis.ops import GROUPINGS, OpTable
 from tpuscope.analysis.roofline import BOUND_NAMES
-from tpuscope.analysis.step_breakdown import StepBreakdown, step_breakdown
+from tpuscope.analysis.session import DEVICES, DeviceChoice, op_table_result, step_breakdown_result
+from tpuscope.analysis.step_breakdown import StepBreakdown
 from tpuscope.model.trace import Trace
 from tpuscope.model.units import format_duration
+from tpuscope.ui.analysis_hub import AnalysisHub
+from tpuscope.ui.views import OpRow, View
 
 BAR_LABEL_CHARS = 36  # longer bar labels are cut: the full name is in the table
 TOP_N_BARS = 15  # bars in the top-N chart: enough to see the long tail start, few enough to read
@@ -228,20 +233,20 @@ class OpsTableModel(QAbstractTableModel):
         return BOUND_NAMES[int(t.bound[row])]
 
 
-class OpsView(QWidget):
+class OpsView(View):
     """Op breakdown of a trace: device and grouping pickers, filterable table, two charts."""
 
-    highlightRequested = Signal(object)  # list of (Track, np.ndarray event indices)
-    zoomRequested = Signal(object, object)  # (t0_ps, t1_ps)
+    tableReady = Signal(object)  # the OpTable now shown (None: the chosen devices ran no ops)
 
-    def __init__(self, parent=None) -> None:
-        super().__init__(parent)
+    def __init__(self, hub: AnalysisHub | None = None, parent: QWidget | None = None) -> None:
+        super().__init__(hub, parent)
         self._trace: Trace | None = None
-        self._devices: list[Device] = []
+        self._devices: list[Device] | None = None  # None until the shared device list arrives
         self._table: OpTable | None = None
         self._breakdown: StepBreakdown | None = None
-        self._stale = False  # a trace was set but its breakdown not computed yet
-        self._events = None  # OpEvents of the chosen devices, regrouped without re-reading the trace
+        self._stale = False  # a trace was set but its breakdown not asked for yet
+        self._pending_row: int | None = None  # an op table row to select once its table arrives
+        self._shown: tuple[str, DeviceChoice] | None = None  # (grouping, device) of the table shown
         self._bar_rows = np.empty(0, dtype=np.int64)  # table rows drawn as bars, top first
         self._occurrence_starts = np.empty(0, dtype=np.int64)
         self._occurrence_ends = np.empty(0, dtype=np.int64)
@@ -351,42 +356,64 @@ class OpsView(QWidget):
         self.previous_button.clicked.connect(self.previous_occurrence)
         self.next_button.clicked.connect(self.next_occurrence)
         self._update_stepping()
+        self.hub.traceChanged.connect(self._on_trace)
 
-    # --- public API -----------------------------------------------------------------------------
-    def set_trace(self, trace: Trace | None) -> None:
-        """Shows the op breakdown of `trace` (None clears the view)."""
+    # --- input ----------------------------------------------------------------------------------
+    def _on_trace(self, trace: Trace | None) -> None:
+        """A new trace (None clears the view); its breakdown is asked for when the view is shown."""
         self._trace = trace
-        self._devices = find_devices(trace) if trace is not None else []
+        self._devices = None
+        self._table = self._breakdown = None
+        self._pending_row = None
+        self._shown = None
         self.device_combo.blockSignals(True)
         self.device_combo.clear()
-        if len(self._devices) > 1:
-            self.device_combo.addItem(f"All {len(self._devices)} devices", "all")
-        for position, device in enumerate(self._devices):
-            self.device_combo.addItem(device.label, position)
-        self.device_combo.setEnabled(bool(self._devices))
+        self.device_combo.setEnabled(False)
         self.device_combo.blockSignals(False)
-        # The breakdown of a big profile takes a moment: compute it when the view is first shown,
-        # not on every load while the user looks at another tab.
-        self._stale = True
-        if self.isVisible():
-            self._recompute()
+        self.model.set_table(None)
+        self.bar_plot.clear()
+        self.step_plot.clear()
+        self._stale = trace is not None
+        self.summary_label.setText("No profile loaded." if trace is None else "Computing the op breakdown…")
+        if self._stale and self.isVisible():
+            self._refresh()
 
-    def showEvent(self, event) -> None:
+    def showEvent(self, event) -> None:  # noqa: N802 (Qt override)
         if self._stale:
-            self._recompute()
+            self._refresh()
         super().showEvent(event)
+
+    def _refresh(self) -> None:
+        self._stale = False
+        self.hub.request(DEVICES, self._on_devices)
+
+    def _on_devices(self, devices: list[Device]) -> None:
+        self._devices = devices
+        self.device_combo.blockSignals(True)
+        self.device_combo.clear()
+        if len(devices) > 1:
+            self.device_combo.addItem(f"All {len(devices)} devices", "all")
+        for position, device in enumerate(devices):
+            self.device_combo.addItem(device.label, position)
+        self.device_combo.setEnabled(bool(devices))
+        self.device_combo.blockSignals(False)
+        self._recompute()
 
     @property
     def table(self) -> OpTable | None:
-        if self._stale:
-            self._recompute()
+        """The op table shown (None until it arrives, or when the chosen devices ran no ops)."""
         return self._table
 
     @property
     def breakdown(self) -> StepBreakdown | None:
-        if self._stale:
-            self._recompute()
         return self._breakdown
+
+    def select(self, target: object) -> None:
+        """Shows an `OpRow`: the op table by op over all devices, with that row selected."""
+        if isinstance(target, OpRow):
+            self.set_device("all")
+            self.set_grouping("op")
+            self.select_table_row(target.row)
 
     def set_device(self, which: str | int) -> None:
         """Selects "all" or a device position, as the device picker does."""
@@ -398,7 +425,11 @@ class OpsView(QWidget):
         self.grouping_combo.setCurrentIndex(GROUPINGS.index(by))
 
     def select_table_row(self, table_row: int) -> None:
-        """Selects the row of the OpTable (not the view position), e.g. from a chart click."""
+        """Selects the row of the OpTable (not the view position), e.g. from a chart click; while the
+        table is still being computed, once it arrives."""
+        if self._shown != self._awaited():
+            self._pending_row = table_row
+            return
         view_row = self.model.view_row_of(table_row)
         if view_row is not None:
             self.table_view.selectRow(view_row)
@@ -418,24 +449,40 @@ class OpsView(QWidget):
         )
 
     # --- recomputation --------------------------------------------------------------------------
-    def _chosen_devices(self) -> list[Device]:
+    def _chosen_device(self) -> DeviceChoice:
         which = self.device_combo.currentData()
-        return select_devices(self._devices, "all" if which is None else which)
+        return "all" if which is None else which
+
+    def _awaited(self) -> tuple[str, DeviceChoice]:
+        """The (grouping, device) whose table the pickers ask for now."""
+        return self.grouping_combo.currentData(), self._chosen_device()
 
     def _recompute(self) -> None:
-        self._stale = False
-        devices = self._chosen_devices() if self._trace is not None else []
-        self._events = collect_op_events(self._trace, devices) if devices else None
-        self._breakdown = step_breakdown(self._trace, devices=devices) if devices else None
+        """Asks for the chosen devices' step breakdown and op table (the pickers changed)."""
+        if self._devices is None:
+            return  # not shown yet, or the device list is on its way: it calls back
+        device = self._chosen_device()
+        self.hub.request(step_breakdown_result(device), lambda b, d=device: self._show_breakdown(d, b))
         self._regroup()
-        self._draw_steps()
 
     def _regroup(self) -> None:
-        if self._stale:
-            self._recompute()
+        if self._devices is None:
             return
-        by = self.grouping_combo.currentData()
-        self._table = aggregate(self._events, by) if self._events is not None else None
+        by, device = self._awaited()
+        self.hub.request(op_table_result(by, device), lambda t, k=(by, device): self._show_table(k, t))
+
+    def _show_breakdown(self, device: DeviceChoice, breakdown: StepBreakdown | None) -> None:
+        if device != self._chosen_device():
+            return  # the user picked another device meanwhile
+        self._breakdown = breakdown
+        self._draw_steps()
+        self._update_summary()
+
+    def _show_table(self, key: tuple[str, DeviceChoice], table: OpTable | None) -> None:
+        if key != self._awaited():
+            return  # answers a pick the user has changed since
+        self._shown = key
+        self._table = table
         self.model.set_table(self._table)
         self.table_view.horizontalHeader().setSortIndicator(6, Qt.SortOrder.DescendingOrder)
         self._fit_columns()
@@ -443,6 +490,10 @@ class OpsView(QWidget):
         self._clear_occurrences()
         self._draw_bars()
         self._update_summary()
+        if self._pending_row is not None:
+            row, self._pending_row = self._pending_row, None
+            self.select_table_row(row)
+        self.tableReady.emit(table)
 
     def _fit_columns(self) -> None:
         """Sizes the columns to their rows, giving the numbers their full width first."""
@@ -468,6 +519,9 @@ class OpsView(QWidget):
     def _update_summary(self) -> None:
         if self._trace is None:
             self.summary_label.setText("No profile loaded.")
+            return
+        if self._shown is None:
+            self.summary_label.setText("Computing the op breakdown…")
             return
         if self._table is None:
             self.summary_label.setText(

@@ -1,7 +1,6 @@
-"""The one place that imports the views other parts of the project provide.
+"""Parts of the window other parts of the project provide, besides the tabs (`registry.VIEWS`).
 
-The op breakdown, diagnostics and capture dialog are written separately; until
-a module exists its tab or menu entry is left out. Only the absence of exactly
+Until a module exists its menu entry is left out. Only the absence of exactly
 that module is tolerated: an import error inside it is a bug and is raised.
 """
 
@@ -10,10 +9,6 @@ from __future__ import annotations
 import importlib
 
 OPTIONAL_MODULES = {
-    "ops": ("tpuscope.ui.ops_view", "OpsView"),
-    "diagnostics": ("tpuscope.ui.diagnostics_view", "DiagnosticsView"),
-    "overview": ("tpuscope.ui.overview_view", "OverviewView"),
-    "memory": ("tpuscope.ui.memory_view", "MemoryView"),
     "capture": ("tpuscope.ui.capture_dialog", "CaptureDialog"),
     "compare": ("tpuscope.ui.compare_view", "CompareView"),
 }

@@ -3,12 +3,13 @@
 Top, headline cards (devices, hosts, framework, span, steps, step time, duty cycle); middle, each
 step's time split into device busy / waiting for input / waiting for compilation / other idle;
 bottom, the top ops by self time and the worst findings. Clicking a card, an op or a finding asks
-for its view (`openViewRequested("ops" | "diagnostics" | "timeline")`); an op or finding also asks
-the timeline to outline its events (`highlightRequested`), and a double-clicked step to zoom there
-(`zoomRequested`). The main window connects the signals; this view knows no other view.
+for its view (`openRequested("ops" | "diagnostics" | "timeline", target)`); an op or finding also
+asks the timeline to outline its events (`highlightRequested`), and a double-clicked step to zoom
+there (`zoomRequested`). The main window connects the signals; this view knows no other view.
 
-The numbers come from `tpuscope.analysis.overview.compute_overview`, run in a QThread because it
-runs the diagnose engine; a newer `set_trace` supersedes an older run (its result is dropped).
+The page fills in as the shared analyses finish (`AnalysisHub`): the trace's own facts at once,
+then steps and framework, then the whole `tpuscope.analysis.overview.Overview`, which waits for
+the diagnose report and the op table that the other views use too.
 """
 
 from __future__ import annotations
@@ -43,19 +44,22 @@ from PySide6.QtWidgets import (
 
 from tpuscope.analysis.diagnose import Finding, Severity
 from tpuscope.analysis.diagnose.finding import evidence_events
+from tpuscope.analysis.framework import Framework
 from tpuscope.analysis.overview import (
     NO_STEPS_TEXT,
     PARTS,
     STEP_SOURCE_LABELS,
     Overview,
     StepSeries,
-    compute_overview,
     part_label,
 )
+from tpuscope.analysis.session import FRAMEWORK, OVERVIEW, STEPS
+from tpuscope.analysis.steps import Steps
 from tpuscope.model import units
 from tpuscope.model.trace import Trace
-from tpuscope.ui.jobs import LatestJobs
+from tpuscope.ui.analysis_hub import AnalysisHub
 from tpuscope.ui.pod_heatmap import PodPanel
+from tpuscope.ui.views import FindingAt, OpRow, View
 
 # Colours of the step parts: busy as the Ops view draws it; input and compilation warm, so the waits
 # that findings talk about stand out; other idle grey.
@@ -219,26 +223,23 @@ class _Page(QWidget):
         return self.minimumSizeHint().height()
 
 
-class OverviewView(QWidget):
+class OverviewView(View):
     """Headline cards, per-step chart, top ops and top findings of one trace."""
 
-    openViewRequested = Signal(str)  # "ops", "diagnostics" or "timeline"
-    zoomRequested = Signal(object, object)  # t0_ps, t1_ps
-    highlightRequested = Signal(object)  # list[(Track, np.ndarray indices)]
-    trackRequested = Signal(object)  # a Track to scroll the timeline to (a pod host's step)
-    opSelected = Signal(int)  # row of the op table (by op, all devices) that was clicked
-    findingSelected = Signal(int)  # position of the clicked finding in the diagnose report
     overviewReady = Signal(object)  # the Overview shown (tests and the status bar use it)
 
-    def __init__(self, parent=None):
-        super().__init__(parent)
+    def __init__(self, hub: AnalysisHub | None = None, parent: QWidget | None = None):
+        super().__init__(hub, parent)
         self.trace: Trace | None = None
         self.overview: Overview | None = None
-        self._jobs = LatestJobs(self)  # overviews; a newer trace drops an older one's result
         self._chart_x = np.empty(0, dtype=np.float64)  # bar centres, in chart coordinates
         self._chart_slot = 1.0  # distance between bar centres
         self._build()
         self._show_message("Open a profile to see its overview.")
+        self.hub.traceChanged.connect(self._on_trace)
+        self.hub.subscribe(STEPS, self._fill_steps_card)
+        self.hub.subscribe(FRAMEWORK, self._fill_framework_card)
+        self.hub.subscribe(OVERVIEW, self._show, self._on_failed)
 
     # -- construction --------------------------------------------------------------------------
     def _build(self) -> None:
@@ -266,7 +267,7 @@ class OverviewView(QWidget):
         )
         for column, (key, caption, target) in enumerate(specs):
             card = Card(caption, target, self)
-            card.clicked.connect(self.openViewRequested)
+            card.clicked.connect(lambda key: self.openRequested.emit(key, None))
             self.cards[key] = card
             card_row.addWidget(card, 0, column)
             card_row.setColumnStretch(column, 1)
@@ -407,26 +408,15 @@ class OverviewView(QWidget):
         self._set_legend(True)
 
     # -- input -----------------------------------------------------------------------------------
-    def set_trace(self, trace: Trace | None) -> None:
-        """Computes the overview of `trace` in the background; the page fills when it is done."""
-        self._jobs.supersede()
+    def _on_trace(self, trace: Trace | None) -> None:
+        """A new trace: its own facts at once, the rest as the analyses finish."""
         self.trace = trace
         self.overview = None
         if trace is None:
             self._show_message("Open a profile to see its overview.")
             return
         self._show_message("Computing the overview…", title=_profile_name(trace))
-        self._jobs.start(lambda: compute_overview(trace), self._show, self._on_failed)
-
-    def set_overview(self, trace: Trace, overview: Overview) -> None:
-        """Shows an already computed overview (no background run)."""
-        self._jobs.supersede()
-        self.trace = trace
-        self._show(overview)
-
-    def shutdown(self) -> None:
-        """Waits for running computations (call before the window closes)."""
-        self._jobs.wait()
+        self._fill_trace_cards(trace)
 
     # -- results ---------------------------------------------------------------------------------
     def _on_failed(self, error: Exception) -> None:
@@ -455,6 +445,8 @@ class OverviewView(QWidget):
         self.title.setText(_profile_name(self.trace) if self.trace is not None else "Overview")
         self.status.setText(_status_text(overview))
         self._fill_cards(overview)
+        self._fill_steps_card(overview.steps)
+        self._fill_framework_card(overview.framework)
         self._draw_steps(overview)
         self._fill_ops(overview)
         self._fill_findings(overview)
@@ -472,27 +464,6 @@ class OverviewView(QWidget):
             self.cards["devices"].set(
                 "None", "no device activity recorded (host-only profile)", "Click to open the op breakdown"
             )
-        self.cards["hosts"].set(str(len(o.hosts)), ", ".join(o.hosts), "Click to open the timeline")
-        evidence = o.framework.evidence
-        self.cards["framework"].set(
-            o.framework.name,
-            evidence.split(" (", 1)[0],  # the clue without its examples: the tooltip has them
-            f"Detected from {evidence}. Click to open the diagnostics.",
-        )
-        self.cards["span"].set(
-            format_duration(o.span_ps),
-            f"{self.trace.event_count:,} events" if self.trace is not None else "",
-            "Click to open the timeline",
-        )
-        if len(o.steps):
-            source = STEP_SOURCE_LABELS.get(o.steps.source, o.steps.source)
-            self.cards["steps"].set(
-                f"{len(o.steps):,}",
-                f"from {source}",
-                f"Steps from {o.steps.description}. Click for the timeline.",
-            )
-        else:
-            self.cards["steps"].set("None", "no steps found", NO_STEPS_TEXT)
         t = o.step_time
         if t is None:
             self.cards["step_time"].set("–", "no steps")
@@ -513,6 +484,33 @@ class OverviewView(QWidget):
                 f"of the profile{within}",
                 "Time at least one op ran, over the profile span (mean over devices). Click for the ops.",
             )
+
+    def _fill_trace_cards(self, trace: Trace) -> None:
+        """What the trace says by itself, shown before any analysis is done."""
+        hosts = list(trace.hosts)
+        self.cards["hosts"].set(str(len(hosts)), ", ".join(hosts), "Click to open the timeline")
+        self.cards["span"].set(
+            format_duration(trace.duration_ps), f"{trace.event_count:,} events", "Click to open the timeline"
+        )
+
+    def _fill_steps_card(self, steps: Steps) -> None:
+        if len(steps):
+            source = STEP_SOURCE_LABELS.get(steps.source, steps.source)
+            self.cards["steps"].set(
+                f"{len(steps):,}",
+                f"from {source}",
+                f"Steps from {steps.description}. Click for the timeline.",
+            )
+        else:
+            self.cards["steps"].set("None", "no steps found", NO_STEPS_TEXT)
+
+    def _fill_framework_card(self, framework: Framework) -> None:
+        evidence = framework.evidence
+        self.cards["framework"].set(
+            framework.name,
+            evidence.split(" (", 1)[0],  # the clue without its examples: the tooltip has them
+            f"Detected from {evidence}. Click to open the diagnostics.",
+        )
 
     # -- per-step chart --------------------------------------------------------------------------
     def _set_legend(self, has_devices: bool, parts: tuple[str, ...] = PARTS) -> None:
@@ -674,9 +672,7 @@ class OverviewView(QWidget):
         o = self.overview
         if o is None or o.ops is None or not 0 <= row < len(o.ops):
             return
-        # The view first, so a handler of opSelected finds the op breakdown shown (it fills on show).
-        self.openViewRequested.emit("ops")
-        self.opSelected.emit(row)
+        self.openRequested.emit("ops", OpRow(row))
         self.highlightRequested.emit(o.ops.events_of_row(row))
 
     # -- findings --------------------------------------------------------------------------------
@@ -716,10 +712,11 @@ class OverviewView(QWidget):
         position = item.data(Qt.ItemDataRole.UserRole)
         if o is None or position is None:
             return
-        self.openViewRequested.emit("diagnostics")
         if 0 <= position < len(o.findings) and self.trace is not None:
-            self.findingSelected.emit(position)
+            self.openRequested.emit("diagnostics", FindingAt(position))
             self.highlightRequested.emit(evidence_events(self.trace, o.findings[position].evidence))
+        else:
+            self.openRequested.emit("diagnostics", None)
 
     # -- pod -----------------------------------------------------------------------------------------
     def _fill_pod(self, o: Overview) -> None:

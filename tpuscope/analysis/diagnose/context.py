@@ -24,10 +24,23 @@ from tpuscope.model.vocabulary import EventClass
 class Context:
     """Lazily computed facts about one trace, shared by all rules of one diagnosis run."""
 
-    def __init__(self, trace: Trace, steps: Steps | None = None, framework: Framework | None = None):
+    def __init__(
+        self,
+        trace: Trace,
+        steps: Steps | None = None,
+        framework: Framework | None = None,
+        devices: list[device_ops.Device] | None = None,
+        host_names: HostNameIndex | None = None,
+        op_table: OpTable | None = None,
+    ):
+        """Facts given here (already computed by `tpuscope.analysis.session.TraceAnalysis`) are used as
+        they are; the others are computed on first use."""
         self.trace = trace
         self._steps = steps
         self._framework = framework
+        self._devices = devices
+        self._host_names = host_names
+        self._op_table = op_table
         self._host_events: dict[str | EventClass, list[tuple[Track, np.ndarray]]] = {}
 
     @cached_property
@@ -40,7 +53,7 @@ class Context:
 
     @cached_property
     def devices(self) -> list[device_ops.Device]:
-        return device_ops.find_devices(self.trace)
+        return self._devices if self._devices is not None else device_ops.find_devices(self.trace)
 
     @cached_property
     def device_busy(self) -> Intervals:
@@ -58,6 +71,8 @@ class Context:
     @cached_property
     def op_table(self) -> OpTable:
         """Every device op grouped by op (program and name), over all devices: the Ops view's table."""
+        if self._op_table is not None:
+            return self._op_table
         return aggregate(collect_op_events(self.trace, self.devices), "op")
 
     def op_text(self, row: int) -> str:
@@ -74,6 +89,8 @@ class Context:
     @cached_property
     def host_names(self) -> HostNameIndex:
         """The host events indexed by name once, for the dozen patterns the rules look up."""
+        if self._host_names is not None:
+            return self._host_names
         return HostNameIndex(self.trace, self.host_tracks)
 
     def host_events(self, pattern: str) -> list[tuple[Track, np.ndarray]]:

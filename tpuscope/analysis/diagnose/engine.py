@@ -93,7 +93,8 @@ class Report:
 def diagnose(trace: Trace, rules: dict[str, Rule] | None = None, context: Context | None = None) -> Report:
     """All findings of all rules (or of `rules`), sorted worst first, then by rule order.
 
-    `context` lets a caller share its Context of `trace` (what the rules computed stays there for it).
+    `context` lets a caller share its Context of `trace` (what the rules computed stays there for it;
+    `tpuscope.analysis.session.TraceAnalysis` gives it the steps, framework and devices it has).
     """
     started = time.perf_counter()
     ctx = context if context is not None else Context(trace)

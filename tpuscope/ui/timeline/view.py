@@ -152,6 +152,13 @@ class TimelineView(QWidget):
         self._place_scrollbar()
         self.scrollbar.setValue(0)
 
+    def set_steps(self, steps) -> None:
+        """Draws the step band (`tpuscope.analysis.steps.Steps`; None or no steps: no band). Steps
+        arrive after the trace: the timeline is usable before they are found."""
+        self.steps = steps if steps is not None and len(steps) else None
+        self._place_scrollbar()
+        self.update()
+
     @property
     def events_top(self) -> int:
         return RULER_PX + (STEP_BAND_PX if self.steps is not None else 0)

@@ -1,0 +1,118 @@
+"""The shared per-trace analysis: every result computed once, in dependency order, equal to the
+functions it wraps, and the commands read the same object."""
+
+from __future__ import annotations
+
+import threading
+from collections import Counter
+
+import pytest
+
+from tests.call_counts import count_calls
+from tests.conftest import TPU_TRACE
+from tpuscope.analysis import device_ops, framework, ops, overview, steps
+from tpuscope.analysis.diagnose import engine
+from tpuscope.analysis.overview import compute_overview
+from tpuscope.analysis.session import OVERVIEW, Result, TraceAnalysis
+from tpuscope.model.load import open_trace
+
+COUNTED = [
+    (steps, "find_steps"),
+    (framework, "detect_framework"),
+    (device_ops, "find_devices"),
+    (engine, "diagnose"),
+    (ops, "collect_op_events"),
+    (overview, "build_overview"),
+]
+
+
+@pytest.fixture(scope="module")
+def tpu_trace():
+    return open_trace(TPU_TRACE)
+
+
+@pytest.fixture
+def counts(monkeypatch):
+    found: Counter = Counter()
+    for module, name in COUNTED:
+        count_calls(monkeypatch, found, module, name)
+    return found
+
+
+def test_every_result_is_computed_once_and_shared(tpu_trace, counts):
+    analysis = TraceAnalysis(tpu_trace)
+    first = analysis.overview  # needs steps, framework, devices, the report and the op table
+    assert counts == {name: 1 for _, name in COUNTED}
+    # Asking again, or for what the overview was made from, computes nothing more.
+    assert analysis.overview is first
+    assert analysis.report is first.report
+    assert analysis.steps is first.steps is analysis.report.steps
+    assert analysis.framework is first.framework
+    assert analysis.op_table("op", "all") is first.ops
+    assert analysis.context.devices is analysis.devices
+    assert counts == {name: 1 for _, name in COUNTED}
+    # Another grouping or device regroups the same op events, or collects one device's.
+    analysis.op_table("category", "all")
+    assert counts["collect_op_events"] == 1
+    analysis.op_table("op", 2)
+    analysis.op_table("category", 2)
+    assert counts["collect_op_events"] == 2
+    # The dependencies came first.
+    order = analysis.computed
+    assert order.index("steps") < order.index("context") < order.index("report") < order.index("overview")
+
+
+def test_results_equal_the_functions_they_share(tpu_trace):
+    analysis = TraceAnalysis(tpu_trace)
+    alone = compute_overview(tpu_trace)
+    assert analysis.overview.to_json() == alone.to_json()
+    assert analysis.report.to_json() == engine.diagnose(tpu_trace).to_json()
+    by_program = ops.op_breakdown(tpu_trace, 1, "program")
+    assert analysis.op_table("program", 1).rows_json() == by_program.rows_json()
+
+
+def test_threads_asking_at_once_compute_once(tpu_trace, counts):
+    analysis = TraceAnalysis(tpu_trace)
+    gate = threading.Barrier(4)
+    results = []
+
+    def ask():
+        gate.wait()
+        results.append(analysis.get(OVERVIEW))
+
+    threads = [threading.Thread(target=ask) for _ in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert len(results) == 4 and all(r is results[0] for r in results)
+    assert counts == {name: 1 for _, name in COUNTED}
+
+
+def test_a_failing_result_raises_and_is_retried():
+    attempts = []
+
+    def flaky(_analysis):
+        attempts.append(1)
+        if len(attempts) == 1:
+            raise ValueError("first try fails")
+        return "fine"
+
+    analysis = TraceAnalysis(open_trace(TPU_TRACE))
+    result: Result[str] = Result("flaky", flaky)
+    with pytest.raises(ValueError):
+        analysis.get(result)
+    assert not analysis.has(result)
+    assert analysis.get(result) == "fine" and analysis.has(result)
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [["overview", "--json"], ["diagnose", "--json"], ["ops", "--json"], ["ops", "--by", "category", "--csv"]],
+)
+def test_each_command_computes_each_analysis_once(counts, argv, capsys):
+    from tpuscope.cli import main
+
+    assert main([argv[0], str(TPU_TRACE), *argv[1:]]) == 0
+    assert capsys.readouterr().out
+    assert all(n <= 1 for n in counts.values()), counts

@@ -1,0 +1,126 @@
+"""The window's analyses are computed once per trace for all its views together, off the UI thread,
+and a result computed for a previous trace never reaches a view."""
+
+from __future__ import annotations
+
+import threading
+from collections import Counter
+
+import pytest
+
+from tests.call_counts import count_calls
+from tests.conftest import TPU_TRACE
+from tests.ui.conftest import open_and_wait
+from tpuscope.analysis import device_ops, framework, ops, overview, steps
+from tpuscope.analysis.diagnose import engine
+from tpuscope.analysis.session import STEPS, Result
+from tpuscope.model.load import open_trace
+from tpuscope.ui.analysis_hub import AnalysisHub
+from tpuscope.ui.registry import TIMELINE, VIEWS
+
+COUNTED = [
+    (steps, "find_steps"),
+    (framework, "detect_framework"),
+    (device_ops, "find_devices"),
+    (engine, "diagnose"),
+    (ops, "collect_op_events"),
+    (overview, "build_overview"),
+]
+
+
+@pytest.fixture
+def counts(monkeypatch):
+    found: Counter = Counter()
+    for module, name in COUNTED:
+        count_calls(monkeypatch, found, module, name)
+    return found
+
+
+def test_every_view_together_computes_each_analysis_once(qtbot, window, counts):
+    on_ui_thread = []
+    window.hub.resultReady.connect(lambda name, _value: on_ui_thread.append(threading.current_thread()))
+    open_and_wait(qtbot, window, TPU_TRACE)
+    for spec in VIEWS:  # every tab shown, as a user clicking through them
+        assert window.show_view(spec.key)
+        window.hub.wait()
+    assert counts == {name: 1 for _, name in COUNTED}
+    assert on_ui_thread and set(on_ui_thread) == {threading.main_thread()}
+    computed = window.hub.analysis.computed
+    assert len(computed) == len(set(computed))
+    # The overview's numbers and the diagnostics' report are the same objects.
+    assert window.views["overview"].overview.report is window.views["diagnostics"].report
+    assert window.views["overview"].overview.ops is window.views["ops"].table
+    # Another device in the op breakdown collects that device's ops once; going back costs nothing.
+    ops_view = window.views["ops"]
+    ops_view.set_device(1)
+    window.hub.wait()
+    ops_view.set_device("all")
+    window.hub.wait()
+    assert counts["collect_op_events"] == 2
+    assert ops_view.table is window.views["overview"].overview.ops
+    assert counts["find_steps"] == counts["diagnose"] == 1
+    # A second trace is analysed afresh, once.
+    open_and_wait(qtbot, window, TPU_TRACE.parent)
+    for spec in VIEWS:
+        window.show_view(spec.key)
+        window.hub.wait()
+    assert counts["find_steps"] == counts["diagnose"] == counts["build_overview"] == 2
+
+
+def test_the_window_is_shown_before_the_analyses_finish(qtbot, window, counts):
+    """The trace reaches the timeline at once; the step band and the views fill in afterwards."""
+    with qtbot.waitSignal(window.traceLoaded, timeout=60_000):
+        window.open_path(TPU_TRACE)
+    assert window.timeline.trace is window.trace
+    window.hub.wait()
+    assert window.timeline.steps is not None and len(window.timeline.steps) == 100
+    assert "100 steps" in window.status_label.text()
+    assert [spec.key for spec in VIEWS if spec.key != TIMELINE] == [
+        key for key in window.views if key != TIMELINE
+    ]
+
+
+def test_a_result_of_the_previous_trace_is_dropped(qtbot):
+    hub = AnalysisHub()
+    release = threading.Event()
+    old_trace, new_trace = open_trace(TPU_TRACE), open_trace(TPU_TRACE, use_cache=False)
+
+    def slow(analysis):
+        if analysis.trace is old_trace:
+            assert release.wait(30)
+        return analysis.trace
+
+    result: Result[object] = Result("which_trace", slow)
+    delivered = []
+    hub.set_trace(old_trace)
+    hub.request(result, delivered.append)
+    assert hub.is_busy()
+    hub.set_trace(new_trace)  # while the old trace's result is still being computed
+    hub.request(result, delivered.append)
+    release.set()
+    hub.wait()
+    assert delivered == [new_trace]
+
+
+def test_a_late_subscriber_gets_a_computed_result_at_once(qtbot):
+    hub = AnalysisHub()
+    hub.set_trace(open_trace(TPU_TRACE))
+    first, second = [], []
+    hub.request(STEPS, first.append)
+    hub.wait()
+    hub.subscribe(STEPS, second.append)  # computed already: delivered without a worker
+    assert not hub.is_busy()
+    assert len(first) == 1 and second == first
+
+
+def test_a_failing_analysis_reaches_the_view_that_asked(qtbot):
+    hub = AnalysisHub()
+    hub.set_trace(open_trace(TPU_TRACE))
+
+    def broken(_analysis):
+        raise RuntimeError("a rule's bug")
+
+    errors, values = [], []
+    hub.request(Result("broken", broken), values.append, errors.append)
+    hub.wait()
+    assert values == [] and [str(e) for e in errors] == ["a rule's bug"]

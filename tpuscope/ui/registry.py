@@ -1,0 +1,48 @@
+"""The one list of the main window's tabs, in order.
+
+A new view is its module (a `tpuscope.ui.views.View` subclass) plus one `ViewSpec` line here; the
+window, its View menu and `tpuscope screenshot --view` all read this list. Nothing here imports Qt,
+so the command line can list the views without starting it.
+"""
+
+from __future__ import annotations
+
+import importlib
+from dataclasses import dataclass
+from typing import Any
+
+TIMELINE = "timeline"  # the tab the window builds itself (its timeline is wired to everything)
+
+
+@dataclass(frozen=True)
+class ViewSpec:
+    """One tab: its key (for `show_view` and `openRequested`), title and the class that makes it."""
+
+    key: str
+    title: str
+    module: str = ""  # "" for the timeline, which the window builds
+    class_name: str = ""
+
+    def load(self) -> Any:
+        """The view class (a `View` subclass), or None while its module does not exist in this build
+        (an import error inside the module is a bug and is raised)."""
+        if not self.module:
+            return None
+        try:
+            module = importlib.import_module(self.module)
+        except ModuleNotFoundError as error:
+            if error.name == self.module:
+                return None
+            raise
+        return getattr(module, self.class_name)
+
+
+# The Overview first, the timeline next (issue 7).
+VIEWS: tuple[ViewSpec, ...] = (
+    ViewSpec("overview", "Overview", "tpuscope.ui.overview_view", "OverviewView"),
+    ViewSpec(TIMELINE, "Timeline"),
+    ViewSpec("ops", "Op breakdown", "tpuscope.ui.ops_view", "OpsView"),
+    ViewSpec("diagnostics", "Diagnostics", "tpuscope.ui.diagnostics_view", "DiagnosticsView"),
+    ViewSpec("memory", "Memory", "tpuscope.ui.memory_view", "MemoryView"),
+)
+VIEW_KEYS: tuple[str, ...] = tuple(spec.key for spec in VIEWS)
