@@ -3,7 +3,7 @@
 Also: the JSON parsers tried for the reader (stdlib json, orjson, msgspec, simdjson) on the same
 bytes, and tpuscope's cost per event against its XPlane load of a 1M-event file
 (benchmarks/generate_xspace.py). Each loader runs in a fresh subprocess (imports not charged).
-Hold `flock /work/wt/heavy.lock` on a shared machine: HTA needs several GB.
+On a machine shared with others, run it alone: HTA needs several GB.
 
     python benchmarks/bench_kineto_load.py [--events 1000000] [--repeats 3]
 """

@@ -32,8 +32,8 @@ class ChipPeaks:
 
 
 # Peak bf16 TFLOP/s and HBM GB/s per chip: Cloud TPU docs per generation (docs.cloud.google.com/tpu/docs/
-# {v4,v5e,v5p,v6e,tpu7x}), collected in ../shared/research/integration.md section 4.2. TPU7x HBM is not in
-# the Cloud doc; 7370 GB/s is Google's announcement (~7.37 TB/s), the secondary source quoted there.
+# {v4,v5e,v5p,v6e,tpu7x}), cross-checked with JAX `jax/_src/pallas/mosaic/tpu_info.py`. TPU7x HBM is not
+# in the Cloud doc; 7370 GB/s is Google's Ironwood announcement (~7.37 TB/s), a secondary source.
 CHIP_PEAKS: dict[str, ChipPeaks] = {
     "v4": ChipPeaks("v4", 275.0, 1200.0, tensor_cores=2),
     "v5e": ChipPeaks("v5e", 197.0, 819.0, tensor_cores=1),
@@ -43,7 +43,7 @@ CHIP_PEAKS: dict[str, ChipPeaks] = {
 }
 
 # `device_type_string` spellings: "TPU v4", "TPU v5 lite" / "TPU v5e", "TPU v5p" / "TPU v5", "TPU v6 Lite"
-# (seen in the v6e profile), "TPU v7x" (xprof utilization viewer); integration.md 2.6.
+# (seen in the v6e profile), "TPU v7x" (openxla/xprof utilization viewer).
 _DEVICE_TYPE_PATTERNS = (
     (re.compile(r"v7|7x|ironwood", re.IGNORECASE), "TPU7x"),
     (re.compile(r"v6|trillium", re.IGNORECASE), "v6e"),
@@ -87,7 +87,7 @@ def device_peaks(plane: Plane) -> Peaks | None:
         return None
     peaks = CHIP_PEAKS[chip]
     # A plane is one TensorCore unless the chip runs its cores as one megacore device (v4/v5p
-    # `has_megacore`); integration.md 4.2 "Per-core vs per-chip".
+    # `has_megacore`); JAX `tpu_info.py` TpuInfo is per TensorCore for v4/v5p/7x.
     cores = 1 if plane.stats.get("has_megacore") == 1 else peaks.tensor_cores
     return Peaks(
         peaks.bf16_teraflops_per_second / cores,

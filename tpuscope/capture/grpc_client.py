@@ -20,7 +20,7 @@ from tpuscope.capture import profiler_service_pb2_grpc as pb_grpc
 MAX_EVENTS = 1_000_000
 _CHANNEL_OPTIONS = [
     # An XSpace from a busy TPU host is easily hundreds of MB; the default cap is 4 MB
-    # (xprof_features.md 4a: the client channel needs max_receive_message_length=-1).
+    # (a 133 KB XSpace already needs grpc.max_receive_message_length=-1 on the client channel).
     ("grpc.max_receive_message_length", -1),
     # Profiler servers are reached directly or through our own SSH tunnel, never via an HTTP proxy.
     ("grpc.enable_http_proxy", 0),
@@ -33,7 +33,9 @@ class TracerLevels:
 
     host: int = 2  # 0 off, 1 user annotations only, 2 default, 3 verbose (ProfileOptions docs)
     device: int = 1  # 0 off, 1 on
-    python: int = 0  # 0 off, 1 on; XProf's web capture defaults to 0 (xprof_features.md 4c)
+    python: int = (
+        0  # 0 off, 1 on; XProf's web capture defaults to 0 (openxla/xprof `xprof/profile_plugin.py`)
+    )
 
 
 @dataclass
@@ -104,7 +106,8 @@ def build_request(
 
 def explain_rpc_error(error: grpc.RpcError, target: str, port: int, waited_s: float) -> str:
     """One sentence for a failed Profile RPC, from the status codes and texts reproduced in
-    integration.md 3.4 (jax 0.10.2 server, grpcio client)."""
+    reproduced with a jax 0.10.2 profiler server and a grpcio client (tsl
+    `xla/tsl/profiler/rpc/client/capture_profile.cc` writes the same texts)."""
     code = error.code() if hasattr(error, "code") else None
     details = (error.details() if hasattr(error, "details") else str(error)) or ""
     lowered = details.lower()

@@ -29,12 +29,13 @@ from tpuscope.capture.targets import SshHost, Target, file_label
 # progress(fraction_done, what_is_happening) -> False to cancel (same contract as model.load)
 ProgressCallback = Callable[[float, str], bool | None]
 
-# tsl's client waits max(60 s, 2 x duration) for the answer (integration.md 3.3); we wait the same
+# tsl's client waits max(60 s, 2 x duration) for the answer (openxla/xla
+# `xla/tsl/profiler/utils/session_manager.cc`); we wait the same
 # beyond the capture window unless told otherwise.
 MIN_RESPONSE_WAIT_S = 60.0
 _POLL_S = 0.1
 _PROFILING_SHARE = 0.9  # of the progress bar: the rest is receiving and saving
-MAX_LEVELS = {"host": 3, "device": 1, "python": 1}  # ProfileOptions field docs (xprof_features.md 4a)
+MAX_LEVELS = {"host": 3, "device": 1, "python": 1}  # tsl profiler_options.proto ProfileOptions field docs
 _LOCAL_NAMES = {"localhost", "127.0.0.1", "::1", socket.gethostname().lower()}
 
 

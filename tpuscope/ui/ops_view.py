@@ -3,7 +3,8 @@
 The table model sits directly on the numpy columns of an `OpTable`: sorting and filtering only
 rebuild one permutation array (argsort / boolean mask), so 100k rows sort at numpy speed, and
 `data()` formats one cell on demand. A QSortFilterProxyModel would call back into Python for
-every comparison (see ../shared/research/viewer_anchors.md 4.2).
+every comparison (commaai/openpilot PR #26150: >10 ms to sort 500 rows through the proxy, 0.1 ms
+in the model).
 
 The view knows nothing about the timeline: it asks for highlights and zooms through signals that
 the main window connects (`highlightRequested`, `zoomRequested`). Its op tables and step

@@ -2,7 +2,7 @@
 
 PyTorch/XLA's own analysis reports any `aten::` counter other than
 `aten::_local_scalar_dense` (which `.item()` produces) as an unlowered op
-(torch_xla/csrc/runtime/metrics_analysis.cpp `UnloweredOp`; research/integration.md 1.4).
+(pytorch/xla torch_xla/csrc/runtime/metrics_analysis.cpp `UnloweredOp`; docs/source/learn/troubleshoot.md).
 
 Those counters live in the metrics report, not in the profile: torch_xla 2.9's fallback kernel
 (`xla_fallback`) counts the op but emits no TraceMe, so a real XPlane holds no `aten::` event
@@ -10,7 +10,8 @@ Those counters live in the metrics report, not in the profile: torch_xla 2.9's f
 `start_server` + `trace(host_tracer_level=3)` held none either). What the trace does hold is the
 fallback's shape on the calling thread: a `TransferFromDevice` of the op's inputs, the untraced
 CPU op, then a `TransferToDevice` of its result, with no graph run in between
-(research/integration.md 1.4, "Trace signature"). A `.item()` read has the first half only, so
+(pytorch/xla `torch_xla/csrc/runtime/pjrt_computation_client.cpp` TraceMes around the fallback;
+docs/source/learn/xla-profiling.md). A `.item()` read has the first half only, so
 it is left to `host_device_sync`. Host events named `aten::<op>`, should a profile carry them,
 are still reported by name.
 """
@@ -37,10 +38,10 @@ RULE_ID = "cpu_fallback"
 # Counter/event names are `aten::<op>` or `aten::<op>.<overload>` (e.g. `aten::searchsorted.Tensor`
 # in torch_xla 2.9's executed_fallback_ops()).
 FALLBACK_PATTERN = r"^aten::(?!_local_scalar_dense$)\w+(\.\w+)?$"
-# PyTorch/XLA's host transfer TraceMes (torch_xla/csrc/runtime, integration.md 2.4).
+# PyTorch/XLA's host transfer TraceMes (pytorch/xla torch_xla/csrc/runtime/pjrt_computation_client.cpp).
 D2H_PATTERN = r"^(PjRt|Ifrt)ComputationClient::TransferFromDevice$"
 H2D_PATTERN = r"^(PjRt|Ifrt)ComputationClient::TransferToDevice$"
-# torch_xla work on the calling thread that runs or builds a graph (integration.md 2.4): a transfer
+# torch_xla work on the calling thread that runs or builds a graph (torch_xla/csrc TraceMes): a transfer
 # pair with one of these between them is a graph boundary, not a CPU-side op.
 GRAPH_WORK_PATTERN = (
     r"^(SyncTensorsGraph\w*|SyncLiveTensorsGraph|StepMarker|XLAGraphExecutor::Compile"

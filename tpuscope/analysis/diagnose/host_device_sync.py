@@ -3,7 +3,7 @@
 A device-to-host read (`float(x)`, `np.asarray(jax_array)`, `loss.item()`, printing a
 tensor) makes the host wait for the device to drain its queue, and then the device waits
 for the host to dispatch the next step: async dispatch is lost. The events are the
-blocking reads each framework annotates (research/integration.md 1.5): JAX
+blocking reads each framework annotates (JAX `jax/_src/array.py`, pytorch/xla `torch_xla/csrc`): JAX
 `np.asarray(jax.Array)`, PyTorch/XLA `PjRtComputationClient::TransferFromDevice` and
 `_local_scalar_dense`, TPU `TfrtTpuBuffer::ToLiteral`. For each one the rule measures how
 long the device then sat idle before it ran its next op.
@@ -31,7 +31,7 @@ from tpuscope.analysis.framework import JAX, PYTORCH, PYTORCH_XLA, TENSORFLOW
 RULE_ID = "host_device_sync"
 # PyTorch/XLA's metrics analysis flags TransferFromDeviceTime samples per step above 0.5
 # (torch_xla/csrc/runtime/metrics_analysis.cpp MetricFrequency("TransferFromDeviceTime", 0.5f);
-# research/integration.md 1.1 and 1.5). Fewer syncs (a final read, a periodic log) are reported as info.
+# pytorch/xla). Fewer syncs (a final read, a periodic log) are reported as info.
 SYNCS_PER_STEP_WARNING = 0.5
 
 ADVICE = {

@@ -40,11 +40,12 @@ from tpuscope.model.trace import Track
 RULE_ID = "input_bound"
 # XProf input-pipeline analyzer: input >= 20 % of step time is "HIGHLY input-bound", >= 5 % "MODERATELY"
 # (xprof op_stats_to_input_pipeline_analysis.cc kHighlyInfeedBoundThresholdInPercent /
-# kModeratelyInfeedBoundThresholdInPercent; research/xprof_features.md 2a).
+# kModeratelyInfeedBoundThresholdInPercent, openxla/xprof).
 HIGHLY_INPUT_BOUND_PERCENT = 20.0
 MODERATELY_INPUT_BOUND_PERCENT = 5.0
 
-# Runtime input events: tf.data consumer waits, infeed, host-to-device copies (integration.md 1.2, 1.6, 2.2).
+# Runtime input events: tf.data consumer waits, infeed, host-to-device copies (host event names in
+# openxla/xla xla/tsl/profiler/utils/xplane_schema.cc; xprof xplane_to_step_events.cc ClassifyCpuEvent).
 RUNTIME_INPUT_PATTERN = (
     r"^(IteratorGetNext\w*(::DoCompute)?|IteratorGetNextOp::DoCompute|IteratorGetNextAsOptional\w*(::DoCompute)?"
     r"|InfeedEnqueue\w*|\S*::TransferToDevice|\S*TransferToDevice=>IssueEvent.*|DevicePut\w*"

@@ -1,8 +1,8 @@
 """Rule `low_device_utilization`: the devices spend most of the steady state doing nothing.
 
-Duty cycle is XProf's: busy time (union of device ops) over the window (research/
-integration.md 1.2, `device_duty_cycle_percent`). The window is the steady state: from the
-second step on (the first step compiles), through the last device op, minus time spent
+Duty cycle is XProf's: busy time (union of device ops) over the window (openxla/xprof
+`xprof/convert/op_stats_to_overview_page.cc`, `device_duty_cycle_percent`). The window is the
+steady state: from the second step on (the first step compiles), through the last device op, minus time spent
 compiling (reported by `recompilation`). When most ops are tiny, the device is
 launch-bound: it finishes each op faster than the host can issue the next.
 """
@@ -20,10 +20,10 @@ from tpuscope.analysis.framework import JAX, PYTORCH, PYTORCH_XLA, TENSORFLOW
 
 RULE_ID = "low_device_utilization"
 # xprof check_host_boundness (xprof 2.24.2 xprof/cli/tools/check_host_boundness_tool.py): a duty cycle
-# above 50 % means "not host-bound" (research/xprof_features.md 2d). Below it the devices idle more than work.
+# above 50 % means "not host-bound". Below it the devices idle more than work.
 LOW_DUTY_CYCLE_PERCENT = 50.0
 # Ops shorter than this are "tiny": about the cost of issuing one (HTA flags GPU kernels that run shorter
-# than their CPU launch; research/viewer_anchors.md 6). Suggested heuristic.
+# than their CPU launch: facebookresearch/HolisticTraceAnalysis). Suggested heuristic.
 TINY_OP_PS = 10_000_000  # 10 us
 # Launch-bound when at least this share of ops is tiny. Suggested heuristic.
 TINY_OP_SHARE = 0.5

@@ -1,6 +1,6 @@
 """Rule `recompilation`: the same function compiled again and again inside the profile.
 
-XProf does not count compilations at all (research/xprof_features.md section 3), yet a
+XProf does not count compilations at all (users ask for it in jax-ml/jax#4274 and #5700), yet a
 shape that changes every few steps can cost more than the training itself. Compilations
 are found from the host events each framework emits, grouped by what was compiled:
 - JAX: `backend_compile(_and_load)` / `lower_sharding_computation` inside `PjitFunction(<fn>)`;
@@ -44,7 +44,7 @@ RULE_ID = "recompilation"
 MAX_COMPILES_AFTER_FIRST_STEP = 1
 # PyTorch/XLA's own analysis flags "CompileTime too frequent" when compilations per step exceed 0.5 after
 # more than 10 steps (torch_xla/csrc/runtime/metrics_analysis.cpp MetricFrequency("CompileTime", 0.5f, 10);
-# research/integration.md 1.1). Used here for critical.
+# pytorch/xla). Used here for critical.
 CRITICAL_COMPILES_PER_STEP = 0.5
 CRITICAL_MIN_STEPS = 10
 

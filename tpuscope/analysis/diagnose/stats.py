@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 # XProf straggler detection: modified z-score 0.6745 * (x - median) / max(MAD, 0.1) above 3.5
-# (xprof smart_suggestion signal_provider.h GetHostStragglers; research/integration.md 1.1).
+# (openxla/xprof xprof/convert/smart_suggestion/signal_provider.h GetHostStragglers).
 MODIFIED_Z_SCALE = 0.6745
 MODIFIED_Z_OUTLIER = 3.5
 MAD_FLOOR = 0.1  # in the unit of the values (ms here, as XProf's step times)

@@ -3,11 +3,13 @@
 Why: a 10M-event trace cannot be drawn event by event at 60 fps. For each
 (track, depth) the events are non-overlapping and sorted by start, so runs of
 events that are too small to see can be merged into one box (Tracy's zone
-folding, catapult's 2 px rule: /work/shared/research/viewer_anchors.md
-sections 0 and 2). Doing that merge over millions of events on every frame
-would itself be too slow, so a pyramid of pre-merged boxes is built once per
-depth at resolutions growing by LEVEL_FACTOR (xprof's precomputed levels,
-Perfetto's power-of-2 resolutions: same notes, section 1.2 and 7). A frame reads the
+folding in `profiler/src/profiler/TracyTimelineItemThread.cpp`, catapult's
+2 px rule in `tracing/tracing/ui/base/fast_rect_renderer.html`). Doing that
+merge over millions of events on every frame would itself be too slow, so a
+pyramid of pre-merged boxes is built once per
+depth at resolutions growing by LEVEL_FACTOR (xprof's precomputed levels in
+`xprof/convert/trace_viewer/trace_events.h` `kLayerResolutions`, Perfetto's power-of-2
+resolutions in `ui/src/base/resolution.ts`). A frame reads the
 coarsest level still finer than its pixel and merges the few thousand boxes
 it finds down to pixel columns.
 
@@ -24,7 +26,7 @@ import numpy as np
 from tpuscope.model.trace import Trace, Track
 
 # Resolution grows by this factor from one pyramid level to the next: a frame then reads at most
-# LEVEL_FACTOR boxes per merge width (xprof uses 10, Perfetto 2; viewer_anchors.md sections 0, 7).
+# LEVEL_FACTOR boxes per merge width (xprof uses 10, `trace_events.h` kLayerResolutions; Perfetto 2).
 LEVEL_FACTOR = 4
 # Level 0 merges at this many mean event spacings: finer views read raw events, of which a
 # 1600 px window then holds about 1600 * MERGE_PX * this many at most on a uniform track.
@@ -72,7 +74,8 @@ def merge_small(
     Boxes at least `min_ps` long stay as they are, so every visible event keeps
     its own box and colour; sub-pixel ones are folded per bucket into one box
     that takes the name and colour of its longest member, as Perfetto's mipmap
-    keeps the longest slice per bucket (viewer_anchors.md section 1.2). The
+    keeps the longest slice per bucket (google/perfetto `src/trace_processor/plugins/
+    slice_mipmap_operator/slice_mipmap_operator.h`). The
     gap rule (Tracy, catapult) keeps isolated small events apart.
     """
     n = len(start)

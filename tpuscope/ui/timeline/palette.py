@@ -39,7 +39,8 @@ PALETTE: tuple[str, ...] = (
     "#e6e69a",
     "#a6e3e8",
 )
-# HLO categories as XLA names them (integration.md section 2: `hlo_category` values), given fixed,
+# HLO categories as XLA names them (the `hlo_category` stat of TPU ops, e.g. in XProf's test profile
+# openxla/xprof `xprof/convert/test_xplanes/tpu_inference_2.xplane.pb`), given fixed,
 # distinct colours so the common ones never share one by hash collision.
 CATEGORY_COLOURS: dict[str, int] = {
     "convolution": 0,

@@ -3,7 +3,8 @@
 The view calls build_frame on every paint; it does the level-of-detail
 selection and pixel merging per visible (track, depth) in numpy and returns
 one (n, 4) float64 x/y/w/h array per palette colour, so Qt draws the whole
-frame in one drawRects call per colour (viewer_anchors.md section 4.1).
+frame in one drawRects call per colour (the zero-copy call pyqtgraph's BarGraphItem makes through
+`pyqtgraph/Qt/internals.py::PrimitiveArray`).
 """
 
 from __future__ import annotations
@@ -17,7 +18,8 @@ from tpuscope.ui.timeline.lod import Boxes, TimelineLod, TrackLod
 from tpuscope.ui.timeline.palette import PALETTE, Colours
 
 # Events narrower than this many pixels are merged with their sub-pixel neighbours
-# (catapult 2 px, Tracy 3 px: viewer_anchors.md sections 0 and 2).
+# (catapult 2 px, `tracing/tracing/ui/base/fast_rect_renderer.html`; Tracy 3 px,
+# `profiler/src/profiler/TracyTimelineItemThread.cpp::PreprocessZoneLevel`).
 MERGE_PX = 2.0
 MIN_BOX_PX = 1.0  # every event covering the window is at least this wide (Perfetto, Tracy: 1-2 px)
 LABEL_MIN_PX = 28.0  # boxes narrower than this get no label (Perfetto 5 px, catapult 20 px)

@@ -83,7 +83,7 @@ def draw_rect_array(painter: QPainter, rects: np.ndarray) -> None:
     QPainter::drawRects takes a pointer to n QRectF, and a QRectF is four
     doubles laid out like one row of the array, so the buffer is handed over
     as a QRectF wrapped at its address (the idea behind pyqtgraph's
-    PrimitiveArray; viewer_anchors.md section 4.1).
+    PrimitiveArray, `pyqtgraph/Qt/internals.py`).
     """
     if not len(rects):
         return
