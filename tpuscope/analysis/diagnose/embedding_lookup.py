@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 
 from tpuscope.analysis.diagnose.context import Context
-from tpuscope.analysis.diagnose.finding import Finding, RuleOutcome, Severity, largest_first, ms, percent
+from tpuscope.analysis.diagnose.finding import RuleOutcome, ms, percent, warning_outcome
 from tpuscope.analysis.diagnose.op_evidence import longest_op_events
 from tpuscope.analysis.diagnose.tpu_cores import sparsecores, tensorcores
 from tpuscope.analysis.framework import JAX, PYTORCH_XLA, TENSORFLOW
@@ -81,13 +81,4 @@ def run(ctx: Context) -> RuleOutcome:
     )
     evidence = [e for r in rows[:5] for e in longest_op_events(table, r, f"lookup: {names[r]}", 5)]
     title = f"Embedding lookups on the TensorCore: gathers/scatters {share:.1f}% of device time"
-    finding = Finding(
-        RULE_ID,
-        Severity.WARNING,
-        title,
-        explanation,
-        metrics,
-        largest_first(evidence),
-        ctx.advice_for(ADVICE),
-    )
-    return RuleOutcome([finding], checked)
+    return warning_outcome(RULE_ID, title, explanation, metrics, evidence, ctx.advice_for(ADVICE), checked)

@@ -73,6 +73,20 @@ class RuleOutcome:
     checked: str = ""
 
 
+def warning_outcome(
+    rule_id: str,
+    title: str,
+    explanation: str,
+    metrics: dict[str, Any],
+    evidence: list[dict[str, Any]],
+    advice: list[str],
+    checked: str,
+) -> RuleOutcome:
+    """A rule's one warning, its longest evidence first in time order, and its checked line."""
+    finding = Finding(rule_id, Severity.WARNING, title, explanation, metrics, largest_first(evidence), advice)
+    return RuleOutcome([finding], checked)
+
+
 def event_evidence(label: str, track: Track, index: int) -> dict[str, Any]:
     """Evidence pointing at one event of a track."""
     start = int(track.start_ps[index])

@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 from tpuscope.analysis.diagnose.context import Context
-from tpuscope.analysis.diagnose.finding import Finding, RuleOutcome, Severity, largest_first, ms, percent
+from tpuscope.analysis.diagnose.finding import RuleOutcome, ms, percent, warning_outcome
 from tpuscope.analysis.diagnose.op_evidence import longest_op_events
 from tpuscope.analysis.framework import JAX, PYTORCH_XLA, TENSORFLOW
 from tpuscope.analysis.roofline import BOUND_COMPUTE
@@ -92,13 +92,4 @@ def run(ctx: Context) -> RuleOutcome:
     )
     evidence = [e for r in order for e in longest_op_events(table, int(r), f"low FLOP/s: {names[r]}", 5)]
     title = f"Low FLOP/s utilization: compute-bound ops at {utilization:.1f}% of peak"
-    finding = Finding(
-        RULE_ID,
-        Severity.WARNING,
-        title,
-        explanation,
-        metrics,
-        largest_first(evidence),
-        ctx.advice_for(ADVICE),
-    )
-    return RuleOutcome([finding], checked)
+    return warning_outcome(RULE_ID, title, explanation, metrics, evidence, ctx.advice_for(ADVICE), checked)

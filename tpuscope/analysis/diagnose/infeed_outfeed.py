@@ -12,7 +12,7 @@ import re
 import numpy as np
 
 from tpuscope.analysis.diagnose.context import Context
-from tpuscope.analysis.diagnose.finding import Finding, RuleOutcome, Severity, largest_first, ms, percent
+from tpuscope.analysis.diagnose.finding import RuleOutcome, ms, percent, warning_outcome
 from tpuscope.analysis.diagnose.intervals import window_total
 from tpuscope.analysis.diagnose.op_evidence import intervals_per_device, longest_op_events
 from tpuscope.analysis.diagnose.tpu_cores import tensorcores
@@ -90,13 +90,4 @@ def run(ctx: Context) -> RuleOutcome:
     )
     evidence = [e for r in rows for e in longest_op_events(table, r, f"feed: {names[r]}")]
     title = f"Infeed/outfeed: {share:.1f}% of TPU step time"
-    finding = Finding(
-        RULE_ID,
-        Severity.WARNING,
-        title,
-        explanation,
-        metrics,
-        largest_first(evidence),
-        ctx.advice_for(ADVICE),
-    )
-    return RuleOutcome([finding], checked)
+    return warning_outcome(RULE_ID, title, explanation, metrics, evidence, ctx.advice_for(ADVICE), checked)

@@ -11,7 +11,7 @@ from the ops' HLO text.
 from __future__ import annotations
 
 from tpuscope.analysis.diagnose.context import Context
-from tpuscope.analysis.diagnose.finding import Finding, RuleOutcome, Severity, largest_first, ms, percent
+from tpuscope.analysis.diagnose.finding import RuleOutcome, ms, percent, warning_outcome
 from tpuscope.analysis.diagnose.hlo_text import ELEMENT_BYTES, FLOAT_TYPES, Shape
 from tpuscope.analysis.diagnose.matmul_ops import tpu_matmuls
 from tpuscope.analysis.diagnose.op_evidence import longest_op_events
@@ -102,16 +102,7 @@ def run(ctx: Context) -> RuleOutcome:
         f"({first['padding_percent']}% padding): {first['change']}."
     )
     title = f"Misaligned matmul shapes: padding costs about {share:.1f}% of device time"
-    finding = Finding(
-        RULE_ID,
-        Severity.WARNING,
-        title,
-        explanation,
-        metrics,
-        largest_first(evidence),
-        ctx.advice_for(ADVICE),
-    )
-    return RuleOutcome([finding], checked)
+    return warning_outcome(RULE_ID, title, explanation, metrics, evidence, ctx.advice_for(ADVICE), checked)
 
 
 def _shape_text(shape: Shape) -> str:

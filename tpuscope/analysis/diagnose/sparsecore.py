@@ -11,7 +11,7 @@ import numpy as np
 
 from tpuscope.analysis import device_ops
 from tpuscope.analysis.diagnose.context import Context
-from tpuscope.analysis.diagnose.finding import Finding, RuleOutcome, Severity, largest_first, ms, percent
+from tpuscope.analysis.diagnose.finding import RuleOutcome, ms, percent, warning_outcome
 from tpuscope.analysis.diagnose.finding import range_evidence as range_ev
 from tpuscope.analysis.diagnose.intervals import window_total
 from tpuscope.analysis.diagnose.tpu_cores import sparsecores
@@ -86,13 +86,4 @@ def run(ctx: Context) -> RuleOutcome:
         f"XProf flags SparseCore time above {SPARSECORE_PERCENT:g}%."
     )
     title = f"SparseCore-bound: embeddings busy {share:.1f}% of step time"
-    finding = Finding(
-        RULE_ID,
-        Severity.WARNING,
-        title,
-        explanation,
-        metrics,
-        largest_first(evidence),
-        ctx.advice_for(ADVICE),
-    )
-    return RuleOutcome([finding], checked)
+    return warning_outcome(RULE_ID, title, explanation, metrics, evidence, ctx.advice_for(ADVICE), checked)

@@ -13,7 +13,7 @@ import numpy as np
 
 from tpuscope.analysis import device_ops
 from tpuscope.analysis.diagnose.context import Context, intervals_of
-from tpuscope.analysis.diagnose.finding import Finding, RuleOutcome, Severity, largest_first, ms, percent
+from tpuscope.analysis.diagnose.finding import RuleOutcome, ms, percent, warning_outcome
 from tpuscope.analysis.diagnose.finding import range_evidence as range_ev
 from tpuscope.analysis.diagnose.input_bound import input_work_events, waiting_intervals
 from tpuscope.analysis.diagnose.intervals import difference, merge_intervals, window_total
@@ -91,13 +91,4 @@ def run(ctx: Context) -> RuleOutcome:
         f"device its next program in time. XProf flags TensorCore idle above {IDLE_PERCENT:g}%."
     )
     title = f"TensorCore idle: {share:.1f}% of step time beyond input and compilation"
-    finding = Finding(
-        RULE_ID,
-        Severity.WARNING,
-        title,
-        explanation,
-        metrics,
-        largest_first(evidence),
-        ctx.advice_for(ADVICE),
-    )
-    return RuleOutcome([finding], checked)
+    return warning_outcome(RULE_ID, title, explanation, metrics, evidence, ctx.advice_for(ADVICE), checked)
