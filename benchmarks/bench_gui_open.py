@@ -1,6 +1,6 @@
 """Opening a big profile in the real window: progress, Cancel, and how responsive the window stays.
 
-    python benchmarks/bench_gui_open.py --path /tmp/tpuscope-bench/tpu_100M.xplane.pb
+    python benchmarks/bench_gui_open.py --path BIG_DIR/tpu_100M.xplane.pb
 
 Issue 12: a 100M-event file (~3.5 GB, benchmarks/generate_xspace.py --events
 100000000) opens in the GUI with progress and Cancel. The real MainWindow
