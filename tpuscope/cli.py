@@ -16,11 +16,11 @@ from __future__ import annotations
 import argparse
 import importlib
 import os
-import re
 import sys
 
 from tpuscope.commands import COMMANDS
 from tpuscope.errors import LoadCancelled, ProfileError
+from tpuscope.storage.urls import is_url
 
 EXIT_OK, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
 # How alike a mistyped word and a command must be to suggest it (difflib's ratio; its default, our heuristic).
@@ -56,10 +56,6 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     return parser
 
 
-# `gs://bucket/logdir` and other storage URLs open like paths (tpuscope/storage/remote.py).
-_URL = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://")
-
-
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     _limit_blas_threads()
@@ -70,7 +66,7 @@ def main(argv: list[str] | None = None) -> int:
     if first == "--compare":  # the desktop app's Compare view on two runs
         return gui_main(argv)
     if first not in commands and not first.startswith("-"):
-        if not os.path.exists(first) and not _URL.match(first):
+        if not os.path.exists(first) and not is_url(first):  # gs://... opens like a path
             print(f"tpuscope: {not_a_command_message(first, commands)}", file=sys.stderr)
             return EXIT_ERROR
         return gui_main(argv)

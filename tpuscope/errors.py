@@ -7,8 +7,9 @@ print it and exit 2 and the GUI can show it in a dialog, never a traceback.
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
+
+from tpuscope.storage.urls import is_url
 
 
 class ProfileError(Exception):
@@ -16,14 +17,10 @@ class ProfileError(Exception):
 
     def __init__(self, path: str | Path | None, cause: str):
         # A URL stays as written: Path("gs://b/x") would fold it into "gs:/b/x".
-        self.path: str | Path | None = path if path is None or _is_url(path) else Path(path)
+        self.path: str | Path | None = path if path is None or is_url(path) else Path(path)
         self.cause = cause
         where = f"{self.path}" if self.path is not None else "profile"
         super().__init__(f"Cannot open {where}: {cause}.")
-
-
-def _is_url(path: str | Path) -> bool:
-    return isinstance(path, str) and re.match(r"^[A-Za-z][A-Za-z0-9+.-]*://", path) is not None
 
 
 class LoadCancelled(Exception):

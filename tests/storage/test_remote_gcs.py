@@ -16,7 +16,8 @@ import pytest
 from tests.storage.conftest import BUCKET, GPU_SAMPLE, TPU_SAMPLE, cli_env, upload_run
 from tpuscope.errors import LoadCancelled, ProfileError
 from tpuscope.model.load import open_trace
-from tpuscope.storage.remote import fetch_run, is_url, list_remote_runs
+from tpuscope.storage.remote import fetch_run, list_remote_runs
+from tpuscope.storage.urls import is_url
 
 pytestmark = pytest.mark.skipif(not TPU_SAMPLE.exists(), reason="needs ../shared/traces")
 

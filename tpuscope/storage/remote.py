@@ -27,7 +27,6 @@ from typing import Any
 
 from tpuscope.errors import LoadCancelled, ProfileError
 
-_URL = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*)://")
 # File names a run folder holds profiles under (XPlane, and the trace JSON JAX and PyTorch write beside it).
 REMOTE_PROFILE_SUFFIXES = (
     ".xplane.pb",
@@ -46,14 +45,6 @@ _INSTALL_HINT = "pip install 'tpuscope[cloud]'"
 
 # progress(fraction_done, what_is_happening) -> False to cancel, as model.load's callback
 ProgressCallback = Callable[[float, str], bool | None]
-
-
-def is_url(path: object) -> bool:
-    """True for `scheme://...` strings other than file:// (which is a local path)."""
-    if not isinstance(path, str):
-        return False
-    match = _URL.match(path)
-    return bool(match) and match.group(1).lower() != "file"
 
 
 @dataclass(frozen=True)

@@ -20,7 +20,7 @@ from tpuscope.analysis.session import TraceAnalysis
 from tpuscope.errors import LoadCancelled, ProfileError
 from tpuscope.model.load import open_trace
 from tpuscope.model.trace import Trace
-from tpuscope.storage.remote import is_url
+from tpuscope.storage.urls import is_url
 from tpuscope.ui.timeline.lod import TimelineLod
 from tpuscope.ui.timeline.palette import Colours
 

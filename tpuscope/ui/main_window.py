@@ -24,7 +24,7 @@ from PySide6.QtWidgets import (
 from tpuscope.analysis.session import STEPS
 from tpuscope.analysis.steps import Steps
 from tpuscope.model.trace import Trace, Track
-from tpuscope.storage.remote import is_url
+from tpuscope.storage.urls import is_url
 from tpuscope.ui.analysis_hub import AnalysisHub
 from tpuscope.ui.details import DETAILS_START_WIDTH_PX, DetailsPanel
 from tpuscope.ui.jobs import LatestJobs
