@@ -21,7 +21,8 @@ from tpuscope.model.flows import Flows, pair_by_id
 from tpuscope.model.stats import StatColumn, StatTable
 from tpuscope.model.trace import EventMetadataTable, Plane, Trace, Track
 from tpuscope.model.vocabulary import Stat, TrackKind
-from tpuscope.storage.remote import fetch_run, is_url
+from tpuscope.storage.remote import fetch_run
+from tpuscope.storage.urls import is_url
 from tpuscope.xplane import _linedecode
 from tpuscope.xplane.decode import (
     DecodedLine,
@@ -286,10 +287,15 @@ def correlation_flows(trace: Trace) -> Flows:
 
 
 def _host_names(spaces: list[tuple[Path, DecodedSpace]]) -> list[str]:
-    names = [s.hostnames[0] if len(s.hostnames) == 1 else host_from_filename(f) for f, s in spaces]
-    if len(set(names)) < len(names):  # two files claim one host name: the file names tell them apart
-        names = [host_from_filename(f) for f, _ in spaces]
-    return names
+    claimed = [s.hostnames[0] if len(s.hostnames) == 1 else host_from_filename(f) for f, s in spaces]
+    return host_labels(claimed, [host_from_filename(f) for f, _ in spaces])
+
+
+def host_labels(claimed: list[str], file_hosts: list[str]) -> list[str]:
+    """Each file's host in a run: the host it names, unless two files claim one host name (processes
+    of one machine), when every file is known by its file name instead. The loader and the
+    host-by-host pod analysis (tpuscope.analysis.pod.fanout) label hosts by this one rule."""
+    return list(file_hosts) if len(set(claimed)) < len(claimed) else list(claimed)
 
 
 def _origin_ns(spaces: list[tuple[Path, DecodedSpace]]) -> int:

@@ -27,9 +27,11 @@ from tpuscope.analysis.diagnose.context import Context
 from tpuscope.analysis.framework import Framework
 from tpuscope.analysis.ops import aggregate, collect_op_events
 from tpuscope.analysis.pod.analysis import PodAnalysis, analyze_pod
-from tpuscope.analysis.pod.summary import HostSummary, summarize_host
+from tpuscope.analysis.pod.summary import HostSummary, host_trace, summarize_host
 from tpuscope.analysis.roofline import BOUND_NAMES, Peaks, bound_by
+from tpuscope.model.load import host_labels, open_trace
 from tpuscope.model.trace import Trace
+from tpuscope.xplane.files import host_from_filename
 
 # Rules that compare hosts: they run once over every host's summary, not on each host alone.
 POD_RULES = (straggler.RULE_ID, collective_bound.RULE_ID)
@@ -60,9 +62,6 @@ class HostResult:
 
 def analyze_host_file(path: str | Path) -> list[HostResult]:
     """Opens one host file, analyses each host in it, and lets the trace go."""
-    from tpuscope.model.load import open_trace  # the analysis of a file needs its reader here
-    from tpuscope.xplane.files import host_from_filename
-
     trace = open_trace(path)
     results = [_analyze_host(trace, host, str(path)) for host in (trace.hosts or [""])]
     if len(results) == 1:
@@ -71,8 +70,6 @@ def analyze_host_file(path: str | Path) -> list[HostResult]:
 
 
 def _analyze_host(trace: Trace, host: str, source: str) -> HostResult:
-    from tpuscope.analysis.pod.summary import host_trace
-
     one = trace if list(trace.hosts) == [host] else host_trace(trace, host)
     ctx = Context(one)
     report = diagnose(one, rules={k: v for k, v in RULES.items() if k not in POD_RULES}, context=ctx)
@@ -230,10 +227,9 @@ def combine(results: list[HostResult]) -> PodRun:
     """The pod of per-host results (a pure function of them: wherever they were computed)."""
     if not results:
         raise ValueError("no host results to combine")
-    if len({r.host for r in results}) < len(results):
-        # As when the files load into one trace: two files claiming one host name (processes of one
-        # machine) are told apart by their file names.
-        results = [_renamed(r, r.file_host) if r.file_host else r for r in results]
+    # Hosts are labelled as when the files load into one trace.
+    labels = host_labels([r.host for r in results], [r.file_host or r.host for r in results])
+    results = [r if label == r.host else _renamed(r, label) for r, label in zip(results, labels, strict=True)]
     origin = min(r.origin_ns for r in results)
     summaries = [_shifted(r.summary, (r.origin_ns - origin) * 1000) for r in results]
     pod = analyze_pod(summaries)
