@@ -47,9 +47,9 @@ def per_host_run(args) -> PodRun | None:
     if args.workers < 0:
         raise UserFacingError(f"--workers must be 0 or a positive number of processes, not {args.workers}.")
     asked = args.per_host or args.workers > 0 or bool(args.scheduler)
-    files = _profile_files(args)
-    if not asked and len(files) < MANY_HOSTS:
+    if not asked and _file_count(args) < MANY_HOSTS:
         return None
+    files = _profile_files(args)
     started = time.monotonic()
     show = sys.stderr.isatty()
 
@@ -67,8 +67,21 @@ def per_host_run(args) -> PodRun | None:
             sys.stderr.write("\r" + " " * 70 + "\r")
 
 
+def _file_count(args) -> int:
+    """How many host files the run has, from the listing alone: a bucket's run is not downloaded
+    to decide that (the load that follows fetches it, with its progress bar)."""
+    from tpuscope.storage.remote import choose_run, list_remote_runs
+    from tpuscope.storage.urls import is_url
+    from tpuscope.xplane.files import resolve_profile_files
+
+    if is_url(args.path):
+        return len(choose_run(args.path, list_remote_runs(args.path), args.run).files)
+    return len(resolve_profile_files(args.path, args.run))
+
+
 def _profile_files(args) -> list[str]:
-    from tpuscope.storage.remote import fetch_run, is_url
+    from tpuscope.storage.remote import fetch_run
+    from tpuscope.storage.urls import is_url
     from tpuscope.xplane.files import resolve_profile_files
 
     if is_url(args.path):
