@@ -25,7 +25,6 @@ Trials alternate ours and XProf's; medians of --repeat are printed with the rati
 from __future__ import annotations
 
 import argparse
-import contextlib
 import json
 import os
 import shutil
@@ -37,6 +36,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from benchmarks.bench_ops import quiet_native_stderr  # noqa: E402 - XProf's C++ logs to fd 2
 from benchmarks.generate_memory_xspace import DEFAULT_DIR, generate  # noqa: E402
 from tpuscope.analysis.memory import memory_spaces, program_memory  # noqa: E402
 from tpuscope.analysis.memory_report import memory_report  # noqa: E402
@@ -48,20 +48,6 @@ ROOT = Path(__file__).resolve().parents[1]
 PROFILES = sorted(ROOT.glob("samples/*.xplane.pb")) + sorted(
     (ROOT.parent / "shared" / "traces").glob("*/*.xplane.pb")
 )
-
-
-@contextlib.contextmanager
-def quiet_native_stderr():
-    """XProf's C++ logs to file descriptor 2: silenced while it runs."""
-    sys.stderr.flush()
-    saved = os.dup(2)
-    with open(os.devnull, "wb") as devnull:
-        os.dup2(devnull.fileno(), 2)
-    try:
-        yield
-    finally:
-        os.dup2(saved, 2)
-        os.close(saved)
 
 
 def largest_program() -> tuple[Path, int, bytes]:
