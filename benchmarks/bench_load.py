@@ -168,20 +168,25 @@ def _free_port() -> int:
         return sock.getsockname()[1]
 
 
+def xprof_rs_logdir(file: Path, folder: Path) -> Path:
+    """A logdir holding `file` as run1/host0, the layout xprof-rs serves."""
+    run = folder / "plugins" / "profile" / "run1"
+    run.mkdir(parents=True)
+    try:
+        os.link(file, run / "host0.xplane.pb")
+    except OSError:
+        shutil.copyfile(file, run / "host0.xplane.pb")
+    time.sleep(2.1)  # the server does not cache a file that changed in the last 2 s
+    return folder
+
+
 def bench_xprof_rs_server(file: Path, repeat: int) -> dict | None:
     """Cold trace_viewer@ on a fresh server each trial; peak RSS of the server process."""
     if XPROF_RS is None:
         return None
     times, peaks = [], []
-    with tempfile.TemporaryDirectory() as logdir:
-        run = Path(logdir) / "plugins" / "profile" / "run1"
-        run.mkdir(parents=True)
-        target = run / "host0.xplane.pb"
-        try:
-            os.link(file, target)
-        except OSError:
-            shutil.copyfile(file, target)
-        time.sleep(2.1)  # the server does not cache a file that changed in the last 2 s
+    with tempfile.TemporaryDirectory() as folder:
+        logdir = str(xprof_rs_logdir(file, Path(folder)))
         for _ in range(repeat):
             port = _free_port()
             server = subprocess.Popen([XPROF_RS, "--logdir", logdir, "--port", str(port)],

@@ -21,8 +21,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import shutil
-import socket
 import statistics
 import subprocess
 import sys
@@ -38,10 +36,9 @@ sys.path.insert(0, str(HERE))
 
 import generate_xspace  # noqa: E402
 import record_jax_profile  # noqa: E402
+from bench_load import XPROF_RS, _free_port, xprof_rs_logdir  # noqa: E402 - one xprof-rs set-up
 
 PYTHON = sys.executable
-_SEARCH_PATH = os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")])
-XPROF_RS = shutil.which("xprof-rs", path=_SEARCH_PATH)  # pip puts it beside the venv's python
 EVENTS = 1_000_000
 POLL_S = 0.002  # how often the xprof-rs timing retries while its server is still starting
 
@@ -66,12 +63,6 @@ def tpuscope_trial(file: Path, checkout: Path) -> dict[str, float]:
         warm = _wall(_tpuscope_argv("info", str(file)), env, checkout)
         help_only = _wall(_tpuscope_argv("--help"), env, checkout)
     return {"cold": cold, "warm": warm, "help": help_only}
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 def xprof_rs_trial(logdir: Path) -> float:
@@ -101,17 +92,6 @@ def xprof_rs_trial(logdir: Path) -> float:
     return elapsed
 
 
-def _logdir_for_xprof_rs(file: Path, folder: Path) -> Path:
-    run = folder / "plugins" / "profile" / "run1"
-    run.mkdir(parents=True)
-    try:
-        os.link(file, run / "host0.xplane.pb")
-    except OSError:
-        shutil.copyfile(file, run / "host0.xplane.pb")
-    time.sleep(2.1)  # the server does not cache a file that changed in the last 2 s
-    return folder
-
-
 def _events(file: Path) -> int:
     out = subprocess.run(_tpuscope_argv("info", str(file), "--json", "--no-cache"), check=True,
                          capture_output=True, text=True).stdout  # fmt: skip
@@ -125,7 +105,7 @@ def report(label: str, file: Path, repeat: int, baseline: Path | None) -> bool:
     file.read_bytes()  # into the page cache, the same for every contender
     ours, before, peer = [], [], []
     with tempfile.TemporaryDirectory(prefix="tpuscope-bench-xprof-rs-") as folder:
-        logdir = _logdir_for_xprof_rs(file, Path(folder)) if XPROF_RS else None
+        logdir = xprof_rs_logdir(file, Path(folder)) if XPROF_RS else None
         for _ in range(repeat):
             ours.append(tpuscope_trial(file, ROOT))
             if baseline is not None:
