@@ -33,6 +33,9 @@ FEATURES = 256
 # `extra_op` sorts this many values per step: several times the plain step's device time.
 SORT_SIZE = 1 << 16
 HEALTHY_RUNS = 5
+# The healthy runs' steps: each run's median over this many steps moves little when a few of them are
+# slowed by whatever else the machine runs.
+HEALTHY_STEPS = 64
 # The healthy program's batch: a step of a few ms of compute, well above per-step overheads.
 HEALTHY_ROWS = 1024
 WARMUP_STEPS = 4
@@ -86,7 +89,8 @@ def record(scenario: str, logdir: Path, before_loop=None, after_loop=None) -> Pa
     train_step = _make_step(jax, jnp, rate, extra_op=scenario == "extra_op")
     rng = np.random.default_rng(0)
     rows = HEALTHY_ROWS if healthy else _rows(STEPS - 1)
-    batches = [rng.standard_normal((rows, FEATURES), dtype=np.float32) for _ in range(STEPS)]
+    steps = HEALTHY_STEPS if healthy else STEPS
+    batches = [rng.standard_normal((rows, FEATURES), dtype=np.float32) for _ in range(steps)]
     w = jnp.ones((FEATURES, FEATURES), jnp.float32) * 0.01
     if scenario not in ("reshaping", "padded"):  # compiled before the profile, as after a warm-up
         float(train_step(w, batches[0] if healthy else batches[0][:BASE_ROWS])[1])
@@ -107,7 +111,7 @@ def record(scenario: str, logdir: Path, before_loop=None, after_loop=None) -> Pa
     for batch in ahead:
         batch.result()
     with jax.profiler.trace(str(logdir)):
-        for i in range(STEPS):
+        for i in range(steps):
             with jax.profiler.StepTraceAnnotation("train", step_num=i):
                 if scenario == "input_bound":
                     x = load(i)
@@ -154,25 +158,44 @@ def record_all_in_subprocess(root: Path) -> dict[str, Path]:
     """Records every scenario (the test process never starts JAX) and returns scenario -> path.
 
     The cause pairs are recorded one after the other in one interpreter. The healthy runs are one
-    interpreter each, as a user's reruns would be: all compile and start their profile first, then
-    take turns, each running a few unprofiled warm-up steps and then its profiled loop, so that all
-    run within a fraction of a second of each other. On this project's 2-core virtual machines,
-    shared with other jobs, healthy runs recorded a second or more apart differed by up to 5x, and
-    by up to 60% when one interpreter recorded all of them (its first profiler session is slower);
-    taking turns, by up to 34% (80 pairs): see compare_stats.NOISE_FLOOR_HOST_CPU_PERCENT.
+    interpreter each, as a user's reruns would be, all at the same time (see
+    `record_healthy_in_subprocesses`).
     """
+    root.mkdir(parents=True, exist_ok=True)
+    paths = _paths_of(_start(root, *PAIR_SCENARIOS))
+    paths.update(record_healthy_in_subprocesses(root))
+    return paths
+
+
+def _start(root: Path, *scenarios: str):
     import subprocess
     import sys
 
-    def start(*scenarios: str):
-        command = [sys.executable, __file__, str(root), *scenarios]
-        return subprocess.Popen(
-            command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=_environment()
-        )
+    command = [sys.executable, __file__, str(root), *scenarios]
+    return subprocess.Popen(
+        command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=_environment()
+    )
 
+
+def record_healthy_in_subprocesses(root: Path) -> dict[str, Path]:
+    """Records `healthy_0` ... in one interpreter each, all at the same time, and writes the machine's
+    load from before they started to `root/load`.
+
+    Every run compiles and starts its profile first; then all run their loops at once (each XLA:CPU
+    on one thread) and write their profiles after the last loop. Running them together is the
+    finest interleaving there is: a slow spell of a shared machine slows every run alike, where
+    runs taking turns each meet a different spell. On this project's 2-core virtual machines,
+    shared with other jobs: healthy runs recorded a second or more apart differed by up to 5x, by
+    up to 60% when one interpreter recorded all of them (its first profiler session is slower),
+    and taking turns, by up to 34% in 80 pairs, while in CI one came out 1.7x slower than another;
+    under a busy loop that switched on and off every 0.3 s, 7 of 40 pairs of 16-step runs taking
+    turns came out changed (up to 123% apart), 1 of 40 with 64 steps (58%), and 0 of 40 running
+    together (at most 32% apart). Together and without the busy loop, 80 pairs came out at most 40%
+    apart. See compare_stats.NOISE_FLOOR_HOST_CPU_PERCENT.
+    """
+    load_before = os.getloadavg()[0] if hasattr(os, "getloadavg") else 0.0
     root.mkdir(parents=True, exist_ok=True)
-    paths = _paths_of(start(*PAIR_SCENARIOS))
-    healthy = [start(f"healthy_{k}") for k in range(HEALTHY_RUNS)]
+    healthy = [_start(root, f"healthy_{k}") for k in range(HEALTHY_RUNS)]
     deadline = time.monotonic() + 300
     while not all((root / f"healthy_{k}.ready").exists() for k in range(HEALTHY_RUNS)):
         if time.monotonic() > deadline or any(p.poll() is not None for p in healthy):
@@ -182,34 +205,43 @@ def record_all_in_subprocess(root: Path) -> dict[str, Path]:
         for process in healthy:
             process.kill()
     (root / "go").touch()
+    paths: dict[str, Path] = {}
     for process in healthy:
         paths.update(_paths_of(process))
-    (root / "load").write_text(repr(os.getloadavg()[0] if hasattr(os, "getloadavg") else 0.0))
+    (root / "load").write_text(repr(load_before))
     return paths
 
 
-def load_during_healthy_runs(paths: dict[str, Path]) -> float:
-    """The machine's 1-minute load average just after the healthy runs were recorded."""
+def load_before_healthy_runs(paths: dict[str, Path]) -> float:
+    """The machine's 1-minute load average just before the healthy runs were recorded: other work's."""
     root = paths["healthy_0"].parents[4]  # <root>/healthy_0/plugins/profile/<run>/<host>.xplane.pb
     return float((root / "load").read_text())
 
 
+# A run that waits longer than this for its turn gives up: the run before it has died.
+TURN_TIMEOUT_S = 120.0
+
+
 def _wait_for(path: Path) -> None:
+    deadline = time.monotonic() + TURN_TIMEOUT_S
     while not path.exists():
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"waited {TURN_TIMEOUT_S:.0f} s for {path.name}: the run before this one died")
         time.sleep(0.0005)
 
 
-def _turn(root: Path, k: int) -> tuple:
-    """(before_loop, after_loop) of healthy run k: wait for run k-1's loop; stop after the last's."""
-    previous = root / "go" if k == 0 else root / f"healthy_{k - 1}.done"
+def _together(root: Path, k: int) -> tuple:
+    """(before_loop, after_loop) of healthy run k: start when every run is ready; write the profile
+    only after every run's loop (writing a profile is heavy)."""
 
     def before() -> None:
         (root / f"healthy_{k}.ready").touch()
-        _wait_for(previous)
+        _wait_for(root / "go")
 
-    def after() -> None:  # writing a profile is heavy: none is written until every loop has run
+    def after() -> None:
         (root / f"healthy_{k}.done").touch()
-        _wait_for(root / f"healthy_{HEALTHY_RUNS - 1}.done")
+        for j in range(HEALTHY_RUNS):
+            _wait_for(root / f"healthy_{j}.done")
 
     return before, after
 
@@ -219,5 +251,5 @@ if __name__ == "__main__":
 
     root = Path(sys.argv[1])
     for name in sys.argv[2:]:
-        hooks = _turn(root, int(name.split("_")[1])) if name.startswith("healthy_") else (None, None)
+        hooks = _together(root, int(name.split("_")[1])) if name.startswith("healthy_") else (None, None)
         print(f"{name}\t{record(name, root / name, *hooks)}", flush=True)

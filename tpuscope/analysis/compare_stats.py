@@ -41,9 +41,10 @@ CONFIDENCE = 0.95
 # airspeed velocity (asv) reports a benchmark as changed only when the ratio passes `--factor`, default
 # 1.1, as well as its statistics (asv/commands/common_args.py, add_compare): a 10% floor.
 NOISE_FLOOR_PERCENT = 10.0
-# Our heuristic, measured: 80 pairs of recordings of one healthy JAX program on XLA:CPU (tests/compare,
-# 2-core virtual machines shared with other jobs) differed by up to 34% (10 of 80 pairs by more than
-# 25%), with intervals excluding zero; recordings a second or more apart, by up to 5x.
+# Our heuristic, measured: 80 pairs of recordings of one healthy JAX program on XLA:CPU, recorded at
+# the same time (tests/compare, 2-core virtual machines shared with other jobs), differed by up to 40%
+# (15 of 80 beyond the 10% floor), with intervals excluding zero; recordings one after another, by up
+# to 1.7x, and a second or more apart, by up to 5x: the host CPU's neighbours, not the program.
 NOISE_FLOOR_HOST_CPU_PERCENT = 50.0
 # Exact Mann-Whitney distribution up to this many pairs (50 x 50 steps); beyond, its normal
 # approximation, which is then accurate to far better than the interval's own width.
