@@ -170,7 +170,7 @@ def main(argv: list[str] | None = None) -> int:
     from PySide6.QtCore import Qt
     from PySide6.QtWidgets import QApplication
 
-    from tpuscope.ui.ops_view import OpsTableModel
+    from tpuscope.ui.ops.table_model import OpsTableModel
 
     _app = QApplication.instance() or QApplication([])
     table = aggregate(synthetic_events(args.rows), "op")

@@ -10,7 +10,7 @@ from tests.conftest import TF_TRACE, TPU_TRACE
 from tests.ui.widgets import double_click
 from tpuscope.analysis.ops import op_breakdown
 from tpuscope.model.load import open_trace
-from tpuscope.ui.ops_view import OpsView
+from tpuscope.ui.ops.view import OpsView
 
 COUNT, SELF, NAME = 3, 6, 0
 
@@ -77,14 +77,14 @@ def test_selecting_a_row_highlights_its_events_and_steps_through_them(view, qtbo
     ]
     zooms = []
     view.zoomRequested.connect(lambda t0, t1: zooms.append((t0, t1)))
-    qtbot.mouseClick(view.next_button, Qt.MouseButton.LeftButton)
-    qtbot.mouseClick(view.next_button, Qt.MouseButton.LeftButton)
-    qtbot.mouseClick(view.previous_button, Qt.MouseButton.LeftButton)
+    qtbot.mouseClick(view.stepper.next_button, Qt.MouseButton.LeftButton)
+    qtbot.mouseClick(view.stepper.next_button, Qt.MouseButton.LeftButton)
+    qtbot.mouseClick(view.stepper.previous_button, Qt.MouseButton.LeftButton)
     assert len(zooms) == 3
     for (t0, t1), k in zip(zooms, (0, 1, 0), strict=True):
         assert t0 < starts[k] and t1 > ends[k]  # the occurrence, with a margin
         assert t1 - t0 < 2 * (ends[k] - starts[k]) + 4000
-    assert "1 of 400" in view.occurrence_label.text()
+    assert "1 of 400" in view.stepper.occurrence_label.text()
 
 
 def test_double_clicking_a_step_zooms_to_it(view, qtbot):
@@ -144,7 +144,7 @@ def test_profile_without_device_ops_and_clearing(qtbot):
     assert widget.model.rowCount() == 0
     assert "no device ops" in widget.summary_label.text()
     widget.set_trace(None)
-    assert widget.model.rowCount() == 0 and not widget.next_button.isEnabled()
+    assert widget.model.rowCount() == 0 and not widget.stepper.next_button.isEnabled()
 
 
 def test_renders_offscreen(view, tmp_path):
@@ -179,8 +179,8 @@ def test_sorting_keeps_the_selected_op_selected(view, qtbot):
     selected = view.table_view.selectionModel().selectedRows()
     assert [view.model.table_row(i.row()) for i in selected] == [chosen]
     assert sent == []  # same op: no new highlight
-    qtbot.mouseClick(view.next_button, Qt.MouseButton.LeftButton)
-    assert "1 of" in view.occurrence_label.text()
+    qtbot.mouseClick(view.stepper.next_button, Qt.MouseButton.LeftButton)
+    assert "1 of" in view.stepper.occurrence_label.text()
 
 
 @pytest.mark.parametrize("width", [1230, 1120])

@@ -14,8 +14,9 @@ from tpuscope.analysis.diagnose import diagnose
 from tpuscope.analysis.ops import op_breakdown
 from tpuscope.analysis.steps import find_steps
 from tpuscope.model.load import open_trace
-from tpuscope.ui.overview_view import OverviewView, format_duration, format_percent
+from tpuscope.ui.overview_view import OverviewView
 from tpuscope.ui.views import FindingAt, OpRow
+from tpuscope.ui.widgets.card import format_duration, format_percent
 
 WAIT_MS = 30_000  # generous: the CI machine is shared
 INPUT_BOUND_SAMPLE = SAMPLES / "jax_cpu_input_bound.xplane.pb"

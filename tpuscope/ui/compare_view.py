@@ -42,16 +42,17 @@ from tpuscope.model.units import format_duration
 from tpuscope.ui.jobs import LatestJobs
 from tpuscope.ui.loader import LoadResult, prepare
 from tpuscope.ui.timeline.view import PICKED_LAYER, TimelineView
+from tpuscope.ui.widgets.colors import BUSY_COLOR
+from tpuscope.ui.widgets.tables import SortableItem
 
 BASE_COLOR = QColor(120, 130, 145)
-NEW_COLOR = QColor(66, 133, 244)
+NEW_COLOR = BUSY_COLOR
 FASTER_COLOR = "#1e8e3e"
 SLOWER_COLOR = "#c5221f"
 OP_COLUMNS = ("op", "program", "category", "match", "BASE / step", "NEW / step", "delta", "share")
 # The two timelines show this multiple of the longer of the two chosen steps, from just before it.
 ALIGN_WINDOW_FACTOR = 1.15
 ALIGN_LEAD_FRACTION = 0.05
-VALUE_ROLE = Qt.ItemDataRole.UserRole + 1
 DELTA_COLUMN = OP_COLUMNS.index("delta")
 
 
@@ -75,19 +76,8 @@ def compare_paths(base_path, new_path, base_loaded: LoadResult | None = None) ->
     return CompareResult(base, new, comparison)
 
 
-class _SortableItem(QTableWidgetItem):
-    """A cell that shows text and sorts by the number stored under VALUE_ROLE."""
-
-    def __lt__(self, other: QTableWidgetItem) -> bool:
-        mine, theirs = self.data(VALUE_ROLE), other.data(VALUE_ROLE)
-        if isinstance(mine, (int, float)) and isinstance(theirs, (int, float)):
-            return mine < theirs
-        return self.text() < other.text()
-
-
-def _item(text: str, value=None) -> QTableWidgetItem:
-    item = _SortableItem(text)
-    item.setData(VALUE_ROLE, value if value is not None else text)
+def _item(text: str, value: float | None = None) -> QTableWidgetItem:
+    item = SortableItem(text, value)
     item.setFlags(item.flags() & ~Qt.ItemFlag.ItemIsEditable)
     if value is not None and not isinstance(value, str):
         item.setTextAlignment(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)

@@ -17,13 +17,11 @@ import html
 import re
 
 from PySide6.QtCore import Qt, QUrl, Signal
-from PySide6.QtGui import QIcon
 from PySide6.QtWidgets import (
     QLabel,
     QListWidget,
     QListWidgetItem,
     QSplitter,
-    QStyle,
     QTextBrowser,
     QToolButton,
     QVBoxLayout,
@@ -36,12 +34,8 @@ from tpuscope.analysis.session import REPORT
 from tpuscope.model.trace import Trace
 from tpuscope.ui.analysis_hub import AnalysisHub
 from tpuscope.ui.views import FindingAt, View
+from tpuscope.ui.widgets.severity import severity_icon
 
-_ICONS = {
-    Severity.CRITICAL: QStyle.StandardPixmap.SP_MessageBoxCritical,
-    Severity.WARNING: QStyle.StandardPixmap.SP_MessageBoxWarning,
-    Severity.INFO: QStyle.StandardPixmap.SP_MessageBoxInformation,
-}
 _EVIDENCE_SCHEME = "evidence"  # detail-pane links "evidence:<n>" zoom to evidence item n
 # Evidence lines listed in the detail pane (all of them are highlighted on selection).
 MAX_EVIDENCE_LINES = 25
@@ -137,7 +131,7 @@ class DiagnosticsView(View):
         self.findings.clear()
         style = self.style()
         for finding in report.findings:
-            item = QListWidgetItem(QIcon(style.standardIcon(_ICONS[finding.severity])), finding.title)
+            item = QListWidgetItem(severity_icon(style, finding.severity), finding.title)
             item.setToolTip(f"{finding.severity.label}: {finding.id}")
             self.findings.addItem(item)
         self.summary.setText(_summary_text(report))

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 import pyqtgraph as pg
-from PySide6.QtCore import Qt
+from PySide6.QtCore import QPointF, Qt
 from PySide6.QtWidgets import (
     QAbstractItemView,
     QComboBox,
@@ -35,6 +35,9 @@ from tpuscope.model.units import format_bytes
 from tpuscope.ui.analysis_hub import AnalysisHub
 from tpuscope.ui.jobs import LatestJobs
 from tpuscope.ui.views import View
+from tpuscope.ui.widgets.chart_hits import ChartMouse
+from tpuscope.ui.widgets.charts import make_chart
+from tpuscope.ui.widgets.tables import SortableItem
 
 BUFFER_COLUMNS = (
     "Buffer",
@@ -53,17 +56,6 @@ PEAK_COLOUR = "#d62728"
 ALLOCATOR_COLOURS = ("#1a57d6", "#ff7f0e", "#2ca02c", "#9467bd", "#8c564b", "#e377c2", "#17becf", "#bcbd22")
 GIB = float(1 << 30)
 MIB = float(1 << 20)
-
-
-class _SortableItem(QTableWidgetItem):
-    """A cell that sorts by a number (bytes, percent) while showing text."""
-
-    def __init__(self, text: str, key: float):
-        super().__init__(text)
-        self.key = key
-
-    def __lt__(self, other) -> bool:
-        return self.key < getattr(other, "key", 0)
 
 
 def byte_scale(largest: float) -> tuple[float, str]:
@@ -101,7 +93,7 @@ class MemoryView(View):
         self.buffers.setToolTip("Buffers live at the peak. Select one to outline the op that defines it.")
         self.time_plot = self._plot("Memory in use over time, per allocator (what the runtime saw)", "time")
         self.time_plot.setToolTip("Double-click to show that moment on the timeline.")
-        self.time_plot.scene().sigMouseClicked.connect(self._on_time_plot_clicked)
+        ChartMouse(self.time_plot).on_click(self._on_time_plot_double_clicked, double=True)
         self.allocators_label = QLabel("")
         self.allocators_label.setWordWrap(True)
 
@@ -130,14 +122,9 @@ class MemoryView(View):
 
     @staticmethod
     def _plot(title: str, bottom: str) -> pg.PlotWidget:
-        plot = pg.PlotWidget(background="w")
-        plot.setTitle(title, color="k")
+        plot = make_chart(title)
         plot.setLabel("bottom", bottom)
         plot.showGrid(x=True, y=True, alpha=0.2)
-        plot.hideButtons()
-        for side in ("left", "bottom"):
-            plot.getAxis(side).setTextPen("k")
-            plot.getAxis(side).setPen("k")
         return plot
 
     # --- public API -----------------------------------------------------------------------------
@@ -274,10 +261,10 @@ class MemoryView(View):
             waste = buffer.bytes - buffer.unpadded_bytes
             waste_share = 100.0 * waste / buffer.bytes if buffer.bytes else 0.0
             cells = [
-                _SortableItem(buffer.name, row),
-                _SortableItem(format_bytes(buffer.bytes), buffer.bytes),
-                _SortableItem(format_bytes(buffer.unpadded_bytes), buffer.unpadded_bytes),
-                _SortableItem(f"{waste_share:.0f}%" if waste > 0 else "", waste_share),
+                SortableItem(buffer.name, row),
+                SortableItem(format_bytes(buffer.bytes), buffer.bytes),
+                SortableItem(format_bytes(buffer.unpadded_bytes), buffer.unpadded_bytes),
+                SortableItem(f"{waste_share:.0f}%" if waste > 0 else "", waste_share),
                 QTableWidgetItem(buffer.shape),
                 QTableWidgetItem(buffer.defined_by),
                 QTableWidgetItem(buffer.op_code),
@@ -327,10 +314,7 @@ class MemoryView(View):
         matches = defining_op_events(self._trace, buffer.defined_by, program.program_id)
         self.highlightRequested.emit(matches)
 
-    def _on_time_plot_clicked(self, event) -> None:
-        if not event.double():
-            return
-        point = self.time_plot.getPlotItem().vb.mapSceneToView(event.scenePos())
+    def _on_time_plot_double_clicked(self, point: QPointF) -> None:
         t_ps = float(point.x()) * 1e9
         half = 0.02 * max(float(self._trace.duration_ps) if self._trace is not None else 1.0, 1.0)
         self.zoomRequested.emit(t_ps - half, t_ps + half)

@@ -18,11 +18,10 @@ import html
 
 import numpy as np
 import pyqtgraph as pg
-from PySide6.QtCore import QRect, QSize, Qt, Signal
-from PySide6.QtGui import QColor, QFont, QFontMetrics, QIcon, QPainter, QPalette
+from PySide6.QtCore import Qt, Signal
+from PySide6.QtGui import QColor, QIcon
 from PySide6.QtWidgets import (
     QAbstractItemView,
-    QApplication,
     QFrame,
     QGridLayout,
     QHBoxLayout,
@@ -31,11 +30,8 @@ from PySide6.QtWidgets import (
     QListWidget,
     QListWidgetItem,
     QScrollArea,
-    QSizePolicy,
     QStackedWidget,
     QStyle,
-    QStyledItemDelegate,
-    QStyleOptionViewItem,
     QTableWidget,
     QTableWidgetItem,
     QVBoxLayout,
@@ -55,172 +51,39 @@ from tpuscope.analysis.overview import (
 )
 from tpuscope.analysis.session import FRAMEWORK, OVERVIEW, STEPS
 from tpuscope.analysis.steps import Steps
-from tpuscope.model import units
 from tpuscope.model.trace import Trace
 from tpuscope.ui.analysis_hub import AnalysisHub
 from tpuscope.ui.pod_heatmap import PodPanel
 from tpuscope.ui.views import FindingAt, OpRow, View
+from tpuscope.ui.widgets.card import Card, card_style_sheet, format_duration, format_percent
+from tpuscope.ui.widgets.chart_hits import BarHits
+from tpuscope.ui.widgets.charts import make_chart
+from tpuscope.ui.widgets.colors import BUSY_COLOR
+from tpuscope.ui.widgets.delegates import (
+    EXPLANATION_ROLE,
+    PERCENT_ROLE,
+    ExplainedItemDelegate,
+    PercentBarDelegate,
+)
+from tpuscope.ui.widgets.labels import heading, message_label, mute, muted_label
+from tpuscope.ui.widgets.page import ScrollPage, titled_panel
+from tpuscope.ui.widgets.severity import severity_icon
+from tpuscope.ui.widgets.tables import height_for_rows, style_list_table
 
 # Colours of the step parts: busy as the Ops view draws it; input and compilation warm, so the waits
 # that findings talk about stand out; other idle grey.
 PART_COLORS = {
-    "busy": QColor(66, 133, 244),
+    "busy": BUSY_COLOR,
     "input": QColor(244, 140, 30),
     "compile": QColor(156, 80, 182),
     "idle": QColor(205, 208, 212),
-}
-_ICONS = {
-    Severity.CRITICAL: QStyle.StandardPixmap.SP_MessageBoxCritical,
-    Severity.WARNING: QStyle.StandardPixmap.SP_MessageBoxWarning,
-    Severity.INFO: QStyle.StandardPixmap.SP_MessageBoxInformation,
 }
 TOP_OPS_ROWS = 10  # ops listed; the Ops view has all of them
 TOP_FINDINGS_ROWS = 8  # findings listed; the Diagnostics view has all of them
 BAR_WIDTH = 0.8  # of one step's slot in the chart
 MAX_LABELLED_STEPS = 24  # up to this many steps, every bar gets its own tick label
-VALUE_POINT_SIZE_DELTA = 7  # card values are this many points larger than the body font
 # A double-click lands on a step when within this fraction of a slot from its centre.
 STEP_HIT_HALF_WIDTH = 0.5
-PERCENT_ROLE = Qt.ItemDataRole.UserRole + 1
-EXPLANATION_ROLE = Qt.ItemDataRole.UserRole + 2
-
-
-def format_duration(ps: float) -> str:
-    """A card value: 3-4 significant digits in the unit that reads best (784.2 ms, 20.22 ms, 98.15 s).
-
-    Two decimals below 100 of the unit, one above, so a row of cards keeps one width; microseconds
-    are written with the µ sign here, where the value is large type rather than a table column.
-    """
-    _, scale = units.duration_unit(ps)
-    spec = ".1f" if abs(float(ps)) >= 100 * scale else ".2f"
-    return units.format_duration(ps, spec).replace(" us", " µs")
-
-
-def format_percent(fraction: float) -> str:
-    percent = 100.0 * fraction
-    return f"{percent:.1f}%" if percent >= 0.1 or percent == 0 else f"{percent:.2f}%"
-
-
-class Card(QFrame):
-    """One headline number: a caption, the value, a line of detail. Clicking it opens `target`."""
-
-    clicked = Signal(str)
-
-    def __init__(self, caption: str, target: str, parent=None):
-        super().__init__(parent)
-        self.target = target
-        self.setObjectName("overviewCard")
-        self.setCursor(Qt.CursorShape.PointingHandCursor)
-        self.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Preferred)
-        self.caption = QLabel(caption.upper())
-        self.value = QLabel("–")
-        self.detail = QLabel("")
-        caption_font = self.caption.font()
-        caption_font.setPointSizeF(caption_font.pointSizeF() * 0.85)
-        caption_font.setLetterSpacing(QFont.SpacingType.PercentageSpacing, 108)
-        caption_font.setBold(True)
-        self.caption.setFont(caption_font)
-        value_font = self.value.font()
-        value_font.setPointSizeF(value_font.pointSizeF() + VALUE_POINT_SIZE_DELTA)
-        value_font.setBold(True)
-        self.value.setFont(value_font)
-        self.detail.setWordWrap(True)
-        self.detail.setAlignment(Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignTop)
-        for label in (self.caption, self.detail):
-            _mute(label)
-        layout = QVBoxLayout(self)
-        layout.setContentsMargins(12, 10, 12, 10)
-        layout.setSpacing(3)
-        layout.addWidget(self.caption)
-        layout.addWidget(self.value)
-        layout.addWidget(self.detail, 1)
-
-    def set(self, value: str, detail: str = "", tooltip: str = "") -> None:
-        self.value.setText(value)
-        self.detail.setText(detail)
-        self.setToolTip(tooltip)
-
-    def mouseReleaseEvent(self, event) -> None:  # noqa: N802 (Qt override)
-        if event.button() == Qt.MouseButton.LeftButton and self.rect().contains(event.position().toPoint()):
-            self.clicked.emit(self.target)
-        super().mouseReleaseEvent(event)
-
-
-class PercentBarDelegate(QStyledItemDelegate):
-    """Draws a cell's share (PERCENT_ROLE, 0..100) as a bar behind its text."""
-
-    def paint(self, painter: QPainter, option, index) -> None:
-        percent = index.data(PERCENT_ROLE)
-        if isinstance(percent, float) and percent > 0:
-            rect = option.rect.adjusted(2, 3, -2, -3)
-            width = int(rect.width() * min(percent, 100.0) / 100.0)
-            color = QColor(PART_COLORS["busy"])
-            color.setAlpha(70)
-            painter.fillRect(QRect(rect.left(), rect.top(), max(width, 1), rect.height()), color)
-        super().paint(painter, option, index)
-
-
-class FindingDelegate(QStyledItemDelegate):
-    """A finding as its severity icon, its title and the start of its explanation (two lines)."""
-
-    ICON_PX = 22
-    PAD_PX = 7
-
-    def sizeHint(self, option, index) -> QSize:  # noqa: N802 (Qt override)
-        line = option.fontMetrics.height()
-        if index.data(EXPLANATION_ROLE) is None:
-            return QSize(option.rect.width(), line + 2 * self.PAD_PX)
-        return QSize(option.rect.width(), 3 * line + 2 * self.PAD_PX + 2)
-
-    def paint(self, painter: QPainter, option, index) -> None:
-        style = option.widget.style() if option.widget is not None else QApplication.style()
-        background = QStyleOptionViewItem(option)
-        self.initStyleOption(background, index)
-        background.text = ""
-        background.icon = QIcon()
-        style.drawControl(QStyle.ControlElement.CE_ItemViewItem, background, painter, option.widget)
-        rect = option.rect.adjusted(self.PAD_PX, self.PAD_PX, -self.PAD_PX, -self.PAD_PX)
-        icon = index.data(Qt.ItemDataRole.DecorationRole)
-        text_left = rect.left()
-        if isinstance(icon, QIcon) and not icon.isNull():
-            icon.paint(painter, QRect(rect.left(), rect.top(), self.ICON_PX, self.ICON_PX))
-            text_left += self.ICON_PX + self.PAD_PX
-        width = max(rect.right() - text_left, 10)
-        painter.save()
-        title_font = QFont(option.font)
-        title_font.setBold(index.data(EXPLANATION_ROLE) is not None)
-        line = QFontMetrics(option.font).height()
-        explanation = index.data(EXPLANATION_ROLE)
-        # The title may take two lines; the explanation gets what is left of three.
-        title_lines = _wrap(
-            str(index.data(Qt.ItemDataRole.DisplayRole)),
-            QFontMetrics(title_font),
-            width,
-            2 if explanation else 1,
-        )
-        painter.setFont(title_font)
-        for k, text in enumerate(title_lines):
-            top = rect.top() + k * line
-            painter.drawText(QRect(text_left, top, width, line + 2), Qt.AlignmentFlag.AlignLeft, text)
-        if explanation:
-            painter.setFont(option.font)
-            muted = option.palette.color(QPalette.ColorRole.Text)
-            muted.setAlpha(150)
-            painter.setPen(muted)
-            lines = _wrap(str(explanation), QFontMetrics(option.font), width, 3 - len(title_lines))
-            for k, text in enumerate(lines, start=len(title_lines)):
-                top = rect.top() + k * line + 2
-                painter.drawText(QRect(text_left, top, width, line), Qt.AlignmentFlag.AlignLeft, text)
-        painter.restore()
-
-
-class _Page(QWidget):
-    """The scrolled page. QScrollArea sizes a page whose layout has height-for-width (wrapped labels)
-    to that layout's *preferred* height, which always adds a scroll bar; this page asks only for its
-    minimum height, so it fills the viewport and scrolls only when the window is smaller."""
-
-    def heightForWidth(self, width: int) -> int:  # noqa: N802 (Qt override)
-        return self.minimumSizeHint().height()
 
 
 class OverviewView(View):
@@ -232,8 +95,6 @@ class OverviewView(View):
         super().__init__(hub, parent)
         self.trace: Trace | None = None
         self.overview: Overview | None = None
-        self._chart_x = np.empty(0, dtype=np.float64)  # bar centres, in chart coordinates
-        self._chart_slot = 1.0  # distance between bar centres
         self._build()
         self._show_message("Open a profile to see its overview.")
         self.hub.traceChanged.connect(self._on_trace)
@@ -251,7 +112,7 @@ class OverviewView(View):
         self.title.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         self.status = QLabel("")
         self.status.setWordWrap(True)
-        _mute(self.status)
+        mute(self.status)
 
         self.cards: dict[str, Card] = {}
         card_row = QGridLayout()
@@ -272,51 +133,38 @@ class OverviewView(View):
             card_row.addWidget(card, 0, column)
             card_row.setColumnStretch(column, 1)
 
-        self.step_plot = pg.PlotWidget(background="w")
+        self.step_plot = make_chart(axis_pen=pg.mkPen(120, 120, 120))
         self.step_plot.setMouseEnabled(x=False, y=False)
-        self.step_plot.hideButtons()
         self.step_plot.setMenuEnabled(False)
         self.step_plot.setLabel("left", "step time", units="s")
         self.step_plot.setLabel("bottom", "step")
-        for side in ("left", "bottom"):
-            self.step_plot.getAxis(side).setTextPen("k")
-            self.step_plot.getAxis(side).setPen(pg.mkPen(120, 120, 120))
         self.step_plot.showGrid(x=False, y=True, alpha=0.15)
-        self.step_plot.scene().sigMouseClicked.connect(self._on_plot_clicked)
-        self.step_plot.scene().sigMouseMoved.connect(self._on_plot_hover)
+        # A double-click on a bar zooms the timeline to its step; hovering one tells its split.
+        self.step_hits = BarHits(
+            self.step_plot, self.zoom_to_step, double_click=True, tooltip=self._step_tooltip
+        )
         self.legend = QLabel("")
         self.legend.setTextFormat(Qt.TextFormat.RichText)
-        self.no_steps = QLabel("")
-        self.no_steps.setAlignment(Qt.AlignmentFlag.AlignCenter)
-        self.no_steps.setWordWrap(True)
-        self.no_steps.setFrameShape(QFrame.Shape.StyledPanel)
-        _mute(self.no_steps)
+        self.no_steps = message_label()
         self.chart_stack = QStackedWidget()
         self.chart_stack.addWidget(self.step_plot)
         self.chart_stack.addWidget(self.no_steps)
         self.chart_stack.setMinimumHeight(220)
         chart_header = QHBoxLayout()
-        self.chart_title = _heading("Where step time goes")
+        self.chart_title = heading("Where step time goes")
         chart_header.addWidget(self.chart_title)
         chart_header.addSpacing(12)
         chart_header.addWidget(self.legend)
         chart_header.addStretch(1)
-        self.chart_hint = QLabel("double-click a step to see it on the timeline")
-        _mute(self.chart_hint)
+        self.chart_hint = muted_label("double-click a step to see it on the timeline")
         chart_header.addWidget(self.chart_hint)
 
         self.ops_table = QTableWidget(0, 4)
         self.ops_table.setHorizontalHeaderLabels(["Op", "Program", "Self time", "Share of self time"])
-        self.ops_table.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
-        self.ops_table.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
-        self.ops_table.setSelectionMode(QAbstractItemView.SelectionMode.SingleSelection)
+        style_list_table(self.ops_table)
         self.ops_table.setFocusPolicy(Qt.FocusPolicy.NoFocus)
-        self.ops_table.setShowGrid(False)
-        self.ops_table.setAlternatingRowColors(True)
         self.ops_table.setWordWrap(False)
         self.ops_table.setTextElideMode(Qt.TextElideMode.ElideMiddle)
-        self.ops_table.verticalHeader().hide()
-        self.ops_table.verticalHeader().setDefaultSectionSize(self.fontMetrics().height() + 8)
         self.ops_table.setCursor(Qt.CursorShape.PointingHandCursor)
         self.ops_table.setItemDelegateForColumn(3, PercentBarDelegate(self.ops_table))
         header = self.ops_table.horizontalHeader()
@@ -326,75 +174,56 @@ class OverviewView(View):
         header.setSectionResizeMode(3, QHeaderView.ResizeMode.Fixed)
         header.resizeSection(1, 190)
         header.resizeSection(3, 150)
-        header.setDefaultAlignment(Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignVCenter)
         self.ops_table.cellClicked.connect(lambda row, _column: self._on_op_clicked(row))
-        self.ops_empty = QLabel("")
-        self.ops_empty.setAlignment(Qt.AlignmentFlag.AlignCenter)
-        self.ops_empty.setWordWrap(True)
-        self.ops_empty.setFrameShape(QFrame.Shape.StyledPanel)
-        _mute(self.ops_empty)
+        self.ops_empty = message_label()
         self.ops_stack = QStackedWidget()
         self.ops_stack.addWidget(self.ops_table)
         self.ops_stack.addWidget(self.ops_empty)
-        self.ops_caption = QLabel("")
-        _mute(self.ops_caption)
+        self.ops_caption = muted_label()
 
         self.findings_list = QListWidget()
         self.findings_list.setWordWrap(True)
-        self.findings_list.setItemDelegate(FindingDelegate(self.findings_list))
+        self.findings_list.setItemDelegate(ExplainedItemDelegate(self.findings_list))
         self.findings_list.setUniformItemSizes(False)
         self.findings_list.setFocusPolicy(Qt.FocusPolicy.NoFocus)
         self.findings_list.setCursor(Qt.CursorShape.PointingHandCursor)
         self.findings_list.setVerticalScrollMode(QAbstractItemView.ScrollMode.ScrollPerPixel)
         self.findings_list.itemClicked.connect(self._on_finding_clicked)
-        self.findings_caption = QLabel("")
-        _mute(self.findings_caption)
+        self.findings_caption = muted_label()
 
         # Both lists are as tall as TOP_OPS_ROWS table rows; the chart takes the rest of the page.
-        rows_px = (
-            self.ops_table.horizontalHeader().sizeHint().height()
-            + TOP_OPS_ROWS * self.ops_table.verticalHeader().defaultSectionSize()
-            + 2 * self.ops_table.frameWidth()
-            + 2
-        )
+        rows_px = height_for_rows(self.ops_table, TOP_OPS_ROWS)
         for widget in (self.ops_stack, self.findings_list):
             widget.setFixedHeight(rows_px)
-        ops_panel = _panel("Top ops by self time", self.ops_caption, self.ops_stack)
-        findings_panel = _panel("Findings", self.findings_caption, self.findings_list)
+        ops_panel = titled_panel("Top ops by self time", self.ops_caption, self.ops_stack)
+        findings_panel = titled_panel("Findings", self.findings_caption, self.findings_list)
         bottom = QHBoxLayout()
         bottom.setSpacing(14)
         bottom.addWidget(ops_panel, 3)
         bottom.addWidget(findings_panel, 2)
 
-        self.pod_caption = QLabel("per host and step; the table sorts by any column")
-        _mute(self.pod_caption)
+        self.pod_caption = muted_label("per host and step; the table sorts by any column")
         self.pod_panel = PodPanel()
         self.pod_panel.stepRequested.connect(self._on_pod_step)
-        self.pod_section = _panel("Hosts × steps", self.pod_caption, self.pod_panel)
+        self.pod_section = titled_panel("Hosts × steps", self.pod_caption, self.pod_panel)
         self.pod_section.hide()
 
-        page = _Page()
+        page = ScrollPage()
         page.setObjectName("overviewPage")
-        column = QVBoxLayout(page)
-        column.setContentsMargins(16, 12, 16, 12)
-        column.setSpacing(10)
-        column.addWidget(self.title)
-        column.addWidget(self.status)
-        column.addLayout(card_row)
-        column.addSpacing(4)
-        column.addLayout(chart_header)
-        column.addWidget(self.chart_stack, 1)
-        column.addSpacing(4)
-        column.addWidget(self.pod_section)
-        column.addLayout(bottom)
+        page_column = QVBoxLayout(page)
+        page_column.setContentsMargins(16, 12, 16, 12)
+        page_column.setSpacing(10)
+        page_column.addWidget(self.title)
+        page_column.addWidget(self.status)
+        page_column.addLayout(card_row)
+        page_column.addSpacing(4)
+        page_column.addLayout(chart_header)
+        page_column.addWidget(self.chart_stack, 1)
+        page_column.addSpacing(4)
+        page_column.addWidget(self.pod_section)
+        page_column.addLayout(bottom)
         self.page = page
-        palette = self.palette()
-        page.setStyleSheet(
-            f"QFrame#overviewCard {{ background: {palette.color(QPalette.ColorRole.Base).name()};"
-            f" border: 1px solid {palette.color(QPalette.ColorRole.Mid).name()}; border-radius: 6px; }}"
-            "QFrame#overviewCard:hover { border-color: #4285f4; }"
-            "QFrame#overviewCard QLabel { border: none; background: transparent; }"
-        )
+        page.setStyleSheet(card_style_sheet(self.palette()))
 
         scroll = QScrollArea()
         scroll.setWidget(page)
@@ -429,7 +258,7 @@ class OverviewView(View):
         for card in self.cards.values():
             card.set("–")
         self.step_plot.clear()
-        self._chart_x = np.empty(0, dtype=np.float64)
+        self.step_hits.clear()
         self.no_steps.setText("")
         self.chart_stack.setCurrentWidget(self.no_steps)
         self.ops_table.setRowCount(0)
@@ -529,7 +358,7 @@ class OverviewView(View):
 
     def _draw_steps(self, o: Overview) -> None:
         self.step_plot.clear()
-        self._chart_x = np.empty(0, dtype=np.float64)
+        self.step_hits.clear()
         has_devices = o.duty_cycle is not None
         self._set_legend(has_devices)
         series = self._chart_series()
@@ -567,7 +396,7 @@ class OverviewView(View):
             self._set_legend(has_devices, tuple(p for p in PARTS if p != "input"))  # input waits need steps
             self.step_plot.setLabel("bottom", "time from profile start", units="s")
             self.step_plot.getAxis("bottom").setTicks(None)
-        self._chart_x, self._chart_slot = x, slot
+        self.step_hits.set_bars(x, STEP_HIT_HALF_WIDTH * slot)
         bottom = np.zeros(len(series))
         for part in PARTS:
             values = series.part(part)
@@ -591,12 +420,7 @@ class OverviewView(View):
 
     def step_position_at(self, x: float) -> int | None:
         """The bar (position in the charted steps or slices) at chart coordinate `x`, or None."""
-        centres = self._chart_x
-        if len(centres) == 0:
-            return None
-        k = int(np.clip(np.searchsorted(centres, x), 0, len(centres) - 1))
-        best = min((c for c in (k - 1, k) if c >= 0), key=lambda c: abs(centres[c] - x))
-        return best if abs(centres[best] - x) <= STEP_HIT_HALF_WIDTH * self._chart_slot else None
+        return self.step_hits.bar_at(x)
 
     def zoom_to_step(self, position: int) -> None:
         """Asks the timeline to show charted step (or slice) `position` (0-based)."""
@@ -605,25 +429,11 @@ class OverviewView(View):
             return
         self.zoomRequested.emit(int(series.start_ps[position]), int(series.end_ps[position]))
 
-    def _on_plot_clicked(self, event) -> None:
-        if not event.double():
-            return
-        point = self.step_plot.getPlotItem().vb.mapSceneToView(event.scenePos())
-        position = self.step_position_at(point.x())
-        if position is not None:
-            self.zoom_to_step(position)
-            event.accept()
-
-    def _on_plot_hover(self, scene_pos) -> None:
-        series = self._chart_series()
-        if series is None or len(series) == 0:
-            return
-        point = self.step_plot.getPlotItem().vb.mapSceneToView(scene_pos)
-        position = self.step_position_at(point.x())
-        stepped = series is self.overview.series
-        has_devices = self.overview.duty_cycle is not None
-        text = "" if position is None else _bar_tooltip(series, position, stepped, has_devices)
-        self.step_plot.setToolTip(text)
+    def _step_tooltip(self, position: int) -> str:
+        o, series = self.overview, self._chart_series()
+        if o is None or series is None or not 0 <= position < len(series):
+            return ""
+        return _bar_tooltip(series, position, series is o.series, o.duty_cycle is not None)
 
     # -- top ops ---------------------------------------------------------------------------------
     def _fill_ops(self, o: Overview) -> None:
@@ -697,7 +507,7 @@ class OverviewView(View):
         )
         self.findings_caption.setText(f"{tally} · click one to open the diagnostics")
         for position, finding in enumerate(findings[:TOP_FINDINGS_ROWS]):
-            item = QListWidgetItem(QIcon(style.standardIcon(_ICONS[finding.severity])), finding.title)
+            item = QListWidgetItem(severity_icon(style, finding.severity), finding.title)
             item.setToolTip(_finding_tooltip(finding))
             item.setData(Qt.ItemDataRole.UserRole, position)
             item.setData(EXPLANATION_ROLE, finding.explanation)
@@ -735,60 +545,8 @@ class OverviewView(View):
 
 
 # -- helpers -------------------------------------------------------------------------------------
-def _mute(label: QLabel) -> None:
-    """Secondary text: the window text colour, lighter (keeps working with dark palettes)."""
-    palette = label.palette()
-    text = palette.color(QPalette.ColorRole.WindowText)
-    background = palette.color(QPalette.ColorRole.Window)
-    mixed = QColor(
-        (text.red() * 3 + background.red() * 2) // 5,
-        (text.green() * 3 + background.green() * 2) // 5,
-        (text.blue() * 3 + background.blue() * 2) // 5,
-    )
-    palette.setColor(QPalette.ColorRole.WindowText, mixed)
-    label.setPalette(palette)
-
-
-def _wrap(text: str, metrics: QFontMetrics, width: int, max_lines: int) -> list[str]:
-    """`text` broken between words into at most `max_lines` lines of `width` px; the last one elided."""
-    lines: list[str] = []
-    words = text.split()
-    while words and len(lines) < max_lines:
-        if len(lines) == max_lines - 1:
-            lines.append(metrics.elidedText(" ".join(words), Qt.TextElideMode.ElideRight, width))
-            break
-        line = words.pop(0)
-        while words and metrics.horizontalAdvance(line + " " + words[0]) <= width:
-            line += " " + words.pop(0)
-        lines.append(line)
-    return lines
-
-
 def _single_device_detail(kind: str) -> str:
     return "XLA runs the ops on the host CPU" if kind == "CPU" else f"one {kind}"
-
-
-def _heading(text: str) -> QLabel:
-    label = QLabel(text)
-    font = label.font()
-    font.setPointSizeF(font.pointSizeF() + 1.5)
-    font.setBold(True)
-    label.setFont(font)
-    return label
-
-
-def _panel(title: str, caption: QLabel, body: QWidget) -> QWidget:
-    panel = QWidget()
-    layout = QVBoxLayout(panel)
-    layout.setContentsMargins(0, 0, 0, 0)
-    layout.setSpacing(4)
-    header = QHBoxLayout()
-    header.addWidget(_heading(title))
-    header.addSpacing(10)
-    header.addWidget(caption, 1)
-    layout.addLayout(header)
-    layout.addWidget(body, 1)
-    return panel
 
 
 def _profile_name(trace: Trace) -> str:

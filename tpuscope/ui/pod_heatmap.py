@@ -15,14 +15,12 @@ import numpy as np
 from PySide6.QtCore import QPoint, QRect, QSize, Qt, Signal
 from PySide6.QtGui import QColor, QMouseEvent, QPainter, QPalette
 from PySide6.QtWidgets import (
-    QAbstractItemView,
     QComboBox,
     QHBoxLayout,
     QHeaderView,
     QLabel,
     QSizePolicy,
     QTableWidget,
-    QTableWidgetItem,
     QToolTip,
     QVBoxLayout,
     QWidget,
@@ -30,6 +28,7 @@ from PySide6.QtWidgets import (
 
 from tpuscope.analysis.pod.analysis import PodAnalysis
 from tpuscope.model import units
+from tpuscope.ui.widgets.tables import SortableItem, height_for_rows, style_list_table
 
 # What the heat map can colour by: (key of PodAnalysis.matrix, words).
 METRICS = (
@@ -59,7 +58,6 @@ CELL_MIN_WIDTH = 6  # px; below this the steps are drawn as thin columns without
 ROW_HEIGHT = 22
 LABEL_GAP = 8
 MAX_TABLE_ROWS_SHOWN = 8  # the table grows to this many rows, then scrolls
-SORT_ROLE = Qt.ItemDataRole.UserRole + 1
 
 
 class HeatMap(QWidget):
@@ -165,16 +163,6 @@ class HeatMap(QWidget):
             self.cellClicked.emit(*cell)
 
 
-class _SortableItem(QTableWidgetItem):
-    """Sorts by the number in SORT_ROLE (durations), else by text."""
-
-    def __lt__(self, other: QTableWidgetItem) -> bool:
-        mine, theirs = self.data(SORT_ROLE), other.data(SORT_ROLE)
-        if isinstance(mine, (int, float)) and isinstance(theirs, (int, float)):
-            return mine < theirs
-        return self.text() < other.text()
-
-
 class PodPanel(QWidget):
     """The heat map with its metric chooser, and the per-host table."""
 
@@ -197,17 +185,10 @@ class PodPanel(QWidget):
         self.table.setHorizontalHeaderLabels([c[0] for c in COLUMNS])
         for k, (_, _, tip) in enumerate(COLUMNS):
             self.table.horizontalHeaderItem(k).setToolTip(tip)
-        self.table.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
-        self.table.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
-        self.table.setSelectionMode(QAbstractItemView.SelectionMode.SingleSelection)
-        self.table.setShowGrid(False)
-        self.table.setAlternatingRowColors(True)
-        self.table.verticalHeader().hide()
-        self.table.verticalHeader().setDefaultSectionSize(self.fontMetrics().height() + 8)
+        style_list_table(self.table)
         header = self.table.horizontalHeader()
         header.setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
         header.setSectionResizeMode(len(COLUMNS) - 1, QHeaderView.ResizeMode.Stretch)
-        header.setDefaultAlignment(Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignVCenter)
         self.table.setSortingEnabled(True)
 
         chooser = QHBoxLayout()
@@ -258,26 +239,19 @@ class PodPanel(QWidget):
         for r, row in enumerate(rows):
             for c, (_, key, _) in enumerate(COLUMNS):
                 if key == "name":
-                    item = _SortableItem(row.host)
+                    item = SortableItem(row.host)
                 elif key == "busiest":
-                    item = _SortableItem(row.busiest_op or "–")
+                    item = SortableItem(row.busiest_op or "–")
                     item.setToolTip(row.busiest_op)
                 else:
                     value = row.step_ps if key == "step" else row.parts_ps[key]
-                    item = _SortableItem(units.format_duration(value))
-                    item.setData(SORT_ROLE, float(value))
+                    item = SortableItem(units.format_duration(value), float(value))
                     item.setTextAlignment(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
                 self.table.setItem(r, c, item)
         self.table.setSortingEnabled(True)
         self.table.sortItems(0, Qt.SortOrder.AscendingOrder)
         shown = min(len(rows), MAX_TABLE_ROWS_SHOWN)
-        height = (
-            self.table.horizontalHeader().sizeHint().height()
-            + shown * self.table.verticalHeader().defaultSectionSize()
-            + 2 * self.table.frameWidth()
-            + 2
-        )
-        self.table.setFixedHeight(height)
+        self.table.setFixedHeight(height_for_rows(self.table, shown))
 
     def step_item(self, host_row: int, step_column: int) -> dict | None:
         """The evidence item of host `host_row`'s aligned step `step_column` (what a click asks for)."""

@@ -41,7 +41,7 @@ class ViewSpec:
 VIEWS: tuple[ViewSpec, ...] = (
     ViewSpec("overview", "Overview", "tpuscope.ui.overview_view", "OverviewView"),
     ViewSpec(TIMELINE, "Timeline"),
-    ViewSpec("ops", "Op breakdown", "tpuscope.ui.ops_view", "OpsView"),
+    ViewSpec("ops", "Op breakdown", "tpuscope.ui.ops.view", "OpsView"),
     ViewSpec("diagnostics", "Diagnostics", "tpuscope.ui.diagnostics_view", "DiagnosticsView"),
     ViewSpec("memory", "Memory", "tpuscope.ui.memory_view", "MemoryView"),
 )

@@ -1,0 +1,35 @@
+"""Page layout: a page that scrolls only when the window is too small, and titled panels on it."""
+
+from __future__ import annotations
+
+from PySide6.QtWidgets import QHBoxLayout, QLabel, QVBoxLayout, QWidget
+
+from tpuscope.ui.widgets.labels import heading
+
+PANEL_TITLE_GAP_PX = 10  # between a panel's title and its caption
+PANEL_SPACING_PX = 4  # between a panel's header and its body
+
+
+class ScrollPage(QWidget):
+    """The widget of a QScrollArea. QScrollArea sizes a page whose layout has height-for-width
+    (wrapped labels) to that layout's *preferred* height, which always adds a scroll bar; this page
+    asks only for its minimum height, so it fills the viewport and scrolls only when the window is
+    smaller."""
+
+    def heightForWidth(self, width: int) -> int:  # noqa: N802 (Qt override)
+        return self.minimumSizeHint().height()
+
+
+def titled_panel(title: str, caption: QLabel, body: QWidget) -> QWidget:
+    """`body` under a header line: the bold `title`, then `caption` (a line the view keeps updating)."""
+    panel = QWidget()
+    layout = QVBoxLayout(panel)
+    layout.setContentsMargins(0, 0, 0, 0)
+    layout.setSpacing(PANEL_SPACING_PX)
+    header = QHBoxLayout()
+    header.addWidget(heading(title))
+    header.addSpacing(PANEL_TITLE_GAP_PX)
+    header.addWidget(caption, 1)
+    layout.addLayout(header)
+    layout.addWidget(body, 1)
+    return panel
