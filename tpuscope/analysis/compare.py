@@ -3,8 +3,12 @@
 Built on the analyses a single profile already has (the overview's per-step split, the op table, the
 diagnose report); what is added is what only a pair has:
 
-- configuration parity (framework and version, devices, hosts, programs, step source), listed before
-  any number: a TPU run against a GPU run is allowed, and says so;
+- configuration parity (trace format, framework and version, devices, hosts, programs, step source),
+  listed before any number: a TPU run against a GPU run is allowed, and says so; so is a PyTorch
+  profiler trace of a GPU run against an XPlane profile of a TPU run (the question of a team moving
+  from GPU to TPU): their op names share nothing, so ops are matched by neutral op family
+  (`compare_ops`, MATCH_CATEGORY), and when the runs define their steps differently the verdict
+  paragraph says so before the step time;
 - step time of both runs, steps that compiled left out (`compare_stats.median_change`: the typical
   step), and the time per step with compilation included (`compare_stats.mean_change`), each with a 95%
   confidence interval; the verdict comes from the typical step unless the runs compiled in a
@@ -28,7 +32,14 @@ from typing import Any
 import numpy as np
 
 from tpuscope.analysis import compare_stats
-from tpuscope.analysis.compare_ops import ONLY_NEW, MatchedTable, match_groups, match_ops, program_key
+from tpuscope.analysis.compare_ops import (
+    ONLY_NEW,
+    Families,
+    MatchedTable,
+    match_groups,
+    match_ops,
+    program_key,
+)
 from tpuscope.analysis.compare_stats import Change
 from tpuscope.analysis.diagnose.context import Context, intervals_of
 from tpuscope.analysis.diagnose.finding import Finding
@@ -41,7 +52,14 @@ from tpuscope.analysis.overview import (
     compute_overview,
     input_wait_intervals,
 )
+from tpuscope.analysis.steps import (
+    SOURCE_DEVICE_STEPS,
+    SOURCE_HOST_ANNOTATION,
+    SOURCE_STEP_MARKER,
+    SOURCE_TF_MARKER,
+)
 from tpuscope.model.trace import Trace
+from tpuscope.model.vocabulary import NEUTRAL_DIALECT, Dialect, OpFamily
 
 VERDICT_FASTER = "faster"
 VERDICT_SLOWER = "slower"
@@ -67,6 +85,17 @@ RUNTIME_VERSION_STATS = ("jaxlib_version",)
 NAMED_OP_MIN_SHARE = 0.5
 TOP_OPS_JSON = 50
 
+# Step sources that are iterations of the training loop as the program (or its runtime) marks them; the
+# others are repetitions of one compiled program, which may be part of an iteration or several.
+LOOP_STEP_SOURCES = frozenset(
+    {SOURCE_HOST_ANNOTATION, SOURCE_STEP_MARKER, SOURCE_TF_MARKER, SOURCE_DEVICE_STEPS}
+)
+
+# How the op tables were matched (`Comparison.op_matching`).
+OPS_BY_NAME = "name"  # one format and framework: HLO text, names (compare_ops)
+OPS_BY_NAME_THEN_CATEGORY = "name_then_category"  # frameworks differ: names first, the rest by family
+OPS_BY_CATEGORY = "category"  # formats differ: op names share nothing, every op by family
+
 
 @dataclass
 class RunAnalysis:
@@ -78,6 +107,11 @@ class RunAnalysis:
     compilations: int  # compile events in the profile
     versions: dict[str, str]
     memory: MemoryReport | None = None
+    dialect: Dialect = NEUTRAL_DIALECT  # the reader's names: its format, and its op families
+
+    @property
+    def trace_format(self) -> str:
+        return self.dialect.name
 
     @property
     def steps(self) -> int:
@@ -125,6 +159,7 @@ def analyze_run(trace: Trace, overview: Overview | None = None) -> RunAnalysis:
         compilations=sum(len(idx) for _, idx in ctx.compiles),
         versions=_versions(trace),
         memory=cached_memory_report(trace, overview.steps),
+        dialect=trace.dialect,
     )
 
 
@@ -258,6 +293,22 @@ class Comparison:
     findings: FindingChanges
     summary: str
     memory: dict[str, Any] | None = None  # peaks per program and allocator, once memory analysis exists
+    op_matching: str = OPS_BY_NAME
+
+    @property
+    def across_formats(self) -> bool:
+        return self.op_matching == OPS_BY_CATEGORY
+
+    @property
+    def step_definitions_differ(self) -> bool:
+        """One run's steps are loop iterations, the other's repetitions of a program: the step times
+        then compare only where one program execution is one iteration."""
+        if not (self.base.steps and self.new.steps):
+            return False
+        kinds = {
+            s in LOOP_STEP_SOURCES for s in (self.base.overview.steps.source, self.new.overview.steps.source)
+        }
+        return len(kinds) == 2
 
     @property
     def deciding(self) -> Change | None:
@@ -301,6 +352,9 @@ class Comparison:
             "parity": [p.to_json() for p in self.parity],
             "step_time": step_time,
             "split": None if self.split is None else self.split.to_json(),
+            "across_formats": self.across_formats,
+            "step_definitions_differ": self.step_definitions_differ,
+            "op_matching": self.op_matching,
             "ops_per": self.ops.per,
             "ops": self.ops.to_json(top_ops),
             "ops_total": len(self.ops.rows),
@@ -356,8 +410,9 @@ def compare_runs(base: RunAnalysis, new: RunAnalysis, noise_floor_percent: float
     verdict = VERDICT_NOT_COMPARABLE if deciding is None else deciding.direction
     split = _split(base, new, basis) if base.steps and new.steps else None
     base_ops, new_ops = base.overview.ops, new.overview.ops
-    ops = match_ops(base_ops, new_ops, base.steps, new.steps)
-    categories = match_groups(base_ops, new_ops, "category", base.steps, new.steps)
+    op_matching, families = _op_matching(base, new)
+    ops = match_ops(base_ops, new_ops, base.steps, new.steps, families)
+    categories = match_groups(base_ops, new_ops, "category", base.steps, new.steps, families)
     programs = match_groups(base_ops, new_ops, "program", base.steps, new.steps)
     parity = _parity(base, new)
     findings = _finding_changes(base.overview.findings, new.overview.findings)
@@ -375,10 +430,21 @@ def compare_runs(base: RunAnalysis, new: RunAnalysis, noise_floor_percent: float
         programs,
         findings,
         summary="",
+        op_matching=op_matching,
     )
     comparison.memory = compare_memory(base.memory, new.memory)
     comparison.summary = summarize(comparison)
     return comparison
+
+
+def _op_matching(base: RunAnalysis, new: RunAnalysis) -> tuple[str, Families | None]:
+    """By name within one format and framework; by op family where names do not compare."""
+    if base.trace_format != new.trace_format:
+        return OPS_BY_CATEGORY, Families(base.dialect.op_family_of, new.dialect.op_family_of, False)
+    if base.overview.framework.name != new.overview.framework.name:
+        families = Families(base.dialect.op_family_of, new.dialect.op_family_of, True)
+        return OPS_BY_NAME_THEN_CATEGORY, families
+    return OPS_BY_NAME, None
 
 
 def _peaks(report: MemoryReport | None) -> tuple[dict[tuple[str, str], int], dict[str, int]]:
@@ -458,6 +524,7 @@ def _parity(base: RunAnalysis, new: RunAnalysis) -> list[ParityItem]:
     """Configuration of both runs, differences first (each is a reason numbers may not compare)."""
     b, n = base.overview, new.overview
     items = [
+        ParityItem("trace format", base.trace_format, new.trace_format),
         ParityItem("framework", _framework_label(base), _framework_label(new)),
         ParityItem("device kind", b.devices.kind or "none", n.devices.kind or "none"),
         ParityItem("device type", _device_label(base), _device_label(new)),
@@ -500,6 +567,8 @@ def _ms(ps: float) -> str:
 
 
 def _signed(percent: float) -> str:
+    if math.isinf(percent):
+        return "-∞" if percent < 0 else "+∞"
     return "∞" if not math.isfinite(percent) else f"{percent:+.0f}%"
 
 
@@ -519,6 +588,22 @@ def summarize(c: Comparison) -> str:
     if differences:
         listed = "; ".join(f"{p.aspect} {p.base} vs {p.new}" for p in differences)
         sentences.append(f"The runs differ in configuration ({listed}), so not all numbers compare.")
+    if c.across_formats:
+        families = ", ".join(f for f in OpFamily.ALL if f != OpFamily.OTHER)
+        sentences.append(
+            f"This comparison is across formats ({c.base.trace_format} vs {c.new.trace_format}): their "
+            f"op names share nothing, so ops are matched by category ({families}), not by name."
+        )
+    if c.op_matching == OPS_BY_NAME_THEN_CATEGORY:
+        sentences.append("The frameworks differ: ops no name matches are matched by category.")
+    if c.step_definitions_differ:
+        base_source, new_source = c.base.overview.steps.source, c.new.overview.steps.source
+        sentences.append(
+            "The runs define a step differently (BASE: "
+            f"{STEP_SOURCE_LABELS.get(base_source, base_source)}; NEW: "
+            f"{STEP_SOURCE_LABELS.get(new_source, new_source)}): a program execution may be part of a "
+            "training iteration or several, so the step times compare only if each is one iteration."
+        )
     change = c.deciding
     if change is None:
         missing = "BASE" if not c.base.steps else "NEW"
@@ -533,11 +618,12 @@ def summarize(c: Comparison) -> str:
     if change.significant:
         sentences.append(f"NEW is {_factor(change)} {per} ({numbers}).")
     else:
-        reason = (
-            "the interval includes zero"
-            if not change.ci_excludes_zero
-            else f"below the {change.noise_floor_percent:.0f}% noise floor"
-        )
+        if math.isinf(change.ci_low_percent) and math.isinf(change.ci_high_percent):
+            reason = "too few steps for a 95% interval"
+        elif not change.ci_excludes_zero:
+            reason = "the interval includes zero"
+        else:
+            reason = f"below the {change.noise_floor_percent:.0f}% noise floor"
         sentences.append(
             f"No significant change in step time ({numbers}, {change.change_percent:+.1f}%: {reason})."
         )
@@ -576,5 +662,13 @@ def _cause_sentences(c: Comparison, sign: float) -> list[str]:
                 ONLY_NEW: ", which BASE does not have",
                 "only_base": ", which NEW does not have",
             }.get(top.match, "")
-            sentences.append(f"{share * 100:.0f}% of the {extra} device time is in `{top.name}`{where}.")
+            what = f"`{top.name}`"
+            if top.base_members or top.new_members:  # a family row: name its largest ops
+                largest = [
+                    f"{side} `{members[0]}`"
+                    for side, members in (("BASE", top.base_members), ("NEW", top.new_members))
+                    if members
+                ]
+                what = f"{top.name} ops (largest: {', '.join(largest)})"
+            sentences.append(f"{share * 100:.0f}% of the {extra} device time is in {what}{where}.")
     return sentences

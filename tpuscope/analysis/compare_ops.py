@@ -14,7 +14,14 @@ in this order, and each pair says how:
    shapes, but it is still the same instruction);
 4. `rank_in_group`: several ops of one run share a key (`wrapped_multiply.1` and `.2`): those not
    matched by exact name are paired in order of self time;
-5. `only_base` / `only_new`: no partner.
+5. `category`: runs whose op names do not compare (a PyTorch profiler trace's CUDA kernels against
+   an XPlane profile's HLO ops, different frameworks) are matched by neutral op family
+   (`OpFamily`: matmul/convolution, elementwise/fusion, reduction, collective, memcpy, ...), which
+   each reader's dialect maps its own op categories onto: one row per family, holding all that
+   family's ops of each run. When the formats differ every op is matched so (a name both share,
+   such as a memcpy, would mean different things); when only the frameworks differ, the ops no
+   name matched are;
+6. `only_base` / `only_new`: no partner (across formats: a family only one run has).
 
 Times are per step when both runs have steps (runs of different lengths compare fairly), else per
 profile. Also the per-category and per-program tables, matched by label (program ids stripped).
@@ -23,6 +30,7 @@ profile. Also the per-category and per-program tables, matched by label (program
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -33,9 +41,11 @@ MATCH_HLO_TEXT = "hlo_text"
 MATCH_STRIPPED_NAME = "stripped_name"
 MATCH_NAME = "name"
 MATCH_RANK = "rank_in_group"
+MATCH_CATEGORY = "category"  # one neutral op family of each run (runs whose op names do not compare)
 ONLY_BASE = "only_base"
 ONLY_NEW = "only_new"
 MATCH_LABEL = "label"  # category and program tables
+MEMBERS_JSON = 10  # a family row's ops listed in JSON, per run
 
 _INSTANCE = re.compile(r"((?:%|\b)[A-Za-z_][\w\-]*?)(?:\.\d+|\.clone)+\b")  # %fusion.3.clone -> %fusion
 _IDS = re.compile(r"\b(channel_id|all_reduce_id|unique_id|op_id|program_id)=\d+")
@@ -76,6 +86,9 @@ class OpDelta:
     new_occurrences: float
     base_rows: list[int] = field(default_factory=list)  # rows of BASE's op table, for outlining events
     new_rows: list[int] = field(default_factory=list)
+    # A family row (`category` match): the names of its ops in each run, largest self time first.
+    base_members: list[str] = field(default_factory=list)
+    new_members: list[str] = field(default_factory=list)
 
     @property
     def delta_ps(self) -> float:
@@ -111,21 +124,49 @@ class MatchedTable:
         rows = self.rows if top is None else self.rows[:top]
         return [
             {
-                "name": r.name,
-                "base_name": r.base_name,
-                "new_name": r.new_name,
-                "category": r.category,
-                "program": r.program,
-                "match": r.match,
-                "base_self_us": round(r.base_self_ps / 1e6, 3),
-                "new_self_us": round(r.new_self_ps / 1e6, 3),
-                "delta_us": round(r.delta_ps / 1e6, 3),
-                "share_of_change": round(self.share_of_change(r), 4),
-                "base_occurrences": round(r.base_occurrences, 3),
-                "new_occurrences": round(r.new_occurrences, 3),
+                **self._row_json(r),
+                **(
+                    {
+                        "base_ops": r.base_members[:MEMBERS_JSON],
+                        "new_ops": r.new_members[:MEMBERS_JSON],
+                        "base_op_count": len(r.base_members),
+                        "new_op_count": len(r.new_members),
+                    }
+                    if r.base_members or r.new_members
+                    else {}
+                ),
             }
             for r in rows
         ]
+
+    def _row_json(self, r: OpDelta) -> dict:
+        return {
+            "name": r.name,
+            "base_name": r.base_name,
+            "new_name": r.new_name,
+            "category": r.category,
+            "program": r.program,
+            "match": r.match,
+            "base_self_us": round(r.base_self_ps / 1e6, 3),
+            "new_self_us": round(r.new_self_ps / 1e6, 3),
+            "delta_us": round(r.delta_ps / 1e6, 3),
+            "share_of_change": round(self.share_of_change(r), 4),
+            "base_occurrences": round(r.base_occurrences, 3),
+            "new_occurrences": round(r.new_occurrences, 3),
+        }
+
+
+@dataclass(frozen=True)
+class Families:
+    """How each run's op categories map onto neutral op families (`Dialect.op_family_of`).
+
+    `names_compare`: the runs name their ops alike (one format), so names are matched first and only
+    the ops left over by family; False: every op is matched by family.
+    """
+
+    base: Callable[[str], str]
+    new: Callable[[str], str]
+    names_compare: bool
 
 
 @dataclass
@@ -191,8 +232,15 @@ def _side(table: OpTable, scale: float) -> _Side:
     return side
 
 
-def match_ops(base: OpTable | None, new: OpTable | None, base_steps: int, new_steps: int) -> MatchedTable:
-    """BASE's and NEW's per-op tables matched op by op (see the module docstring)."""
+def match_ops(
+    base: OpTable | None,
+    new: OpTable | None,
+    base_steps: int,
+    new_steps: int,
+    families: Families | None = None,
+) -> MatchedTable:
+    """BASE's and NEW's per-op tables matched op by op (see the module docstring); `families`: the
+    runs' op names do not (all) compare, match by op family where names do not."""
     per_step = base_steps > 0 and new_steps > 0
     sides = [
         _side(t, (steps if per_step else 1)) if t is not None else None
@@ -202,7 +250,7 @@ def match_ops(base: OpTable | None, new: OpTable | None, base_steps: int, new_st
     pairs: list[tuple[int, int, str]] = []
     free_b = set(range(len(b.names))) if b else set()
     free_n = set(range(len(n.names))) if n else set()
-    if b and n:
+    if b and n and (families is None or families.names_compare):
         keys_b = [
             (*computation_key(t), c, p) for t, c, p in zip(b.texts, b.categories, b.programs, strict=True)
         ]
@@ -244,8 +292,11 @@ def match_ops(base: OpTable | None, new: OpTable | None, base_steps: int, new_st
                 free_b.discard(r)
                 free_n.discard(partner)
     rows = [_pair(b, n, rb, rn, kind) for rb, rn, kind in pairs]
-    rows += [_pair(b, None, r, -1, ONLY_BASE) for r in sorted(free_b)]
-    rows += [_pair(None, n, -1, r, ONLY_NEW) for r in sorted(free_n)]
+    if families is not None:
+        rows += _family_rows(b, n, sorted(free_b), sorted(free_n), families)
+    else:
+        rows += [_pair(b, None, r, -1, ONLY_BASE) for r in sorted(free_b)]
+        rows += [_pair(None, n, -1, r, ONLY_NEW) for r in sorted(free_n)]
     rows.sort(key=lambda row: -abs(row.delta_ps))
     totals = [sum(s.self_ps) if s else 0.0 for s in sides]
     return MatchedTable("op", "step" if per_step else "profile", rows, totals[0], totals[1])
@@ -274,13 +325,70 @@ def _pair(b: _Side | None, n: _Side | None, rb: int, rn: int, kind: str) -> OpDe
     )
 
 
-def match_groups(
-    base: OpTable | None, new: OpTable | None, by: str, base_steps: int, new_steps: int
-) -> MatchedTable:
-    """BASE's and NEW's per-op tables grouped `by` category or program, matched by label."""
-    per_step = base_steps > 0 and new_steps > 0
+def _family_rows(
+    b: _Side | None, n: _Side | None, free_b: list[int], free_n: list[int], families: Families
+) -> list[OpDelta]:
+    """One row per op family of the unmatched ops: the family's ops of BASE against NEW's."""
+    members: dict[str, tuple[list[int], list[int]]] = {}
+    for side, free, family_of, at in ((b, free_b, families.base, 0), (n, free_n, families.new, 1)):
+        if side is None:
+            continue
+        for r in free:  # in self-time order
+            members.setdefault(family_of(side.categories[r]), ([], []))[at].append(r)
+    rows = []
+    for family, (rows_b, rows_n) in members.items():
+        kind = MATCH_CATEGORY if rows_b and rows_n else (ONLY_BASE if rows_b else ONLY_NEW)
 
-    def totals(table: OpTable | None, steps: int) -> dict[str, tuple[float, float, int]]:
+        def total(side: _Side | None, picked: list[int]) -> tuple[float, float, list[int], list[str]]:
+            if side is None:
+                return 0.0, 0.0, [], []
+            table_rows = [t for r in picked for t in side.table_rows[r]]
+            return (
+                sum(side.self_ps[r] for r in picked),
+                sum(side.occurrences[r] for r in picked),
+                table_rows,
+                [side.names[r] for r in picked],
+            )
+
+        base_self, base_occ, base_rows, base_names = total(b, rows_b)
+        new_self, new_occ, new_rows, new_names = total(n, rows_n)
+        rows.append(
+            OpDelta(
+                name=family,
+                base_name=base_names[0] if base_names else None,
+                new_name=new_names[0] if new_names else None,
+                category=family,
+                program="",
+                match=kind,
+                base_self_ps=base_self,
+                new_self_ps=new_self,
+                base_occurrences=base_occ,
+                new_occurrences=new_occ,
+                base_rows=base_rows,
+                new_rows=new_rows,
+                base_members=base_names,
+                new_members=new_names,
+            )
+        )
+    return rows
+
+
+def match_groups(
+    base: OpTable | None,
+    new: OpTable | None,
+    by: str,
+    base_steps: int,
+    new_steps: int,
+    families: Families | None = None,
+) -> MatchedTable:
+    """BASE's and NEW's per-op tables grouped `by` category or program, matched by label; by category
+    with `families` whose names do not compare, each run's categories are its op families."""
+    per_step = base_steps > 0 and new_steps > 0
+    by_family = by == "category" and families is not None and not families.names_compare
+
+    def totals(
+        table: OpTable | None, steps: int, family_of: Callable[[str], str] | None
+    ) -> dict[str, tuple[float, float, int]]:
         """Per label, from the per-op rows (each op has one category and one program): no pass
         over the events."""
         if table is None:
@@ -291,16 +399,20 @@ def match_groups(
         for r, label_id in enumerate(labels.tolist()):  # one per op row
             label = table.label(label_id) if label_id else NO_LABEL
             key = program_key(label) if by == "program" and label_id else label
+            if family_of is not None:
+                key = family_of(label if label_id else "")
             self_ps, occ, _ = found.get(key, (0.0, 0.0, r))
             found[key] = (self_ps + table.self_ps[r] / scale, occ + table.occurrences[r] / scale, r)
         return found
 
-    tb, tn = totals(base, base_steps), totals(new, new_steps)
+    tb = totals(base, base_steps, families.base if by_family and families else None)
+    tn = totals(new, new_steps, families.new if by_family and families else None)
     rows = []
     for key in sorted(set(tb) | set(tn)):
         bs, bo, _ = tb.get(key, (0.0, 0.0, -1))
         ns, no, _ = tn.get(key, (0.0, 0.0, -1))
-        kind = MATCH_LABEL if key in tb and key in tn else (ONLY_BASE if key in tb else ONLY_NEW)
+        both = MATCH_CATEGORY if by_family else MATCH_LABEL
+        kind = both if key in tb and key in tn else (ONLY_BASE if key in tb else ONLY_NEW)
         rows.append(
             OpDelta(
                 key,

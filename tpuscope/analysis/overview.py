@@ -40,6 +40,7 @@ from tpuscope.analysis.steps import (
     SOURCE_DEVICE_STEPS,
     SOURCE_HOST_ANNOTATION,
     SOURCE_HOST_PROGRAM,
+    SOURCE_STEP_MARKER,
     SOURCE_TF_MARKER,
     Steps,
 )
@@ -66,6 +67,7 @@ PART_LABELS = {
 STEP_SOURCE_LABELS = {
     SOURCE_DEVICE_STEPS: "device Steps line",
     SOURCE_HOST_ANNOTATION: "host step annotations",
+    SOURCE_STEP_MARKER: "host step markers",
     SOURCE_TF_MARKER: "TensorFlow step markers",
     SOURCE_DEVICE_PROGRAM: "repeated device program",
     SOURCE_HOST_PROGRAM: "repeated jitted function",

@@ -13,6 +13,7 @@ import argparse
 import numpy as np
 
 from tpuscope.analysis.compare import SPLIT_LABELS, SPLIT_PARTS, Comparison, compare_traces
+from tpuscope.analysis.compare_ops import OpDelta
 from tpuscope.cli import EXIT_FINDINGS, EXIT_OK, UserFacingError
 from tpuscope.commands import COMMANDS
 from tpuscope.commands._shared import format_ps, load_for_cli, print_json
@@ -141,15 +142,21 @@ def _print_ops(c: Comparison, top: int) -> None:
         print("\nNo device ops in either run.")
         return
     per = "per step" if c.ops.per == "step" else "per profile"
-    print(f"\nOps by change of self time ({per}; {len(c.ops.rows):,} in all):")
-    width = max(len(_cut(r.name)) for r in rows)
-    print(f"  {'op':<{width}}  {'BASE':>10}  {'NEW':>10}  {'delta':>10}  {'share':>6}  match")
+    what, column = ("Op categories", "category") if c.across_formats else ("Ops", "op")
+    print(f"\n{what} by change of self time ({per}; {len(c.ops.rows):,} in all):")
+    width = max(len(_cut(r.name)) for r in rows + [OpDelta(column, None, None, "", "", "", 0, 0, 0, 0)])
+    print(f"  {column:<{width}}  {'BASE':>10}  {'NEW':>10}  {'delta':>10}  {'share':>6}  match")
     for r in rows:
         share = c.ops.share_of_change(r) * 100
         print(
             f"  {_cut(r.name):<{width}}  {format_ps(r.base_self_ps):>10}  {format_ps(r.new_self_ps):>10}  "
             f"{('+' if r.delta_ps >= 0 else '-') + format_ps(abs(r.delta_ps)):>10}  {share:5.0f}%  {r.match}"
         )
+        if r.base_members or r.new_members:  # a category row: the ops it holds
+            for side, members in (("BASE", r.base_members), ("NEW ", r.new_members)):
+                if members:
+                    more = f" and {len(members) - 1} more" if len(members) > 1 else ""
+                    print(f"  {'':<{width}}    {side}: {_cut(members[0])}{more}")
 
 
 def _print_groups(c: Comparison) -> None:

@@ -31,7 +31,8 @@ import numpy as np
 
 from tpuscope.model.trace import Trace
 
-FORMAT_VERSION = 4  # 3: Trace.load_warnings; 4: TrackKind per track, plane identity, trace dialect
+FORMAT_VERSION = 5  # 3: Trace.load_warnings; 4: TrackKind per track, plane identity, trace dialect;
+# 5: the dialect's op families (a pickled dialect keeps the fields it was written with)
 _MAGIC = b"TPUSCOPE"
 _HEADER = struct.Struct("<8sqq")
 _ALIGNMENT = 64  # numpy's preferred alignment for SIMD loops over the mapped columns

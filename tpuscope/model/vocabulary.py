@@ -9,7 +9,9 @@ Kineto's `cudaLaunchKernel`). A reader says, while it builds the trace:
 - which of its stats mean what (`Stat`: it stores them under these names),
 - which host event names mean what (`Dialect`: one regex per `EventClass`, plus the framework
   clues of its format), classified once per trace into a lookup by name id
-  (`Trace.name_classes`).
+  (`Trace.name_classes`),
+- which of its op categories are which neutral op family (`OpFamily`: matmul, elementwise,
+  collective, ...), so that runs of different formats can be compared op family by op family.
 
 A new format is therefore one reader module plus one registration; analysis does not change.
 """
@@ -134,6 +136,29 @@ class EventClass(enum.IntFlag):
     H2D = 1 << 10  # a host-to-device transfer
 
 
+class OpFamily:
+    """Neutral op families: what a device op does, whatever its format calls it.
+
+    Each reader's op categories (XLA's HLO categories, the kernel categories of a PyTorch
+    profiler trace) map onto these, so that a GPU run and a TPU run of one model can be compared
+    family by family where no op name is shared. Coarse on purpose: a cuBLAS GEMM kernel and an
+    XLA convolution fusion are both matmul work, though their boundaries differ (XLA fuses the
+    bias add in).
+    """
+
+    # GEMMs and convolutions are one family: XLA on TPU emits matmuls as convolutions (XProf files
+    # them under "convolution fusion"), and fused attention kernels are mostly matmul work.
+    MATMUL = "matmul/convolution"
+    ELEMENTWISE = "elementwise/fusion"  # pointwise ops and the loop fusions XLA makes of them
+    REDUCTION = "reduction"  # reductions, and the normalizations and softmax built on them
+    COLLECTIVE = "collective"  # communication between devices (NCCL/RCCL, XLA all-reduce, send/recv)
+    MEMCPY = "memcpy"  # transfers between memories (host <-> device, async copies) and memsets
+    DATA_MOVEMENT = "data movement"  # on-device layout changes: transpose, copy, gather, scatter, slice
+    OTHER = "other"
+
+    ALL = (MATMUL, ELEMENTWISE, REDUCTION, COLLECTIVE, MEMCPY, DATA_MOVEMENT, OTHER)
+
+
 @dataclass(frozen=True)
 class FrameworkClue:
     """Host event names that only one framework's runtime writes.
@@ -167,6 +192,9 @@ class Dialect:
     default_framework: str = ""
     # A regex over NUMBERED_STEP names whose group 1 is the step number ("ProfilerStep#(\d+)").
     step_number: str = ""
+    # The op family (OpFamily) of each op category this format's reader writes: (regex matched
+    # from the start of the category, family), first match wins; unmatched categories are OTHER.
+    op_families: tuple[tuple[str, str], ...] = ()
 
     def step_number_of(self, name: str) -> int | None:
         m = re.match(self.step_number, name) if self.step_number else None
@@ -177,6 +205,13 @@ class Dialect:
             return None
         m = re.match(self.dispatch_function, name)
         return m.group(1) if m else None
+
+    def op_family_of(self, category: str) -> str:
+        """The neutral `OpFamily` of one of this format's op categories."""
+        for pattern, family in self.op_families:
+            if re.match(pattern, category):
+                return family
+        return OpFamily.OTHER
 
 
 NEUTRAL_DIALECT = Dialect("neutral")

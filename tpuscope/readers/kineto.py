@@ -25,6 +25,7 @@ from tpuscope.model.vocabulary import (
     Dialect,
     EventClass,
     FrameworkClue,
+    OpFamily,
     PlaneIdentity,
     Stat,
     TrackKind,
@@ -68,6 +69,18 @@ COMPILE_PATTERN = (
 )
 COMPILE_FRAMEWORK_PATTERN = r"^(compile_fx\w*|_compile\.compile_inner)$"
 
+# The kernel categories (`kernel_category`) as neutral op families. Communication and memory kernels as HTA
+# classifies them (facebookresearch/HolisticTraceAnalysis, hta/utils/utils.py `get_kernel_type`:
+# NCCL kernels are COMMUNICATION, Memcpy/Memset MEMORY); compute kernels split further by kind.
+KERNEL_OP_FAMILIES = (
+    (r"collective$", OpFamily.COLLECTIVE),
+    (r"(memcpy|memset)\b", OpFamily.MEMCPY),
+    (r"(gemm|convolution|attention)$", OpFamily.MATMUL),
+    (r"(reduction|normalization|softmax)$", OpFamily.REDUCTION),
+    (r"elementwise$", OpFamily.ELEMENTWISE),
+    (r"data movement$", OpFamily.DATA_MOVEMENT),
+)
+
 KINETO_DIALECT = Dialect(
     name="PyTorch profiler",
     event_patterns=(
@@ -82,6 +95,7 @@ KINETO_DIALECT = Dialect(
     ),
     default_framework=PYTORCH,
     step_number=STEP_PATTERN,
+    op_families=KERNEL_OP_FAMILIES,
 )
 
 # Kernel categories from kernel names (our heuristic: the library and op words kernel names carry,
@@ -95,7 +109,9 @@ _KERNEL_CATEGORIES = (
     (re.compile(r"gemm|matmul|cublas|cutlass|\bmm\b|_mm_|sgemm|hgemm|xmma|Cijk_", re.I), "gemm"),
     (re.compile(r"softmax", re.I), "softmax"),
     (re.compile(r"norm", re.I), "normalization"),
-    (re.compile(r"reduce|reduction|sum_kernel|mean", re.I), "reduction"),
+    # Inductor names its Triton kernels by kind: triton_poi_ (pointwise), triton_red_ and triton_per_
+    # (reductions) (pytorch/pytorch, torch/_inductor/codegen/triton.py).
+    (re.compile(r"reduce|reduction|sum_kernel|mean|triton_red_|triton_per_", re.I), "reduction"),
     (re.compile(r"elementwise|vectorized|unrolled|pointwise|triton_poi", re.I), "elementwise"),
     (re.compile(r"copy|cat_|index|gather|scatter|transpose|permute", re.I), "data movement"),
 )

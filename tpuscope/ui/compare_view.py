@@ -27,6 +27,7 @@ from PySide6.QtWidgets import (
     QLabel,
     QLineEdit,
     QListWidget,
+    QScrollArea,
     QSpinBox,
     QSplitter,
     QTableWidget,
@@ -49,6 +50,8 @@ BASE_COLOR = QColor(120, 130, 145)
 NEW_COLOR = BUSY_COLOR
 FASTER_COLOR = "#1e8e3e"
 SLOWER_COLOR = "#c5221f"
+TOOLTIP_MEMBERS = 8  # a family row's ops named in its tooltip, per run
+TOP_MIN_HEIGHT = 150  # px: the verdict paragraph and a few cards rows
 OP_COLUMNS = ("op", "program", "category", "match", "BASE / step", "NEW / step", "delta", "share")
 # The two timelines show this multiple of the longer of the two chosen steps, from just before it.
 ALIGN_WINDOW_FACTOR = 1.15
@@ -72,7 +75,7 @@ def compare_paths(base_path, new_path, base_loaded: LoadResult | None = None) ->
     new = prepare(new_path)
     # Each profile's shared analyses: BASE's are the other views' once it becomes the open profile.
     runs = [analyze_run(loaded.trace, overview=loaded.analysis.overview) for loaded in (base, new)]
-    comparison = compare_runs(*runs)
+    comparison = compare_runs(runs[0], runs[1])
     return CompareResult(base, new, comparison)
 
 
@@ -90,6 +93,17 @@ def _ms(ps: float) -> str:
 
 def _signed(ps: float) -> str:
     return ("+" if ps >= 0 else "-") + format_duration(abs(float(ps)))
+
+
+def _members_tooltip(row: OpDelta) -> str:
+    lines = []
+    for side, members in (("BASE", row.base_members), ("NEW", row.new_members)):
+        if members:
+            listed = ", ".join(members[:TOOLTIP_MEMBERS]) + (
+                ", \u2026" if len(members) > TOOLTIP_MEMBERS else ""
+            )
+            lines.append(f"{side}: {len(members)} {row.name} op(s): {listed}")
+    return "\n".join(lines)
 
 
 class CompareView(QWidget):
@@ -170,8 +184,15 @@ class CompareView(QWidget):
         timeline_column.addWidget(self.new_label)
         timeline_column.addWidget(self.new_timeline, 1)
 
+        # The verdict and cards scroll when they outgrow their share (a comparison across formats and
+        # configurations says more before its numbers), rather than being cut off by the splitter.
+        top_scroll = QScrollArea(self)
+        top_scroll.setWidget(top)
+        top_scroll.setWidgetResizable(True)
+        top_scroll.setFrameShape(QScrollArea.Shape.NoFrame)
+        top_scroll.setMinimumHeight(TOP_MIN_HEIGHT)
         splitter = QSplitter(Qt.Orientation.Vertical, self)
-        for part in (top, middle, ops, timelines):
+        for part in (top_scroll, middle, ops, timelines):
             splitter.addWidget(part)
         splitter.setStretchFactor(2, 2)
         splitter.setStretchFactor(3, 3)
@@ -306,6 +327,8 @@ class CompareView(QWidget):
                 _item(f"{share * 100:.0f}%", share),
             ]
             cells[0].setData(Qt.ItemDataRole.UserRole, r)  # position in self.rows, whatever the sort
+            if row.base_members or row.new_members:  # a family row: which ops it holds in each run
+                cells[0].setToolTip(_members_tooltip(row))
             for col, cell in enumerate(cells):
                 self.table.setItem(r, col, cell)
         self.table.setSortingEnabled(True)

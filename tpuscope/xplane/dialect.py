@@ -23,6 +23,7 @@ from tpuscope.model.vocabulary import (
     Dialect,
     EventClass,
     FrameworkClue,
+    OpFamily,
     PlaneIdentity,
     TrackKind,
 )
@@ -123,8 +124,39 @@ SYNC_PATTERN = (
 D2H_PATTERN = r"^(PjRt|Ifrt)ComputationClient::TransferFromDevice$"
 H2D_PATTERN = r"^(PjRt|Ifrt)ComputationClient::TransferToDevice$"
 
+# XLA's op categories (XProf's `hlo_category` stat, or the opcode and fusion kind tpuscope derives
+# where the stat is missing), as the neutral op families. The categories are XLA's
+# HloInstruction::ToCategory (openxla/xla, xla/hlo/ir/hlo_instruction.cc): a fusion by its kind
+# ("loop fusion", "input fusion" = reduction-rooted, "output fusion" = a dot or convolution with its
+# consumers, "convolution fusion"), "data formatting" (transpose, copy, reshape), "non-fusion
+# elementwise", else the HLO opcode (xla/hlo/ir/hlo_opcode.h); the elementwise opcodes are those
+# HloInstruction::IsElementwise accepts. Collectives first: `reduce-scatter` is not a reduction.
+XLA_ELEMENTWISE_OPCODES = (
+    "abs|add|and|atan2|bitcast-convert|cbrt|ceil|clamp|clz|compare|complex|convert|cos|divide|erf|exp"
+    "|expm1|floor|imag|is-finite|log|log1p|logistic|maximum|minimum|multiply|negate|not|or|popcnt|power"
+    "|real|reduce-precision|remainder|round-nearest-afz|round-nearest-even|rsqrt|select|shift-left"
+    "|shift-right-arithmetic|shift-right-logical|sign|sin|sqrt|stochastic-convert|subtract|tan|tanh|xor"
+    "|rng|rng-bit-generator"
+)
+XLA_OP_FAMILIES = (
+    (
+        r"(all-reduce|all-gather|reduce-scatter|all-to-all|ragged-all-to-all|collective-permute"
+        r"|collective-broadcast|send|recv|barrier-cores)\b",
+        OpFamily.COLLECTIVE,
+    ),
+    (r"(copy-start|copy-done|infeed|outfeed|memcpy|memset)\b", OpFamily.MEMCPY),
+    (r"(dot|convolution|gemm|output fusion|cublas|cudnn)", OpFamily.MATMUL),
+    (r"(reduce|reduce-window|input fusion)$", OpFamily.REDUCTION),
+    (rf"(loop fusion|fusion|non-fusion elementwise|{XLA_ELEMENTWISE_OPCODES})$", OpFamily.ELEMENTWISE),
+    (
+        r"(data formatting|transpose|copy|reshape|broadcast|concatenate|slice|dynamic-slice"
+        r"|dynamic-update-slice|gather|scatter|pad|reverse|iota|bitcast)$",
+        OpFamily.DATA_MOVEMENT,
+    ),
+)
+
 XPLANE_DIALECT = Dialect(
-    name="xplane",
+    name="XPlane",
     event_patterns=(
         (EventClass.STEP_MARKER, TF_STEP_MARKER_PATTERN),
         (EventClass.PROGRAM_DISPATCH, JAX_DISPATCH_PATTERN),
@@ -169,6 +201,7 @@ XPLANE_DIALECT = Dialect(
     framework_program_names=((JAX, r"^jit_\w+\(\d+\)$"),),
     # "jit_f(1219...)" on `XLA Modules` lines and /host:metadata entries.
     program_name=r"^(.*)\((\d+)\)$",
+    op_families=XLA_OP_FAMILIES,
 )
 
 
