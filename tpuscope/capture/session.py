@@ -85,6 +85,12 @@ class _Worker:
     def describe(self) -> str:
         return f"{self.target} (via SSH {self.via.label})" if self.via else str(self.target)
 
+    def started_call(self) -> ProfileCall:
+        """The worker's Profile call: _profile_all starts one for every worker before it polls any."""
+        if self.call is None:
+            raise RuntimeError(f"no Profile call was started for {self.describe()}")
+        return self.call
+
 
 def validate(settings: CaptureSettings) -> None:
     if not settings.targets:
@@ -210,7 +216,7 @@ def _profile_all(settings: CaptureSettings, run_name: str, workers: list[_Worker
         worker.call = ProfileCall(worker.address, request, deadline_s)
     started = time.monotonic()
     try:
-        while not all(w.call.done() for w in workers):
+        while not all(w.started_call().done() for w in workers):
             elapsed = time.monotonic() - started
             if elapsed < settings.delay_s:
                 message = f"waiting {settings.delay_s - elapsed:.1f} s before profiling"
@@ -221,12 +227,12 @@ def _profile_all(settings: CaptureSettings, run_name: str, workers: list[_Worker
             _report(progress, _PROFILING_SHARE * min(1.0, elapsed / window_s), message)
             # A failed worker fails the capture: don't make the user wait for the others.
             for worker in workers:
-                if worker.call.done():
+                if worker.started_call().done():
                     _check_reply(worker, settings, deadline_s)
             time.sleep(_POLL_S)
     except BaseException:
         for worker in workers:
-            worker.call.cancel()
+            worker.started_call().cancel()
         raise
     return [_fetch_if_needed(worker, run_name, _check_reply(worker, settings, deadline_s))
             for worker in workers]  # fmt: skip
@@ -234,7 +240,7 @@ def _profile_all(settings: CaptureSettings, run_name: str, workers: list[_Worker
 
 def _check_reply(worker: _Worker, settings: CaptureSettings, deadline_s: float) -> bytes:
     try:
-        reply = worker.call.result()
+        reply = worker.started_call().result()
     except grpc.FutureCancelledError:
         raise CaptureCancelled() from None
     except grpc.RpcError as error:

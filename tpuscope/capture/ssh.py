@@ -161,9 +161,10 @@ class LocalForward:
             )
             client.close()
             return
+        watched: list[socket.socket | paramiko.Channel] = [client, channel]
         try:
             while not self._stop.is_set():
-                readable, _, _ = select.select([client, channel], [], [], 0.5)
+                readable, _, _ = select.select(watched, [], [], 0.5)
                 if client in readable:
                     data = client.recv(_PUMP_CHUNK)
                     if not data:
@@ -252,6 +253,8 @@ def connect(host: SshHost, options: SshOptions) -> SshConnection:
 
 def _channel_to(hop: paramiko.SSHClient, target: _Resolved, jump_label: str) -> paramiko.Channel:
     transport = hop.get_transport()
+    if transport is None:  # the hop's connection was closed
+        raise CaptureError(f"The SSH connection to the jump host {jump_label} is closed.")
     try:
         return transport.open_channel(
             "direct-tcpip",
@@ -292,7 +295,9 @@ def _open(resolved: _Resolved, options: SshOptions, sock) -> paramiko.SSHClient:
     if options.passphrase is not None:
         for key_file in encrypted:
             try:
-                paramiko.PKey.from_path(key_file, password=options.passphrase.encode())
+                # Positional: the keyword is `passphrase` before paramiko 5 and `password` from 5 on.
+                # bytes: cryptography's key loaders, which it calls, take bytes (paramiko annotates str).
+                paramiko.PKey.from_path(key_file, options.passphrase.encode())  # type: ignore[arg-type]
             except (paramiko.SSHException, ValueError, TypeError):
                 raise PassphraseRequired(
                     f"The passphrase for the SSH key {key_file} is wrong.", key_file
@@ -313,7 +318,9 @@ def _open(resolved: _Resolved, options: SshOptions, sock) -> paramiko.SSHClient:
     try:
         client.connect(
             resolved.hostname, port=resolved.port, username=resolved.user,
-            key_filename=list(resolved.identity_files) or None, passphrase=options.passphrase,
+            # paramiko documents key_filename as "str or list(str)"; types-paramiko has only str.
+            key_filename=list(resolved.identity_files) or None,  # type: ignore[arg-type]
+            passphrase=options.passphrase,
             allow_agent=agent, look_for_keys=True,
             timeout=timeout, banner_timeout=timeout, auth_timeout=timeout, channel_timeout=timeout, sock=sock,
         )  # fmt: skip

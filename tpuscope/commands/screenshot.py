@@ -93,7 +93,7 @@ def run(args) -> int:
     app = application()
     # Throwaway settings: a screenshot neither depends on nor changes the user's window state and recents.
     scratch = tempfile.TemporaryDirectory(prefix="tpuscope-screenshot-")
-    settings = QSettings(str(Path(scratch.name) / "settings.ini"), QSettings.IniFormat)
+    settings = QSettings(str(Path(scratch.name) / "settings.ini"), QSettings.Format.IniFormat)
     window = MainWindow(settings)
     try:
         if not window.show_view(args.view):

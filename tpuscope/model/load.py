@@ -382,7 +382,7 @@ def _undefined_ids(defined: np.ndarray, referenced: list[np.ndarray]) -> np.ndar
         known[defined] = True
     missing = []
     for ids in referenced:
-        if known is not None and int(ids.min()) >= 0 and int(ids.max()) < bound:
+        if known is not None and int(ids.min()) >= 0 and int(ids.max()) < len(known):
             unknown = ids[~known[ids]]
         else:
             unknown = ids[~np.isin(ids, defined)]
@@ -447,11 +447,11 @@ def _stat_table(
     for name, raw in raw_columns.items():
         rows, values = raw.rows, raw.values
         if raw.kind == "str":
-            ids = trace.strings.intern_many(raw.uniques)
+            ids = trace.strings.intern_many(raw.uniques or [])
             values = ids[values]
         elif raw.kind == "bytes":
             base = len(trace.blobs)
-            trace.blobs.extend(raw.uniques)
+            trace.blobs.extend(raw.uniques or [])
             values = (values + base).astype(np.int32)
         elif raw.kind == "int":
             values = narrow_integers(values)

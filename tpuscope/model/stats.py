@@ -54,6 +54,7 @@ class StatColumn:
         Integer columns come back as int64 (float64 when fill is NaN), so
         callers can do arithmetic without caring about the narrowed storage.
         """
+        dtype: type[np.number]
         if self.kind == "float" or (isinstance(fill, float) and np.isnan(fill)):
             dtype = np.float64
         elif self.kind == "uint":

@@ -396,7 +396,7 @@ class Trace:
     def events_with_name_ids(
         self, name_ids: np.ndarray, tracks: list[Track] | None = None
     ) -> list[tuple[Track, np.ndarray]]:
-        found = []
+        found: list[tuple[Track, np.ndarray]] = []
         if len(name_ids) == 0:
             return found
         for track in tracks if tracks is not None else self.tracks():

@@ -23,7 +23,8 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
-from typing import Any
+from types import TracebackType
+from typing import Any, Literal
 
 from tpuscope.errors import LoadCancelled, ProfileError
 
@@ -334,7 +335,9 @@ class _errors_as_profile_errors:
     def __enter__(self) -> None:
         return None
 
-    def __exit__(self, kind, error, traceback) -> bool:
+    def __exit__(
+        self, kind: type[BaseException] | None, error: BaseException | None, traceback: TracebackType | None
+    ) -> Literal[False]:
         if error is None or isinstance(error, (ProfileError, LoadCancelled, KeyboardInterrupt)):
             return False
         if isinstance(error, Exception):

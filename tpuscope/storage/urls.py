@@ -16,4 +16,4 @@ def is_url(path: object) -> bool:
     if not isinstance(path, str):
         return False
     match = _SCHEME.match(path)
-    return bool(match) and match.group(1).lower() != "file"
+    return match is not None and match.group(1).lower() != "file"

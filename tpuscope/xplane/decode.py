@@ -18,9 +18,10 @@ import zlib
 from concurrent.futures import ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FuturesTimeout
 from dataclasses import dataclass, field
+from typing import Literal, TypeVar
 
 import numpy as np
-from google.protobuf.message import DecodeError
+from google.protobuf.message import DecodeError, Message
 
 from tpuscope.xplane import _linedecode
 from tpuscope.xplane.narrowing import narrow_integers
@@ -34,6 +35,9 @@ class MalformedXSpace(ValueError):
     """The bytes are not a well-formed XSpace; the message says where."""
 
 
+RawStatKind = Literal["int", "uint", "float", "str", "bytes"]
+
+
 @dataclass
 class RawStatColumn:
     """One stat over the rows that carry it, before interning into a trace.
@@ -42,7 +46,7 @@ class RawStatColumn:
     `values` are int32 indices into `uniques` (the distinct values).
     """
 
-    kind: str
+    kind: RawStatKind
     rows: np.ndarray | None  # int32 row indices, ascending; None when every row has one value
     values: np.ndarray
     uniques: list | None = None
@@ -187,11 +191,12 @@ def _columns_from_python(per_row: list[dict[str, object]]) -> dict[str, RawStatC
     for name, items in by_name.items():
         rows = np.fromiter((r for r, _ in items), dtype=np.int32, count=len(items))
         values = [v for _, v in items]
-        if all(isinstance(v, bool | int) for v in values):
-            if any(v >= 2**63 for v in values):
-                columns[name] = RawStatColumn("uint", rows, np.array(values, dtype=np.uint64))
+        integers = [v for v in values if isinstance(v, int)]  # bools too
+        if len(integers) == len(values):
+            if any(v >= 2**63 for v in integers):
+                columns[name] = RawStatColumn("uint", rows, np.array(integers, dtype=np.uint64))
             else:
-                columns[name] = RawStatColumn("int", rows, np.array(values, dtype=np.int64))
+                columns[name] = RawStatColumn("int", rows, np.array(integers, dtype=np.int64))
         elif all(isinstance(v, int | float) for v in values):
             columns[name] = RawStatColumn("float", rows, np.array(values, dtype=np.float64))
         elif all(isinstance(v, bytes) for v in values):
@@ -262,7 +267,7 @@ def _decode_error(exc: ValueError) -> Exception:
     return DecodeStopped() if str(exc) == "stopped" else MalformedXSpace(str(exc))
 
 
-def scan_line(raw, control: np.ndarray | None = None) -> tuple:
+def scan_line(raw: bytes | memoryview, control: np.ndarray | None = None) -> _linedecode.LineHeader:
     """The line's header and sizes: (id, display_id, timestamp_ns, duration_ps, name, display_name,
     n_events, n_stats, 0). Raises MalformedXSpace (DecodeStopped when `control[0]` is set)."""
     try:
@@ -272,9 +277,9 @@ def scan_line(raw, control: np.ndarray | None = None) -> tuple:
 
 
 def decode_line(
-    raw,
+    raw: bytes | memoryview,
     stat_names: dict[int, str],
-    header: tuple | None = None,
+    header: _linedecode.LineHeader | None = None,
     offset_out: np.ndarray | None = None,
     duration_out: np.ndarray | None = None,
     control: np.ndarray | None = None,
@@ -362,7 +367,9 @@ def _stat_groups(st_meta: np.ndarray) -> list[tuple[int, np.ndarray | slice]]:
     return [(int(st_meta[group[0]]), group) for group in np.split(order, cuts)]
 
 
-def _every_event_groups(st_meta: np.ndarray, st_event: np.ndarray, n_events: int):
+def _every_event_groups(
+    st_meta: np.ndarray, st_event: np.ndarray, n_events: int
+) -> list[tuple[int, np.ndarray | slice]] | None:
     """When each event carries the same k stats in the same order: each stat's records as a strided
     slice (no index arrays); else None."""
     if n_events == 0 or len(st_meta) % n_events:
@@ -376,7 +383,13 @@ def _every_event_groups(st_meta: np.ndarray, st_event: np.ndarray, n_events: int
     return [(meta_id, slice(j, None, k)) for j, meta_id in enumerate(ids)]
 
 
-def _group_stats(raw, stat_names, st_meta, st_kind, st_value, st_event, strings, n_events):
+# A line's string records (str_offset, str_length, str_hash): see fill() in _linedecode.c.
+_StringRecords = tuple[np.ndarray, np.ndarray, np.ndarray]
+
+
+def _group_stats(raw: bytes | memoryview, stat_names: dict[int, str], st_meta: np.ndarray,
+                 st_kind: np.ndarray, st_value: np.ndarray, st_event: np.ndarray, strings: _StringRecords,
+                 n_events: int) -> dict[str, RawStatColumn]:  # fmt: skip
     """Splits the flat stat records of a line into one column per stat name."""
     columns: dict[str, RawStatColumn] = {}
     every_event = _every_event_groups(st_meta, st_event, n_events)
@@ -396,7 +409,9 @@ def _group_stats(raw, stat_names, st_meta, st_kind, st_value, st_event, strings,
     return columns
 
 
-def _column_for_group(raw, stat_names, group, st_kind, st_value, st_event, strings):
+def _column_for_group(raw: bytes | memoryview, stat_names: dict[int, str], group: np.ndarray | slice,
+                      st_kind: np.ndarray, st_value: np.ndarray, st_event: np.ndarray,
+                      strings: _StringRecords) -> RawStatColumn | None:  # fmt: skip
     kinds = st_kind[group]
     keep = kinds != KIND_NONE
     if not keep.all():
@@ -451,7 +466,8 @@ def _positions(group: np.ndarray | slice, n: int) -> np.ndarray:
     return np.arange(n)[group] if isinstance(group, slice) else group
 
 
-def _text_column(raw, stat_names, rows, values, kinds, strings):
+def _text_column(raw: bytes | memoryview, stat_names: dict[int, str], rows: np.ndarray, values: np.ndarray,
+                 kinds: np.ndarray, strings: _StringRecords) -> RawStatColumn:  # fmt: skip
     """Interns string stats by content hash: only distinct strings become Python objects.
 
     Refs are keyed by the stat-metadata id they point at; a ref and an inline
@@ -466,7 +482,7 @@ def _text_column(raw, stat_names, rows, values, kinds, strings):
     combined = keys ^ (kinds.astype(np.uint64) * np.uint64(0x9E3779B97F4A7C15))
     _, first, inverse = np.unique(combined, return_index=True, return_inverse=True)
     all_bytes = bool((kinds == KIND_BYTES).all())
-    uniques: list = []
+    uniques: list[str | bytes] = []
     for pos in first:
         kind = kinds[pos]
         if kind == KIND_REF:
@@ -518,7 +534,10 @@ def _split(buffer, field: int) -> tuple[bytes, list[tuple[int, int]]]:
         raise MalformedXSpace("protobuf decoding failed (malformed message)") from None
 
 
-def _parse(message_type, raw: bytes):
+_MessageT = TypeVar("_MessageT", bound=Message)
+
+
+def _parse(message_type: type[_MessageT], raw: bytes) -> _MessageT:
     message = message_type()
     try:
         message.ParseFromString(raw)
@@ -540,8 +559,8 @@ class _Planes:
     """The XSpace cut into its pieces: headers, line views and the byte span of every plane."""
 
     space_rest: bytes
-    headers: list
-    lines: list[list]
+    headers: list[XPlaneSkeleton]
+    lines: list[list[memoryview]]
     spans: list[tuple[int, int]]
     truncation: Truncation | None = None
     cut_line_of: tuple[int, int] | None = None  # (plane, line) of the line cut mid-way
@@ -587,12 +606,14 @@ def _cut_into_planes(view: memoryview, ends_early: bool) -> _Planes:
     return pieces
 
 
-def _cut_plane(plane_view: memoryview) -> tuple[object, list]:
+def _cut_plane(plane_view: memoryview) -> tuple[XPlaneSkeleton, list[memoryview]]:
     plane_rest, line_spans = _split(plane_view, _XPLANE_LINES_FIELD)
     return _parse(XPlaneSkeleton, plane_rest), [plane_view[o : o + n] for o, n in line_spans]
 
 
-def _salvage_plane(partial: memoryview) -> tuple[object, list, int, tuple[str, int] | None]:
+def _salvage_plane(
+    partial: memoryview,
+) -> tuple[XPlaneSkeleton, list[memoryview], int, tuple[str, int] | None]:
     """A cut plane's complete fields and its cut line's complete events.
 
     Returns the plane header, its line views (the cut line last, when any of

@@ -11,6 +11,7 @@ other copies move buffers between memory spaces on the chip; the rest are collec
 from __future__ import annotations
 
 import re
+from typing import Any
 
 from tpuscope.analysis.diagnose.context import Context
 from tpuscope.analysis.diagnose.finding import (
@@ -85,12 +86,14 @@ def run(ctx: Context) -> RuleOutcome:
     if share < ASYNC_DONE_PERCENT:
         return RuleOutcome([], checked)
     done_rows.sort(key=lambda r: -int(table.self_ps[r]))
-    rows, evidence, kinds = [], [], {}
+    rows: list[dict[str, Any]] = []
+    evidence: list[dict[str, Any]] = []
+    kinds: dict[str, int] = {}
     for r in done_rows:
         waits_for, moved = _what_is_waited_for(ctx.op_text(r), names[r])
         self_ps = int(table.self_ps[r])
         kinds[waits_for] = kinds.get(waits_for, 0) + self_ps
-        row = {
+        row: dict[str, Any] = {
             "op": names[r],
             "waits_for": waits_for,
             "occurrences": int(table.occurrences[r]),

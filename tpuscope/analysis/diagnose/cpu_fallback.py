@@ -97,7 +97,7 @@ def run(ctx: Context) -> RuleOutcome:
 def _named_fallbacks(ctx: Context) -> dict[str, Any]:
     """Host events named `aten::<op>`: per op count and time, and evidence."""
     counts: dict[str, list[int]] = {}
-    items = []
+    items: list[dict[str, Any]] = []
     for track, idx in ctx.host_events(FALLBACK_PATTERN):
         names = track.name_id[idx]
         for name_id in np.unique(names):

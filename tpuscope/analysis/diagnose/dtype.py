@@ -10,6 +10,7 @@ f32 promotion inside reductions. Element types come from the ops' HLO text.
 from __future__ import annotations
 
 import re
+from typing import Any
 
 from tpuscope.analysis.diagnose.context import Context
 from tpuscope.analysis.diagnose.finding import Finding, RuleOutcome, Severity, largest_first, ms, percent
@@ -80,7 +81,7 @@ def run(ctx: Context) -> RuleOutcome:
         }
         explanation = (
             f"Matmuls and convolutions with f32 inputs hold {f32_share}% of device time "
-            f"({', '.join(o['op'] for o in ops[:4])}), and only {sixteen_share}% of matmul time is 16-bit. "
+            f"({', '.join(op.name for op in f32[:4])}), and only {sixteen_share}% of matmul time is 16-bit. "
             "The TPU's matrix units are built for bf16: f32 inputs take several passes and twice the memory "
             f"traffic. XProf recommends 16-bit compute when under {MIN_16BIT_PERCENT:g}% of it is 16-bit."
         )
@@ -128,10 +129,10 @@ def run(ctx: Context) -> RuleOutcome:
     return RuleOutcome(findings, checked)
 
 
-def _promoting_reductions(ctx: Context, total: int) -> list[dict]:
+def _promoting_reductions(ctx: Context, total: int) -> list[dict[str, Any]]:
     table = ctx.op_table
     cores = {id(d.plane) for d in tensorcores(ctx.devices)}
-    found = []
+    found: list[dict[str, Any]] = []
     for r, name in enumerate(table.names()):
         category = table.label(table.category[r]) if table.category[r] else ""
         if not (REDUCTION.search(name) or REDUCTION.search(category)):

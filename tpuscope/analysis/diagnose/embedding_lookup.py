@@ -76,8 +76,8 @@ def run(ctx: Context) -> RuleOutcome:
     }
     explanation = (
         f"Gathers and scatters hold {share}% of TensorCore op time ({ms(gather_ps)} ms; "
-        f"{', '.join(o['op'] for o in ops[:4])}) and no SparseCore ran anything: embedding-style lookups run "
-        "on the TensorCore, which is built for dense matmuls."
+        f"{', '.join(names[r] for r in rows[:4])}) and no SparseCore ran anything: embedding-style lookups "
+        "run on the TensorCore, which is built for dense matmuls."
     )
     evidence = [e for r in rows[:5] for e in longest_op_events(table, r, f"lookup: {names[r]}", 5)]
     title = f"Embedding lookups on the TensorCore: gathers/scatters {share:.1f}% of device time"

@@ -95,7 +95,7 @@ def run(ctx: Context) -> RuleOutcome:
         "host_blocked_ms": ms(sync_ps),
         "event_names": names,
     }
-    if idle_ps is not None:
+    if idle_after is not None and idle_ps is not None:
         metrics["device_idle_after_ms"] = ms(idle_ps)
         metrics["median_device_idle_after_ms"] = ms(float(np.median(idle_after)))
         if step_time:

@@ -85,7 +85,7 @@ def run(ctx: Context) -> RuleOutcome:
     explanation = (
         f"In {int(steady.sum())} steps (warm-up left out) the TPU spent {share}% of step time "
         f"({ms(feed_ps)} ms, the busiest core per step) in infeed/outfeed ops "
-        f"({', '.join(o['op'] for o in ops[:4])}): the program waited for the host to send or take data. "
+        f"({', '.join(names[r] for r in rows[:4])}): the program waited for the host to send or take data. "
         f"XProf suggests acting above {INFEED_PERCENT:g}%."
     )
     evidence = [e for r in rows for e in longest_op_events(table, r, f"feed: {names[r]}")]

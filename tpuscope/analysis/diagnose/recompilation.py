@@ -162,7 +162,7 @@ def _metadata_only(ctx: Context, groups: dict[str, _Group]) -> list[tuple[str, l
 
 
 def _compiled_outside_window(unseen: list[tuple[str, list[ProgramSignature]]]) -> Finding:
-    rows = []
+    rows: list[dict[str, object]] = []
     for module, signatures in unseen:
         rows.append(
             {
@@ -174,16 +174,17 @@ def _compiled_outside_window(unseen: list[tuple[str, list[ProgramSignature]]]) -
                 "what_differed": describe_signature_changes(signatures),
             }
         )
-    names = ", ".join(f"`{r['function']}` x{r['programs']}" for r in rows)
-    first = rows[0]
+    names = ", ".join(f"`{module}` x{len(signatures)}" for module, signatures in unseen)
+    first_module, first_signatures = unseen[0]
     explanation = (
         f"The profile's /host:metadata holds several compiled programs of the same function with "
         f"different shapes ({names}), but no compile event inside the profile window: they were compiled "
-        f"before or around it. For `{first['function']}`: {'; '.join(first['what_differed'][:4])}. "
+        f"before or around it. For `{first_module}`: "
+        f"{'; '.join(describe_signature_changes(first_signatures)[:4])}. "
         "One program per distinct shape is expected when a function is called with several shapes on "
         "purpose; in a training loop it means shapes change between calls."
     )
-    count = sum(r["programs"] for r in rows)
+    count = sum(len(signatures) for _, signatures in unseen)
     metrics = {"functions": rows, "programs": count}
     title = f"{len(rows)} function(s) compiled for several shapes before or around the profile"
     return Finding(RULE_ID, Severity.INFO, title, explanation, metrics, [], [])
@@ -261,7 +262,7 @@ def describe_signature_changes(
     as XLA numbers its parameters (p0, p1, ...), and named when the module names them.
     """
     labels = labels if labels is not None else [None] * len(signatures)
-    changes = []
+    changes: list[str] = []
     for k in range(1, len(signatures)):
         before, after = signatures[k - 1], signatures[k]
         where = f" ({labels[k]})" if labels[k] else ""

@@ -10,6 +10,8 @@ from the ops' HLO text.
 
 from __future__ import annotations
 
+from typing import Any
+
 from tpuscope.analysis.diagnose.context import Context
 from tpuscope.analysis.diagnose.finding import RuleOutcome, ms, percent, warning_outcome
 from tpuscope.analysis.diagnose.hlo_text import ELEMENT_BYTES, FLOAT_TYPES, Shape
@@ -45,7 +47,8 @@ def run(ctx: Context) -> RuleOutcome:
         return RuleOutcome([], "no TPU matmul or convolution with readable operand shapes")
     table = ctx.op_table
     total = table.total_self_ps
-    rows, wasted_ps = [], 0.0
+    rows: list[dict[str, Any]] = []
+    wasted_ps = 0.0
     for op in matmuls:
         worst, worst_ratio, wasted_bytes = None, 1.0, 0
         for shape in op.instruction.operands:

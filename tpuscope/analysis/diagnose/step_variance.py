@@ -61,7 +61,7 @@ CAUSE_INPUT = "input wait"
 CAUSE_HOST_EVENTS = "extra host events"
 CAUSE_HOST_GAP = "host gap"
 
-ADVICE = {
+ADVICE: dict[str, dict[str, list[str]]] = {
     CAUSE_HOST_EVENTS: {
         JAX: [
             "Move the extra host work named above off the step loop or make it asynchronous (orbax "
@@ -245,7 +245,9 @@ def _extra_host_events(ctx: Context, outliers: np.ndarray, typical: np.ndarray) 
     is_slow[outliers] = True
     is_typical = np.zeros(len(p0), bool)
     is_typical[typical] = True
-    starts, ends, per_name = [], [], {}
+    starts: list[np.ndarray] = []
+    ends: list[np.ndarray] = []
+    per_name: dict[int, float] = {}  # name id -> host-only ps
     found: list[tuple[Track, int]] = []
     for track in tracks.values():
         step = np.searchsorted(p0, track.start_ps, side="right") - 1

@@ -72,7 +72,7 @@ def device_collective_events(device: Device, names: CollectiveNames) -> list[tup
 
 def dcn_events(planes: list[Plane], names: CollectiveNames) -> list[tuple[Track, np.ndarray]]:
     """`MegaScale:` DCN transfer events on the host planes."""
-    found = []
+    found: list[tuple[Track, np.ndarray]] = []
     if len(names.dcn_ids) == 0:
         return found
     for plane in planes:

@@ -108,7 +108,7 @@ def compared_units(pod: PodAnalysis) -> Units | None:
             "host", list(pod.hosts), list(pod.hosts), pod.matrix("collective"), parts, pod.matrix("step")
         )
     names, hosts, collective, compute, step = [], [], [], [], []
-    others = {p: [] for p in CAUSES if p != "compute"}
+    others: dict[str, list[np.ndarray]] = {p: [] for p in CAUSES if p != "compute"}
     for summary, pos in zip(pod.host_summaries, pod.positions, strict=True):
         for d, label in enumerate(summary.devices):
             names.append(label)

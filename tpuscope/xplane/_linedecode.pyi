@@ -1,0 +1,44 @@
+"""Types of the C extension built from _linedecode.c (see the comments above each function there).
+
+Buffers are anything exposing the buffer protocol (bytes, memoryview, numpy arrays); the writable
+ones (`w*` in the C argument parsing) must be writable numpy columns of the item sizes fill() and
+sorted_depth() document.
+"""
+
+from typing import Any, TypeAlias
+
+import numpy as np
+from typing_extensions import Buffer as _Buffer
+
+# numpy declares ndarray's buffer protocol (__buffer__) to type checkers only from Python 3.12 on.
+Buffer: TypeAlias = _Buffer | np.ndarray[Any, Any]
+
+LineHeader: TypeAlias = tuple[int, int, int, int, bytes, bytes, int, int, int]
+"""(id, display_id, timestamp_ns, duration_ps, name, display_name, n_events, n_stats, n_strings)."""
+
+def scan(line: Buffer, control: Buffer = ..., slot: int = ..., /) -> LineHeader: ...
+def fill(
+    line: Buffer,
+    n_events: int,
+    n_stats: int,
+    str_capacity: int,
+    ev_meta: Buffer,
+    ev_offset: Buffer,
+    ev_duration: Buffer,
+    st_meta: Buffer,
+    st_kind: Buffer,
+    st_value: Buffer,
+    st_event: Buffer,
+    str_offset: Buffer,
+    str_length: Buffer,
+    str_hash: Buffer,
+    control: Buffer = ...,
+    slot: int = ...,
+    /,
+) -> int: ...
+def split_message(buffer: Buffer, field_number: int, /) -> tuple[bytes, list[tuple[int, int]]]: ...
+def intact_prefix(buffer: Buffer, /) -> tuple[int, int, int, int, int]: ...
+def every_event_has_each(st_meta: Buffer, st_event: Buffer, k: int, /) -> bool: ...
+def sorted_depth(start: Buffer, duration: Buffer, out_depth: Buffer, /) -> bool: ...
+def release_pages(buffer: Buffer, offset: int, length: int, /) -> bool: ...
+def return_freed_memory_to_os() -> bool: ...
