@@ -22,7 +22,7 @@ COUNTED = [
     (device_ops, "find_devices"),
     (engine, "diagnose"),
     (ops, "collect_op_events"),
-    (overview, "build_overview"),
+    (overview, "overview_figures"),
 ]
 
 

@@ -24,7 +24,7 @@ COUNTED = [
     (device_ops, "find_devices"),
     (engine, "diagnose"),
     (ops, "collect_op_events"),
-    (overview, "build_overview"),
+    (overview, "overview_figures"),
 ]
 
 
@@ -64,7 +64,7 @@ def test_every_view_together_computes_each_analysis_once(qtbot, window, counts):
     for spec in VIEWS:
         window.show_view(spec.key)
         window.hub.wait()
-    assert counts["find_steps"] == counts["diagnose"] == counts["build_overview"] == 2
+    assert counts["find_steps"] == counts["diagnose"] == counts["overview_figures"] == 2
 
 
 def test_the_window_is_shown_before_the_analyses_finish(qtbot, window, counts):
@@ -78,6 +78,38 @@ def test_the_window_is_shown_before_the_analyses_finish(qtbot, window, counts):
     assert [spec.key for spec in VIEWS if spec.key != TIMELINE] == [
         key for key in window.views if key != TIMELINE
     ]
+
+
+def test_the_overview_paints_its_figures_before_the_rules_have_run(qtbot, window, monkeypatch):
+    """Issue 12: the window fills in as analyses finish; the rules take longest, so the overview's
+    figures do not wait for them, and a hidden Diagnostics tab asks for nothing until opened."""
+    release = threading.Event()
+    real_diagnose = engine.diagnose
+
+    def slow_diagnose(*args, **kwargs):
+        assert release.wait(60)
+        return real_diagnose(*args, **kwargs)
+
+    monkeypatch.setattr(engine, "diagnose", slow_diagnose)
+    overview_view, diagnostics = window.views["overview"], window.views["diagnostics"]
+    try:
+        with qtbot.waitSignal(window.traceLoaded, timeout=60_000):
+            window.open_path(TPU_TRACE)
+        qtbot.waitUntil(lambda: overview_view.overview is not None, timeout=60_000)
+        figures = overview_view.overview
+        assert figures.report is None and len(figures.steps) == 100 and figures.ops is not None
+        assert overview_view.findings_caption.text() == "diagnosing…"
+        assert overview_view.ops_table.rowCount() > 0
+        assert diagnostics._asked_generation != window.hub.generation  # hidden: it has not asked
+    finally:
+        release.set()
+    with qtbot.waitSignal(overview_view.overviewReady, timeout=60_000):
+        pass
+    assert overview_view.overview.report is not None
+    assert overview_view.overview.series is figures.series  # the same figures, now with the report
+    window.show_view("diagnostics")
+    window.hub.wait()
+    assert diagnostics.report is overview_view.overview.report
 
 
 def test_a_result_of_the_previous_trace_is_dropped(qtbot):

@@ -17,7 +17,7 @@ rules measure it (`Context.periods`): the host work between two annotated steps 
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -179,13 +179,15 @@ class Overview:
     step_time: StepTimeStats | None
     duty_cycle: float | None  # mean over the devices, whole profile (None: no devices)
     ops: OpTable | None  # by op over all devices, largest self time first (None: no device ops)
-    report: Report
+    # The diagnose report; None in the figures the desktop app paints before the rules have run
+    # (`overview_figures`): the rules take longer than every figure together.
+    report: Report | None
     pod: PodAnalysis | None = None  # the host x step table (one row per host with steps)
     extra: dict[str, Any] = field(default_factory=dict)
 
     @property
     def findings(self) -> list[Finding]:
-        return self.report.findings
+        return self.report.findings if self.report is not None else []
 
     @property
     def step_duty_cycle(self) -> float | None:
@@ -210,7 +212,7 @@ class Overview:
             "per_slice_without_steps": None if self.slices is None else self.slices.rows_json(),
             "top_ops": [] if self.ops is None else [_op_json(r) for r in self.ops.rows_json(top_ops)],
             "findings": [{"id": f.id, "severity": f.severity.label, "title": f.title} for f in findings],
-            "rule_errors": dict(self.report.rule_errors),
+            "rule_errors": dict(self.report.rule_errors) if self.report is not None else {},
             "pod": None if self.pod is None else self.pod.to_json(),
         }
 
@@ -226,6 +228,11 @@ def compute_overview(trace: Trace) -> Overview:
 def build_overview(ctx: Context, report: Report, ops: OpTable | None) -> Overview:
     """The overview from what other analyses computed: `report` diagnosed with `ctx` (whose steps,
     framework and devices the overview reuses) and `ops`, the op table by op over all devices."""
+    return with_report(overview_figures(ctx, ops), report)
+
+
+def overview_figures(ctx: Context, ops: OpTable | None) -> Overview:
+    """Every figure of the overview, without the diagnose report (see `Overview.report`)."""
     trace = ctx.trace
     devices = ctx.devices
     series, duty_cycle = _step_series(ctx)
@@ -233,17 +240,22 @@ def build_overview(ctx: Context, report: Report, ops: OpTable | None) -> Overvie
         sources=[str(s) for s in trace.sources],
         devices=summarize_devices(trace, devices),
         hosts=list(trace.hosts),
-        framework=report.framework,
+        framework=ctx.framework,
         span_ps=int(trace.duration_ps),
-        steps=report.steps,
+        steps=ctx.steps,
         series=series,
         slices=_time_slices(ctx) if len(series) == 0 else None,
         step_time=step_time_stats(series.duration_ps),
         duty_cycle=duty_cycle,
         ops=ops if ops is not None and len(ops) else None,
-        report=report,
+        report=None,
         pod=ctx.pod,
     )
+
+
+def with_report(figures: Overview, report: Report) -> Overview:
+    """The whole overview: `figures` and the report diagnosed with the same context."""
+    return replace(figures, report=report)
 
 
 def summarize_devices(trace: Trace, devices: list[Device]) -> DeviceSummary:

@@ -97,7 +97,7 @@ class DiagnosticsView(View):
         layout.addWidget(self.summary)
         layout.addWidget(splitter, 1)
         self.hub.traceChanged.connect(self._on_trace)
-        self.hub.subscribe(REPORT, self._show, self._on_failed)
+        self.subscribe_when_shown(REPORT, self._show, self._on_failed)
 
     # -- input -------------------------------------------------------------------------------
     def _on_trace(self, trace: Trace | None) -> None:

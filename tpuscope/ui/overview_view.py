@@ -49,7 +49,7 @@ from tpuscope.analysis.overview import (
     StepSeries,
     part_label,
 )
-from tpuscope.analysis.session import FRAMEWORK, OVERVIEW, STEPS
+from tpuscope.analysis.session import FRAMEWORK, OVERVIEW, OVERVIEW_FIGURES, STEPS
 from tpuscope.analysis.steps import Steps
 from tpuscope.model.trace import Trace
 from tpuscope.ui.analysis_hub import AnalysisHub
@@ -100,6 +100,8 @@ class OverviewView(View):
         self.hub.traceChanged.connect(self._on_trace)
         self.hub.subscribe(STEPS, self._fill_steps_card)
         self.hub.subscribe(FRAMEWORK, self._fill_framework_card)
+        # The figures first, the findings when the rules have run (they take longer than the rest).
+        self.hub.subscribe(OVERVIEW_FIGURES, self._show, self._on_failed)
         self.hub.subscribe(OVERVIEW, self._show, self._on_failed)
 
     # -- construction --------------------------------------------------------------------------
@@ -270,6 +272,9 @@ class OverviewView(View):
         self.pod_section.hide()
 
     def _show(self, overview: Overview) -> None:
+        """Shows the figures (`overview.report` None: findings still being diagnosed) or all of it."""
+        if overview.report is None and self.overview is not None and self.overview.report is not None:
+            return  # the whole overview is on screen already
         self.overview = overview
         self.title.setText(_profile_name(self.trace) if self.trace is not None else "Overview")
         self.status.setText(_status_text(overview))
@@ -278,8 +283,12 @@ class OverviewView(View):
         self._fill_framework_card(overview.framework)
         self._draw_steps(overview)
         self._fill_ops(overview)
-        self._fill_findings(overview)
         self._fill_pod(overview)
+        if overview.report is None:
+            self.findings_list.clear()
+            self.findings_caption.setText("diagnosing…")
+            return
+        self._fill_findings(overview)
         self.overviewReady.emit(overview)
 
     # -- cards -----------------------------------------------------------------------------------

@@ -8,13 +8,17 @@ is one module with a `View` subclass plus one `ViewSpec` line in `tpuscope.ui.re
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 from PySide6.QtCore import Signal
+from PySide6.QtGui import QShowEvent
 from PySide6.QtWidgets import QWidget
 
+from tpuscope.analysis.session import Result
 from tpuscope.model.trace import Trace
-from tpuscope.ui.analysis_hub import AnalysisHub
+from tpuscope.ui.analysis_hub import AnalysisHub, OnFailed
 
 
 @dataclass(frozen=True)
@@ -49,6 +53,33 @@ class View(QWidget):
         super().__init__(parent)
         # A view made on its own (tests, embedding) gets a hub of its own.
         self.hub = hub if hub is not None else AnalysisHub(self)
+        self._when_shown: list[tuple[Result[Any], Callable[[Any], None], OnFailed | None]] = []
+        self._asked_generation = -1  # the hub generation whose `_when_shown` results were asked for
+
+    def subscribe_when_shown(
+        self, result: Result[Any], on_ready: Callable[[Any], None], on_failed: OnFailed | None = None
+    ) -> None:
+        """Like `hub.subscribe`, but asks for `result` of each trace only once this view is on screen.
+
+        A tab nobody has opened does not compete for the workers with the one the user looks at:
+        after a load the first tab's results come first, and a hidden tab asks when it is opened
+        (getting the result at once when another view already had it computed)."""
+        if not self._when_shown:
+            self.hub.traceChanged.connect(self._ask_if_shown)
+        self._when_shown.append((result, on_ready, on_failed))
+        self._ask_if_shown()
+
+    def _ask_if_shown(self, _trace: object = None) -> None:
+        if not self.isVisible() or self._asked_generation == self.hub.generation:
+            return
+        self._asked_generation = self.hub.generation
+        for result, on_ready, on_failed in self._when_shown:
+            self.hub.request(result, on_ready, on_failed)
+
+    def showEvent(self, event: QShowEvent) -> None:  # noqa: N802 (Qt override)
+        super().showEvent(event)
+        if self._when_shown:
+            self._ask_if_shown()
 
     def set_trace(self, trace: Trace | None) -> None:
         """Shows `trace` in this view and every other view sharing its hub."""
