@@ -8,6 +8,8 @@ shared by all processes (CLOCK_MONOTONIC), when:
 
 - `window`: the empty window (welcome page) was first painted;
 - `usable`: the window first painted the loaded trace (tabs, timeline and Overview can be used);
+- `figures`: the Overview was painted with its numbers, step chart and op table (its findings may
+  still be on their way: the rules take longest);
 - `overview`: the Overview was painted with every number, chart and finding filled in.
 
 The peer is this same checkout at an earlier commit (`--before`, default the commit before the
@@ -32,7 +34,7 @@ ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_FILE = ROOT / "benchmarks" / "data" / "tpu_1M" / "tpu_1M.xplane.pb"
 # The last commit before the shared analyses (tpuscope.analysis.session) landed.
 DEFAULT_BEFORE = "22e7242"
-MILESTONES = ("window", "usable", "overview")
+MILESTONES = ("window", "usable", "figures", "overview")
 TRIAL_TIMEOUT_S = 300
 
 # Runs in the child: the real window, the real loader, paint events watched application-wide.
@@ -62,6 +64,8 @@ class Watch(QObject):
             inside = obj.isWidgetType() and (obj is overview or overview.isAncestorOf(obj))
             if state["loaded"] and inside:
                 stamps.setdefault("usable", now)
+                if getattr(overview, "overview", None) is not None:
+                    stamps.setdefault("figures", now)
             if state["ready"] and inside and "overview" not in stamps:
                 stamps["overview"] = now
                 QTimer.singleShot(0, app.quit)
@@ -149,8 +153,10 @@ def main() -> int:
         name: {m: statistics.median(t[m] for t in runs) for m in MILESTONES} for name, runs in trials.items()
     }
     size_mb = args.file.stat().st_size / 1e6
-    print(f"{args.file.name} ({size_mb:.1f} MB), {'warm' if args.warm else 'cold'} open, {args.repeat} trials")
-    print(f"whole process, seconds from launch (median; min-max):")
+    print(
+        f"{args.file.name} ({size_mb:.1f} MB), {'warm' if args.warm else 'cold'} open, {args.repeat} trials"
+    )
+    print("whole process, seconds from launch (median; min-max):")
     print(f"{'':<22}" + "".join(f"{m:>22}" for m in MILESTONES))
     for name, runs in trials.items():
         cells = []
