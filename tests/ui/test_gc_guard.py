@@ -15,9 +15,9 @@ class Node:
 
 def test_the_app_installs_one_collector_and_turns_automatic_collection_off(qtbot):
     app = application()
-    collector = app._tpuscope_collector
+    collector = app.findChild(MainThreadCollector)
     assert isinstance(collector, MainThreadCollector) and collector.timer.isActive()
-    assert application()._tpuscope_collector is collector
+    assert application().findChildren(MainThreadCollector) == [collector]
     gc.enable()
     MainThreadCollector(app).deleteLater()
     assert not gc.isenabled()

@@ -102,8 +102,8 @@ class AnalysisHub(QObject):
         self._running.discard(job)
         job.deleteLater()
 
-    def _deliver(self, generation: int, payload: object) -> None:
-        name, value, error = payload  # type: ignore[misc]  # what `_compute` returns
+    def _deliver(self, generation: int, payload: tuple[str, Any, Exception | None]) -> None:
+        name, value, error = payload  # what `_compute` returns
         if generation != self.generation:
             return  # computed for a trace that is no longer shown
         callbacks = self._waiting.pop(name, [])

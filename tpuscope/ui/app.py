@@ -17,11 +17,12 @@ ICON = Path(__file__).resolve().parents[1] / "resources" / "tpuscope.svg"
 
 def application() -> QApplication:
     """The process's QApplication, created once with tpuscope's names (QSettings uses them)."""
-    app = QApplication.instance()
-    if app is None:
-        app = QApplication(sys.argv[:1])
-    if getattr(app, "_tpuscope_collector", None) is None:
-        app._tpuscope_collector = MainThreadCollector(app)  # garbage is collected on this thread only
+    existing = QApplication.instance()
+    if existing is not None and not isinstance(existing, QApplication):
+        raise RuntimeError("this process has a Qt application without widgets; tpuscope's window needs one")
+    app = existing if existing is not None else QApplication(sys.argv[:1])
+    if app.findChild(MainThreadCollector) is None:
+        MainThreadCollector(app)  # garbage is collected on this thread only; the app owns it
     app.setOrganizationName("tpuscope")
     app.setApplicationName("tpuscope")
     if ICON.is_file():

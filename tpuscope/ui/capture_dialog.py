@@ -55,7 +55,7 @@ def _default_settings(parent) -> QSettings:
     shared = getattr(parent, "settings", None)  # the main window's, so one settings file serves the app
     if isinstance(shared, QSettings):
         return shared
-    return QSettings(QSettings.IniFormat, QSettings.UserScope, "tpuscope", "tpuscope")
+    return QSettings(QSettings.Format.IniFormat, QSettings.Scope.UserScope, "tpuscope", "tpuscope")
 
 
 class CaptureWorker(QThread):
@@ -186,8 +186,8 @@ class CaptureDialog(QDialog):
         self.status = QLabel("", self)
         self.status.setWordWrap(True)
         self.buttons = QDialogButtonBox(self)
-        self.start_button = self.buttons.addButton("Capture", QDialogButtonBox.AcceptRole)
-        self.cancel_button = self.buttons.addButton(QDialogButtonBox.Cancel)
+        self.start_button = self.buttons.addButton("Capture", QDialogButtonBox.ButtonRole.AcceptRole)
+        self.cancel_button = self.buttons.addButton(QDialogButtonBox.StandardButton.Cancel)
         self.start_button.clicked.connect(self.start)
         self.cancel_button.clicked.connect(self.cancel_or_close)
 
@@ -364,7 +364,10 @@ class CaptureDialog(QDialog):
         )
 
     def is_running(self) -> bool:
-        return self.worker is not None and self.worker.isRunning()
+        return self._running_worker() is not None
+
+    def _running_worker(self) -> CaptureWorker | None:
+        return self.worker if self.worker is not None and self.worker.isRunning() else None
 
     def start(self) -> None:
         if self.is_running():
@@ -393,8 +396,9 @@ class CaptureDialog(QDialog):
         worker.start()
 
     def cancel_or_close(self) -> None:
-        if self.is_running():
-            self.worker.cancel()
+        worker = self._running_worker()
+        if worker is not None:
+            worker.cancel()
             self._show_status("cancelling\u2026")
         else:
             self.reject()
@@ -444,12 +448,12 @@ class CaptureDialog(QDialog):
             f"{error}\n\nTrust {error.hostname} with key {error.fingerprint} and add it to "
             f"{error.known_hosts_file}?",
         )  # fmt: skip
-        return answer == QMessageBox.Yes
+        return answer == QMessageBox.StandardButton.Yes
 
     def ask_passphrase(self, error: PassphraseRequired) -> str | None:
         """Asks for the key's passphrase; it is kept in memory for this dialog only, never saved."""
         text, ok = QInputDialog.getText(self, "SSH key passphrase", f"Passphrase for {error.key_file}:",
-                                        QLineEdit.Password)  # fmt: skip
+                                        QLineEdit.EchoMode.Password)  # fmt: skip
         return text if ok else None
 
     def _set_editing(self, enabled: bool) -> None:
@@ -475,7 +479,8 @@ class CaptureDialog(QDialog):
         self.status.setStyleSheet("color: #c0392b;" if error else "")
 
     def done(self, code: int) -> None:  # closing the dialog (Esc, window close) stops a running capture
-        if self.is_running():
-            self.worker.cancel()
-            self.worker.wait()
+        worker = self._running_worker()
+        if worker is not None:
+            worker.cancel()
+            worker.wait()
         super().done(code)

@@ -8,7 +8,7 @@ import numpy as np
 from PySide6.QtCore import Signal
 from PySide6.QtWidgets import QTextBrowser, QWidget
 
-from tpuscope.model.trace import Track
+from tpuscope.model.trace import Trace, Track
 from tpuscope.ui.range_summary import RangeSummary
 from tpuscope.ui.timeline.palette import short_name
 from tpuscope.ui.timeline.ruler import format_duration
@@ -59,7 +59,7 @@ class DetailsPanel(QTextBrowser):
         super().__init__(parent)
         self.setOpenLinks(False)
         self.anchorClicked.connect(self._on_anchor)
-        self._trace = None
+        self._trace: Trace | None = None
         self.setMinimumWidth(DETAILS_MIN_WIDTH_PX)
         self.clear_details()
 

@@ -9,8 +9,11 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Callable
+from typing import Any, TypeVar
 
 from PySide6.QtCore import QObject, QThread, Signal
+
+Result = TypeVar("Result")
 
 
 class Job(QThread):
@@ -43,13 +46,14 @@ class LatestJobs(QObject):
         super().__init__(parent)
         self.generation = 0
         self._running: set[Job] = set()
-        self._on_done: Callable[[object], None] | None = None
+        # The newest job's callback: only that job's result is ever handed to it.
+        self._on_done: Callable[[Any], None] | None = None
         self._on_failed: Callable[[Exception], None] | None = None
 
     def start(
         self,
-        work: Callable[[], object],
-        on_done: Callable[[object], None],
+        work: Callable[[], Result],
+        on_done: Callable[[Result], None],
         on_failed: Callable[[Exception], None] | None = None,
     ) -> None:
         """Runs `work()` in a thread; `on_done(result)` (or `on_failed(error)`) if nothing newer started.

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 from PySide6.QtCore import QSettings, Qt, Signal
@@ -39,6 +40,10 @@ from tpuscope.ui.timeline.view import PICKED_LAYER, SEARCH_LAYER, TimelineView
 from tpuscope.ui.views import View
 from tpuscope.ui.welcome import WelcomePage, bundled_sample
 
+if TYPE_CHECKING:  # imported when first used (optional_views)
+    from tpuscope.ui.capture_dialog import CaptureDialog
+    from tpuscope.ui.compare_view import CompareView
+
 MAX_RECENT = 10
 OUTLINE_MESSAGE_MS = 8000  # how long the status bar says where outlined events came from
 PROFILE_FILTER = "XPlane profiles (*.xplane.pb *.xplane.pb.gz *.pb *.pb.gz);;All files (*)"
@@ -48,7 +53,7 @@ FIRST_VIEWS = ("overview", TIMELINE)  # shown after a load: the first of these t
 
 
 def default_settings() -> QSettings:
-    return QSettings(QSettings.IniFormat, QSettings.UserScope, "tpuscope", "tpuscope")
+    return QSettings(QSettings.Format.IniFormat, QSettings.Scope.UserScope, "tpuscope", "tpuscope")
 
 
 class MainWindow(QMainWindow):
@@ -70,7 +75,7 @@ class MainWindow(QMainWindow):
         self.workers: set[LoadWorker] = set()
         self.jobs = LatestJobs(self)  # range summaries; a newer range drops an older one's
         self.hub = AnalysisHub(self)  # the trace's analyses, computed once for every view
-        self.compare_view: QWidget | None = None  # the Compare tab, once File > Compare made it
+        self.compare_view: CompareView | None = None  # the Compare tab, once File > Compare made it
         self._status_head = ""  # the status line of the trace shown, before its steps are known
 
         self.timeline = TimelineView(self)
@@ -120,8 +125,8 @@ class MainWindow(QMainWindow):
         self.details_dock = QDockWidget("Details", self)
         self.details_dock.setObjectName("details")
         self.details_dock.setWidget(self.details)
-        self.addDockWidget(Qt.RightDockWidgetArea, self.details_dock)
-        self.resizeDocks([self.details_dock], [DETAILS_START_WIDTH_PX], Qt.Horizontal)
+        self.addDockWidget(Qt.DockWidgetArea.RightDockWidgetArea, self.details_dock)
+        self.resizeDocks([self.details_dock], [DETAILS_START_WIDTH_PX], Qt.Orientation.Horizontal)
 
         self.status_label = QLabel("", self)
         self.progress = QProgressBar(self)
@@ -150,7 +155,7 @@ class MainWindow(QMainWindow):
 
     def _build_menus(self) -> None:
         file_menu = self.menuBar().addMenu("&File")
-        self._action(file_menu, "&Open\u2026", self.open_file_dialog, QKeySequence.Open)
+        self._action(file_menu, "&Open\u2026", self.open_file_dialog, QKeySequence.StandardKey.Open)
         self._action(file_menu, "Open &Folder\u2026", self.open_folder_dialog, "Ctrl+Shift+O")
         self._action(file_menu, "Open &URL\u2026", self.open_url_dialog, "Ctrl+Shift+U")
         self.recent_menu = file_menu.addMenu("Open &Recent")
@@ -159,7 +164,7 @@ class MainWindow(QMainWindow):
         sample = bundled_sample()
         if sample is not None:
             self._action(file_menu, "Open &Sample (TPU v6e)", lambda: self.open_path(sample))
-        self.capture_class = optional_class("capture")
+        self.capture_class: type[CaptureDialog] | None = optional_class("capture")
         if self.capture_class is not None:
             file_menu.addSeparator()
             self._action(file_menu, "&Capture\u2026", self.open_capture_dialog, "Ctrl+Shift+C")
@@ -169,17 +174,21 @@ class MainWindow(QMainWindow):
             file_menu, "Export Selected &Range\u2026", lambda: self.export_dialog(True), "Ctrl+Shift+E"
         )
         file_menu.addSeparator()
-        self._action(file_menu, "&Quit", self.close, QKeySequence.Quit)
+        self._action(file_menu, "&Quit", self.close, QKeySequence.StandardKey.Quit)
         view_menu = self.menuBar().addMenu("&View")
         self._action(view_menu, "Zoom to &Fit", self.timeline.zoom_to_fit, "Ctrl+0")
-        self._action(view_menu, "Zoom &In (W)", lambda: self.timeline.zoom(1.25), QKeySequence.ZoomIn)
-        self._action(view_menu, "Zoom &Out (S)", lambda: self.timeline.zoom(0.8), QKeySequence.ZoomOut)
+        self._action(
+            view_menu, "Zoom &In (W)", lambda: self.timeline.zoom(1.25), QKeySequence.StandardKey.ZoomIn
+        )
+        self._action(
+            view_menu, "Zoom &Out (S)", lambda: self.timeline.zoom(0.8), QKeySequence.StandardKey.ZoomOut
+        )
         view_menu.addSeparator()
         self._action(view_menu, "&Collapse All Groups", lambda: self.timeline.set_all_collapsed(True))
         self._action(view_menu, "&Expand All Groups", lambda: self.timeline.set_all_collapsed(False))
         self.show_empty_action = self._action(view_menu, "Show &Empty Tracks", self._toggle_empty_tracks)
         self.show_empty_action.setCheckable(True)
-        self._action(view_menu, "Find\u2026", self._focus_search, QKeySequence.Find)
+        self._action(view_menu, "Find\u2026", self._focus_search, QKeySequence.StandardKey.Find)
         view_menu.addSeparator()
         for number, key in enumerate(self.views, start=1):
             go_to = lambda _=False, k=key: self.show_view(k)  # noqa: E731 (one slot per tab)
@@ -254,7 +263,7 @@ class MainWindow(QMainWindow):
 
     def open_comparison(self, base: str | Path, new: str | Path) -> None:
         """Shows the Compare tab (added on first use) and compares BASE with NEW in the background."""
-        view = self.views.get("compare")
+        view = self.compare_view
         if view is None:
             view_class = optional_class("compare")
             if view_class is None:
@@ -287,6 +296,8 @@ class MainWindow(QMainWindow):
         self.tabs.setCurrentWidget(view)
 
     def open_capture_dialog(self) -> None:
+        if self.capture_class is None:  # no menu entry then
+            return
         dialog = self.capture_class(self)
         dialog.captured.connect(self.open_path)
         dialog.exec()
@@ -495,9 +506,9 @@ class MainWindow(QMainWindow):
 
     def recent_paths(self) -> list[str]:
         value = self.settings.value("recent", [])
-        if isinstance(value, str):
+        if isinstance(value, str):  # one entry reads back as a string
             value = [value]
-        return [str(v) for v in value or []]
+        return [str(v) for v in value] if isinstance(value, list | tuple) else []
 
     def _add_recent(self, path: str) -> None:
         path = path if is_url(path) else str(Path(path).resolve())

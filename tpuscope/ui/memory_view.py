@@ -75,7 +75,7 @@ class MemoryView(View):
         self.program_combo.setMinimumContentsLength(40)
         self.summary_label = QLabel("")
         self.summary_label.setWordWrap(True)
-        self.summary_label.setTextInteractionFlags(Qt.TextSelectableByMouse)
+        self.summary_label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         controls = QHBoxLayout()
         controls.addWidget(QLabel("Program:"))
         controls.addWidget(self.program_combo, 1)
@@ -83,12 +83,12 @@ class MemoryView(View):
         self.heap_plot = self._plot("Heap along the program order (the compiler's plan)", "program point")
         self.buffers = QTableWidget(0, len(BUFFER_COLUMNS))
         self.buffers.setHorizontalHeaderLabels(BUFFER_COLUMNS)
-        self.buffers.setSelectionBehavior(QAbstractItemView.SelectRows)
-        self.buffers.setSelectionMode(QAbstractItemView.SingleSelection)
-        self.buffers.setEditTriggers(QAbstractItemView.NoEditTriggers)
+        self.buffers.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
+        self.buffers.setSelectionMode(QAbstractItemView.SelectionMode.SingleSelection)
+        self.buffers.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
         self.buffers.setSortingEnabled(True)
         self.buffers.verticalHeader().setVisible(False)
-        self.buffers.horizontalHeader().setSectionResizeMode(QHeaderView.Interactive)
+        self.buffers.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.Interactive)
         self.buffers.horizontalHeader().setStretchLastSection(True)
         self.buffers.setToolTip("Buffers live at the peak. Select one to outline the op that defines it.")
         self.time_plot = self._plot("Memory in use over time, per allocator (what the runtime saw)", "time")
@@ -182,6 +182,8 @@ class MemoryView(View):
         """Computes the report in the background (the allocators part the loader already made)."""
         self._stale = False
         trace = self._trace
+        if trace is None:
+            return
         self.summary_label.setText("Reading the programs' buffer assignments\u2026")
         self._jobs.start(lambda: cached_memory_report(trace), self._fill, self._on_failed)
 
@@ -241,12 +243,14 @@ class MemoryView(View):
                   fillLevel=0, brush=(26, 87, 214, 50), name="padded")  # fmt: skip
         if np.any(unpadded != heap):
             plot.plot(x, unpadded / scale, stepMode="center", pen=pg.mkPen(UNPADDED_COLOUR, width=1.5,
-                      style=Qt.DashLine), name="unpadded")  # fmt: skip
+                      style=Qt.PenStyle.DashLine), name="unpadded")  # fmt: skip
         # heap[i] is the heap before event i; the event at peak_position raised it to the peak.
         reached = np.flatnonzero(heap >= program.peak_heap_bytes)
         peak_x = (int(reached[0]) if len(reached) else program.peak_position) + 0.5
         plot.addItem(
-            pg.InfiniteLine(pos=peak_x, angle=90, pen=pg.mkPen(PEAK_COLOUR, width=1, style=Qt.DotLine))
+            pg.InfiniteLine(
+                pos=peak_x, angle=90, pen=pg.mkPen(PEAK_COLOUR, width=1, style=Qt.PenStyle.DotLine)
+            )
         )
         plot.plot([peak_x], [program.peak_heap_bytes / scale], pen=None, symbol="o", symbolSize=9,
                   symbolBrush=PEAK_COLOUR, name=f"peak {format_bytes(program.peak_heap_bytes)}")  # fmt: skip
@@ -271,10 +275,10 @@ class MemoryView(View):
                 QTableWidgetItem(buffer.category),
                 QTableWidgetItem(buffer.framework_op),
             ]
-            cells[0].setData(Qt.UserRole, row)
+            cells[0].setData(Qt.ItemDataRole.UserRole, row)
             for column, cell in enumerate(cells):
                 if column in (1, 2, 3):
-                    cell.setTextAlignment(Qt.AlignRight | Qt.AlignVCenter)
+                    cell.setTextAlignment(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
                 self.buffers.setItem(row, column, cell)
         self.buffers.setSortingEnabled(True)
         self.buffers.resizeColumnsToContents()
@@ -310,7 +314,9 @@ class MemoryView(View):
         if program is None or not rows or self._trace is None:
             return
         item = self.buffers.item(rows[0].row(), 0)
-        buffer = program.buffers_largest_first()[int(item.data(Qt.UserRole))]
+        if item is None:
+            return
+        buffer = program.buffers_largest_first()[int(item.data(Qt.ItemDataRole.UserRole))]
         matches = defining_op_events(self._trace, buffer.defined_by, program.program_id)
         self.highlightRequested.emit(matches)
 

@@ -21,6 +21,7 @@ from PySide6.QtWidgets import (
     QLabel,
     QSizePolicy,
     QTableWidget,
+    QTableWidgetItem,
     QToolTip,
     QVBoxLayout,
     QWidget,
@@ -65,7 +66,7 @@ class HeatMap(QWidget):
 
     cellClicked = Signal(int, int)
 
-    def __init__(self, parent=None):
+    def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.hosts: list[str] = []
         self.steps: list[int] = []
@@ -170,21 +171,22 @@ class PodPanel(QWidget):
         object
     )  # an evidence item {label, start_ps, end_ps, host, plane?, track?, event_index?}
 
-    def __init__(self, parent=None):
+    def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.pod: PodAnalysis | None = None
-        self.metric = QComboBox()
+        self.metric_choice = QComboBox()
         for key, words in METRICS:
-            self.metric.addItem(words, key)
-        self.metric.currentIndexChanged.connect(lambda _i: self._draw())
+            self.metric_choice.addItem(words, key)
+        self.metric_choice.currentIndexChanged.connect(lambda _i: self._draw())
         self.caption = QLabel("")
         self.caption.setWordWrap(True)
         self.heatmap = HeatMap()
         self.heatmap.cellClicked.connect(self._on_cell)
         self.table = QTableWidget(0, len(COLUMNS))
-        self.table.setHorizontalHeaderLabels([c[0] for c in COLUMNS])
-        for k, (_, _, tip) in enumerate(COLUMNS):
-            self.table.horizontalHeaderItem(k).setToolTip(tip)
+        for k, (title, _, tip) in enumerate(COLUMNS):
+            column_title = QTableWidgetItem(title)
+            column_title.setToolTip(tip)
+            self.table.setHorizontalHeaderItem(k, column_title)
         style_list_table(self.table)
         header = self.table.horizontalHeader()
         header.setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
@@ -193,7 +195,7 @@ class PodPanel(QWidget):
 
         chooser = QHBoxLayout()
         chooser.addWidget(QLabel("Colour by"))
-        chooser.addWidget(self.metric)
+        chooser.addWidget(self.metric_choice)
         chooser.addSpacing(10)
         chooser.addWidget(self.caption, 1)
         layout = QVBoxLayout(self)
@@ -214,13 +216,13 @@ class PodPanel(QWidget):
         self._fill_table()
 
     def set_metric(self, key: str) -> None:
-        self.metric.setCurrentIndex(max(self.metric.findData(key), 0))
+        self.metric_choice.setCurrentIndex(max(self.metric_choice.findData(key), 0))
 
     def _draw(self) -> None:
         pod = self.pod
         if pod is None or pod.step_count == 0:
             return
-        key = self.metric.currentData()
+        key = self.metric_choice.currentData()
         words = dict(METRICS)[key]
         values = pod.matrix(key)
         self.heatmap.set_values(pod.hosts, [int(n) for n in pod.step_number], values, words)

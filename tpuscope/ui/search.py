@@ -58,10 +58,10 @@ class SearchLine(QLineEdit):
     stepRequested = Signal(int)
 
     def keyPressEvent(self, event) -> None:  # noqa: N802 (Qt override)
-        if event.key() in (Qt.Key_Return, Qt.Key_Enter):
-            self.stepRequested.emit(-1 if event.modifiers() & Qt.ShiftModifier else 1)
+        if event.key() in (Qt.Key.Key_Return, Qt.Key.Key_Enter):
+            self.stepRequested.emit(-1 if event.modifiers() & Qt.KeyboardModifier.ShiftModifier else 1)
             return
-        if event.key() == Qt.Key_Escape:
+        if event.key() == Qt.Key.Key_Escape:
             self.clear()
         super().keyPressEvent(event)
 

@@ -55,7 +55,9 @@ class WelcomePage(QWidget):
         buttons.addWidget(self.sample_button)
         buttons.addStretch(1)
         self.recent = QListWidget(self)
-        self.recent.itemActivated.connect(lambda item: self.openPathRequested.emit(item.data(Qt.UserRole)))
+        self.recent.itemActivated.connect(
+            lambda item: self.openPathRequested.emit(item.data(Qt.ItemDataRole.UserRole))
+        )
         column = QVBoxLayout()
         column.addWidget(title)
         column.addLayout(buttons)
@@ -71,5 +73,5 @@ class WelcomePage(QWidget):
         self.recent.clear()
         for path in paths:
             item = QListWidgetItem(path)
-            item.setData(Qt.UserRole, path)
+            item.setData(Qt.ItemDataRole.UserRole, path)
             self.recent.addItem(item)

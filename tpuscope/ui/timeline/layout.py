@@ -19,7 +19,7 @@ import numpy as np
 
 from tpuscope.model.trace import Plane, Trace, Track
 from tpuscope.model.vocabulary import DEVICE_TRACK_ORDER, KIND_METADATA
-from tpuscope.ui.timeline.counters import COUNTER_HEIGHT, COUNTERS_GROUP
+from tpuscope.ui.timeline.counters import COUNTER_HEIGHT, COUNTERS_GROUP, CounterSeries
 
 ROW_HEIGHT = 18  # pixels per nesting level of a track
 GROUP_HEIGHT = 22  # pixels of a plane's header row
@@ -42,7 +42,7 @@ class Row:
     collapsed: bool = False
     events: int = 0
     summary: Track | None = None  # a collapsed group's busiest track, drawn in its header
-    counter: object | None = None  # a "counter" row's CounterSeries (tpuscope.ui.timeline.counters)
+    counter: CounterSeries | None = None  # a "counter" row's series
 
 
 def group_key(plane: Plane) -> tuple[str, str]:

@@ -202,7 +202,9 @@ class TrackLod:
             order = np.argsort(depth, kind="stable")
             present = np.unique(depth)
             bounds = (
-                np.searchsorted(depth[order], np.append(present, present[-1] + 1)) if len(present) else []
+                np.searchsorted(depth[order], np.append(present, present[-1] + 1))
+                if len(present)
+                else np.empty(0, np.intp)
             )
             self.depths = [
                 DepthLod(track, int(d), rows[order[bounds[i] : bounds[i + 1]]]) for i, d in enumerate(present)

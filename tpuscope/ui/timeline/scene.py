@@ -112,7 +112,9 @@ def build_frame(rows: list[Row], lod: TimelineLod, colours: Colours, view: Viewp
     labels: list[Label] = []
     for row in rows:
         track = row.track if row.kind == "track" else row.summary
-        track_lod = lod.of(track) if track is not None else None
+        if track is None:
+            continue
+        track_lod = lod.of(track)
         if track_lod is None:
             continue
         plane_colours = colours.of(track.plane)

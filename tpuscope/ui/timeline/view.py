@@ -11,6 +11,7 @@ event.
 from __future__ import annotations
 
 import math
+from typing import TYPE_CHECKING, cast
 
 import numpy as np
 import shiboken6
@@ -26,6 +27,9 @@ from tpuscope.ui.timeline.layout import ROW_HEIGHT, Row, TimelineLayout, track_d
 from tpuscope.ui.timeline.lod import TimelineLod, TrackLod, time_key
 from tpuscope.ui.timeline.palette import PALETTE, Colours, text_is_dark
 from tpuscope.ui.timeline.scene import MERGE_PX, Frame, Viewport, build_frame, highlight_rects
+
+if TYPE_CHECKING:
+    from tpuscope.analysis.steps import Steps
 
 # Layout and feel: UI choices (no external source), tuned by looking at the real profiles.
 LABEL_COLUMN_PX = 210
@@ -73,7 +77,7 @@ def draw_arrow(painter: QPainter, start: QPointF, end: QPointF) -> None:
     size = FLOW_HEAD_PX
     left = QPointF(end.x() - size * ux + size * 0.5 * uy, end.y() - size * uy - size * 0.5 * ux)
     right = QPointF(end.x() - size * ux - size * 0.5 * uy, end.y() - size * uy + size * 0.5 * ux)
-    painter.setPen(Qt.NoPen)
+    painter.setPen(Qt.PenStyle.NoPen)
     painter.drawPolygon([end, left, right])
 
 
@@ -88,7 +92,8 @@ def draw_rect_array(painter: QPainter, rects: np.ndarray) -> None:
     if not len(rects):
         return
     rects = np.ascontiguousarray(rects, dtype=np.float64)
-    painter.drawRects(shiboken6.wrapInstance(rects.ctypes.data, QRectF), len(rects))
+    first = cast(QRectF, shiboken6.wrapInstance(rects.ctypes.data, QRectF))  # typed as shiboken's Object
+    painter.drawRects(first, len(rects))
 
 
 class TimelineView(QWidget):
@@ -100,14 +105,14 @@ class TimelineView(QWidget):
 
     def __init__(self, parent: QWidget | None = None):
         super().__init__(parent)
-        self.setFocusPolicy(Qt.StrongFocus)
+        self.setFocusPolicy(Qt.FocusPolicy.StrongFocus)
         self.setMouseTracking(True)
         self.setMinimumSize(400, 200)
         self.trace: Trace | None = None
         self.lod: TimelineLod | None = None
         self.layout_: TimelineLayout | None = None
         self.colours = Colours()
-        self.steps = None
+        self.steps: Steps | None = None
         self.show_empty = False
         self.t0_ps = 0.0
         self.t1_ps = 1.0
@@ -130,13 +135,17 @@ class TimelineView(QWidget):
         self._char_px = max(1.0, self._metrics.averageCharWidth())
         self._brushes = [QColor(c) for c in PALETTE]
         self._dark_text = [text_is_dark(c) for c in PALETTE]
-        self.scrollbar = QScrollBar(Qt.Vertical, self)
+        self.scrollbar = QScrollBar(Qt.Orientation.Vertical, self)
         self.scrollbar.valueChanged.connect(self._on_scroll)
 
     # ----- state -----------------------------------------------------------------------------
 
     def set_trace(
-        self, trace: Trace | None, lod: TimelineLod | None = None, steps=None, colours: Colours | None = None
+        self,
+        trace: Trace | None,
+        lod: TimelineLod | None = None,
+        steps: Steps | None = None,
+        colours: Colours | None = None,
     ) -> None:
         """Shows a trace; `lod` and `colours` are built here unless the loader made them off the UI thread."""
         self.trace = trace
@@ -152,7 +161,7 @@ class TimelineView(QWidget):
         self._place_scrollbar()
         self.scrollbar.setValue(0)
 
-    def set_steps(self, steps) -> None:
+    def set_steps(self, steps: Steps | None) -> None:
         """Draws the step band (`tpuscope.analysis.steps.Steps`; None or no steps: no band). Steps
         arrive after the trace: the timeline is usable before they are found."""
         self.steps = steps if steps is not None and len(steps) else None
@@ -340,7 +349,7 @@ class TimelineView(QWidget):
         painter.fillRect(0, 0, width, height, BACKGROUND)
         if self.layout_ is None or self.lod is None:
             painter.setPen(MUTED_TEXT)
-            painter.drawText(QRectF(0, 0, width, height), Qt.AlignCenter, "No profile open")
+            painter.drawText(QRectF(0, 0, width, height), Qt.AlignmentFlag.AlignCenter, "No profile open")
             return
         view = self.viewport()
         top = self.events_top
@@ -351,7 +360,7 @@ class TimelineView(QWidget):
         self._paint_grid(painter, view, top, height)
         frame = build_frame(rows, self.lod, self.colours, view)
         self.last_frame = frame
-        painter.setPen(Qt.NoPen)
+        painter.setPen(Qt.PenStyle.NoPen)
         for colour, rects in frame.rects_by_colour.items():
             painter.setBrush(self._brushes[colour])
             draw_rect_array(painter, rects)
@@ -365,7 +374,7 @@ class TimelineView(QWidget):
         painter.restore()
         self._paint_ruler(painter, view)
         if self.steps is not None:
-            self._paint_steps(painter, view)
+            self._paint_steps(painter, view, self.steps)
 
     def _paint_row_backgrounds(self, painter: QPainter, rows: list[Row], view: Viewport) -> None:
         for i, row in enumerate(rows):
@@ -395,7 +404,11 @@ class TimelineView(QWidget):
             if self._dark_text[label.colour] is not dark:
                 dark = self._dark_text[label.colour]
                 painter.setPen(TEXT if dark else LIGHT_TEXT)
-            painter.drawText(QRectF(left, label.y, width, text_height), Qt.AlignLeft | Qt.AlignVCenter, text)
+            painter.drawText(
+                QRectF(left, label.y, width, text_height),
+                Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignVCenter,
+                text,
+            )
 
     def _elide(self, text: str, width: float) -> str:
         chars = int(width / self._char_px)
@@ -420,7 +433,8 @@ class TimelineView(QWidget):
         import pyqtgraph as pg
 
         for row in counter_rows:
-            series: CounterSeries = row.counter
+            series = row.counter
+            assert series is not None  # counter_rows holds rows with a series
             top = float(view.y_of(row.y))
             points = step_area(series, view, top, row.height)
             if len(points) < 3:
@@ -435,7 +449,7 @@ class TimelineView(QWidget):
                 if view.t0_ps <= t_peak <= view.t1_ps:
                     x = float(view.x_of(t_peak))
                     y = float(value_y(series, series.values[series.peak_index], top, row.height))
-                    painter.setPen(Qt.NoPen)
+                    painter.setPen(Qt.PenStyle.NoPen)
                     painter.setBrush(COUNTER_PEAK)
                     painter.drawEllipse(QPointF(x, y), 3.5, 3.5)
             _, values = visible_samples(series, view)
@@ -443,11 +457,13 @@ class TimelineView(QWidget):
                 painter.setPen(MUTED_TEXT)
                 text = f"max {format_value(series, float(np.nanmax(values)))} here"
                 painter.drawText(
-                    QRectF(view.x + 4, top + 1, 220, ROW_HEIGHT - 4), Qt.AlignLeft | Qt.AlignTop, text
+                    QRectF(view.x + 4, top + 1, 220, ROW_HEIGHT - 4),
+                    Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignTop,
+                    text,
                 )
 
     def _paint_highlights(self, painter: QPainter, rows: list[Row], view: Viewport) -> None:
-        painter.setBrush(Qt.NoBrush)
+        painter.setBrush(Qt.BrushStyle.NoBrush)
         for layer, lods in self.highlights.items():
             painter.setPen(QPen(HIGHLIGHT_COLOURS[layer], 2))
             draw_rect_array(painter, highlight_rects(rows, lods, view))
@@ -462,7 +478,7 @@ class TimelineView(QWidget):
         x0 = max(float(view.x_of(track.start_ps[index])), view.x - 3)
         x1 = min(float(view.x_of(track.start_ps[index] + track.duration_ps[index])), view.x + view.width + 3)
         y = view.y_of(row.y + int(track.depth[index]) * ROW_HEIGHT)
-        painter.setBrush(Qt.NoBrush)
+        painter.setBrush(Qt.BrushStyle.NoBrush)
         painter.setPen(QPen(SELECTION, 2.5))
         painter.drawRect(QRectF(x0 - 1, y, max(x1 - x0, 1) + 2, ROW_HEIGHT))
 
@@ -510,14 +526,20 @@ class TimelineView(QWidget):
                 painter.setFont(self.bold_font)
                 painter.setPen(TEXT)
                 arrow = "\u25b8" if row.collapsed else "\u25be"
-                text = metrics.elidedText(row.label, Qt.ElideRight, LABEL_COLUMN_PX - 22)
-                painter.drawText(QRectF(6, y, LABEL_COLUMN_PX - 8, row.height), Qt.AlignVCenter, arrow)
-                painter.drawText(QRectF(20, y, LABEL_COLUMN_PX - 22, row.height), Qt.AlignVCenter, text)
+                text = metrics.elidedText(row.label, Qt.TextElideMode.ElideRight, LABEL_COLUMN_PX - 22)
+                painter.drawText(
+                    QRectF(6, y, LABEL_COLUMN_PX - 8, row.height), Qt.AlignmentFlag.AlignVCenter, arrow
+                )
+                painter.drawText(
+                    QRectF(20, y, LABEL_COLUMN_PX - 22, row.height), Qt.AlignmentFlag.AlignVCenter, text
+                )
                 painter.setFont(self.font_)
             else:
                 painter.setPen(TEXT)
-                text = metrics.elidedText(row.label, Qt.ElideMiddle, LABEL_COLUMN_PX - 26)
-                painter.drawText(QRectF(20, y, LABEL_COLUMN_PX - 22, ROW_HEIGHT), Qt.AlignVCenter, text)
+                text = metrics.elidedText(row.label, Qt.TextElideMode.ElideMiddle, LABEL_COLUMN_PX - 26)
+                painter.drawText(
+                    QRectF(20, y, LABEL_COLUMN_PX - 22, ROW_HEIGHT), Qt.AlignmentFlag.AlignVCenter, text
+                )
         painter.setPen(QPen(GRID, 1))
         painter.drawLine(
             QPointF(LABEL_COLUMN_PX - 0.5, view.top), QPointF(LABEL_COLUMN_PX - 0.5, self.height())
@@ -532,18 +554,19 @@ class TimelineView(QWidget):
             painter.drawLine(QPointF(x, RULER_PX - 7), QPointF(x, RULER_PX))
             painter.drawText(
                 QRectF(x + 3, 0, 120, RULER_PX - 3),
-                Qt.AlignLeft | Qt.AlignVCenter,
+                Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignVCenter,
                 ruler.format_time(t, step),
             )
         painter.fillRect(QRectF(0, 0, LABEL_COLUMN_PX, RULER_PX), LABEL_BG)
         painter.setPen(MUTED_TEXT)
         span = ruler.format_duration(view.t1_ps - view.t0_ps)
-        painter.drawText(QRectF(6, 0, LABEL_COLUMN_PX - 8, RULER_PX), Qt.AlignVCenter, f"window {span}")
+        painter.drawText(
+            QRectF(6, 0, LABEL_COLUMN_PX - 8, RULER_PX), Qt.AlignmentFlag.AlignVCenter, f"window {span}"
+        )
         painter.setPen(QPen(GRID, 1))
         painter.drawLine(QPointF(0, RULER_PX - 0.5), QPointF(self.width(), RULER_PX - 0.5))
 
-    def _paint_steps(self, painter: QPainter, view: Viewport) -> None:
-        steps = self.steps
+    def _paint_steps(self, painter: QPainter, view: Viewport, steps: Steps) -> None:
         y = RULER_PX
         painter.fillRect(QRectF(0, y, self.width(), STEP_BAND_PX), BACKGROUND)
         lo = int(np.searchsorted(steps.end_ps, time_key(view.t0_ps), side="right"))
@@ -553,7 +576,7 @@ class TimelineView(QWidget):
             x1 = np.minimum(view.x_of(steps.end_ps[lo:hi]), view.x + view.width + 10)
             w = np.maximum(x1 - x0 - 1, 1.0)
             parity = (np.arange(lo, hi) % 2).astype(bool)
-            painter.setPen(Qt.NoPen)
+            painter.setPen(Qt.PenStyle.NoPen)
             for odd in (False, True):
                 chosen = parity == odd
                 rects = np.column_stack(
@@ -572,11 +595,15 @@ class TimelineView(QWidget):
                 text = f"step {number}"
                 if self._metrics.horizontalAdvance(text) > w[i] - 4:
                     text = str(number)  # a narrow step still shows its number
-                painter.drawText(QRectF(x0[i] + 2, y, w[i] - 2, STEP_BAND_PX), Qt.AlignVCenter, text)
+                painter.drawText(
+                    QRectF(x0[i] + 2, y, w[i] - 2, STEP_BAND_PX), Qt.AlignmentFlag.AlignVCenter, text
+                )
         painter.fillRect(QRectF(0, y, LABEL_COLUMN_PX, STEP_BAND_PX), LABEL_BG)
         painter.setPen(MUTED_TEXT)
         painter.drawText(
-            QRectF(6, y, LABEL_COLUMN_PX - 8, STEP_BAND_PX), Qt.AlignVCenter, f"Steps ({len(steps)})"
+            QRectF(6, y, LABEL_COLUMN_PX - 8, STEP_BAND_PX),
+            Qt.AlignmentFlag.AlignVCenter,
+            f"Steps ({len(steps)})",
         )
 
     # ----- input -----------------------------------------------------------------------------
@@ -584,7 +611,7 @@ class TimelineView(QWidget):
     def wheelEvent(self, event: QWheelEvent) -> None:  # noqa: N802 (Qt override)
         delta = event.angleDelta()
         pos = event.position()
-        if event.modifiers() & Qt.ShiftModifier or pos.x() < LABEL_COLUMN_PX:
+        if event.modifiers() & Qt.KeyboardModifier.ShiftModifier or pos.x() < LABEL_COLUMN_PX:
             self.scrollbar.setValue(self.scrollbar.value() - int(delta.y() or delta.x()) // 2)
         elif abs(delta.x()) > abs(delta.y()):
             self.pan(-delta.x() / 120 * PAN_FRACTION * (self.t1_ps - self.t0_ps))
@@ -597,17 +624,17 @@ class TimelineView(QWidget):
         cursor = self.mapFromGlobal(self.cursor().pos())
         anchor = self.viewport().t_of(cursor.x()) if LABEL_COLUMN_PX <= cursor.x() < self.width() else None
         width = self.t1_ps - self.t0_ps
-        if key == Qt.Key_W:
+        if key == Qt.Key.Key_W:
             self.zoom(ZOOM_STEP, anchor)
-        elif key == Qt.Key_S:
+        elif key == Qt.Key.Key_S:
             self.zoom(1 / ZOOM_STEP, anchor)
-        elif key == Qt.Key_A:
+        elif key == Qt.Key.Key_A:
             self.pan(-PAN_FRACTION * width)
-        elif key == Qt.Key_D:
+        elif key == Qt.Key.Key_D:
             self.pan(PAN_FRACTION * width)
-        elif key in (Qt.Key_Home, Qt.Key_0):
+        elif key in (Qt.Key.Key_Home, Qt.Key.Key_0):
             self.zoom_to_fit()
-        elif key == Qt.Key_Escape:
+        elif key == Qt.Key.Key_Escape:
             self.range = None
             self.highlights = {}
             self.select_event(None)
@@ -615,7 +642,7 @@ class TimelineView(QWidget):
             super().keyPressEvent(event)
 
     def mousePressEvent(self, event: QMouseEvent) -> None:  # noqa: N802 (Qt override)
-        if event.button() != Qt.LeftButton:
+        if event.button() != Qt.MouseButton.LeftButton:
             return
         self.setFocus()
         self._press = event.position()
@@ -623,7 +650,8 @@ class TimelineView(QWidget):
         self._press_scroll = self.y_scroll
         self._dragging = False
         self._range_drag = (
-            bool(event.modifiers() & Qt.ShiftModifier) and event.position().x() >= LABEL_COLUMN_PX
+            bool(event.modifiers() & Qt.KeyboardModifier.ShiftModifier)
+            and event.position().x() >= LABEL_COLUMN_PX
         )
 
     def mouseMoveEvent(self, event: QMouseEvent) -> None:  # noqa: N802 (Qt override)
