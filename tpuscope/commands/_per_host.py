@@ -53,9 +53,9 @@ def per_host_run(args) -> PodRun | None:
     started = time.monotonic()
     show = sys.stderr.isatty()
 
-    def progress(done: int, total: int, name: str) -> None:
+    def progress(done: float, total: int, name: str) -> None:
         if show and time.monotonic() - started > 0.5:
-            sys.stderr.write(f"\ranalysing hosts: {done}/{total} {Path(name).name[:40]:<40}")
+            sys.stderr.write(f"\ranalysing hosts: {int(done)}/{total} {Path(name).name[:40]:<40}")
             sys.stderr.flush()
 
     try:
@@ -70,23 +70,15 @@ def per_host_run(args) -> PodRun | None:
 def _file_count(args) -> int:
     """How many host files the run has, from the listing alone: a bucket's run is not downloaded
     to decide that (the load that follows fetches it, with its progress bar)."""
-    from tpuscope.storage.remote import choose_run, list_remote_runs
-    from tpuscope.storage.urls import is_url
-    from tpuscope.xplane.files import resolve_profile_files
+    from tpuscope.model.runs import host_file_count
 
-    if is_url(args.path):
-        return len(choose_run(args.path, list_remote_runs(args.path), args.run).files)
-    return len(resolve_profile_files(args.path, args.run))
+    return host_file_count(args.path, args.run)
 
 
 def _profile_files(args) -> list[str]:
-    from tpuscope.storage.remote import fetch_run
-    from tpuscope.storage.urls import is_url
-    from tpuscope.xplane.files import resolve_profile_files
+    from tpuscope.model.runs import host_files
 
-    if is_url(args.path):
-        return [str(f) for f in fetch_run(args.path, args.run).files]
-    return [str(f) for f in resolve_profile_files(args.path, args.run)]
+    return [str(f) for f in host_files(args.path, args.run)]
 
 
 def print_findings(run: PodRun) -> None:

@@ -60,11 +60,14 @@ class LoadWorker(QThread):
     failed = Signal(int, str)
     cancelled = Signal(int)
 
-    def __init__(self, generation: int, path: str | Path, parent=None):
+    def __init__(self, generation: int, path: str | Path, parent=None, work=None):
         super().__init__(parent)
         self.generation = generation
         self.path: Path | str = path if is_url(path) else Path(path)
         self._cancel = False
+        # work(path, progress) -> the result to hand over: `prepare`, unless the window opens runs of
+        # many hosts as a pod summary first (tpuscope.ui.pod_session)
+        self.work = work if work is not None else prepare
 
     def cancel(self) -> None:
         self._cancel = True
@@ -75,7 +78,7 @@ class LoadWorker(QThread):
 
     def run(self) -> None:
         try:
-            result = prepare(self.path, self._progress)
+            result = self.work(self.path, self._progress)
         except LoadCancelled:
             self.cancelled.emit(self.generation)
         except ProfileError as error:

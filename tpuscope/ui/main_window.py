@@ -33,6 +33,7 @@ from tpuscope.ui.loader import LoadResult, LoadWorker
 from tpuscope.ui.memory_counters import MEMORY_COUNTERS
 from tpuscope.ui.notice_bar import NoticeBar
 from tpuscope.ui.optional_views import optional_class
+from tpuscope.ui.pod_session import PodSession
 from tpuscope.ui.range_summary import summarize_range
 from tpuscope.ui.registry import TIMELINE, VIEWS
 from tpuscope.ui.search import SearchBar, SearchResults
@@ -150,6 +151,7 @@ class MainWindow(QMainWindow):
         self.search.currentMatch.connect(self._on_current_match)
         self._refresh_recent()
         self._restore_state()
+        self.pods = PodSession(self)  # runs of many hosts: the pod page first, one host's trace at a time
 
     # ----- menus -----------------------------------------------------------------------------
 
@@ -310,7 +312,7 @@ class MainWindow(QMainWindow):
         """Starts loading `path` in a worker; any load still running is cancelled and its result dropped."""
         self.cancel_load()
         self.generation += 1
-        worker = LoadWorker(self.generation, path, self)
+        worker = LoadWorker(self.generation, path, self, work=self.pods.work)
         worker.progressed.connect(self._on_progress)
         worker.loaded.connect(self._on_loaded)
         worker.failed.connect(self._on_failed)
@@ -351,6 +353,8 @@ class MainWindow(QMainWindow):
             self._on_cancelled(generation)  # Cancel was pressed before the result arrived
             return
         self._show_progress(False)
+        if self.pods.accept(result):  # a pod summary, or a host of the pod shown
+            return
         self.set_result(result)
         self._add_recent(str(result.path))
 
@@ -393,6 +397,16 @@ class MainWindow(QMainWindow):
             self.timeline.setFocus()  # W/A/S/D work at once
         self.setWindowTitle(f"{_short_name(result.path)} - tpuscope")
         self.traceLoaded.emit(trace)
+
+    def show_no_trace(self) -> None:
+        """Empties every view: a pod page shows before any host's events are loaded."""
+        self.trace = None
+        self._selected_range = None
+        self.timeline.set_trace(None)
+        self.search.set_trace(None)
+        self.details.clear_details()
+        self.notice.show_messages([])
+        self.hub.set_trace(None)
 
     def _on_steps(self, steps: Steps) -> None:
         """The step band on the timeline and the step count in the status line, once steps are found."""

@@ -66,8 +66,9 @@ class HeatMap(QWidget):
 
     cellClicked = Signal(int, int)
 
-    def __init__(self, parent: QWidget | None = None) -> None:
+    def __init__(self, parent: QWidget | None = None, row_height: int = ROW_HEIGHT) -> None:
         super().__init__(parent)
+        self.row_height = row_height
         self.hosts: list[str] = []
         self.steps: list[int] = []
         self.values = np.zeros((0, 0))
@@ -78,11 +79,11 @@ class HeatMap(QWidget):
 
     def set_values(self, hosts: list[str], steps: list[int], values: np.ndarray, what: str) -> None:
         self.hosts, self.steps, self.values, self.what = list(hosts), list(steps), np.asarray(values), what
-        self.setFixedHeight(self._top() + ROW_HEIGHT * max(len(self.hosts), 1) + 4)
+        self.setFixedHeight(self._top() + self.row_height * max(len(self.hosts), 1) + 4)
         self.update()
 
     def sizeHint(self) -> QSize:  # noqa: N802 (Qt override)
-        return QSize(600, self._top() + ROW_HEIGHT * max(len(self.hosts), 1) + 4)
+        return QSize(600, self._top() + self.row_height * max(len(self.hosts), 1) + 4)
 
     def _top(self) -> int:
         return self.fontMetrics().height() + 6
@@ -98,12 +99,14 @@ class HeatMap(QWidget):
         width = self._cell_width()
         x0 = self._label_width() + column * width
         gap = 1 if width >= CELL_MIN_WIDTH else 0
-        return QRect(int(x0), self._top() + row * ROW_HEIGHT, max(int(width) - gap, 1), ROW_HEIGHT - 2)
+        row_gap = 2 if self.row_height >= 12 else 1
+        height = self.row_height - row_gap
+        return QRect(int(x0), self._top() + row * self.row_height, max(int(width) - gap, 1), height)
 
     def cell_at(self, pos: QPoint) -> tuple[int, int] | None:
         if not self.hosts or not self.steps:
             return None
-        row = (pos.y() - self._top()) // ROW_HEIGHT
+        row = (pos.y() - self._top()) // self.row_height
         column = int((pos.x() - self._label_width()) // self._cell_width())
         if 0 <= row < len(self.hosts) and 0 <= column < len(self.steps):
             return int(row), column
@@ -124,10 +127,18 @@ class HeatMap(QWidget):
         painter.setPen(text)
         metrics = self.fontMetrics()
         label_width = self._label_width()
-        for row, host in enumerate(self.hosts):
-            y = self._top() + row * ROW_HEIGHT
+        # Rows lower than the text: every few hosts labelled, as many as fit without overlapping.
+        every_row = max(1, int(np.ceil(metrics.height() / self.row_height)))
+        for row in range(0, len(self.hosts), every_row):
+            host = self.hosts[row]
+            y = self._top() + row * self.row_height
             painter.drawText(
-                QRect(0, y, label_width - LABEL_GAP, ROW_HEIGHT - 2),
+                QRect(
+                    0,
+                    y - (every_row - 1) * self.row_height // 2,
+                    label_width - LABEL_GAP,
+                    every_row * self.row_height,
+                ),
                 Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter,
                 host,
             )
@@ -171,16 +182,22 @@ class PodPanel(QWidget):
         object
     )  # an evidence item {label, start_ps, end_ps, host, plane?, track?, event_index?}
 
-    def __init__(self, parent: QWidget | None = None) -> None:
+    def __init__(
+        self,
+        parent: QWidget | None = None,
+        row_height: int = ROW_HEIGHT,
+        table_rows_shown: int = MAX_TABLE_ROWS_SHOWN,
+    ) -> None:
         super().__init__(parent)
         self.pod: PodAnalysis | None = None
+        self.table_rows_shown = table_rows_shown
         self.metric_choice = QComboBox()
         for key, words in METRICS:
             self.metric_choice.addItem(words, key)
         self.metric_choice.currentIndexChanged.connect(lambda _i: self._draw())
         self.caption = QLabel("")
         self.caption.setWordWrap(True)
-        self.heatmap = HeatMap()
+        self.heatmap = HeatMap(row_height=row_height)
         self.heatmap.cellClicked.connect(self._on_cell)
         self.table = QTableWidget(0, len(COLUMNS))
         for k, (title, _, tip) in enumerate(COLUMNS):
@@ -252,7 +269,7 @@ class PodPanel(QWidget):
                 self.table.setItem(r, c, item)
         self.table.setSortingEnabled(True)
         self.table.sortItems(0, Qt.SortOrder.AscendingOrder)
-        shown = min(len(rows), MAX_TABLE_ROWS_SHOWN)
+        shown = min(len(rows), self.table_rows_shown)
         self.table.setFixedHeight(height_for_rows(self.table, shown))
 
     def step_item(self, host_row: int, step_column: int) -> dict | None:

@@ -29,7 +29,8 @@ from tpuscope.analysis.ops import aggregate, collect_op_events
 from tpuscope.analysis.pod.analysis import PodAnalysis, analyze_pod
 from tpuscope.analysis.pod.summary import HostSummary, host_trace, summarize_host
 from tpuscope.analysis.roofline import BOUND_NAMES, Peaks, bound_by
-from tpuscope.model.load import host_labels, open_trace
+from tpuscope.errors import LoadCancelled, ProfileError
+from tpuscope.model.load import ProgressCallback, host_labels, open_trace
 from tpuscope.model.trace import Trace
 from tpuscope.xplane.files import host_from_filename
 
@@ -39,8 +40,9 @@ POD_RULES = (straggler.RULE_ID, collective_bound.RULE_ID)
 # (bounded memory). Our heuristic: a 16-host run of 100 MB files already needs ~20 GB as one trace.
 MANY_HOSTS = 16
 
-# progress(hosts_done, hosts_total, host) -> False to cancel
-HostProgress = Callable[[int, int, str], bool | None]
+# progress(hosts_done, hosts_total, host) -> False to cancel; in process, hosts_done grows by fractions
+# of a host while one is read, so a caller can show steady progress and a Cancel takes effect mid-host.
+HostProgress = Callable[[float, int, str], bool | None]
 
 
 @dataclass
@@ -60,9 +62,11 @@ class HostResult:
     file_host: str = ""  # the host as the file name says it, for runs whose files share a host name
 
 
-def analyze_host_file(path: str | Path) -> list[HostResult]:
-    """Opens one host file, analyses each host in it, and lets the trace go."""
-    trace = open_trace(path)
+def analyze_host_file(path: str | Path, progress: ProgressCallback | None = None) -> list[HostResult]:
+    """Opens one host file, analyses each host in it, and lets the trace go.
+
+    `progress(fraction, message)` follows the file's load (False cancels it: LoadCancelled)."""
+    trace = open_trace(path, progress=progress)
     results = [_analyze_host(trace, host, str(path)) for host in (trace.hosts or [""])]
     if len(results) == 1:
         results[0].file_host = host_from_filename(Path(path))
@@ -94,32 +98,51 @@ def analyze_hosts(
     workers: int = 0,
     scheduler: str | None = None,
     progress: HostProgress | None = None,
+    unreadable: list[str] | None = None,
 ) -> PodRun:
     """Every host file analysed on its own: in turn here (workers=0), or on Dask.
 
     `workers` > 0 starts a local Dask cluster of that many processes; `scheduler` (an address such
     as tcp://10.0.0.5:8786) uses an existing cluster instead. Only HostResults travel back.
+    With an `unreadable` list (in process only), a host file that cannot be read is left out and its
+    one-sentence reason appended there, so one broken host does not hide the other 63; without it,
+    the first such file ends the analysis (ProfileError), as the CLI wants.
     """
     names = [str(f) for f in files]
     if workers > 0 or scheduler:
         results = _on_dask(names, workers, scheduler, progress)
     else:
         results = []
+        first_error: ProfileError | None = None
         for done, name in enumerate(names):
             if progress is not None and progress(done, len(names), name) is False:
-                from tpuscope.errors import LoadCancelled
-
                 raise LoadCancelled()
-            results.extend(analyze_host_file(name))
+            try:
+                results.extend(analyze_host_file(name, _within_host(progress, done, len(names), name)))
+            except ProfileError as error:
+                if unreadable is None:
+                    raise
+                unreadable.append(str(error))
+                first_error = first_error or error
+        if not results and first_error is not None:
+            raise ProfileError(
+                Path(names[0]).parent,
+                f"none of its {len(names)} host files can be read (the first one: {first_error.cause})",
+            )
     return combine(results)
+
+
+def _within_host(progress: HostProgress | None, done: int, total: int, name: str) -> ProgressCallback | None:
+    """A file's load progress as a fraction of one host of the run's."""
+    if progress is None:
+        return None
+    return lambda fraction, _message: progress(done + fraction, total, name)
 
 
 def _on_dask(names: list[str], workers: int, scheduler: str | None, progress: HostProgress | None):
     try:
         from distributed import Client, LocalCluster, as_completed
     except ImportError:
-        from tpuscope.errors import ProfileError
-
         raise ProfileError(None, "--workers needs Dask (pip install 'tpuscope[pods]')") from None
     import dask
 
