@@ -77,6 +77,7 @@ def test_heat_map_shows_hosts_by_steps_and_a_click_opens_that_hosts_step(qtbot, 
 def test_opening_the_straggler_finding_jumps_to_the_late_hosts_slowest_step(qtbot, window, pod_run, tmp_path):
     overview = _overview_of(qtbot, window, pod_run("straggler"))
     diagnostics = window.views["diagnostics"]
+    window.show_view("diagnostics")  # a hidden Diagnostics tab asks for its report when first shown
     qtbot.waitUntil(lambda: diagnostics.report is not None, timeout=WAIT_MS)
     row = next(k for k, f in enumerate(diagnostics.report.findings) if f.id == "straggler")
     finding = diagnostics.report.findings[row]
