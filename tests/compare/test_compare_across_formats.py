@@ -16,11 +16,12 @@ import json
 
 import pytest
 
-from tests.conftest import SHARED_TRACES, TPU_TRACE, require_shared_traces
+from tests.conftest import PTXLA_TRACE, SHARED_TRACES, TPU_TRACE, require_shared_traces
 from tests.jax_recordings import record_training_profile
 from tpuscope.analysis.compare import (
     OPS_BY_CATEGORY,
     OPS_BY_NAME,
+    OPS_BY_NAME_THEN_CATEGORY,
     RunAnalysis,
     analyze_run,
     compare_runs,
@@ -49,7 +50,13 @@ def runs(tmp_path_factory):
             if name == "jax_cpu":
                 path = record_training_profile(tmp_path_factory.mktemp("jax_cpu"), steps=8)
             else:
-                path = {"a100": A100_STEPS, "tpu": TPU_TRACE, "rank0": RANK0, "rank1": RANK1}[name]
+                path = {
+                    "a100": A100_STEPS,
+                    "tpu": TPU_TRACE,
+                    "rank0": RANK0,
+                    "rank1": RANK1,
+                    "ptxla": PTXLA_TRACE,
+                }[name]
             found[name] = analyze_run(open_trace(path, use_cache=False))
         return found[name]
 
@@ -143,6 +150,22 @@ def test_one_format_is_still_matched_by_name(runs):
     assert c.op_matching == OPS_BY_NAME and not c.across_formats
     assert MATCH_STRIPPED_NAME in c.ops.match_counts() and MATCH_CATEGORY not in c.ops.match_counts()
     assert "across formats" not in c.summary
+
+
+def test_one_format_of_two_frameworks_matches_names_first_then_categories(runs):
+    """JAX and PyTorch/XLA on XLA:CPU (both XPlane): HLO names could match, and where none does (here
+    the programs differ, so no op does), the op families still pair XLA's `dot`s and fusions."""
+    base, new = runs("jax_cpu"), runs("ptxla")
+    c = compare_runs(base, new)
+    assert c.op_matching == OPS_BY_NAME_THEN_CATEGORY and not c.across_formats
+    assert "ops no name matches are matched by category" in c.summary and "across formats" not in c.summary
+    matched = {r.name: r for r in c.ops.rows if r.match == MATCH_CATEGORY}
+    assert OpFamily.MATMUL in matched
+    assert any(n.startswith("dot") for n in matched[OpFamily.MATMUL].base_members)
+    assert any(n.startswith("dot") for n in matched[OpFamily.MATMUL].new_members)
+    for side, run in (("base", base), ("new", new)):  # every op in exactly one row
+        table_rows = sorted(t for r in c.ops.rows for t in getattr(r, f"{side}_rows"))
+        assert table_rows == list(range(len(run.overview.ops)))
 
 
 def test_cli_text_and_json_say_it_is_across_formats(runs, capsys):

@@ -171,3 +171,12 @@ def test_host_by_host_gives_the_same_straggler(late, capsys):
         payload = json.loads(capsys.readouterr().out)
         verdicts.append([f["metrics"] for f in payload["findings"] if f["id"] == "straggler"])
     assert verdicts[0] and verdicts[0] == verdicts[1]
+
+
+def test_overview_json_has_one_row_per_rank(real_ranks, capsys):
+    assert main(["overview", str(real_ranks), "--json", "--no-cache"]) == 0
+    pod = json.loads(capsys.readouterr().out)["pod"]
+    assert pod["hosts"] == ["rank 0", "rank 1"] and pod["steps"] == [551, 552]
+    for row, path in zip(pod["per_host"], RANK_FILES, strict=True):
+        _, collective_ms, _ = _collective_ms_per_step(_records(path))
+        assert row["collective_us"] == pytest.approx(1e3 * collective_ms.mean(), abs=1e-3)
