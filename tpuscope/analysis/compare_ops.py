@@ -337,21 +337,8 @@ def _family_rows(
             members.setdefault(family_of(side.categories[r]), ([], []))[at].append(r)
     rows = []
     for family, (rows_b, rows_n) in members.items():
-        kind = MATCH_CATEGORY if rows_b and rows_n else (ONLY_BASE if rows_b else ONLY_NEW)
-
-        def total(side: _Side | None, picked: list[int]) -> tuple[float, float, list[int], list[str]]:
-            if side is None:
-                return 0.0, 0.0, [], []
-            table_rows = [t for r in picked for t in side.table_rows[r]]
-            return (
-                sum(side.self_ps[r] for r in picked),
-                sum(side.occurrences[r] for r in picked),
-                table_rows,
-                [side.names[r] for r in picked],
-            )
-
-        base_self, base_occ, base_rows, base_names = total(b, rows_b)
-        new_self, new_occ, new_rows, new_names = total(n, rows_n)
+        base_self, base_occ, base_rows, base_names = _family_total(b, rows_b)
+        new_self, new_occ, new_rows, new_names = _family_total(n, rows_n)
         rows.append(
             OpDelta(
                 name=family,
@@ -359,7 +346,7 @@ def _family_rows(
                 new_name=new_names[0] if new_names else None,
                 category=family,
                 program="",
-                match=kind,
+                match=MATCH_CATEGORY if rows_b and rows_n else (ONLY_BASE if rows_b else ONLY_NEW),
                 base_self_ps=base_self,
                 new_self_ps=new_self,
                 base_occurrences=base_occ,
@@ -371,6 +358,18 @@ def _family_rows(
             )
         )
     return rows
+
+
+def _family_total(side: _Side | None, picked: list[int]) -> tuple[float, float, list[int], list[str]]:
+    """(self time, occurrences, op-table rows, distinct op names) of some of a side's entries."""
+    if side is None or not picked:
+        return 0.0, 0.0, [], []
+    return (
+        sum(side.self_ps[r] for r in picked),
+        sum(side.occurrences[r] for r in picked),
+        [t for r in picked for t in side.table_rows[r]],
+        list(dict.fromkeys(side.names[r] for r in picked)),  # one op name may be in several programs
+    )
 
 
 def match_groups(
