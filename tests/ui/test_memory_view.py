@@ -8,6 +8,7 @@ from PySide6.QtCore import Qt
 
 from tests.conftest import TPU_TRACE
 from tests.ui.conftest import open_and_wait
+from tests.ui.widgets import chart_position, double_click
 from tpuscope.analysis.memory_report import cached_memory_report
 from tpuscope.model.load import open_trace
 from tpuscope.ui.memory_counters import memory_counter_series
@@ -70,6 +71,26 @@ def test_allocator_chart_names_every_allocator(view):
     text = view.allocators_label.text()
     assert all(f"allocator {i}</b>" in text for i in "0123")
     assert "lifetime peak 15.00 GiB" in text
+
+
+def test_double_clicking_the_allocator_chart_shows_that_moment(qtbot, view, tpu_trace):
+    allocator = view.report.allocators[0]
+    t_ms = allocator.peak_time_ps / 1e9
+    zooms = []
+    view.zoomRequested.connect(lambda t0, t1: zooms.append((t0, t1)))
+    pos = chart_position(view.time_plot, t_ms, allocator.peak_in_profile_bytes / 2**30 / 2)
+    qtbot.mouseClick(view.time_plot.viewport(), Qt.MouseButton.LeftButton, pos=pos)
+    assert zooms == [], "a single click does not zoom"
+    double_click(qtbot, view.time_plot.viewport(), pos)
+    assert len(zooms) == 1
+    t0, t1 = zooms[0]
+    half = 0.02 * tpu_trace.duration_ps  # the view shows 2% of the profile on each side
+    assert t1 - t0 == pytest.approx(2 * half)
+    # Where the mouse was, to within a pixel of the chart.
+    box = view.time_plot.getPlotItem().vb
+    (x0_ms, x1_ms), _ = box.viewRange()
+    pixel_ps = (x1_ms - x0_ms) * 1e9 / box.width()
+    assert (t0 + t1) / 2 == pytest.approx(allocator.peak_time_ps, abs=2 * pixel_ps)
 
 
 def test_profile_without_memory_data(qtbot, tmp_path):

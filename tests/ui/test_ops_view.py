@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from PySide6.QtCore import QPoint, QPointF, Qt
+from PySide6.QtCore import QPoint, Qt
 
 from tests.conftest import TF_TRACE, TPU_TRACE
-from tests.ui.widgets import double_click
+from tests.ui.widgets import chart_position, double_click
 from tpuscope.analysis.ops import op_breakdown
 from tpuscope.model.load import open_trace
 from tpuscope.ui.ops.view import OpsView
@@ -90,10 +90,7 @@ def test_selecting_a_row_highlights_its_events_and_steps_through_them(view, qtbo
 def test_double_clicking_a_step_zooms_to_it(view, qtbot):
     breakdown = view.breakdown
     assert len(breakdown) == 100
-    vb = view.step_plot.getPlotItem().vb
-    scene_point = vb.mapViewToScene(pg_point(3, float(breakdown.busy_ps[3]) / 2e12))
-    widget_point = view.step_plot.mapFromScene(scene_point)
-    pos = QPoint(int(widget_point.x()), int(widget_point.y()))
+    pos = chart_position(view.step_plot, 3, float(breakdown.busy_ps[3]) / 2e12)
     viewport = view.step_plot.viewport()
     zooms = []
     view.zoomRequested.connect(lambda t0, t1: zooms.append((t0, t1)))
@@ -103,8 +100,29 @@ def test_double_clicking_a_step_zooms_to_it(view, qtbot):
     assert zooms == [(int(breakdown.start_ps[3]), int(breakdown.end_ps[3]))]
 
 
-def pg_point(x, y):
-    return QPointF(x, y)
+def test_double_clicking_between_steps_zooms_nowhere(view, qtbot):
+    breakdown = view.breakdown
+    zooms = []
+    view.zoomRequested.connect(lambda t0, t1: zooms.append((t0, t1)))
+    # Bars are 0.8 of a step wide: 3.5 is in the gap between steps 3 and 4.
+    double_click(qtbot, view.step_plot.viewport(), chart_position(view.step_plot, 3.5, 1e-9))
+    assert zooms == []
+    double_click(qtbot, view.step_plot.viewport(), chart_position(view.step_plot, 4.3, 1e-9))
+    assert zooms == [(int(breakdown.start_ps[4]), int(breakdown.end_ps[4]))]
+
+
+def test_clicking_a_top_ops_bar_selects_its_op(view, qtbot):
+    table = view.table
+    bars = min(len(table), 15)
+    third = 2  # the third bar from the top: the op with the third most self time
+    y = bars - 1 - third
+    x = float(table.self_ps[third]) / 2e12  # halfway along the bar
+    with qtbot.waitSignal(view.highlightRequested) as highlight:
+        pos = chart_position(view.bar_plot, x, y)
+        qtbot.mouseClick(view.bar_plot.viewport(), Qt.MouseButton.LeftButton, pos=pos)
+    selected = view.table_view.selectionModel().selectedRows()
+    assert [view.model.table_row(i.row()) for i in selected] == [third]
+    assert sum(len(idx) for _, idx in highlight.args[0]) == table.occurrences[third]
 
 
 def test_grouping_and_device_pickers_recompute(view, tpu_trace):

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from PySide6.QtCore import QPoint, QPointF, Qt
+from PySide6.QtCore import QPoint, Qt
 from PySide6.QtWidgets import QApplication
 
 from tests.conftest import GPU_TRACE, SAMPLES, TPU_TRACE, require_shared_traces
-from tests.ui.widgets import double_click, show_exposed
+from tests.ui.widgets import chart_position, double_click, hover, show_exposed
 from tpuscope.analysis.device_ops import device_activity, find_devices
 from tpuscope.analysis.diagnose import diagnose
 from tpuscope.analysis.ops import op_breakdown
@@ -43,9 +43,7 @@ def _load(qtbot, view, trace):
 
 
 def _bar_position(view, x: float, y: float) -> QPoint:
-    scene = view.step_plot.getPlotItem().vb.mapViewToScene(QPointF(x, y))
-    point = view.step_plot.mapFromScene(scene)
-    return QPoint(int(point.x()), int(point.y()))
+    return chart_position(view.step_plot, x, y)
 
 
 def test_cards_show_the_profiles_numbers(qtbot, view, traces):
@@ -119,6 +117,22 @@ def test_double_clicking_a_step_zooms_to_it(qtbot, view, traces):
     assert zooms == [], "a single click does not zoom"
     double_click(qtbot, view.step_plot.viewport(), pos)
     assert zooms == [(int(series.start_ps[step]), int(series.end_ps[step]))]
+
+
+def test_hovering_a_step_tells_its_split(qtbot, view, traces):
+    overview = _load(qtbot, view, traces["input"])
+    series = overview.series
+    step = 4
+    viewport = view.step_plot.viewport()
+    middle = float(series.duration_ps[step]) / 2e12
+    hover(qtbot, viewport, _bar_position(view, float(series.number[step]), middle))
+    tooltip = view.step_plot.toolTip()
+    assert tooltip.startswith(f"step {int(series.number[step])}: {format_duration(series.duration_ps[step])}")
+    input_wait = format_duration(float(series.part("input")[step]))
+    assert f"waiting for input: {input_wait}" in tooltip
+    # Between two bars' slots there is no gap (a slot is a whole step wide); past the last one, nothing.
+    hover(qtbot, viewport, _bar_position(view, float(series.number[-1]) + 0.55, middle))
+    assert view.step_plot.toolTip() == ""
 
 
 def test_without_steps_the_chart_shows_slices_of_the_profile(qtbot, view, traces):

@@ -7,6 +7,9 @@ for its view (`openRequested("ops" | "diagnostics" | "timeline", target)`); an o
 asks the timeline to outline its events (`highlightRequested`), and a double-clicked step to zoom
 there (`zoomRequested`). The main window connects the signals; this view knows no other view.
 
+The step chart is `tpuscope.ui.overview_chart`, the cards, panels and list delegates come from
+the shared kit (`tpuscope.ui.widgets`), the pod panel from `tpuscope.ui.pod_heatmap`.
+
 The page fills in as the shared analyses finish (`AnalysisHub`): the trace's own facts at once,
 then steps and framework, then the whole `tpuscope.analysis.overview.Overview`, which waits for
 the diagnose report and the op table that the other views use too.
@@ -16,10 +19,8 @@ from __future__ import annotations
 
 import html
 
-import numpy as np
-import pyqtgraph as pg
 from PySide6.QtCore import Qt, Signal
-from PySide6.QtGui import QColor, QIcon
+from PySide6.QtGui import QIcon
 from PySide6.QtWidgets import (
     QAbstractItemView,
     QFrame,
@@ -53,12 +54,10 @@ from tpuscope.analysis.session import FRAMEWORK, OVERVIEW, OVERVIEW_FIGURES, STE
 from tpuscope.analysis.steps import Steps
 from tpuscope.model.trace import Trace
 from tpuscope.ui.analysis_hub import AnalysisHub
+from tpuscope.ui.overview_chart import PART_COLORS, StepPartsChart
 from tpuscope.ui.pod_heatmap import PodPanel
 from tpuscope.ui.views import FindingAt, OpRow, View
 from tpuscope.ui.widgets.card import Card, card_style_sheet, format_duration, format_percent
-from tpuscope.ui.widgets.chart_hits import BarHits
-from tpuscope.ui.widgets.charts import make_chart
-from tpuscope.ui.widgets.colors import BUSY_COLOR
 from tpuscope.ui.widgets.delegates import (
     EXPLANATION_ROLE,
     PERCENT_ROLE,
@@ -70,20 +69,8 @@ from tpuscope.ui.widgets.page import ScrollPage, titled_panel
 from tpuscope.ui.widgets.severity import severity_icon
 from tpuscope.ui.widgets.tables import height_for_rows, style_list_table
 
-# Colours of the step parts: busy as the Ops view draws it; input and compilation warm, so the waits
-# that findings talk about stand out; other idle grey.
-PART_COLORS = {
-    "busy": BUSY_COLOR,
-    "input": QColor(244, 140, 30),
-    "compile": QColor(156, 80, 182),
-    "idle": QColor(205, 208, 212),
-}
 TOP_OPS_ROWS = 10  # ops listed; the Ops view has all of them
 TOP_FINDINGS_ROWS = 8  # findings listed; the Diagnostics view has all of them
-BAR_WIDTH = 0.8  # of one step's slot in the chart
-MAX_LABELLED_STEPS = 24  # up to this many steps, every bar gets its own tick label
-# A double-click lands on a step when within this fraction of a slot from its centre.
-STEP_HIT_HALF_WIDTH = 0.5
 
 
 class OverviewView(View):
@@ -135,16 +122,8 @@ class OverviewView(View):
             card_row.addWidget(card, 0, column)
             card_row.setColumnStretch(column, 1)
 
-        self.step_plot = make_chart(axis_pen=pg.mkPen(120, 120, 120))
-        self.step_plot.setMouseEnabled(x=False, y=False)
-        self.step_plot.setMenuEnabled(False)
-        self.step_plot.setLabel("left", "step time", units="s")
-        self.step_plot.setLabel("bottom", "step")
-        self.step_plot.showGrid(x=False, y=True, alpha=0.15)
-        # A double-click on a bar zooms the timeline to its step; hovering one tells its split.
-        self.step_hits = BarHits(
-            self.step_plot, self.zoom_to_step, double_click=True, tooltip=self._step_tooltip
-        )
+        self.step_plot = StepPartsChart()
+        self.step_plot.stepPicked.connect(self.zoom_to_step)
         self.legend = QLabel("")
         self.legend.setTextFormat(Qt.TextFormat.RichText)
         self.no_steps = message_label()
@@ -259,8 +238,7 @@ class OverviewView(View):
         self.status.setText(message)
         for card in self.cards.values():
             card.set("–")
-        self.step_plot.clear()
-        self.step_hits.clear()
+        self.step_plot.reset()
         self.no_steps.setText("")
         self.chart_stack.setCurrentWidget(self.no_steps)
         self.ops_table.setRowCount(0)
@@ -366,8 +344,7 @@ class OverviewView(View):
         return o.series if len(o.series) else o.slices
 
     def _draw_steps(self, o: Overview) -> None:
-        self.step_plot.clear()
-        self.step_hits.clear()
+        self.step_plot.reset()
         has_devices = o.duty_cycle is not None
         self._set_legend(has_devices)
         series = self._chart_series()
@@ -381,55 +358,19 @@ class OverviewView(View):
         self.chart_hint.setVisible(True)
         stepped = series is o.series
         if stepped:
-            numbers = series.number.astype(np.float64)
-            ordered = len(numbers) < 2 or bool(np.all(np.diff(numbers) > 0))
-            x = numbers if ordered else np.arange(len(series), dtype=np.float64)
-            slot = 1.0
-            scale = 1e-12  # ps -> s
             self.chart_title.setText("Where step time goes")
             self.chart_hint.setText("double-click a step to see it on the timeline")
-            self.step_plot.setLabel("left", "step time", units="s")
-            self.step_plot.setLabel("bottom", "step" if ordered else "step (position)", units=None)
-            # With few steps pyqtgraph's automatic ticks fall between bars (0.5, 1.5, ...): label each bar.
-            few = len(x) <= MAX_LABELLED_STEPS
-            self.step_plot.getAxis("bottom").setTicks([[(v, f"{v:g}") for v in x]] if few else None)
         else:
-            x = (series.start_ps + series.end_ps) / 2e12  # slice centres, s from the trace start
-            slot = float(series.duration_ps.mean()) / 1e12
-            scale = None  # per slice, as a share of it
             self.chart_title.setText("Device activity over the profile")
             self.chart_hint.setText(
                 f"no steps found: the profile in {len(series)} equal slices · double-click one to zoom there"
             )
-            self.step_plot.setLabel("left", "share of slice", units="%")
             self._set_legend(has_devices, tuple(p for p in PARTS if p != "input"))  # input waits need steps
-            self.step_plot.setLabel("bottom", "time from profile start", units="s")
-            self.step_plot.getAxis("bottom").setTicks(None)
-        self.step_hits.set_bars(x, STEP_HIT_HALF_WIDTH * slot)
-        bottom = np.zeros(len(series))
-        for part in PARTS:
-            values = series.part(part)
-            height = values * scale if scale else 100.0 * values / np.maximum(series.duration_ps, 1)
-            if not np.any(height > 0):
-                continue
-            self.step_plot.addItem(
-                pg.BarGraphItem(
-                    x=x,
-                    y0=bottom.copy(),
-                    height=height,
-                    width=BAR_WIDTH * slot,
-                    brush=PART_COLORS[part],
-                    pen=pg.mkPen(None),
-                )
-            )
-            bottom += height
-        top = float(bottom.max()) if len(bottom) else 0.0
-        self.step_plot.setXRange(float(x[0]) - 0.6 * slot, float(x[-1]) + 0.6 * slot, padding=0)
-        self.step_plot.setYRange(0, top * 1.08 if top > 0 else 1.0, padding=0)
+        self.step_plot.show_series(series, stepped, has_devices)
 
     def step_position_at(self, x: float) -> int | None:
         """The bar (position in the charted steps or slices) at chart coordinate `x`, or None."""
-        return self.step_hits.bar_at(x)
+        return self.step_plot.bar_at(x)
 
     def zoom_to_step(self, position: int) -> None:
         """Asks the timeline to show charted step (or slice) `position` (0-based)."""
@@ -437,12 +378,6 @@ class OverviewView(View):
         if series is None or not 0 <= position < len(series):
             return
         self.zoomRequested.emit(int(series.start_ps[position]), int(series.end_ps[position]))
-
-    def _step_tooltip(self, position: int) -> str:
-        o, series = self.overview, self._chart_series()
-        if o is None or series is None or not 0 <= position < len(series):
-            return ""
-        return _bar_tooltip(series, position, series is o.series, o.duty_cycle is not None)
 
     # -- top ops ---------------------------------------------------------------------------------
     def _fill_ops(self, o: Overview) -> None:
@@ -567,22 +502,6 @@ def _status_text(o: Overview) -> str:
     if len(o.steps):
         return f"{len(o.steps):,} steps from {o.steps.description}."
     return f"No steps: {NO_STEPS_TEXT}."
-
-
-def _bar_tooltip(series: StepSeries, position: int, stepped: bool, has_devices: bool) -> str:
-    duration = float(series.duration_ps[position])
-    if stepped:
-        head = f"step {int(series.number[position])}: {format_duration(duration)}"
-    else:
-        t0, t1 = float(series.start_ps[position]), float(series.end_ps[position])
-        head = f"{format_duration(t0)} to {format_duration(t1)} from the profile start"
-    lines = [head]
-    for part in PARTS:
-        value = float(series.part(part)[position])
-        share = 100.0 * value / duration if duration > 0 else 0.0
-        lines.append(f"{part_label(part, has_devices)}: {format_duration(value)} ({share:.1f}%)")
-    lines.append("double-click to see it on the timeline")
-    return "\n".join(lines)
 
 
 def _finding_tooltip(finding: Finding) -> str:

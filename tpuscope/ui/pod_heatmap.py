@@ -29,6 +29,7 @@ from PySide6.QtWidgets import (
 
 from tpuscope.analysis.pod.analysis import PodAnalysis
 from tpuscope.model import units
+from tpuscope.ui.widgets.chart_hits import BarSlots
 from tpuscope.ui.widgets.tables import SortableItem, height_for_rows, style_list_table
 
 # What the heat map can colour by: (key of PodAnalysis.matrix, words).
@@ -104,13 +105,14 @@ class HeatMap(QWidget):
         return QRect(int(x0), self._top() + row * self.row_height, max(int(width) - gap, 1), height)
 
     def cell_at(self, pos: QPoint) -> tuple[int, int] | None:
-        if not self.hosts or not self.steps:
+        """The (host row, step column) of the cell under `pos`, gaps between cells included; None
+        off the grid."""
+        rows = BarSlots.uniform(self._top(), self.row_height, len(self.hosts))
+        columns = BarSlots.uniform(self._label_width(), self._cell_width(), len(self.steps))
+        row, column = rows.bar_at(pos.y()), columns.bar_at(pos.x())
+        if row is None or column is None:
             return None
-        row = (pos.y() - self._top()) // self.row_height
-        column = int((pos.x() - self._label_width()) // self._cell_width())
-        if 0 <= row < len(self.hosts) and 0 <= column < len(self.steps):
-            return int(row), column
-        return None
+        return row, column
 
     def color_of(self, value: float) -> QColor:
         top = float(self.values.max()) if self.values.size else 0.0

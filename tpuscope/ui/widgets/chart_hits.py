@@ -1,9 +1,10 @@
 """Chart hit-testing, written once: the bar under the mouse, its tooltip, clicks that jump.
 
-`BarSlots` says which bar a chart coordinate falls on (numpy, no Qt); `ChartMouse` turns a chart's
-scene clicks and hovers into chart coordinates; `BarHits` puts the two together for a bar chart:
-a click (or double-click) on a bar calls `on_pick(bar)`, hovering one shows `tooltip(bar)`. The
-bars are numbered as the chart was given them, whatever their order along the axis.
+`BarSlots` says which bar a chart coordinate falls on (numpy, no Qt; the pod heat map finds its
+cells with it too); `ChartMouse` turns a pyqtgraph chart's scene clicks and hovers into chart
+coordinates; `BarHits` puts the two together for a bar chart: a click (or double-click) on a bar
+calls `on_pick(bar)`, hovering one shows `tooltip(bar)`. The bars are numbered as the chart was
+given them, whatever their order along the axis.
 """
 
 from __future__ import annotations
@@ -20,27 +21,38 @@ Axis = Literal["x", "y"]
 
 
 class BarSlots:
-    """Bars along one axis: each a centre and the same half width; which bar holds a coordinate."""
+    """Bars (or rows, or columns) along one axis that do not overlap, each a centre and the same
+    half width: which one holds a coordinate. Each holds [centre - half width, centre + half width),
+    so where two touch the coordinate belongs to the later one, as a grid's floor division says."""
 
     def __init__(self, centres: np.ndarray | None = None, half_width: float = 0.5):
         centres = np.empty(0, dtype=np.float64) if centres is None else np.asarray(centres, dtype=np.float64)
         self._order = np.argsort(centres, kind="stable")  # bar numbers by position along the axis
-        self._sorted = centres[self._order]
-        self.half_width = float(half_width)
+        self._starts = centres[self._order] - half_width
+        self._width = 2 * float(half_width)
+        self._grid: tuple[float, float] | None = None  # (start, size) of slots side by side
+
+    @classmethod
+    def uniform(cls, start: float, size: float, count: int) -> BarSlots:
+        """`count` slots of `size` side by side from `start` (a grid's rows or columns)."""
+        slots = cls(start + size * (np.arange(count) + 0.5), size / 2)
+        slots._grid = (float(start), float(size))
+        return slots
 
     def __len__(self) -> int:
-        return len(self._sorted)
+        return len(self._starts)
 
     def bar_at(self, coordinate: float) -> int | None:
-        """The bar whose centre is nearest `coordinate`, if within half a width of it; else None."""
-        centres = self._sorted
-        if len(centres) == 0:
+        """The bar whose slot holds `coordinate`, or None (off every bar, or in a gap between two)."""
+        if self._grid is not None:
+            # Slots side by side: floor division finds the slot, with no rounding of its edges.
+            start, size = self._grid
+            slot = (coordinate - start) // size
+            return int(slot) if 0 <= slot < len(self) else None
+        k = int(np.searchsorted(self._starts, coordinate, side="right")) - 1  # the last slot begun
+        if k < 0 or coordinate >= self._starts[k] + self._width:
             return None
-        k = int(np.clip(np.searchsorted(centres, coordinate), 0, len(centres) - 1))
-        best = min((c for c in (k - 1, k) if c >= 0), key=lambda c: abs(centres[c] - coordinate))
-        if abs(centres[best] - coordinate) > self.half_width:
-            return None
-        return int(self._order[best])
+        return int(self._order[k])
 
 
 class ChartMouse(QObject):
