@@ -9,7 +9,7 @@ from PySide6.QtWidgets import QDialog
 
 from tests.conftest import PTXLA_TRACE, TPU_TRACE
 from tests.ui.conftest import LOAD_TIMEOUT_MS, open_and_wait
-from tpuscope.ui.optional_views import optional_class
+from tpuscope.ui.capture_dialog import CaptureDialog
 from tpuscope.ui.registry import TIMELINE, VIEWS, ViewSpec
 from tpuscope.ui.timeline.view import PICKED_LAYER
 from tpuscope.ui.views import FindingAt, OpRow, View
@@ -61,7 +61,7 @@ def test_missing_views_are_left_out_but_broken_ones_raise():
 
 
 def test_file_capture_opens_what_the_dialog_captured(qtbot, window, monkeypatch):
-    dialog_class = optional_class("capture")
+    dialog_class = CaptureDialog
     action = next(
         a for a in window.menuBar().actions()[0].menu().actions() if a.text().startswith("&Capture")
     )

@@ -18,12 +18,12 @@ rules measure it (`Context.periods`): the host work between two annotated steps 
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from tpuscope.analysis.device_ops import Device
-from tpuscope.analysis.diagnose import Finding, Report, diagnose, input_bound
+from tpuscope.analysis.diagnose import Finding, input_bound
 from tpuscope.analysis.diagnose.context import Context, intervals_of
 from tpuscope.analysis.diagnose.intervals import (
     Intervals,
@@ -45,6 +45,9 @@ from tpuscope.analysis.steps import (
     Steps,
 )
 from tpuscope.model.trace import Trace
+
+if TYPE_CHECKING:
+    from tpuscope.analysis.diagnose import Report
 
 # The tail statistic shown beside mean and median (XProf's step-time graph reports min/avg/max;
 # a high percentile says "how slow are the slow steps" without being one outlier).
@@ -220,6 +223,8 @@ class Overview:
 def compute_overview(trace: Trace) -> Overview:
     """The overview of `trace` on its own (views and commands share one through `TraceAnalysis`)."""
     ctx = Context(trace)
+    from tpuscope.analysis.diagnose import diagnose  # see `tpuscope.analysis.diagnose`: loads on use
+
     report = diagnose(trace, context=ctx)  # the rules' steps, framework and pod table are shared here
     ops = aggregate(collect_op_events(trace, ctx.devices), "op") if ctx.devices else None
     return build_overview(ctx, report, ops)

@@ -25,10 +25,9 @@ import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cache
-from typing import Any, Generic, TypeVar, cast
+from typing import TYPE_CHECKING, Any, Generic, TypeVar, cast
 
 from tpuscope.analysis.device_ops import Device, find_devices, select_devices
-from tpuscope.analysis.diagnose import Report, diagnose
 from tpuscope.analysis.diagnose.context import Context
 from tpuscope.analysis.framework import Framework, detect_framework
 from tpuscope.analysis.host_names import HostNameIndex
@@ -37,6 +36,9 @@ from tpuscope.analysis.overview import Overview, overview_figures, with_report
 from tpuscope.analysis.step_breakdown import StepBreakdown, step_breakdown
 from tpuscope.analysis.steps import Steps, find_steps
 from tpuscope.model.trace import Trace
+
+if TYPE_CHECKING:
+    from tpuscope.analysis.diagnose import Report
 
 T = TypeVar("T")
 DeviceChoice = str | int  # "all", a position in the device list, or a kind ("TPU", "GPU", "CPU")
@@ -148,6 +150,8 @@ def _context(analysis: TraceAnalysis) -> Context:
 
 
 def _report(analysis: TraceAnalysis) -> Report:
+    from tpuscope.analysis.diagnose import diagnose  # the rules load here, in the worker that runs them
+
     ctx = analysis.context
     with analysis.context_lock:
         return diagnose(analysis.trace, context=ctx)

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import html
 import re
+from typing import TYPE_CHECKING
 
 from PySide6.QtCore import Qt, QUrl, Signal
 from PySide6.QtWidgets import (
@@ -28,13 +29,16 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from tpuscope.analysis.diagnose import Finding, Report, Severity
+from tpuscope.analysis.diagnose import Finding, Severity
 from tpuscope.analysis.diagnose.finding import evidence_events
 from tpuscope.analysis.session import REPORT
 from tpuscope.model.trace import Trace
 from tpuscope.ui.analysis_hub import AnalysisHub
 from tpuscope.ui.views import FindingAt, View
 from tpuscope.ui.widgets.severity import severity_icon
+
+if TYPE_CHECKING:  # the engine loads in the worker that runs the rules
+    from tpuscope.analysis.diagnose import Report
 
 _EVIDENCE_SCHEME = "evidence"  # detail-pane links "evidence:<n>" zoom to evidence item n
 # Evidence lines listed in the detail pane (all of them are highlighted on selection).

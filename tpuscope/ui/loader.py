@@ -13,16 +13,18 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from PySide6.QtCore import QThread, Signal
 
 from tpuscope.analysis.session import TraceAnalysis
 from tpuscope.errors import LoadCancelled, ProfileError
-from tpuscope.model.load import open_trace
 from tpuscope.model.trace import Trace
 from tpuscope.storage.urls import is_url
-from tpuscope.ui.timeline.lod import TimelineLod
 from tpuscope.ui.timeline.palette import Colours
+
+if TYPE_CHECKING:
+    from tpuscope.ui.timeline.lod import TimelineLod
 
 log = logging.getLogger(__name__)
 
@@ -40,6 +42,10 @@ def prepare(path: Path | str, progress=None) -> LoadResult:
     """Loads and indexes one profile for the timeline: what the worker thread does, usable synchronously
     too. No analysis runs here: the window shows the trace as soon as the timeline can be drawn, and
     steps, findings and op tables fill in from the `AnalysisHub` as they finish."""
+    # The readers (protobuf, the decoder) load here, in the worker, while the window paints.
+    from tpuscope.model.load import open_trace
+    from tpuscope.ui.timeline.lod import TimelineLod
+
     trace = open_trace(path, progress=progress)
     if progress is not None and progress(0.97, "indexing the timeline") is False:
         raise LoadCancelled()

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import numpy as np
-from PySide6.QtCore import QSettings, Qt, Signal
+from PySide6.QtCore import QEvent, QObject, QSettings, Qt, QTimer, Signal
 from PySide6.QtGui import QAction, QKeySequence
 from PySide6.QtWidgets import (
     QDockWidget,
@@ -32,7 +33,6 @@ from tpuscope.ui.jobs import LatestJobs
 from tpuscope.ui.loader import LoadResult, LoadWorker
 from tpuscope.ui.memory_counters import MEMORY_COUNTERS
 from tpuscope.ui.notice_bar import NoticeBar
-from tpuscope.ui.optional_views import optional_class
 from tpuscope.ui.pod_session import PodSession
 from tpuscope.ui.range_summary import summarize_range
 from tpuscope.ui.registry import TIMELINE, VIEWS
@@ -41,8 +41,7 @@ from tpuscope.ui.timeline.view import PICKED_LAYER, SEARCH_LAYER, TimelineView
 from tpuscope.ui.views import View
 from tpuscope.ui.welcome import WelcomePage, bundled_sample
 
-if TYPE_CHECKING:  # imported when first used (optional_views)
-    from tpuscope.ui.capture_dialog import CaptureDialog
+if TYPE_CHECKING:  # imported when File > Compare is first used: a faster start
     from tpuscope.ui.compare_view import CompareView
 
 MAX_RECENT = 10
@@ -88,28 +87,16 @@ class MainWindow(QMainWindow):
         column.addWidget(self.search)
         column.addWidget(self.timeline, 1)
         self.tabs = QTabWidget(self)
-        self.views: dict[str, QWidget] = {}  # the timeline tab and every `View`, by key
-        self.titles: dict[str, str] = {}
-        for spec in VIEWS:
-            if spec.key == TIMELINE:
-                tab: QWidget = timeline_tab
-            else:
-                view_class = spec.load()
-                if view_class is None:
-                    continue
-                view = view_class(self.hub, self)
-                view.highlightRequested.connect(self.highlight_events)
-                view.zoomRequested.connect(self.zoom_timeline)
-                view.trackRequested.connect(self.timeline.scroll_to_track)
-                view.openRequested.connect(self.open_view)
-                tab = view
-            self.views[spec.key] = tab
-            self.titles[spec.key] = spec.title
-            self.tabs.addTab(tab, spec.title)
+        self.titles: dict[str, str] = {spec.key: spec.title for spec in VIEWS}
+        # The timeline tab now; every `View` once the window has first painted (see `views`).
+        self._views: dict[str, QWidget] = {TIMELINE: timeline_tab}
+        self._views_built = False
+        self.tabs.addTab(timeline_tab, self.titles[TIMELINE])
         self.hub.subscribe(STEPS, self._on_steps)
         self.hub.subscribe(MEMORY_COUNTERS, self.timeline.set_counters)
 
         self.welcome = WelcomePage(self)
+        self._first_paint = _FirstPaint(self.welcome, self._build_views_soon)
         self.stack = QStackedWidget(self)
         self.stack.addWidget(self.welcome)
         self.stack.addWidget(self.tabs)
@@ -153,6 +140,44 @@ class MainWindow(QMainWindow):
         self._restore_state()
         self.pods = PodSession(self)  # runs of many hosts: the pod page first, one host's trace at a time
 
+    # ----- views -----------------------------------------------------------------------------
+
+    @property
+    def views(self) -> dict[str, QWidget]:
+        """The timeline tab and every `View`, by key, in the registry's order.
+
+        The views (their modules pull in pyqtgraph and the analyses: most of the window's start)
+        are made just after the window first paints, so the window appears before them; anything
+        asking for them earlier gets them made at once."""
+        self._build_views()
+        return self._views
+
+    def _build_views_soon(self) -> None:
+        QTimer.singleShot(0, self._build_views)
+
+    def _build_views(self) -> None:
+        if self._views_built:
+            return
+        self._views_built = True
+        made: dict[str, QWidget] = dict(self._views)
+        for spec in VIEWS:
+            if spec.key in made:
+                continue
+            view_class = spec.load()
+            if view_class is None:
+                continue
+            view = view_class(self.hub, self)
+            view.highlightRequested.connect(self.highlight_events)
+            view.zoomRequested.connect(self.zoom_timeline)
+            view.trackRequested.connect(self.timeline.scroll_to_track)
+            view.openRequested.connect(self.open_view)
+            made[spec.key] = view
+        order = [key for key in self.titles if key in made] + [key for key in made if key not in self.titles]
+        self._views = {key: made[key] for key in order}
+        for position, key in enumerate(order):
+            if self.tabs.indexOf(made[key]) < 0:
+                self.tabs.insertTab(position, made[key], self.titles[key])
+
     # ----- menus -----------------------------------------------------------------------------
 
     def _build_menus(self) -> None:
@@ -161,15 +186,12 @@ class MainWindow(QMainWindow):
         self._action(file_menu, "Open &Folder\u2026", self.open_folder_dialog, "Ctrl+Shift+O")
         self._action(file_menu, "Open &URL\u2026", self.open_url_dialog, "Ctrl+Shift+U")
         self.recent_menu = file_menu.addMenu("Open &Recent")
-        if optional_class("compare") is not None:
-            self._action(file_menu, "Compare &with\u2026", self.compare_with_dialog, "Ctrl+Shift+K")
+        self._action(file_menu, "Compare &with\u2026", self.compare_with_dialog, "Ctrl+Shift+K")
         sample = bundled_sample()
         if sample is not None:
             self._action(file_menu, "Open &Sample (TPU v6e)", lambda: self.open_path(sample))
-        self.capture_class: type[CaptureDialog] | None = optional_class("capture")
-        if self.capture_class is not None:
-            file_menu.addSeparator()
-            self._action(file_menu, "&Capture\u2026", self.open_capture_dialog, "Ctrl+Shift+C")
+        file_menu.addSeparator()
+        self._action(file_menu, "&Capture\u2026", self.open_capture_dialog, "Ctrl+Shift+C")
         file_menu.addSeparator()
         self._action(file_menu, "&Export Chrome Trace\u2026", lambda: self.export_dialog(False), "Ctrl+E")
         self._action(
@@ -192,7 +214,7 @@ class MainWindow(QMainWindow):
         self.show_empty_action.setCheckable(True)
         self._action(view_menu, "Find\u2026", self._focus_search, QKeySequence.StandardKey.Find)
         view_menu.addSeparator()
-        for number, key in enumerate(self.views, start=1):
+        for number, key in enumerate(self.titles, start=1):
             go_to = lambda _=False, k=key: self.show_view(k)  # noqa: E731 (one slot per tab)
             self._action(view_menu, f"Go to {self.titles[key]}", go_to, f"Ctrl+{number}")
         view_menu.addSeparator()
@@ -224,7 +246,7 @@ class MainWindow(QMainWindow):
             "Drag: pan; Shift+drag: select a time range\nW / S: zoom in / out; A / D: pan\n"
             "Double-click an event: zoom to it; Ctrl+0 or Home: zoom to fit\n"
             "Enter / Shift+Enter in the search box: next / previous match\n"
-            f"Ctrl+1 \u2026 Ctrl+{len(self.views)}: {', '.join(self.titles.values())} tabs",
+            f"Ctrl+1 \u2026 Ctrl+{len(VIEWS)}: {', '.join(spec.title for spec in VIEWS)} tabs",
         )
 
     # ----- opening ---------------------------------------------------------------------------
@@ -267,10 +289,9 @@ class MainWindow(QMainWindow):
         """Shows the Compare tab (added on first use) and compares BASE with NEW in the background."""
         view = self.compare_view
         if view is None:
-            view_class = optional_class("compare")
-            if view_class is None:
-                return
-            view = view_class(self)
+            from tpuscope.ui.compare_view import CompareView  # imported on first use: a faster start
+
+            view = CompareView(self)
             view.compareFailed.connect(lambda message: QMessageBox.warning(self, "Cannot compare", message))
             view.comparisonShown.connect(lambda _: self._on_comparison_shown(view))
             self.views["compare"] = self.compare_view = view
@@ -298,9 +319,10 @@ class MainWindow(QMainWindow):
         self.tabs.setCurrentWidget(view)
 
     def open_capture_dialog(self) -> None:
-        if self.capture_class is None:  # no menu entry then
-            return
-        dialog = self.capture_class(self)
+        # Imported on first use: paramiko and grpc alone took 0.6 s of the window's start.
+        from tpuscope.ui.capture_dialog import CaptureDialog
+
+        dialog = CaptureDialog(self)
         dialog.captured.connect(self.open_path)
         dialog.exec()
 
@@ -566,7 +588,7 @@ class MainWindow(QMainWindow):
         self.search.shutdown()
         self.jobs.wait()
         self.hub.wait(deliver=False)
-        for view in self.views.values():
+        for view in self._views.values():  # views never made have nothing to wait for
             if isinstance(view, View):
                 view.shutdown()
         if self.compare_view is not None:
@@ -583,3 +605,18 @@ class MainWindow(QMainWindow):
 def _short_name(path: Path | str) -> str:
     """The last part of a path or URL, for the title bar and the status line."""
     return path.rstrip("/").rsplit("/", 1)[-1] if isinstance(path, str) else path.name
+
+
+class _FirstPaint(QObject):
+    """Calls `then()` once, after `widget` has painted for the first time."""
+
+    def __init__(self, widget: QWidget, then: Callable[[], None]):
+        super().__init__(widget)
+        self.then = then
+        widget.installEventFilter(self)
+
+    def eventFilter(self, watched: QObject, event: QEvent) -> bool:  # noqa: N802 (Qt override)
+        if event.type() == QEvent.Type.Paint:
+            watched.removeEventFilter(self)
+            self.then()
+        return False

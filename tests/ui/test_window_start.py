@@ -1,0 +1,84 @@
+"""Issue 12, time to the first picture: the window paints before it imports what only its views,
+the readers and the rules need; those load after the first paint or in the worker threads."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from tests.conftest import TPU_TRACE, require_shared_traces
+from tpuscope.ui.registry import VIEWS
+
+ROOT = Path(__file__).resolve().parents[2]
+
+# Runs in a fresh interpreter (sys.modules of the test process has everything): the real window,
+# the modules loaded when it first painted, then the same after a profile was opened.
+CHILD = r"""
+import json, os, sys, tempfile
+from pathlib import Path
+from PySide6.QtCore import QEvent, QObject, QSettings, QTimer
+from tpuscope.ui.app import application
+from tpuscope.ui.main_window import MainWindow
+
+app = application()
+window = MainWindow(QSettings(str(Path(tempfile.mkdtemp()) / "s.ini"), QSettings.Format.IniFormat))
+seen = {}
+
+class FirstPaint(QObject):
+    def eventFilter(self, watched, event):
+        if event.type() == QEvent.Type.Paint and "at_paint" not in seen:
+            seen["at_paint"] = sorted(sys.modules)
+            seen["views_made_at_paint"] = window._views_built
+            QTimer.singleShot(0, lambda: window.open_path(sys.argv[1]))
+        return False
+
+watch = FirstPaint()
+app.installEventFilter(watch)
+window.traceLoaded.connect(lambda _trace: QTimer.singleShot(0, app.quit))
+window.loadFailed.connect(lambda message: app.exit(2))
+window.show()
+code = app.exec()
+window.hub.wait()
+seen["tabs"] = [window.tabs.tabText(i) for i in range(window.tabs.count())]
+seen["after_load"] = sorted(sys.modules)
+window.wait_for_background_work()
+print("SEEN " + json.dumps(seen))
+sys.exit(code)
+"""
+
+# What the first paint must not wait for: the capture dialog's SSH and gRPC stacks, the charts'
+# plotting library, the readers (protobuf and the decoder) and the diagnose rules.
+NOT_AT_FIRST_PAINT = (
+    "paramiko",
+    "grpc",
+    "pyqtgraph",
+    "tpuscope.model.load",
+    "tpuscope.xplane.decode",
+    "tpuscope.analysis.diagnose.engine",
+    "tpuscope.capture",
+)
+
+
+def _loaded(modules: list[str], name: str) -> bool:
+    return name in modules or any(m.startswith(name + ".") for m in modules)
+
+
+def test_the_window_paints_before_its_views_readers_and_rules_load():
+    require_shared_traces()
+    env = dict(os.environ, QT_QPA_PLATFORM="offscreen", PYTHONPATH=str(ROOT))
+    done = subprocess.run(
+        [sys.executable, "-c", CHILD, str(TPU_TRACE)], capture_output=True, text=True, env=env, timeout=300
+    )
+    line = next((x for x in done.stdout.splitlines() if x.startswith("SEEN ")), None)
+    assert done.returncode == 0 and line is not None, done.stderr[-3000:]
+    seen = json.loads(line[len("SEEN ") :])
+    assert seen["views_made_at_paint"] is False
+    assert [name for name in NOT_AT_FIRST_PAINT if _loaded(seen["at_paint"], name)] == []
+    # After the load, every tab is there in the registry's order and the readers and rules did load.
+    assert seen["tabs"] == [spec.title for spec in VIEWS]
+    for name in ("pyqtgraph", "tpuscope.model.load", "tpuscope.analysis.diagnose.engine"):
+        assert _loaded(seen["after_load"], name), name
+    assert not _loaded(seen["after_load"], "paramiko")  # nobody opened File > Capture
