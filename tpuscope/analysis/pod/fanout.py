@@ -18,11 +18,12 @@ from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from tpuscope.analysis.diagnose import RULES, collective_bound, diagnose, straggler
+import tpuscope.analysis.diagnose as rules_package  # its engine loads when a rule runs
+from tpuscope.analysis.diagnose import collective_bound, straggler
 from tpuscope.analysis.diagnose.context import Context
 from tpuscope.analysis.framework import Framework
 from tpuscope.analysis.ops import aggregate, collect_op_events
@@ -30,9 +31,11 @@ from tpuscope.analysis.pod.analysis import PodAnalysis, analyze_pod
 from tpuscope.analysis.pod.summary import HostSummary, host_trace, summarize_host
 from tpuscope.analysis.roofline import BOUND_NAMES, Peaks, bound_by
 from tpuscope.errors import LoadCancelled, ProfileError
-from tpuscope.model.load import ProgressCallback, host_labels, open_trace
 from tpuscope.model.trace import Trace
 from tpuscope.xplane.files import host_from_filename
+
+if TYPE_CHECKING:
+    from tpuscope.model.load import ProgressCallback
 
 # Rules that compare hosts: they run once over every host's summary, not on each host alone.
 POD_RULES = (straggler.RULE_ID, collective_bound.RULE_ID)
@@ -66,6 +69,8 @@ def analyze_host_file(path: str | Path, progress: ProgressCallback | None = None
     """Opens one host file, analyses each host in it, and lets the trace go.
 
     `progress(fraction, message)` follows the file's load (False cancels it: LoadCancelled)."""
+    from tpuscope.model.load import open_trace  # the readers load where the files are read
+
     trace = open_trace(path, progress=progress)
     results = [_analyze_host(trace, host, str(path)) for host in (trace.hosts or [""])]
     if len(results) == 1:
@@ -76,7 +81,8 @@ def analyze_host_file(path: str | Path, progress: ProgressCallback | None = None
 def _analyze_host(trace: Trace, host: str, source: str) -> HostResult:
     one = trace if list(trace.hosts) == [host] else host_trace(trace, host)
     ctx = Context(one)
-    report = diagnose(one, rules={k: v for k, v in RULES.items() if k not in POD_RULES}, context=ctx)
+    rules = {k: v for k, v in rules_package.RULES.items() if k not in POD_RULES}
+    report = rules_package.diagnose(one, rules=rules, context=ctx)
     summary = summarize_host(one, host, ctx)
     table = aggregate(collect_op_events(one, ctx.devices), "op") if ctx.devices else None
     return HostResult(
@@ -250,6 +256,8 @@ def combine(results: list[HostResult]) -> PodRun:
     """The pod of per-host results (a pure function of them: wherever they were computed)."""
     if not results:
         raise ValueError("no host results to combine")
+    from tpuscope.model.load import host_labels
+
     # Hosts are labelled as when the files load into one trace.
     labels = host_labels([r.host for r in results], [r.file_host or r.host for r in results])
     results = [r if label == r.host else _renamed(r, label) for r, label in zip(results, labels, strict=True)]
@@ -262,7 +270,7 @@ def combine(results: list[HostResult]) -> PodRun:
     findings: list[dict[str, Any]] = []
     checked: list[dict[str, str]] = []
     for rule_id in POD_RULES:
-        outcome = RULES[rule_id](ctx)
+        outcome = rules_package.RULES[rule_id](ctx)
         found = outcome.findings if hasattr(outcome, "findings") else list(outcome)
         findings.extend(f.to_json() for f in found)
         checked.append({"rule": rule_id, "summary": getattr(outcome, "checked", "")})
