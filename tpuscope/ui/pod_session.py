@@ -21,12 +21,12 @@ from PySide6.QtCore import QObject, Signal
 from tpuscope.analysis.diagnose.finding import evidence_events
 from tpuscope.ui.loader import LoadResult
 from tpuscope.ui.pod_open import PodResult, open_profile
-from tpuscope.ui.pod_page import PodPage
 from tpuscope.ui.registry import TIMELINE
 from tpuscope.ui.timeline.view import PICKED_LAYER
 
 if TYPE_CHECKING:
     from tpuscope.ui.main_window import MainWindow
+    from tpuscope.ui.pod_page import PodPage
 
 POD_TITLE = "Pod"
 
@@ -92,6 +92,8 @@ class PodSession(QObject):
         window = self.window
         window.show_no_trace()  # the previous profile's events go before the pod page shows
         self.result = result
+        from tpuscope.ui.pod_page import PodPage  # its heat map's charts: not before the first paint
+
         self.page = PodPage(result, window)
         self.page.hostRequested.connect(self.open_host)
         window.tabs.insertTab(0, self.page, POD_TITLE)
