@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 from PySide6.QtCore import QSettings
+from PySide6.QtWidgets import QApplication
 
 from tests.capture.processes import free_port, wait_until_profiler_free
 from tpuscope.ui.capture_dialog import LAST_GROUP, PRESETS_GROUP, SAVED_KEYS, CaptureDialog
@@ -140,6 +141,8 @@ def test_unknown_ssh_host_asks_to_trust_it(qtbot, dialog, sshd, training_worker,
     with qtbot.waitSignal(dialog.captured, timeout=SLOWER_MS) as emitted:
         dialog.start_button.click()
         qtbot.waitUntil(lambda: bool(asked) or not dialog.is_running(), timeout=SLOW_MS)
+        # The worker posts its unknown-host signal before it ends: deliver it if the wait saw the end first.
+        QApplication.processEvents()
         assert asked, dialog.status.text()
     assert asked == [sshd.host_fingerprint]
     assert f"[127.0.0.1]:{sshd.port}" in (tmp_path / "home" / ".ssh" / "known_hosts").read_text()
