@@ -23,6 +23,7 @@ from tpuscope.ui.loader import LoadResult
 from tpuscope.ui.pod_open import PodResult, open_profile
 from tpuscope.ui.registry import TIMELINE
 from tpuscope.ui.timeline.view import PICKED_LAYER
+from tpuscope.xplane._linedecode import return_freed_memory_to_os
 
 if TYPE_CHECKING:
     from tpuscope.ui.main_window import MainWindow
@@ -148,8 +149,10 @@ class PodSession(QObject):
 
 
 def _collect() -> None:
-    """A full collection on the UI thread (automatic collection is off: tpuscope.ui.gc_guard)."""
+    """A full collection on the UI thread (automatic collection is off: tpuscope.ui.gc_guard), and the
+    freed heap handed back to the OS, so RSS shows what the window holds, not the hosts already let go."""
     gc.collect()
+    return_freed_memory_to_os()
 
 
 def _same(a: Path | str, b: Path | str) -> bool:
