@@ -159,9 +159,10 @@ class MainWindow(QMainWindow):
         if self._views_built:
             return
         self._views_built = True
-        made: dict[str, QWidget] = dict(self._views)
+        made: dict[str, QWidget] = {}  # in the registry's order, as their tabs
         for spec in VIEWS:
-            if spec.key in made:
+            if spec.key == TIMELINE:
+                made[TIMELINE] = self._views[TIMELINE]  # its tab is there already
                 continue
             view_class = spec.load()
             if view_class is None:
@@ -172,11 +173,8 @@ class MainWindow(QMainWindow):
             view.trackRequested.connect(self.timeline.scroll_to_track)
             view.openRequested.connect(self.open_view)
             made[spec.key] = view
-        order = [key for key in self.titles if key in made] + [key for key in made if key not in self.titles]
-        self._views = {key: made[key] for key in order}
-        for position, key in enumerate(order):
-            if self.tabs.indexOf(made[key]) < 0:
-                self.tabs.insertTab(position, made[key], self.titles[key])
+            self.tabs.insertTab(len(made) - 1, view, spec.title)
+        self._views = made
 
     # ----- menus -----------------------------------------------------------------------------
 
