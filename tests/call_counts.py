@@ -11,6 +11,19 @@ import functools
 import sys
 from collections import Counter
 
+from tpuscope.analysis import device_ops, framework, ops, overview, steps
+from tpuscope.analysis.diagnose import engine
+
+# The analyses each view and command shares: each must run once per trace.
+SHARED_ANALYSES = [
+    (steps, "find_steps"),
+    (framework, "detect_framework"),
+    (device_ops, "find_devices"),
+    (engine, "diagnose"),
+    (ops, "collect_op_events"),
+    (overview, "overview_figures"),
+]
+
 
 def count_calls(monkeypatch, counts: Counter, module, name: str) -> None:
     original = getattr(module, name)
@@ -23,3 +36,11 @@ def count_calls(monkeypatch, counts: Counter, module, name: str) -> None:
     for loaded in list(sys.modules.values()):
         if getattr(loaded, "__name__", "").startswith("tpuscope") and getattr(loaded, name, None) is original:
             monkeypatch.setattr(loaded, name, counted)
+
+
+def count_shared_analyses(monkeypatch) -> Counter:
+    """Counts every function of SHARED_ANALYSES (by name) from now until the test ends."""
+    counts: Counter = Counter()
+    for module, name in SHARED_ANALYSES:
+        count_calls(monkeypatch, counts, module, name)
+    return counts

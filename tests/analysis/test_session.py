@@ -4,26 +4,16 @@ functions it wraps, and the commands read the same object."""
 from __future__ import annotations
 
 import threading
-from collections import Counter
 
 import pytest
 
-from tests.call_counts import count_calls
+from tests.call_counts import SHARED_ANALYSES, count_shared_analyses
 from tests.conftest import TPU_TRACE
-from tpuscope.analysis import device_ops, framework, ops, overview, steps
+from tpuscope.analysis import ops
 from tpuscope.analysis.diagnose import engine
 from tpuscope.analysis.overview import compute_overview
 from tpuscope.analysis.session import OVERVIEW, Result, TraceAnalysis
 from tpuscope.model.load import open_trace
-
-COUNTED = [
-    (steps, "find_steps"),
-    (framework, "detect_framework"),
-    (device_ops, "find_devices"),
-    (engine, "diagnose"),
-    (ops, "collect_op_events"),
-    (overview, "overview_figures"),
-]
 
 
 @pytest.fixture(scope="module")
@@ -33,16 +23,13 @@ def tpu_trace():
 
 @pytest.fixture
 def counts(monkeypatch):
-    found: Counter = Counter()
-    for module, name in COUNTED:
-        count_calls(monkeypatch, found, module, name)
-    return found
+    return count_shared_analyses(monkeypatch)
 
 
 def test_every_result_is_computed_once_and_shared(tpu_trace, counts):
     analysis = TraceAnalysis(tpu_trace)
     first = analysis.overview  # needs steps, framework, devices, the report and the op table
-    assert counts == {name: 1 for _, name in COUNTED}
+    assert counts == {name: 1 for _, name in SHARED_ANALYSES}
     # Asking again, or for what the overview was made from, computes nothing more.
     assert analysis.overview is first
     assert analysis.report is first.report
@@ -50,7 +37,7 @@ def test_every_result_is_computed_once_and_shared(tpu_trace, counts):
     assert analysis.framework is first.framework
     assert analysis.op_table("op", "all") is first.ops
     assert analysis.context.devices is analysis.devices
-    assert counts == {name: 1 for _, name in COUNTED}
+    assert counts == {name: 1 for _, name in SHARED_ANALYSES}
     # Another grouping or device regroups the same op events, or collects one device's.
     analysis.op_table("category", "all")
     assert counts["collect_op_events"] == 1
@@ -86,7 +73,7 @@ def test_threads_asking_at_once_compute_once(tpu_trace, counts):
     for thread in threads:
         thread.join()
     assert len(results) == 4 and all(r is results[0] for r in results)
-    assert counts == {name: 1 for _, name in COUNTED}
+    assert counts == {name: 1 for _, name in SHARED_ANALYSES}
 
 
 def test_a_failing_result_raises_and_is_retried():

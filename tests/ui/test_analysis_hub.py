@@ -4,36 +4,22 @@ and a result computed for a previous trace never reaches a view."""
 from __future__ import annotations
 
 import threading
-from collections import Counter
 
 import pytest
 
-from tests.call_counts import count_calls
+from tests.call_counts import SHARED_ANALYSES, count_shared_analyses
 from tests.conftest import TPU_TRACE
 from tests.ui.conftest import open_and_wait
-from tpuscope.analysis import device_ops, framework, ops, overview, steps
 from tpuscope.analysis.diagnose import engine
 from tpuscope.analysis.session import STEPS, Result
 from tpuscope.model.load import open_trace
 from tpuscope.ui.analysis_hub import AnalysisHub
 from tpuscope.ui.registry import TIMELINE, VIEWS
 
-COUNTED = [
-    (steps, "find_steps"),
-    (framework, "detect_framework"),
-    (device_ops, "find_devices"),
-    (engine, "diagnose"),
-    (ops, "collect_op_events"),
-    (overview, "overview_figures"),
-]
-
 
 @pytest.fixture
 def counts(monkeypatch):
-    found: Counter = Counter()
-    for module, name in COUNTED:
-        count_calls(monkeypatch, found, module, name)
-    return found
+    return count_shared_analyses(monkeypatch)
 
 
 def test_every_view_together_computes_each_analysis_once(qtbot, window, counts):
@@ -43,7 +29,7 @@ def test_every_view_together_computes_each_analysis_once(qtbot, window, counts):
     for spec in VIEWS:  # every tab shown, as a user clicking through them
         assert window.show_view(spec.key)
         window.hub.wait()
-    assert counts == {name: 1 for _, name in COUNTED}
+    assert counts == {name: 1 for _, name in SHARED_ANALYSES}
     assert on_ui_thread and set(on_ui_thread) == {threading.main_thread()}
     computed = window.hub.analysis.computed
     assert len(computed) == len(set(computed))
