@@ -105,12 +105,6 @@ def op_intervals(device: Device) -> tuple[np.ndarray, np.ndarray]:
     return starts, ends
 
 
-def _already_merged(starts: np.ndarray, ends: np.ndarray) -> bool:
-    """Whether the intervals are sorted, non-empty and disjoint (not even touching): what
-    `merge_intervals` returns, checked in one pass."""
-    return bool((ends > starts).all() and (starts[1:] > ends[:-1]).all())
-
-
 def merge_intervals(starts: np.ndarray, ends: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Union of [start, end) intervals as disjoint, sorted intervals (zero-length ones dropped).
 
@@ -119,9 +113,11 @@ def merge_intervals(starts: np.ndarray, ends: np.ndarray) -> tuple[np.ndarray, n
     """
     starts = np.asarray(starts, dtype=np.int64)
     ends = np.asarray(ends, dtype=np.int64)
-    if _already_merged(starts, ends):  # the interval algebra merges its results: skip the sort
-        return starts, ends
     keep = ends > starts
+    # Already merged (sorted, none empty, none touching: what this returns, and what the interval
+    # algebra hands back to it) is checked in one pass, without the sort.
+    if keep.all() and (starts[1:] > ends[:-1]).all():
+        return starts, ends
     starts, ends = starts[keep], ends[keep]
     if len(starts) == 0:
         return starts, ends
