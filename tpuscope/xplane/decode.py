@@ -248,7 +248,10 @@ class _Scratch:
 _SCRATCH_BYTES_PER_EVENT = 8  # meta id
 _SCRATCH_BYTES_PER_STAT = 8 + 1 + 8 + 4  # meta id, kind, value, event
 _SCRATCH_BYTES_PER_STRING = 8 + 8 + 8  # offset, length, hash
-_SCRATCH_ALIGNMENT_SLACK = 8 * 8  # 8 arrays, each aligned to 8 bytes
+# The records grouped by stat id (kind, value, event), last in the arena: lines whose stats are the
+# same on every event never group them, so these pages are never touched for them.
+_SCRATCH_BYTES_PER_GROUPED_STAT = 1 + 8 + 4
+_SCRATCH_ALIGNMENT_SLACK = 8 * 11  # 11 arrays, each aligned to 8 bytes
 _thread_scratch = threading.local()
 
 
@@ -304,7 +307,8 @@ def decode_line(
     ev_duration = np.empty(n_events, np.int64) if duration_out is None else duration_out
     scratch = _scratch()
     scratch.reset(n_events * _SCRATCH_BYTES_PER_EVENT + n_stats * _SCRATCH_BYTES_PER_STAT
-                  + str_capacity * _SCRATCH_BYTES_PER_STRING + _SCRATCH_ALIGNMENT_SLACK)  # fmt: skip
+                  + str_capacity * _SCRATCH_BYTES_PER_STRING + n_stats * _SCRATCH_BYTES_PER_GROUPED_STAT
+                  + _SCRATCH_ALIGNMENT_SLACK)  # fmt: skip
     ev_meta = scratch.take(n_events, np.int64)
     st_meta = scratch.take(n_stats, np.int64)
     st_kind = scratch.take(n_stats, np.uint8)
@@ -328,7 +332,8 @@ def decode_line(
     )
     if n_stats:
         strings = (str_offset[:n_strings], str_length[:n_strings], str_hash[:n_strings])
-        line.stats = _group_stats(raw, stat_names, st_meta, st_kind, st_value, st_event, strings, n_events)
+        records = _StatRecords(st_meta, st_kind, st_value, st_event, strings)
+        line.stats = _group_stats(raw, stat_names, records, n_events, scratch)
         for column in line.stats.values():  # nothing may keep pointing into the scratch arena
             column.values = _own(column.values)
             column.rows = None if column.rows is None else _own(column.rows)
@@ -340,105 +345,141 @@ def _own(array: np.ndarray) -> np.ndarray:
     return array if array.base is None else array.copy()
 
 
-# Up to this many distinct stat ids on a line, one comparison pass per id beats a stable argsort of
-# all records (lexsort of 450k records: ~20 ms; 2 passes: ~2 ms; measured, benchmarks/README.md).
-_FEW_STAT_IDS = 8
-# Stat ids below this bound are found with one bincount (a 512 KiB table) instead of np.unique's sort.
-_BINCOUNT_ID_BOUND = 1 << 16
-
-
-def _stat_groups(st_meta: np.ndarray) -> list[tuple[int, np.ndarray | slice]]:
-    """Each distinct stat id of a line with its records (ascending, i.e. in event order)."""
-    low, high = int(st_meta.min()), int(st_meta.max())
-    if low == high:
-        return [(low, slice(None))]
-    if low >= 0 and high < _BINCOUNT_ID_BOUND:
-        ids = np.flatnonzero(np.bincount(st_meta))
-    else:
-        ids = np.unique(st_meta)
-    if len(ids) <= _FEW_STAT_IDS:
-        return [(int(i), np.flatnonzero(st_meta == i)) for i in ids]
-    # Stable, so the records of one id stay in event order. On 16-bit keys numpy's stable sort is a
-    # radix sort, linear in the records: 2.3M records of a real JAX CPU profile sort in ~40 ms instead
-    # of ~230 ms as int64 (benchmarks/README.md, start time).
-    keys = st_meta.astype(np.uint16) if low >= 0 and high < _BINCOUNT_ID_BOUND else st_meta
-    order = np.argsort(keys, kind="stable")
+def _stat_groups(st_meta: np.ndarray) -> list[tuple[int, np.ndarray]]:
+    """Each distinct stat id of a line with its records (ascending, i.e. in event order), for ids that
+    group_by_id's counting table does not cover (negative or very large: no real writer's)."""
+    order = np.argsort(st_meta, kind="stable")  # stable: the records of one id stay in event order
     cuts = np.flatnonzero(np.diff(st_meta[order])) + 1
     return [(int(st_meta[group[0]]), group) for group in np.split(order, cuts)]
 
 
 def _every_event_groups(
     st_meta: np.ndarray, st_event: np.ndarray, n_events: int
-) -> list[tuple[int, np.ndarray | slice]] | None:
+) -> list[tuple[int, slice]] | None:
     """When each event carries the same k stats in the same order: each stat's records as a strided
     slice (no index arrays); else None."""
     if n_events == 0 or len(st_meta) % n_events:
         return None
     k = len(st_meta) // n_events
     ids = st_meta[:k].tolist()
-    if not 0 < k <= _FEW_STAT_IDS or len(set(ids)) != k:
+    if not 0 < k <= _MAX_EVERY_EVENT_STATS or len(set(ids)) != k:
         return None
     if not _linedecode.every_event_has_each(st_meta, st_event, k):
         return None
     return [(meta_id, slice(j, None, k)) for j, meta_id in enumerate(ids)]
 
 
+# Beyond this many stats per event the strided views stop paying: the grouped copy reads each record once.
+_MAX_EVERY_EVENT_STATS = 8
+
 # A line's string records (str_offset, str_length, str_hash): see fill() in _linedecode.c.
 _StringRecords = tuple[np.ndarray, np.ndarray, np.ndarray]
 
 
-def _group_stats(raw: bytes | memoryview, stat_names: dict[int, str], st_meta: np.ndarray,
-                 st_kind: np.ndarray, st_value: np.ndarray, st_event: np.ndarray, strings: _StringRecords,
-                 n_events: int) -> dict[str, RawStatColumn]:  # fmt: skip
+@dataclass
+class _StatRecords:
+    """A line's flat stat records as fill() wrote them (one per stat of each event, event by event)."""
+
+    meta: np.ndarray
+    kind: np.ndarray
+    value: np.ndarray  # for string kinds: the row in `strings`
+    event: np.ndarray
+    strings: _StringRecords
+
+
+# One group of records with one stat id: (meta id, kinds, values, owning events, kinds present as bits).
+_Group = tuple[int, np.ndarray, np.ndarray, np.ndarray, int]
+
+
+def _grouped(records: _StatRecords, scratch: _Scratch) -> list[_Group]:
+    """The records by stat id, each id's in event order: contiguous copies made by one C pass."""
+    n = len(records.meta)
+    kinds, values, events = scratch.take(n, np.uint8), scratch.take(n, np.int64), scratch.take(n, np.int32)
+    groups = _linedecode.group_by_id(records.meta, records.kind, records.value, records.event,
+                                     kinds, values, events)  # fmt: skip
+    if groups is not None:
+        return [(meta_id, kinds[a:b], values[a:b], events[a:b], present) for meta_id, a, b, present in groups]
+    out: list[_Group] = []
+    for meta_id, group in _stat_groups(records.meta):
+        kinds = records.kind[group]
+        out.append((meta_id, kinds, records.value[group], records.event[group], _kinds_present(kinds)))
+    return out
+
+
+def _kinds_present(kinds: np.ndarray) -> int:
+    """Bit k set when kind k occurs (as group_by_id reports it)."""
+    return sum(1 << int(kind) for kind in np.flatnonzero(np.bincount(kinds, minlength=8)))
+
+
+_BIT_NONE = 1 << KIND_NONE
+_BIT_DOUBLE = 1 << KIND_DOUBLE
+_BIT_UINT = 1 << KIND_UINT
+_BITS_TEXT = (1 << KIND_STR) | (1 << KIND_REF) | (1 << KIND_COMPRESSED)
+_BIT_BYTES = 1 << KIND_BYTES
+
+
+def _group_stats(raw: bytes | memoryview, stat_names: dict[int, str], records: _StatRecords, n_events: int,
+                 scratch: _Scratch) -> dict[str, RawStatColumn]:  # fmt: skip
     """Splits the flat stat records of a line into one column per stat name."""
     columns: dict[str, RawStatColumn] = {}
-    every_event = _every_event_groups(st_meta, st_event, n_events)
-    for meta_id, group in every_event or _stat_groups(st_meta):
-        name = stat_names.get(meta_id, str(meta_id))
-        column = None
-        if every_event is not None:
-            column = _dense_numeric_column(st_kind[group], st_value[group])
-        if column is None:
-            column = _column_for_group(raw, stat_names, group, st_kind, st_value, st_event, strings)
+    every_event = _every_event_groups(records.meta, records.event, n_events)
+    if every_event is not None:
+        groups: list[_Group] = []
+        for meta_id, strided in every_event:
+            kinds, values = records.kind[strided], records.value[strided]
+            column = _dense_numeric_column(kinds, values)
+            if column is not None:
+                _add_column(columns, stat_names.get(meta_id, str(meta_id)), column)
+            else:
+                rows = records.event[strided]
+                groups.append((meta_id, kinds, values, rows, _kinds_present(kinds)))
+    else:
+        groups = _grouped(records, scratch)
+    for meta_id, kinds, values, rows, present in groups:
+        column = _column_for_group(raw, stat_names, kinds, values, rows, present, records.strings)
         if column is None:
             continue
-        if column.rows is not None and _is_every_row(column.rows, n_events):
+        if _is_every_row(column.rows, n_events):
             column.rows = None  # dense: saves 4 bytes per event while the file loads
-        previous = columns.get(name)
-        columns[name] = column if previous is None else _merge_columns(previous, column)
+        _add_column(columns, stat_names.get(meta_id, str(meta_id)), column)
     return columns
 
 
-def _column_for_group(raw: bytes | memoryview, stat_names: dict[int, str], group: np.ndarray | slice,
-                      st_kind: np.ndarray, st_value: np.ndarray, st_event: np.ndarray,
+def _add_column(columns: dict[str, RawStatColumn], name: str, column: RawStatColumn) -> None:
+    previous = columns.get(name)
+    columns[name] = column if previous is None else _merge_columns(previous, column)
+
+
+def _column_for_group(raw: bytes | memoryview, stat_names: dict[int, str], kinds: np.ndarray,
+                      values: np.ndarray, rows: np.ndarray, present: int,
                       strings: _StringRecords) -> RawStatColumn | None:  # fmt: skip
-    kinds = st_kind[group]
-    keep = kinds != KIND_NONE
-    if not keep.all():
-        group, kinds = _positions(group, len(st_kind))[keep], kinds[keep]
-    if len(kinds) == 0:
+    """One stat's column from its records; `present` (bit k: kind k occurs) picks the type without
+    scanning the records again in the common case of one kind."""
+    if present & _BIT_NONE:
+        keep = kinds != KIND_NONE
+        kinds, values, rows = kinds[keep], values[keep], rows[keep]
+        present &= ~_BIT_NONE
+    if not present:
         return None
-    rows = st_event[group]
-    values = st_value[group]
-    is_float = kinds == KIND_DOUBLE
-    is_text = (kinds == KIND_STR) | (kinds == KIND_REF) | (kinds == KIND_COMPRESSED)
-    is_bytes = kinds == KIND_BYTES
-    if is_text.any() or is_bytes.any():
-        if not (is_text | is_bytes).all():
+    if present & (_BITS_TEXT | _BIT_BYTES):
+        if present & ~(_BITS_TEXT | _BIT_BYTES):
             # A stat that is a string on some events and a number on others:
             # keep the textual majority; numbers are rare outliers here.
-            textual = is_text | is_bytes
+            textual = (kinds >= KIND_STR) & (kinds <= KIND_COMPRESSED)
             rows, values, kinds = rows[textual], values[textual], kinds[textual]
-        return _text_column(raw, stat_names, rows, values, kinds, strings)
-    if is_float.all():
+            present &= _BITS_TEXT | _BIT_BYTES
+        return _text_column(raw, stat_names, rows, values, kinds, present, strings)
+    if present == _BIT_DOUBLE:
         return RawStatColumn("float", rows, values.view(np.float64))
-    if is_float.any():
+    if present & _BIT_DOUBLE:
+        is_float = kinds == KIND_DOUBLE
         as_float = values.astype(np.float64)
         as_float[is_float] = values[is_float].view(np.float64)
         return RawStatColumn("float", rows, as_float)
-    is_uint = kinds == KIND_UINT
-    if is_uint.any() and (values[is_uint] < 0).any():  # uint64 beyond int64's range
-        return RawStatColumn("uint", rows, values.view(np.uint64))
+    if present & _BIT_UINT:
+        beyond_int64 = values < 0 if present == _BIT_UINT else (values < 0) & (kinds == KIND_UINT)
+        if beyond_int64.any():
+            return RawStatColumn("uint", rows, values.view(np.uint64))
     return RawStatColumn("int", rows, narrow_integers(values))
 
 
@@ -457,17 +498,16 @@ def _dense_numeric_column(kinds: np.ndarray, values: np.ndarray) -> RawStatColum
     return None
 
 
-def _is_every_row(rows: np.ndarray, n_rows: int) -> bool:
-    return len(rows) == n_rows and (n_rows == 0 or bool((np.diff(rows) == 1).all()) and rows[0] == 0)
-
-
-def _positions(group: np.ndarray | slice, n: int) -> np.ndarray:
-    """A group of records as explicit indices (a slice means all n records)."""
-    return np.arange(n)[group] if isinstance(group, slice) else group
+def _is_every_row(rows: np.ndarray | None, n_rows: int) -> bool:
+    if rows is None or len(rows) != n_rows:
+        return rows is None
+    if n_rows == 0:
+        return True
+    return int(rows[0]) == 0 and int(rows[-1]) == n_rows - 1 and bool((np.diff(rows) == 1).all())
 
 
 def _text_column(raw: bytes | memoryview, stat_names: dict[int, str], rows: np.ndarray, values: np.ndarray,
-                 kinds: np.ndarray, strings: _StringRecords) -> RawStatColumn:  # fmt: skip
+                 kinds: np.ndarray, present: int, strings: _StringRecords) -> RawStatColumn:  # fmt: skip
     """Interns string stats by content hash: only distinct strings become Python objects.
 
     Refs are keyed by the stat-metadata id they point at; a ref and an inline
@@ -475,13 +515,17 @@ def _text_column(raw: bytes | memoryview, stat_names: dict[int, str], rows: np.n
     table collapses when it interns them.
     """
     str_offset, str_length, str_hash = strings
-    keys = values.view(np.uint64).copy()  # a ref's key is the stat-metadata id it names
-    inline = kinds != KIND_REF
-    if inline.any():
+    if not present & (1 << KIND_REF):
+        keys = str_hash[values]
+    else:
+        keys = values.view(np.uint64).copy()  # a ref's key is the stat-metadata id it names
+        inline = kinds != KIND_REF
         keys[inline] = str_hash[values[inline]]
-    combined = keys ^ (kinds.astype(np.uint64) * np.uint64(0x9E3779B97F4A7C15))
-    _, first, inverse = np.unique(combined, return_index=True, return_inverse=True)
-    all_bytes = bool((kinds == KIND_BYTES).all())
+    if present & (present - 1):  # more than one kind: the same bytes as str and as bytes differ
+        keys ^= kinds.astype(np.uint64) * np.uint64(0x9E3779B97F4A7C15)
+    inverse = np.empty(len(keys), np.int32)
+    first = _linedecode.intern_keys(keys, inverse)
+    all_bytes = present == _BIT_BYTES
     uniques: list[str | bytes] = []
     for pos in first:
         kind = kinds[pos]
@@ -492,12 +536,12 @@ def _text_column(raw: bytes | memoryview, stat_names: dict[int, str], rows: np.n
         start = int(str_offset[record])
         chunk = bytes(raw[start : start + int(str_length[record])])
         if all_bytes:
-            uniques.append(bytes(chunk))
+            uniques.append(chunk)
         elif kind == KIND_COMPRESSED:
             uniques.append(_gunzip_text(chunk))
         else:
             uniques.append(_text(chunk))
-    return RawStatColumn("bytes" if all_bytes else "str", rows, inverse.astype(np.int32).ravel(), uniques)
+    return RawStatColumn("bytes" if all_bytes else "str", rows, inverse, uniques)
 
 
 def _merge_columns(a: RawStatColumn, b: RawStatColumn) -> RawStatColumn:
