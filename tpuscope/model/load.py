@@ -21,7 +21,6 @@ from tpuscope.model.flows import Flows, pair_by_id
 from tpuscope.model.stats import StatColumn, StatTable
 from tpuscope.model.trace import EventMetadataTable, Plane, Trace, Track
 from tpuscope.model.vocabulary import Stat, TrackKind
-from tpuscope.storage.remote import fetch_run
 from tpuscope.storage.urls import is_url
 from tpuscope.xplane import _linedecode
 from tpuscope.xplane.decode import (
@@ -133,6 +132,8 @@ def _open_remote(
     Downloading reports the first half of the progress, decoding the second; errors and the trace's
     sources name the remote objects, not their local copies.
     """
+
+    from tpuscope.storage.remote import fetch_run  # hashing, threads, the cloud clients: remote runs only
 
     def half(offset: float):
         if progress is None:
