@@ -15,7 +15,15 @@ from tests.conftest import GPU_TRACE, PTXLA_TRACE, TF_TRACE, TPU_TRACE
 from tpuscope.model.load import open_trace
 from tpuscope.model.stats import StatTable
 from tpuscope.model.trace import Plane, Trace, Track
-from tpuscope.ui.timeline.lod import MIN_EVENTS_FOR_PYRAMID, DepthLod, TimelineLod, TrackLod, merge_small
+from tpuscope.ui.timeline.lod import (
+    MIN_EVENTS_FOR_PYRAMID,
+    SAMPLE_STRIDE,
+    Bisector,
+    DepthLod,
+    TimelineLod,
+    TrackLod,
+    merge_small,
+)
 from tpuscope.ui.timeline.scene import MERGE_PX
 
 WIDTH_PX = 1600
@@ -183,3 +191,16 @@ def test_event_at_finds_the_event_under_a_time():
         assert track.start_ps[found] <= middle <= track.start_ps[found] + track.duration_ps[found]
         assert int(track.depth[found]) == depth
     assert track_lod.event_at(0, float(track.start_ps[0]) - 1e9, tolerance_ps=1.0) is None
+
+
+@pytest.mark.parametrize("n", [0, 1, 5, SAMPLE_STRIDE * 4, SAMPLE_STRIDE * 4 + 1, SAMPLE_STRIDE * 37 + 11])
+def test_bisector_answers_as_searchsorted_does(n):
+    """The sampled two-step search equals one bisection of the whole column, for keys between, on and
+    beyond its values, runs of equal values included (events starting together)."""
+    rng = np.random.default_rng(n)
+    values = np.sort(rng.integers(0, max(1, n // 3), n)).astype(np.int64)  # many repeats
+    search = Bisector(values)
+    keys = np.concatenate([values[:: max(1, n // 200)], values[:: max(1, n // 200)] + 1, [-5, 0, n, 10 * n]])
+    for key in keys.astype(np.int64):
+        for side in ("left", "right"):
+            assert search(key, side=side) == int(np.searchsorted(values, key, side=side)), (key, side)
