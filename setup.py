@@ -1,4 +1,5 @@
-"""Builds tpuscope's one C extension, the XLine column decoder (see its header comment)."""
+"""Builds tpuscope's C extensions: the XLine column decoder and the timeline's box merge (see their
+header comments)."""
 
 from setuptools import Extension, setup
 
@@ -8,6 +9,11 @@ setup(
             "tpuscope.xplane._linedecode",
             sources=["tpuscope/xplane/_linedecode.c"],
             extra_compile_args=["-O3"],
-        )
+        ),
+        Extension(
+            "tpuscope.ui.timeline._boxmerge",
+            sources=["tpuscope/ui/timeline/_boxmerge.c"],
+            extra_compile_args=["-O3"],
+        ),
     ]
 )

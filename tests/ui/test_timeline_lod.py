@@ -204,3 +204,55 @@ def test_bisector_answers_as_searchsorted_does(n):
     for key in keys.astype(np.int64):
         for side in ("left", "right"):
             assert search(key, side=side) == int(np.searchsorted(values, key, side=side)), (key, side)
+
+
+def merge_small_in_numpy(start, end, rep, count, min_ps):
+    """The merge rule written with whole-array numpy operations: the oracle for the one-pass C merge."""
+    if len(start) < 2:
+        return start, end, rep, count
+    length = end - start
+    tiny = length < min_ps
+    bucket = np.floor_divide(start, min_ps)
+    end_so_far = np.maximum.accumulate(end)
+    joins = tiny[1:] & tiny[:-1] & ((start[1:] - end_so_far[:-1]) < min_ps) & (bucket[1:] == bucket[:-1])
+    if not joins.any():
+        return start, end, rep, count
+    breaks = np.concatenate(([True], ~joins))
+    first = np.flatnonzero(breaks)
+    run = np.cumsum(breaks) - 1
+    longest = np.maximum.reduceat(length, first)
+    is_longest = np.flatnonzero(length == longest[run])
+    keep = np.concatenate(([True], run[is_longest[1:]] != run[is_longest[:-1]]))
+    return start[first], np.maximum.reduceat(end, first), rep[is_longest[keep]], np.add.reduceat(count, first)
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_the_one_pass_merge_gives_the_boxes_numpy_gives(seed):
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(0, 5000))
+    gaps = rng.choice([0, 1, 3, 50, 10_000], n)  # events starting together, touching, apart
+    start = np.cumsum(gaps).astype(np.int64) + int(rng.integers(0, 10**12))
+    end = start + rng.choice([0, 1, 7, 90, 5_000, 10**6], n)
+    rep = rng.permutation(n).astype(np.int64)
+    count = rng.integers(1, 4, n).astype(np.int64)
+    for min_ps in (0.5, 3.0, 100.0, 1e3 / 3, 2.0**20, 1e9):
+        boxes = merge_small(start, end, rep, count, min_ps)
+        for got, expected in zip(
+            (boxes.start_ps, boxes.end_ps, boxes.rep, boxes.count),
+            merge_small_in_numpy(start, end, rep, count, min_ps),
+            strict=True,
+        ):
+            np.testing.assert_array_equal(got, expected)
+
+
+def test_the_one_pass_merge_refuses_columns_it_cannot_read():
+    from tpuscope.ui.timeline import _boxmerge
+
+    column = np.arange(10, dtype=np.int64)
+    out = [np.empty(10, np.int64) for _ in range(4)]
+    with pytest.raises(ValueError):
+        _boxmerge.merge_small(column, column[:5], column, column, 1.0, *out)
+    with pytest.raises(ValueError):
+        _boxmerge.merge_small(column, column, column, column, 1.0, *out[:3], np.empty(5, np.int64))
+    with pytest.raises(ValueError):
+        _boxmerge.merge_small(column, column, column, column, 0.0, *out)

@@ -25,6 +25,7 @@ from typing import Literal
 import numpy as np
 
 from tpuscope.model.trace import Trace, Track
+from tpuscope.ui.timeline import _boxmerge
 
 # Resolution grows by this factor from one pyramid level to the next: a frame then reads at most
 # LEVEL_FACTOR boxes per merge width (xprof uses 10, `trace_events.h` kLayerResolutions; Perfetto 2).
@@ -112,25 +113,14 @@ def merge_small(
     n = len(start)
     if n < 2:
         return Boxes(start, end, rep, count)
-    length = end - start
-    tiny = length < min_ps
-    bucket = np.floor_divide(start, min_ps)
-    end_so_far = np.maximum.accumulate(end)
-    joins = tiny[1:] & tiny[:-1] & ((start[1:] - end_so_far[:-1]) < min_ps) & (bucket[1:] == bucket[:-1])
-    if not joins.any():
+    s, e, r, c = (np.ascontiguousarray(column, np.int64) for column in (start, end, rep, count))
+    merged = [np.empty(n, np.int64) for _ in range(4)]
+    boxes = _boxmerge.merge_small(s, e, r, c, float(min_ps), *merged)  # one pass in C, the same rule
+    if boxes == n:
         return Boxes(start, end, rep, count)
-    breaks = np.concatenate(([True], ~joins))
-    first = np.flatnonzero(breaks)
-    run = np.cumsum(breaks) - 1
-    longest = np.maximum.reduceat(length, first)
-    is_longest = np.flatnonzero(length == longest[run])
-    keep = np.concatenate(([True], run[is_longest[1:]] != run[is_longest[:-1]]))
     return Boxes(
-        start[first],
-        np.maximum.reduceat(end, first),
-        rep[is_longest[keep]],
-        np.add.reduceat(count, first),
-    )
+        *(column[:boxes].copy() for column in merged)
+    )  # copies: a pyramid level keeps no n-sized base
 
 
 class DepthLod:
