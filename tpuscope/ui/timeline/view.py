@@ -27,6 +27,7 @@ from tpuscope.ui.timeline.layout import ROW_HEIGHT, Row, TimelineLayout, track_d
 from tpuscope.ui.timeline.lod import TimelineLod, TrackLod, time_key
 from tpuscope.ui.timeline.palette import PALETTE, Colours, text_is_dark
 from tpuscope.ui.timeline.scene import MERGE_PX, Frame, Viewport, build_frame, highlight_rects
+from tpuscope.ui.timeline.texts import StaticTexts
 
 if TYPE_CHECKING:
     from tpuscope.analysis.steps import Steps
@@ -126,13 +127,13 @@ class TimelineView(QWidget):
         self._press_scroll = 0
         self._dragging = False
         self._range_drag = False
-        self._elided: dict[tuple[str, int], str] = {}
         self.font_ = QFont(self.font())
         self.font_.setPointSizeF(8.5)
         self.bold_font = QFont(self.font_)
         self.bold_font.setBold(True)
         self._metrics = QFontMetricsF(self.font_)
-        self._char_px = max(1.0, self._metrics.averageCharWidth())
+        self._texts = StaticTexts(self.font_)
+        self._bold_texts = StaticTexts(self.bold_font)
         self._brushes = [QColor(c) for c in PALETTE]
         self._dark_text = [text_is_dark(c) for c in PALETTE]
         self.scrollbar = QScrollBar(Qt.Orientation.Vertical, self)
@@ -392,34 +393,19 @@ class TimelineView(QWidget):
             painter.drawLine(QPointF(x, top), QPointF(x, bottom))
 
     def _paint_labels(self, painter: QPainter, frame: Frame) -> None:
-        """Names inside boxes wide enough for them; drawText clips each to its box."""
+        """Names inside boxes wide enough for them, each elided to fit its box."""
         text_height = ROW_HEIGHT - 2
+        texts = self._texts
         dark = None
         for label in frame.labels:
             left = max(label.x, LABEL_COLUMN_PX) + LABEL_PADDING_PX
-            width = label.x + label.width - LABEL_PADDING_PX - left
-            text = self._elide(label.text, width)
-            if not text:
+            static = texts.fitted(label.text, label.x + label.width - LABEL_PADDING_PX - left)
+            if static is None:
                 continue
             if self._dark_text[label.colour] is not dark:
                 dark = self._dark_text[label.colour]
                 painter.setPen(TEXT if dark else LIGHT_TEXT)
-            painter.drawText(
-                QRectF(left, label.y, width, text_height),
-                Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignVCenter,
-                text,
-            )
-
-    def _elide(self, text: str, width: float) -> str:
-        chars = int(width / self._char_px)
-        key = (text, chars)
-        found = self._elided.get(key)
-        if found is None:
-            if len(self._elided) > 20000:
-                self._elided.clear()
-            found = text if len(text) <= chars else (text[: chars - 1] + "\u2026" if chars >= 3 else "")
-            self._elided[key] = found
-        return found
+            texts.draw(painter, left, label.y, text_height, static)
 
     def _paint_counters(self, painter: QPainter, rows: list[Row], view: Viewport) -> None:
         """Each counter row as a step area on its own scale, its peak marked, the window's largest value.
@@ -518,28 +504,24 @@ class TimelineView(QWidget):
 
     def _paint_label_column(self, painter: QPainter, rows: list[Row], view: Viewport) -> None:
         painter.fillRect(QRectF(0, view.top, LABEL_COLUMN_PX, self.height()), LABEL_BG)
-        metrics = self._metrics
+        painter.setPen(TEXT)
         for row in rows:
             y = view.y_of(row.y)
             if row.kind == "group":
                 painter.fillRect(QRectF(0, y, LABEL_COLUMN_PX, row.height), GROUP_BG)
                 painter.setFont(self.bold_font)
-                painter.setPen(TEXT)
-                arrow = "\u25b8" if row.collapsed else "\u25be"
-                text = metrics.elidedText(row.label, Qt.TextElideMode.ElideRight, LABEL_COLUMN_PX - 22)
-                painter.drawText(
-                    QRectF(6, y, LABEL_COLUMN_PX - 8, row.height), Qt.AlignmentFlag.AlignVCenter, arrow
-                )
-                painter.drawText(
-                    QRectF(20, y, LABEL_COLUMN_PX - 22, row.height), Qt.AlignmentFlag.AlignVCenter, text
-                )
+                bold = self._bold_texts
+                arrow = bold.fitted("\u25b8" if row.collapsed else "\u25be", LABEL_COLUMN_PX - 8)
+                if arrow is not None:
+                    bold.draw(painter, 6, y, row.height, arrow)
+                text = bold.fitted(row.label, LABEL_COLUMN_PX - 22)
+                if text is not None:
+                    bold.draw(painter, 20, y, row.height, text)
                 painter.setFont(self.font_)
             else:
-                painter.setPen(TEXT)
-                text = metrics.elidedText(row.label, Qt.TextElideMode.ElideMiddle, LABEL_COLUMN_PX - 26)
-                painter.drawText(
-                    QRectF(20, y, LABEL_COLUMN_PX - 22, ROW_HEIGHT), Qt.AlignmentFlag.AlignVCenter, text
-                )
+                text = self._texts.fitted(row.label, LABEL_COLUMN_PX - 26, Qt.TextElideMode.ElideMiddle)
+                if text is not None:
+                    self._texts.draw(painter, 20, y, ROW_HEIGHT, text)
         painter.setPen(QPen(GRID, 1))
         painter.drawLine(
             QPointF(LABEL_COLUMN_PX - 0.5, view.top), QPointF(LABEL_COLUMN_PX - 0.5, self.height())
