@@ -111,6 +111,7 @@ def record(scenario: str, logdir: Path, before_loop=None, after_loop=None) -> Pa
     for batch in ahead:
         batch.result()
     with jax.profiler.trace(str(logdir)):
+        cpu_began, wall_began = time.process_time(), time.perf_counter()
         for i in range(steps):
             with jax.profiler.StepTraceAnnotation("train", step_num=i):
                 if scenario == "input_bound":
@@ -127,9 +128,13 @@ def record(scenario: str, logdir: Path, before_loop=None, after_loop=None) -> Pa
                     x = batches[i][:BASE_ROWS]
                 w, loss = train_step(w, x)
                 float(loss)
+        # The share of a CPU this process had during its loop: runs recorded together that got very
+        # different shares were slowed unequally by the machine (see cpu_shares()).
+        share = (time.process_time() - cpu_began) / max(time.perf_counter() - wall_began, 1e-9)
         if after_loop is not None:
             after_loop()
     pool.shutdown()
+    (Path(logdir) / CPU_SHARE_FILE).write_text(repr(share))
     found = sorted(Path(logdir).glob("plugins/profile/*/*.xplane.pb"))
     if not found:
         raise RuntimeError(f"jax.profiler.trace wrote no .xplane.pb under {logdir}")
@@ -210,6 +215,14 @@ def record_healthy_in_subprocesses(root: Path) -> dict[str, Path]:
         paths.update(_paths_of(process))
     (root / "load").write_text(repr(load_before))
     return paths
+
+
+CPU_SHARE_FILE = "cpu_share"
+
+
+def cpu_shares(paths: dict[str, Path], scenarios: list[str]) -> list[float]:
+    """Each run's share of a CPU during its profiled loop (process CPU time over wall time)."""
+    return [float((paths[name].parents[3] / CPU_SHARE_FILE).read_text()) for name in scenarios]
 
 
 def load_before_healthy_runs(paths: dict[str, Path]) -> float:

@@ -25,6 +25,11 @@ from tpuscope.model.load import open_trace
 
 # Our heuristic: a load average above twice the CPU count means other work queues for every core.
 OVERLOADED_LOAD_PER_CPU = 2.0
+# Healthy runs recorded together whose shares of a CPU during their loops differ by more than this
+# factor were slowed unequally by the machine (our heuristic: on this project's 2-core machines the
+# five runs' shares were at most 1.19x apart in 6 recordings, 3 of them beside a busy loop; a CI run
+# where one came out 1.5x slower per step had its loop waiting, "other idle" up from 28% to 34%).
+UNEQUAL_CPU_SHARES = 1.3
 
 
 def test_loading_moved_off_the_step_is_faster_and_the_input_wait_is_the_cause(analyzed):
@@ -77,8 +82,9 @@ def test_the_same_healthy_program_recorded_several_times_is_never_a_change(analy
     most 40% apart; with the accelerators' 10% floor, 15 of 80 pairs came out "faster" or "slower",
     which is why XLA:CPU runs get the wider floor (compare_stats.NOISE_FLOOR_HOST_CPU_PERCENT); and
     0 of 40 under a busy loop switching on and off.
-    When other work already loaded the machine beyond twice its CPUs before the runs started, how
-    far apart they come out is the machine's doing, and the test is skipped with the load it saw.
+    When other work already loaded the machine beyond twice its CPUs before the runs started, or
+    the runs got unequal shares of a CPU while they ran, how far apart they come out is the
+    machine's doing, and the test is skipped saying which.
     """
     load = recordings.load_before_healthy_runs(pair_paths)
     cpus = os.cpu_count() or 1
@@ -88,6 +94,12 @@ def test_the_same_healthy_program_recorded_several_times_is_never_a_change(analy
             f"{cpus} CPUs): how far apart separate recordings come out is then the machine's doing"
         )
     runs = [f"healthy_{k}" for k in range(recordings.HEALTHY_RUNS)]
+    shares = recordings.cpu_shares(pair_paths, runs)
+    if max(shares) > UNEQUAL_CPU_SHARES * min(shares):
+        pytest.skip(
+            f"the machine gave the healthy runs unequal shares of a CPU while they ran ({min(shares):.2f} to "
+            f"{max(shares):.2f}): how far apart they come out is then the machine's doing"
+        )
     pairs = list(itertools.combinations(runs, 2))
     assert len(pairs) == 10
     for a, b in pairs:
