@@ -146,3 +146,76 @@ def test_kinds_the_grouping_reports_match_the_decoder_constants():
         np.arange(5, dtype=np.int32),
     )
     assert groups == [(1, 0, 5, 0b11111)]
+
+
+def _space_of_nearly_regular_lines() -> XSpace:
+    """Lines with two stats on every event: one regular (int, uint past int64, double), and lines that
+    break the pattern at their last event (order, a string, an id twice, a second kind of value)."""
+    space = XSpace()
+    plane = space.planes.add(id=1, name="/device:TPU:0")
+    for stat_id, name in {1: "offset", 2: "duration", 3: "ratio", 4: "label"}.items():
+        plane.stat_metadata[stat_id].id = stat_id
+        plane.stat_metadata[stat_id].name = name
+    plane.event_metadata[1].id = 1
+    plane.event_metadata[1].name = "op"
+    breaks = ["none", "order", "string", "twice", "kind"]
+    for line_id, broken in enumerate(breaks, start=1):
+        line = plane.lines.add(id=line_id, name=f"ops {broken}", timestamp_ns=1000)
+        for i in range(300):
+            event = line.events.add(metadata_id=1, offset_ps=i * 10, duration_ps=5)
+            last = i == 299
+            first, second = (2, 1) if broken == "order" and last else (1, 2)
+            event.stats.add(metadata_id=first, int64_value=i * 7)
+            if broken == "string" and last:
+                event.stats.add(metadata_id=4, str_value="late")
+            elif broken == "twice" and last:
+                event.stats.add(metadata_id=1, int64_value=5)
+            elif broken == "kind" and last:
+                event.stats.add(metadata_id=second, double_value=0.25)
+            else:
+                event.stats.add(metadata_id=second, uint64_value=2**64 - 1 - i if line_id == 1 else i)
+        if broken == "none":
+            for event in line.events:
+                event.stats.add(metadata_id=3, double_value=event.offset_ps / 3)
+    return space
+
+
+def _as_read(plane, raw_line) -> dict[str, dict[int, list[object]]]:
+    """Each stat's values per event as protobuf reads them (an event may repeat a stat)."""
+    expected: dict[str, dict[int, list[object]]] = {}
+    for row, event in enumerate(raw_line.events):
+        for stat in event.stats:
+            name = plane.stat_metadata[stat.metadata_id].name
+            expected.setdefault(name, {}).setdefault(row, []).append(getattr(stat, stat.WhichOneof("value")))
+    return expected
+
+
+def test_regular_lines_and_lines_that_break_the_pattern_read_as_protobuf_reads_them(monkeypatch):
+    space = _space_of_nearly_regular_lines()
+    regular_answers = []
+    fill_regular = _linedecode.fill_regular
+
+    def spy(*args):
+        found = fill_regular(*args)
+        regular_answers.append(found is not None)
+        return found
+
+    monkeypatch.setattr(_linedecode, "fill_regular", spy)
+    decoded = decode_xspace(space.SerializeToString(), threads=1).planes[0]
+    assert regular_answers == [True, False, False, False, True]  # the last: regular ids, two kinds of value
+    plane = space.planes[0]
+    for line, raw_line in zip(decoded.lines, plane.lines, strict=True):
+        expected = _as_read(plane, raw_line)
+        for name, column in line.stats.items():
+            rows = range(len(column.values)) if column.rows is None else column.rows.tolist()
+            uniques = column.uniques
+            values = column.values.tolist() if uniques is None else [uniques[i] for i in column.values]
+            for row, value in zip(rows, values, strict=True):
+                wanted = expected[name][row]
+                as_bits = [want % 2**64 if isinstance(want, int) else want for want in wanted]  # uint64 bits
+                assert value in wanted + as_bits, (line.name, name, row)
+    regular = decoded.lines[0].stats
+    assert {name: column.kind for name, column in regular.items()} == {
+        "offset": "int", "duration": "uint", "ratio": "float"
+    }  # fmt: skip
+    assert all(column.rows is None for column in regular.values())  # dense: one value per event

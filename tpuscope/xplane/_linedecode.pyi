@@ -55,3 +55,16 @@ def intern_keys(keys: Buffer, out_inverse: Buffer, /) -> list[int]: ...
 def sorted_depth(start: Buffer, duration: Buffer, out_depth: Buffer, /) -> bool: ...
 def release_pages(buffer: Buffer, offset: int, length: int, /) -> bool: ...
 def return_freed_memory_to_os() -> bool: ...
+def fill_regular(
+    line: Buffer,
+    n_events: int,
+    k: int,
+    ev_meta: Buffer,
+    ev_offset: Buffer,
+    ev_duration: Buffer,
+    values: Buffer,
+    control: Buffer = ...,
+    slot: int = ...,
+    /,
+) -> tuple[list[int], list[int]] | None:
+    """([stat ids], [kinds present, as bits]) of a line whose events all carry the same numeric stats."""

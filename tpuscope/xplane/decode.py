@@ -310,6 +310,10 @@ def decode_line(
                   + str_capacity * _SCRATCH_BYTES_PER_STRING + n_stats * _SCRATCH_BYTES_PER_GROUPED_STAT
                   + _SCRATCH_ALIGNMENT_SLACK)  # fmt: skip
     ev_meta = scratch.take(n_events, np.int64)
+    events = (ev_meta, ev_offset, ev_duration)
+    regular = _decode_regular(raw, stat_names, header, events, scratch, control, slot)
+    if regular is not None:
+        return regular
     st_meta = scratch.take(n_stats, np.int64)
     st_kind = scratch.take(n_stats, np.uint8)
     st_value = scratch.take(n_stats, np.int64)  # for string kinds: the row in the str_* columns
@@ -338,6 +342,55 @@ def decode_line(
             column.values = _own(column.values)
             column.rows = None if column.rows is None else _own(column.rows)
     return line
+
+
+def _decode_regular(raw: bytes | memoryview, stat_names: dict[int, str], header: _linedecode.LineHeader,
+                    events: tuple[np.ndarray, np.ndarray, np.ndarray], scratch: _Scratch,
+                    control: np.ndarray | None, slot: int) -> DecodedLine | None:  # fmt: skip
+    """The line decoded by fill_regular when its every event carries the same numeric stats in the same
+    order (then each stat is one dense value column, with no flat records to group); None otherwise,
+    the scratch arena left as it was."""
+    line_id, display_id, ts_ns, dur_ps, name, display_name, n_events, n_stats, _ = header
+    ev_meta, ev_offset, ev_duration = events
+    if n_events == 0 or n_stats % n_events or not 0 < n_stats // n_events <= _MAX_EVERY_EVENT_STATS:
+        return None
+    k = n_stats // n_events
+    used = scratch.used
+    values = scratch.take(n_stats, np.int64)
+    try:
+        extra = () if control is None else (control, slot)
+        found = _linedecode.fill_regular(raw, n_events, k, ev_meta, ev_offset, ev_duration, values, *extra)
+    except ValueError as exc:
+        raise _decode_error(exc) from None
+    if found is None:
+        scratch.used = used  # the general path reuses these bytes
+        return None
+    ids, kinds = found
+    columns: list[tuple[int, RawStatColumn]] = []
+    for j, (meta_id, present) in enumerate(zip(ids, kinds, strict=True)):
+        column = _one_kind_column(values[j * n_events : (j + 1) * n_events], present)
+        if column is None:  # one stat with two kinds of value: the general path decides
+            scratch.used = used
+            return None
+        columns.append((meta_id, column))
+    line = DecodedLine(line_id, display_id, _text(name), _text(display_name), ts_ns, dur_ps,
+                       _own(narrow_integers(ev_meta)), ev_offset, ev_duration)  # fmt: skip
+    for meta_id, column in columns:
+        column.values = _own(column.values)  # nothing may keep pointing into the scratch arena
+        _add_column(line.stats, stat_names.get(meta_id, str(meta_id)), column)
+    return line
+
+
+def _one_kind_column(values: np.ndarray, present: int) -> RawStatColumn | None:
+    """A dense column of int64 values (or double bits) that all have one kind, as the general path
+    types it (_dense_numeric_column); None for a mix of kinds."""
+    if present == _BIT_DOUBLE:
+        return RawStatColumn("float", None, values.view(np.float64))
+    if present == 1 << KIND_INT or (present == _BIT_UINT and int(values.min()) >= 0):
+        return RawStatColumn("int", None, narrow_integers(values))
+    if present == _BIT_UINT:  # uint64 beyond int64's range
+        return RawStatColumn("uint", None, values.view(np.uint64))
+    return None
 
 
 def _own(array: np.ndarray) -> np.ndarray:
