@@ -219,3 +219,19 @@ def test_regular_lines_and_lines_that_break_the_pattern_read_as_protobuf_reads_t
         "offset": "int", "duration": "uint", "ratio": "float"
     }  # fmt: skip
     assert all(column.rows is None for column in regular.values())  # dense: one value per event
+
+
+def test_the_light_count_agrees_with_the_full_one_and_counts_the_first_events_stats():
+    space = _space_of_nearly_regular_lines()
+    data = space.SerializeToString()
+    _, planes = _linedecode.split_message(data, 1)
+    offset, size = planes[0]
+    _, lines = _linedecode.split_message(data[offset : offset + size], 3)
+    for (line_offset, line_size), raw_line in zip(lines, space.planes[0].lines, strict=True):
+        raw = data[offset + line_offset : offset + line_offset + line_size]
+        light, first_event_stats = _linedecode.scan_events(raw)
+        full = _linedecode.scan(raw)
+        assert light[:7] == full[:7] and light[7] == -1
+        assert first_event_stats == len(raw_line.events[0].stats)
+        with pytest.raises(ValueError):
+            _linedecode.scan_events(raw[: len(raw) // 2])  # a cut line is refused, as by scan()

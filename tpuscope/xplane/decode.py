@@ -300,20 +300,24 @@ def decode_line(
     once: the C decoder releases the GIL and scratch memory is per thread.
     """
     if header is None:
-        header = scan_line(raw, control)
+        # The light count first: for a regular line (see _decode_regular) it is all the scanning needed.
+        light, per_event = _scan_events(raw, control)
+        n_events = light[6]
+        ev_offset = np.empty(n_events, np.int64) if offset_out is None else offset_out
+        ev_duration = np.empty(n_events, np.int64) if duration_out is None else duration_out
+        regular = _decode_regular(raw, stat_names, light, per_event, (ev_offset, ev_duration), control, slot)
+        if regular is not None:
+            return regular
+        header, offset_out, duration_out = scan_line(raw, control), ev_offset, ev_duration
     line_id, display_id, ts_ns, dur_ps, name, display_name, n_events, n_stats, _ = header
-    str_capacity = n_stats  # every string is a stat; fill() says how many there are
     ev_offset = np.empty(n_events, np.int64) if offset_out is None else offset_out
     ev_duration = np.empty(n_events, np.int64) if duration_out is None else duration_out
+    str_capacity = n_stats  # every string is a stat; fill() says how many there are
     scratch = _scratch()
     scratch.reset(n_events * _SCRATCH_BYTES_PER_EVENT + n_stats * _SCRATCH_BYTES_PER_STAT
                   + str_capacity * _SCRATCH_BYTES_PER_STRING + n_stats * _SCRATCH_BYTES_PER_GROUPED_STAT
                   + _SCRATCH_ALIGNMENT_SLACK)  # fmt: skip
     ev_meta = scratch.take(n_events, np.int64)
-    events = (ev_meta, ev_offset, ev_duration)
-    regular = _decode_regular(raw, stat_names, header, events, scratch, control, slot)
-    if regular is not None:
-        return regular
     st_meta = scratch.take(n_stats, np.int64)
     st_kind = scratch.take(n_stats, np.uint8)
     st_value = scratch.take(n_stats, np.int64)  # for string kinds: the row in the str_* columns
@@ -344,33 +348,41 @@ def decode_line(
     return line
 
 
+def _scan_events(raw: bytes | memoryview, control: np.ndarray | None) -> tuple[_linedecode.LineHeader, int]:
+    try:
+        return _linedecode.scan_events(raw) if control is None else _linedecode.scan_events(raw, control)
+    except ValueError as exc:
+        raise _decode_error(exc) from None
+
+
 def _decode_regular(raw: bytes | memoryview, stat_names: dict[int, str], header: _linedecode.LineHeader,
-                    events: tuple[np.ndarray, np.ndarray, np.ndarray], scratch: _Scratch,
-                    control: np.ndarray | None, slot: int) -> DecodedLine | None:  # fmt: skip
-    """The line decoded by fill_regular when its every event carries the same numeric stats in the same
-    order (then each stat is one dense value column, with no flat records to group); None otherwise,
-    the scratch arena left as it was."""
-    line_id, display_id, ts_ns, dur_ps, name, display_name, n_events, n_stats, _ = header
-    ev_meta, ev_offset, ev_duration = events
-    if n_events == 0 or n_stats % n_events or not 0 < n_stats // n_events <= _MAX_EVERY_EVENT_STATS:
+                    per_event: int, events: tuple[np.ndarray, np.ndarray], control: np.ndarray | None,
+                    slot: int) -> DecodedLine | None:  # fmt: skip
+    """The line decoded by fill_regular when its every event carries the same `per_event` numeric stats
+    (as its first event does) in the same order: then each stat is one dense value column, with no
+    flat records to group, and no pass counting the stats. None otherwise."""
+    line_id, display_id, ts_ns, dur_ps, name, display_name, n_events, *_ = header
+    if n_events == 0 or not 0 < per_event <= _MAX_EVERY_EVENT_STATS:
         return None
-    k = n_stats // n_events
-    used = scratch.used
-    values = scratch.take(n_stats, np.int64)
+    ev_offset, ev_duration = events
+    scratch = _scratch()
+    scratch.reset(n_events * (_SCRATCH_BYTES_PER_EVENT + 8 * per_event) + _SCRATCH_ALIGNMENT_SLACK)
+    ev_meta = scratch.take(n_events, np.int64)
+    values = scratch.take(n_events * per_event, np.int64)
     try:
         extra = () if control is None else (control, slot)
-        found = _linedecode.fill_regular(raw, n_events, k, ev_meta, ev_offset, ev_duration, values, *extra)
+        found = _linedecode.fill_regular(
+            raw, n_events, per_event, ev_meta, ev_offset, ev_duration, values, *extra
+        )
     except ValueError as exc:
         raise _decode_error(exc) from None
     if found is None:
-        scratch.used = used  # the general path reuses these bytes
         return None
     ids, kinds = found
     columns: list[tuple[int, RawStatColumn]] = []
     for j, (meta_id, present) in enumerate(zip(ids, kinds, strict=True)):
         column = _one_kind_column(values[j * n_events : (j + 1) * n_events], present)
         if column is None:  # one stat with two kinds of value: the general path decides
-            scratch.used = used
             return None
         columns.append((meta_id, column))
     line = DecodedLine(line_id, display_id, _text(name), _text(display_name), ts_ns, dur_ps,
