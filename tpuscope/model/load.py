@@ -9,8 +9,10 @@ stat columns.
 from __future__ import annotations
 
 import functools
+import threading
 import zlib
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -80,6 +82,7 @@ def open_trace(
             cache.store(files, trace)
         return trace
     spaces: list[tuple[Path, DecodedSpace]] = []
+    preparer = _LinePreparer()
     load_warnings: list[str] = []
     total_bytes = sum(_size(f) for f in files) or 1
     read_so_far = 0
@@ -90,7 +93,7 @@ def open_trace(
             _report(progress, 0.9 * (base + share * done / total), f"decoding {name}")
 
         # The file's bytes live only inside _decode: freed before the next file and the assembly.
-        space = _decode_file(file, on_line)
+        space = _decode_file(file, on_line, preparer)
         read_so_far += _size(file)
         if space.truncation is None:
             spaces.append((file, space))
@@ -113,7 +116,9 @@ def open_trace(
         )
     _report(progress, 0.9, "building the timeline")
     trace = assemble(
-        spaces, lambda done, total: _report(progress, 0.9 + 0.09 * done / total, "building the timeline")
+        spaces,
+        lambda done, total: _report(progress, 0.9 + 0.09 * done / total, "building the timeline"),
+        preparer.prepared,
     )
     trace.load_warnings = load_warnings
     trace.warnings.extend(notes)
@@ -192,7 +197,7 @@ _GZIP_MAGIC = b"\x1f\x8b"
 _SNIFF_BYTES = 1 << 20
 
 
-def _decode_file(file: Path, on_line) -> DecodedSpace:
+def _decode_file(file: Path, on_line, preparer: _LinePreparer | None = None) -> DecodedSpace:
     """Decodes one file: big uncompressed files from a read-only map of it, others from their bytes.
 
     Why map: see tpuscope.xplane.files.map_file. Each decoded plane's pages
@@ -205,9 +210,9 @@ def _decode_file(file: Path, on_line) -> DecodedSpace:
         if mapped is not None:
             mapped.close()
         data, ends_early = read_profile_bytes(file)
-        return _decode(file, data, ends_early, on_line)
+        return _decode(file, data, ends_early, on_line, preparer=preparer)
     try:
-        return _decode(file, mapped, False, on_line, functools.partial(release_mapped, mapped))
+        return _decode(file, mapped, False, on_line, functools.partial(release_mapped, mapped), preparer)
     finally:
         try:
             mapped.close()
@@ -215,12 +220,14 @@ def _decode_file(file: Path, on_line) -> DecodedSpace:
             pass
 
 
-def _decode(file: Path, data, ends_early: bool, on_line, release=None) -> DecodedSpace:
+def _decode(
+    file: Path, data, ends_early: bool, on_line, release=None, preparer: _LinePreparer | None = None
+) -> DecodedSpace:
     foreign = describe_foreign_format(bytes(data[:_SNIFF_BYTES]))
     if foreign is not None:
         raise ProfileError(file, foreign)
     try:
-        space = decode_xspace(data, on_line, ends_early=ends_early, release=release)
+        space = decode_xspace(data, on_line, ends_early=ends_early, release=release, on_line=preparer)
     except MalformedXSpace:
         raise ProfileError(file, "the file is corrupted (it does not decode as an XSpace protobuf)") from None
     except RecursionError:
@@ -230,20 +237,72 @@ def _decode(file: Path, data, ends_early: bool, on_line, release=None) -> Decode
     return space
 
 
-def assemble(spaces: list[tuple[Path, DecodedSpace]], on_plane=None) -> Trace:
-    """Builds one Trace from decoded files (one per host); `on_plane(done, total)` after each plane."""
+# Lines of at least this many events get their per-event model columns in the decoder threads (see
+# _LinePreparer); smaller ones in the shared block below, whose point is to avoid many small arrays.
+_PREPARE_IN_DECODER_MIN_EVENTS = 1 << 20
+
+
+@dataclass
+class _PreparedLine:
+    """A line's model columns in the model's order (its offsets and durations sorted the same way)."""
+
+    meta_index: np.ndarray  # int32 rows of the plane's event metadata
+    depth: np.ndarray  # int16
+    permutation: np.ndarray | None  # the sort applied, when the line was out of order
+
+
+class _LinePreparer:
+    """The decoder hook of one load (decode_xspace's on_line): for each big line whose every metadata id
+    is defined, in the decoder thread that decoded it, the durations clamped, the events in the model's
+    order, their nesting depths and metadata rows. Why: these fresh columns and passes (60M events:
+    ~1.5 s of one core, most of it faulting in fresh pages) otherwise run after the whole decode, on
+    one core while the other idles. Other lines are left to assemble(), which does the same for them.
+    Sorting by offset orders like sorting by trace time: a line has one timestamp."""
+
+    def __init__(self) -> None:
+        self.prepared: dict[int, _PreparedLine] = {}  # id(DecodedLine) -> its columns (lines outlive loads)
+        # id(metadata ids) -> (the ids, kept so that their id is not reused; their row table)
+        self._tables: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+        self._lock = threading.Lock()
+
+    def __call__(self, line: DecodedLine, metadata_ids: np.ndarray) -> None:
+        n = len(line)
+        if n < _PREPARE_IN_DECODER_MIN_EVENTS:
+            return
+        bound = _lookup_bound(metadata_ids)
+        ids = line.metadata_id
+        if bound is None or int(ids.min()) < 0 or int(ids.max()) >= bound:
+            return
+        with self._lock:
+            known = self._tables.get(id(metadata_ids))
+            if known is None:
+                known = self._tables[id(metadata_ids)] = (metadata_ids, _row_table(metadata_ids, bound))
+        meta_index = np.take(known[1], ids)
+        if int(meta_index.min()) < 0:  # an id the plane does not define
+            return
+        self.prepared[id(line)] = _order_and_nest(line, meta_index, np.empty(n, np.int16))
+
+
+def assemble(
+    spaces: list[tuple[Path, DecodedSpace]], on_plane=None, prepared: dict[int, _PreparedLine] | None = None
+) -> Trace:
+    """Builds one Trace from decoded files (one per host); `on_plane(done, total)` after each plane.
+    `prepared`: the lines the decoder hook of their load already put in order (_LinePreparer)."""
     trace = Trace(sources=[f for f, _ in spaces], dialect=XPLANE_DIALECT)
     hosts = _host_names(spaces)
     trace.hosts = list(dict.fromkeys(hosts))
     trace.origin_ns = _origin_ns(spaces)
     n_planes = sum(len(space.planes) for _, space in spaces)
-    columns = _ColumnBlock(sum(len(line) for _, space in spaces for p in space.planes for line in p.lines))
+    lines = [line for _, space in spaces for p in space.planes for line in p.lines]
+    prepared = prepared or {}
+    unprepared = sum(len(line) for line in lines if id(line) not in prepared)
+    columns = _ColumnBlock(sum(len(line) for line in lines), unprepared)
     for (file, space), host in zip(spaces, hosts, strict=True):
         _check_line_times(file, space, trace.origin_ns)
         trace.errors.extend(space.errors)
         trace.warnings.extend(space.warnings)
         for decoded in space.planes:
-            trace.planes.append(_build_plane(trace, decoded, host, columns))
+            trace.planes.append(_build_plane(trace, decoded, host, columns, prepared))
             if on_plane is not None:
                 on_plane(len(trace.planes), n_planes)
     ends = [int(t.start_ps[-1] + t.duration_ps.max()) for t in trace.tracks() if len(t)]
@@ -312,31 +371,41 @@ def _origin_ns(spaces: list[tuple[Path, DecodedSpace]]) -> int:
 
 
 class _ColumnBlock:
-    """The per-event columns the model adds (meta_index, name_id, depth) for all tracks at once.
+    """The per-event columns the model adds (name_id for every track; meta_index and depth for those not
+    prepared in the decoder threads) for all tracks at once.
 
     Why one block: ~10 bytes per event of fresh memory, which as per-track
     arrays costs a page fault per 4 KiB; one block of 4 MiB or more gets huge
     pages from numpy. Each track's columns are contiguous views into it.
     """
 
-    def __init__(self, n_events: int):
-        self.indices = np.empty((2, n_events), np.int32)  # rows: meta_index, name_id
-        self.depth = np.empty(n_events, np.int16)
-        self.used = 0
+    def __init__(self, n_events: int, n_unprepared: int):
+        self.name_id = np.empty(n_events, np.int32)
+        self.meta_index = np.empty(n_unprepared, np.int32)
+        self.depth = np.empty(n_unprepared, np.int16)
+        self.named = self.used = 0
 
-    def take(self, n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    def take_name_ids(self, n: int) -> np.ndarray:
+        lo, self.named = self.named, self.named + n
+        return self.name_id[lo : self.named]
+
+    def take(self, n: int) -> tuple[np.ndarray, np.ndarray]:
+        """meta_index and depth for a track not prepared in the decoder threads."""
         lo, self.used = self.used, self.used + n
-        return self.indices[0, lo : self.used], self.indices[1, lo : self.used], self.depth[lo : self.used]
+        return self.meta_index[lo : self.used], self.depth[lo : self.used]
 
 
-def _build_plane(trace: Trace, decoded: DecodedPlane, host: str, columns: _ColumnBlock) -> Plane:
+def _build_plane(
+    trace: Trace, decoded: DecodedPlane, host: str, columns: _ColumnBlock, prepared: dict[int, _PreparedLine]
+) -> Plane:
     plane = Plane(trace, decoded.plane_id, decoded.name, host, decoded.stats, plane_identity(decoded.name))
     meta_ids = decoded.metadata_ids
     names = list(decoded.metadata_names)
     display_names = list(decoded.metadata_display_names)
     children = list(decoded.metadata_children)
     # Events may reference metadata ids the plane does not define: give each such id a row.
-    missing = _undefined_ids(meta_ids, [line.metadata_id for line in decoded.lines if len(line)])
+    unprepared = [line.metadata_id for line in decoded.lines if len(line) and id(line) not in prepared]
+    missing = _undefined_ids(meta_ids, unprepared)  # prepared lines have none
     if len(missing):
         meta_ids = np.concatenate([meta_ids, missing])
         names += [f"<unknown event {int(m)}>" for m in missing]
@@ -347,10 +416,14 @@ def _build_plane(trace: Trace, decoded: DecodedPlane, host: str, columns: _Colum
     meta_stats = _stat_table(trace, len(meta_ids), decoded.metadata_stats, None)
     plane.metadata = EventMetadataTable(meta_ids, name_ids, display_names, meta_stats, children)
     for position, line in enumerate(decoded.lines):
-        meta_index, name_id, depth = columns.take(len(line))
-        if len(line):
-            row_of(line.metadata_id, meta_index)
-        plane.tracks.append(_build_track(trace, plane, line, meta_index, name_id, depth, name_ids))
+        name_id = columns.take_name_ids(len(line))
+        ready = prepared.get(id(line))
+        if ready is None:
+            meta_index, depth = columns.take(len(line))
+            if len(line):
+                row_of(line.metadata_id, meta_index)
+            ready = _order_and_nest(line, meta_index, depth)
+        plane.tracks.append(_build_track(trace, plane, line, ready, name_id, name_ids))
         decoded.lines[position] = None  # type: ignore[call-overload]  # its columns now live in the track
     return plane
 
@@ -392,35 +465,47 @@ def _undefined_ids(defined: np.ndarray, referenced: list[np.ndarray]) -> np.ndar
     return np.unique(np.concatenate(missing)) if missing else np.empty(0, np.int64)
 
 
+def _row_table(meta_ids: np.ndarray, bound: int) -> np.ndarray:
+    """int32 row of each id below `bound` (-1 for ids not in meta_ids)."""
+    table = np.full(bound, -1, np.int32)
+    table[meta_ids] = np.arange(len(meta_ids), dtype=np.int32)
+    return table
+
+
 def _row_lookup(meta_ids: np.ndarray):
     """A function writing the int32 row numbers of metadata ids (all in `meta_ids`) into `out`."""
     bound = _lookup_bound(meta_ids)
     if bound is not None:
-        table = np.full(bound, -1, np.int32)
-        table[meta_ids] = np.arange(len(meta_ids), dtype=np.int32)
+        table = _row_table(meta_ids, bound)
         return lambda ids, out: np.take(table, ids, out=out)
     order = np.argsort(meta_ids, kind="stable").astype(np.int32)
     sorted_ids = meta_ids[order]
     return lambda ids, out: np.take(order, np.searchsorted(sorted_ids, ids), out=out)
 
 
-def _build_track(trace: Trace, plane: Plane, line: DecodedLine, meta_index: np.ndarray, name_id: np.ndarray,
-                 depth: np.ndarray, name_ids: np.ndarray) -> Track:  # fmt: skip
-    """One track from a decoded line; meta_index (filled), name_id and depth are views to fill in place."""
-    # In place: the decoded columns become the track's (no copy of the biggest arrays).
+def _order_and_nest(line: DecodedLine, meta_index: np.ndarray, depth: np.ndarray) -> _PreparedLine:
+    """Durations clamped, the events in the model's order (start ascending, longer first on ties) and
+    their depths, in place: the decoded columns become the track's (no copy of the biggest arrays)."""
     start = line.offset_ps
-    start += (line.timestamp_ns - trace.origin_ns) * 1000
     duration = np.maximum(line.event_duration_ps, 0, out=line.event_duration_ps)
     permutation = None
     # One C pass checks the order and computes depths; only out-of-order tracks get sorted.
     if len(start) and not _linedecode.sorted_depth(start, duration, depth):
         permutation = np.lexsort((-duration, start))  # start ascending, longer first on ties
-        start[:] = start[permutation]  # in place: start/duration are views of the decoder's block
+        start[:] = start[permutation]
         duration[:] = duration[permutation]
         meta_index[:] = meta_index[permutation]
         _linedecode.sorted_depth(start, duration, depth)
-    if len(meta_index):
-        np.take(name_ids, meta_index, out=name_id)
+    return _PreparedLine(meta_index, depth, permutation)
+
+
+def _build_track(trace: Trace, plane: Plane, line: DecodedLine, ready: _PreparedLine, name_id: np.ndarray,
+                 name_ids: np.ndarray) -> Track:  # fmt: skip
+    """One track from a decoded line in the model's order; name_id is a view to fill in place."""
+    start = line.offset_ps
+    start += (line.timestamp_ns - trace.origin_ns) * 1000  # in place: the offsets become trace times
+    if len(ready.meta_index):
+        np.take(name_ids, ready.meta_index, out=name_id)
     return Track(
         plane=plane,
         line_id=line.line_id,
@@ -428,11 +513,11 @@ def _build_track(trace: Trace, plane: Plane, line: DecodedLine, meta_index: np.n
         name=line.name,
         display_name=line.display_name,
         start_ps=start,
-        duration_ps=duration,
-        meta_index=meta_index,
+        duration_ps=line.event_duration_ps,
+        meta_index=ready.meta_index,
         name_id=name_id,
-        depth=depth,
-        stats=_stat_table(trace, len(start), line.stats, permutation),
+        depth=ready.depth,
+        stats=_stat_table(trace, len(start), line.stats, ready.permutation),
         kind=track_kind(plane.identity, line.name),
     )
 

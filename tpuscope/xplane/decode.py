@@ -15,6 +15,7 @@ import gzip
 import os
 import threading
 import zlib
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FuturesTimeout
 from dataclasses import dataclass, field
@@ -776,13 +777,20 @@ class _PlaneReleaser:
             self._release(*self._spans[plane])
 
 
+# on_line(line, metadata_ids): the caller's own work on a decoded line, run in the thread that decoded it.
+LineHook = Callable[[DecodedLine, np.ndarray], None]
+
+
 def _decode_job(
-    job: tuple, index: int, releaser: _PlaneReleaser, control: np.ndarray | None = None
-) -> DecodedLine:
-    raw, stat_names = job
+    job: tuple, index: int, releaser: _PlaneReleaser, control: np.ndarray | None = None,
+    on_line: LineHook | None = None,
+) -> DecodedLine:  # fmt: skip
+    raw, stat_names, metadata_ids = job
     line = decode_line(raw, stat_names, control=control, slot=0 if control is None else 1 + index)
     line.source_bytes = len(raw)
     releaser.line_done(index)
+    if on_line is not None:
+        on_line(line, metadata_ids)
     return line
 
 
@@ -792,8 +800,9 @@ _PROGRESS_POLL_S = 0.2
 
 
 def decode_xspace(
-    data, progress=None, threads: int | None = None, ends_early: bool = False, release=None
-) -> DecodedSpace:
+    data, progress=None, threads: int | None = None, ends_early: bool = False, release=None,
+    on_line: LineHook | None = None,
+) -> DecodedSpace:  # fmt: skip
     """Decodes a serialized XSpace (bytes or any buffer). Raises MalformedXSpace on any corruption.
 
     Bytes that end early (a file cut short) decode too: every complete plane
@@ -810,6 +819,11 @@ def decode_xspace(
     range as soon as its lines are decoded (the loader hands a mapped file's
     pages back to the OS there), so those bytes are never read again; for
     writable `data` (a buffer of the caller's own) the default releases them.
+
+    `on_line(line, metadata_ids)`, when given, is called with each decoded line
+    and its plane's event-metadata ids (sorted, as in DecodedPlane) in the
+    thread that decoded it: the caller's per-line work then runs beside the
+    decoding of other lines instead of after the whole file.
     """
     view = memoryview(data)
     pieces = _cut_into_planes(view, ends_early)
@@ -817,9 +831,12 @@ def decode_xspace(
     headers, plane_lines, plane_spans = pieces.headers, pieces.lines, pieces.spans
     total = sum(len(raw) for lines in plane_lines for raw in lines) or 1
     stat_names_of = [{k: v.name for k, v in plane.stat_metadata.items()} for plane in headers]
+    metadata_ids_of = [np.fromiter(sorted(plane.event_metadata), np.int64, len(plane.event_metadata))
+                       for plane in headers]  # fmt: skip
     if threads is None:
         threads = min(_MAX_THREADS, os.cpu_count() or 1) if total >= _PARALLEL_MIN_BYTES else 1
-    jobs = [(raw, names) for lines, names in zip(plane_lines, stat_names_of, strict=True) for raw in lines]
+    per_plane = zip(plane_lines, stat_names_of, metadata_ids_of, strict=True)
+    jobs = [(raw, names, ids) for lines, names, ids in per_plane for raw in lines]
     workers = max(1, min(threads, len(jobs)))
     # Big files always decode in the pool (even with one worker), so this thread stays free to report
     # progress and to stop the decoders when the caller cancels.
@@ -836,9 +853,11 @@ def decode_xspace(
         # while a big line of one plane decodes beside the next plane's.
         releaser = _PlaneReleaser(release, plane_spans, [len(lines) for lines in plane_lines])
         if pool is None:
-            results = iter(_decode_job(job, i, releaser) for i, job in enumerate(jobs))
+            results = iter(_decode_job(job, i, releaser, None, on_line) for i, job in enumerate(jobs))
         else:
-            futures = [pool.submit(_decode_job, job, i, releaser, control) for i, job in enumerate(jobs)]
+            futures = [
+                pool.submit(_decode_job, job, i, releaser, control, on_line) for i, job in enumerate(jobs)
+            ]
         done = 0
         for index in range(len(jobs)):
             if pool is None:
@@ -862,9 +881,9 @@ def decode_xspace(
         _thread_scratch.__dict__.pop("arena", None)  # this thread's arena, when it decoded lines itself
     planes: list[DecodedPlane] = []
     next_line = 0
-    for plane, lines, stat_names in zip(headers, plane_lines, stat_names_of, strict=True):
+    for plane, lines, stat_names, metadata_ids in zip(headers, plane_lines, stat_names_of, metadata_ids_of,
+                                                      strict=True):  # fmt: skip
         meta_items = sorted(plane.event_metadata.items())
-        metadata_ids = np.fromiter((k for k, _ in meta_items), dtype=np.int64, count=len(meta_items))
         names = [m.name for _, m in meta_items]
         display_names = [bytes(m.display_name) for _, m in meta_items]
         children = [tuple(m.child_id) for _, m in meta_items]
