@@ -8,8 +8,10 @@
  *
  * Two calls per line: scan() counts events and stats and reads the line
  * header; fill() writes the columns into buffers the caller allocated with
- * those counts, checking every write against them. Both release the GIL, so
- * lines decode in parallel threads. split_message() cuts the XSpace and each
+ * those counts, checking every write against them. For the common regular
+ * line (every event with the same numeric stats: XLA ops) scan_events() and
+ * fill_regular() do the same with a lighter count and one value column per
+ * stat. All release the GIL, so lines decode in parallel threads. split_message() cuts the XSpace and each
  * XPlane into their big repeated fields (planes, lines) and everything else,
  * so protobuf only ever parses the small rest and the line bytes are never
  * copied. Field numbers follow tpuscope/xplane/xplane.proto.
