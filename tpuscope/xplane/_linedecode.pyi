@@ -68,5 +68,6 @@ def fill_regular(
     /,
 ) -> tuple[list[int], list[int]] | None:
     """([stat ids], [kinds present, as bits]) of a line whose events all carry the same numeric stats."""
+
 def scan_events(line: Buffer, control: Buffer = ..., /) -> tuple[LineHeader, int]:
     """(header with n_stats -1, the first event's stats): the events counted without reading inside them."""
