@@ -220,22 +220,43 @@ typedef struct {
     int64_t *duration_ps;
 } EventColumns;
 
+/* An XEvent's scalar fields. */
+typedef struct {
+    int64_t meta, offset, duration;
+} EventScalars;
+
+/* Reads `field` into `scalars` when it is one of an XEvent's varint fields (metadata id, offset,
+ * duration, occurrences): 1 when it was one, 0 when it is not, -1 on malformed input. */
+static inline int read_event_scalar(Cursor *c, uint64_t field, int wt, EventScalars *scalars) {
+    uint64_t v;
+    if (!((field == 1 || field == 2 || field == 3 || field == 5) && wt == 0)) return 0;
+    if (read_varint(c, &v) < 0) return -1;
+    if (field == 1) scalars->meta = (int64_t)v;
+    else if (field == 2) scalars->offset = (int64_t)v;
+    else if (field == 3) scalars->duration = (int64_t)v;
+    /* field 5, num_occurrences (aggregated events), is not modelled */
+    return 1;
+}
+
+static inline void write_event(EventColumns *events, Py_ssize_t index, const EventScalars *scalars) {
+    events->meta[index] = scalars->meta;
+    events->offset_ps[index] = scalars->offset;
+    events->duration_ps[index] = scalars->duration;
+}
+
 /* Decodes one XEvent; counts or writes its stats. */
 static int decode_event(Cursor c, const uint8_t *line_start, EventColumns *events, Py_ssize_t index,
                         StatColumns *stats, Py_ssize_t *stat_count, Py_ssize_t *str_count) {
-    int64_t meta = 0, offset = 0, duration = 0;
+    EventScalars scalars = {0, 0, 0};
     while (c.p < c.end) {
-        uint64_t field, v;
-        int wt;
+        uint64_t field;
+        int wt, got;
         Cursor sub;
         if (read_tag(&c, &field, &wt) < 0) return -1;
-        if ((field == 1 || field == 2 || field == 3 || field == 5) && wt == 0) {
-            if (read_varint(&c, &v) < 0) return -1;
-            if (field == 1) meta = (int64_t)v;
-            else if (field == 2) offset = (int64_t)v;
-            else if (field == 3) duration = (int64_t)v;
-            /* field 5, num_occurrences (aggregated events), is not modelled */
-        } else if (field == 4 && wt == 2) {
+        got = read_event_scalar(&c, field, wt, &scalars);
+        if (got < 0) return -1;
+        if (got) continue;
+        if (field == 4 && wt == 2) {
             if (read_len(&c, &sub) < 0) return -1;
             if (decode_stat(sub, line_start, stats, *stat_count, (int32_t)index, str_count) < 0) return -1;
             (*stat_count)++;
@@ -243,11 +264,7 @@ static int decode_event(Cursor c, const uint8_t *line_start, EventColumns *event
             return -1;
         }
     }
-    if (events) {
-        events->meta[index] = meta;
-        events->offset_ps[index] = offset;
-        events->duration_ps[index] = duration;
-    }
+    if (events) write_event(events, index, &scalars);
     return 0;
 }
 
@@ -286,6 +303,22 @@ static int read_header_field(Cursor *c, uint64_t field, int wt, LineHeader *head
     return 0;
 }
 
+/* Steps through a line's top-level fields to its next event: 1 with `ev` its payload, 0 at the line's
+ * end, -1 on malformed input. Header fields on the way go into `header`, unknown ones are skipped. */
+static inline int next_event(Cursor *c, LineHeader *header, Cursor *ev) {
+    while (c->p < c->end) {
+        uint64_t field;
+        int wt, got;
+        if (read_tag(c, &field, &wt) < 0) return -1;
+        got = read_header_field(c, field, wt, header);
+        if (got < 0) return -1;
+        if (got) continue;
+        if (field == 4 && wt == 2) return read_len(c, ev) < 0 ? -1 : 1;
+        if (skip_field(c, wt) < 0) return -1;
+    }
+    return 0;
+}
+
 /* A load's shared control words (an int64 buffer the caller owns): word 0 is set to non-zero to stop
  * every decode in flight (Cancel); word `slot` receives how many bytes of its line this call has
  * walked (progress within a long line). Checked every CONTROL_EVERY events: ~1 ms of decoding. */
@@ -309,35 +342,26 @@ static inline int check_control(const Control *control, Py_ssize_t count, const 
 static int count_line(Cursor c, LineHeader *header, const Control *control) {
     const uint8_t *line_start = c.p;
     Py_ssize_t event_count = 0, stat_count = 0;
+    Cursor ev;
+    int got;
     start_header(header, line_start);
-    while (c.p < c.end) {
-        uint64_t field;
-        int wt, got;
-        if (read_tag(&c, &field, &wt) < 0) return -1;
-        got = read_header_field(&c, field, wt, header);
-        if (got < 0) return -1;
-        if (got) continue;
-        if (field == 4 && wt == 2) {
-            Cursor ev;
-            if (read_len(&c, &ev) < 0) return -1;
-            if (event_count >= INT32_MAX) return -1;
-            if (check_control(control, event_count, c.p, line_start) < 0) return -5;
-            while (ev.p < ev.end) {
-                uint64_t f;
-                int w;
-                if (read_tag(&ev, &f, &w) < 0) return -1;
-                if (w == 0) {
-                    if (skip_varint(&ev) < 0) return -1;
-                } else {
-                    if (f == 4 && w == 2) stat_count++;
-                    if (skip_field(&ev, w) < 0) return -1;
-                }
+    while ((got = next_event(&c, header, &ev)) > 0) {
+        if (event_count >= INT32_MAX) return -1;
+        if (check_control(control, event_count, c.p, line_start) < 0) return -5;
+        while (ev.p < ev.end) {
+            uint64_t f;
+            int w;
+            if (read_tag(&ev, &f, &w) < 0) return -1;
+            if (w == 0) {
+                if (skip_varint(&ev) < 0) return -1;
+            } else {
+                if (f == 4 && w == 2) stat_count++;
+                if (skip_field(&ev, w) < 0) return -1;
             }
-            event_count++;
-        } else if (skip_field(&c, wt) < 0) {
-            return -1;
         }
+        event_count++;
     }
+    if (got < 0) return -1;
     header->events = event_count;
     header->stats = stat_count;
     header->strings = 0; /* known only after fill() */
@@ -349,27 +373,17 @@ static int walk_line(Cursor c, LineHeader *header, EventColumns *events, StatCol
                      Py_ssize_t event_capacity, const Control *control) {
     const uint8_t *line_start = c.p;
     Py_ssize_t event_count = 0, stat_count = 0, str_count = 0;
+    Cursor ev;
+    int got;
     start_header(header, line_start);
-    while (c.p < c.end) {
-        uint64_t field;
-        int wt, got;
-        Cursor sub;
-        if (read_tag(&c, &field, &wt) < 0) return -1;
-        got = read_header_field(&c, field, wt, header);
-        if (got < 0) return -1;
-        if (got) continue;
-        if (field == 4 && wt == 2) {
-            if (read_len(&c, &sub) < 0) return -1;
-            if (event_count >= INT32_MAX) return -1;
-            if (events && event_count >= event_capacity) return -1;
-            if (check_control(control, event_count, c.p, line_start) < 0) return -5;
-            if (decode_event(sub, line_start, events, event_count, stats, &stat_count, &str_count) < 0)
-                return -1;
-            event_count++;
-        } else if (skip_field(&c, wt) < 0) {
-            return -1;
-        }
+    while ((got = next_event(&c, header, &ev)) > 0) {
+        if (event_count >= INT32_MAX) return -1;
+        if (events && event_count >= event_capacity) return -1;
+        if (check_control(control, event_count, c.p, line_start) < 0) return -5;
+        if (decode_event(ev, line_start, events, event_count, stats, &stat_count, &str_count) < 0) return -1;
+        event_count++;
     }
+    if (got < 0) return -1;
     header->events = event_count;
     header->stats = stat_count;
     header->strings = str_count;
@@ -520,35 +534,23 @@ static int walk_regular(Cursor c, EventColumns *events, Py_ssize_t n_events, Py_
     const uint8_t *line_start = c.p;
     LineHeader header;
     Py_ssize_t event_count = 0;
+    Cursor ev;
+    int more;
     start_header(&header, line_start);
-    while (c.p < c.end) {
-        uint64_t field;
-        int wt, got;
-        Cursor ev;
-        if (read_tag(&c, &field, &wt) < 0) return -1;
-        got = read_header_field(&c, field, wt, &header);
-        if (got < 0) return -1;
-        if (got) continue;
-        if (!(field == 4 && wt == 2)) {
-            if (skip_field(&c, wt) < 0) return -1;
-            continue;
-        }
-        if (read_len(&c, &ev) < 0) return -1;
+    while ((more = next_event(&c, &header, &ev)) > 0) {
         if (event_count >= n_events) return -2;
         if (check_control(control, event_count, c.p, line_start) < 0) return -5;
-        int64_t meta = 0, offset = 0, duration = 0;
+        EventScalars scalars = {0, 0, 0};
         Py_ssize_t stat = 0;
         while (ev.p < ev.end) {
-            uint64_t f, v;
-            int w;
+            uint64_t f;
+            int w, got;
             Cursor sub;
             if (read_tag(&ev, &f, &w) < 0) return -1;
-            if ((f == 1 || f == 2 || f == 3 || f == 5) && w == 0) {
-                if (read_varint(&ev, &v) < 0) return -1;
-                if (f == 1) meta = (int64_t)v;
-                else if (f == 2) offset = (int64_t)v;
-                else if (f == 3) duration = (int64_t)v;
-            } else if (f == 4 && w == 2) {
+            got = read_event_scalar(&ev, f, w, &scalars);
+            if (got < 0) return -1;
+            if (got) continue;
+            if (f == 4 && w == 2) {
                 int64_t stat_meta, value = 0;
                 int kind, rc;
                 if (read_len(&ev, &sub) < 0) return -1;
@@ -570,11 +572,10 @@ static int walk_regular(Cursor c, EventColumns *events, Py_ssize_t n_events, Py_
             }
         }
         if (stat != k) return IRREGULAR;
-        events->meta[event_count] = meta;
-        events->offset_ps[event_count] = offset;
-        events->duration_ps[event_count] = duration;
+        write_event(events, event_count, &scalars);
         event_count++;
     }
+    if (more < 0) return -1;
     return event_count == n_events ? 0 : -2;
 }
 
@@ -582,21 +583,11 @@ static int walk_regular(Cursor c, EventColumns *events, Py_ssize_t n_events, Py_
 static int count_events(Cursor c, LineHeader *header, Py_ssize_t *first_event_stats, const Control *control) {
     const uint8_t *line_start = c.p;
     Py_ssize_t event_count = 0;
+    Cursor ev;
+    int got;
     start_header(header, line_start);
     *first_event_stats = 0;
-    while (c.p < c.end) {
-        uint64_t field;
-        int wt, got;
-        Cursor ev;
-        if (read_tag(&c, &field, &wt) < 0) return -1;
-        got = read_header_field(&c, field, wt, header);
-        if (got < 0) return -1;
-        if (got) continue;
-        if (!(field == 4 && wt == 2)) {
-            if (skip_field(&c, wt) < 0) return -1;
-            continue;
-        }
-        if (read_len(&c, &ev) < 0) return -1;
+    while ((got = next_event(&c, header, &ev)) > 0) {
         if (event_count >= INT32_MAX) return -1;
         if (check_control(control, event_count, c.p, line_start) < 0) return -5;
         while (event_count == 0 && ev.p < ev.end) {
@@ -608,6 +599,7 @@ static int count_events(Cursor c, LineHeader *header, Py_ssize_t *first_event_st
         }
         event_count++;
     }
+    if (got < 0) return -1;
     header->events = event_count;
     header->stats = -1; /* not counted */
     header->strings = 0;
