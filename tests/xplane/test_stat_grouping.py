@@ -102,10 +102,11 @@ def _space_with_every_kind_of_stat() -> XSpace:
     return space
 
 
-def _expected(space: XSpace) -> dict[str, dict[int, object]]:
-    plane = space.planes[0]
-    by_stat: dict[str, dict[int, object]] = {}
-    for row, event in enumerate(plane.lines[0].events):
+def _as_read(plane, raw_line) -> dict[str, dict[int, list[object]]]:
+    """Each stat's values per event as protobuf reads them (an event may repeat a stat; a ref reads as
+    the name of the stat metadata it points at; a stat without a value is left out)."""
+    by_stat: dict[str, dict[int, list[object]]] = {}
+    for row, event in enumerate(raw_line.events):
         for stat in event.stats:
             which = stat.WhichOneof("value")
             if which is None:
@@ -113,19 +114,31 @@ def _expected(space: XSpace) -> dict[str, dict[int, object]]:
             value = getattr(stat, which)
             if which == "ref_value":
                 value = plane.stat_metadata[value].name
-            by_stat.setdefault(plane.stat_metadata[stat.metadata_id].name, {})[row] = value
+            name = plane.stat_metadata[stat.metadata_id].name
+            by_stat.setdefault(name, {}).setdefault(row, []).append(value)
     return by_stat
+
+
+def _expected(space: XSpace) -> dict[str, dict[int, object]]:
+    """The first line's stats as protobuf reads them, the last value where an event repeats one."""
+    plane = space.planes[0]
+    return {
+        name: {row: values[-1] for row, values in rows.items()}
+        for name, rows in _as_read(plane, plane.lines[0]).items()
+    }
+
+
+def _rows_and_values(column) -> list[tuple[int, object]]:
+    """A decoded stat column as (row, value) pairs, strings looked up in its distinct values."""
+    rows = range(len(column.values)) if column.rows is None else column.rows.tolist()
+    uniques = column.uniques
+    values = column.values.tolist() if uniques is None else [uniques[i] for i in column.values]
+    return list(zip(rows, values, strict=True))
 
 
 def _decoded(space: XSpace) -> dict[str, dict[int, object]]:
     line = decode_xspace(space.SerializeToString(), threads=1).planes[0].lines[0]
-    out: dict[str, dict[int, object]] = {}
-    for name, column in line.stats.items():
-        rows = range(len(column.values)) if column.rows is None else column.rows.tolist()
-        uniques = column.uniques
-        values = column.values.tolist() if uniques is None else [uniques[i] for i in column.values]
-        out[name] = dict(zip(rows, values, strict=True))
-    return out
+    return {name: dict(_rows_and_values(column)) for name, column in line.stats.items()}
 
 
 def test_every_kind_of_stat_reads_as_protobuf_reads_it():
@@ -180,16 +193,6 @@ def _space_of_nearly_regular_lines() -> XSpace:
     return space
 
 
-def _as_read(plane, raw_line) -> dict[str, dict[int, list[object]]]:
-    """Each stat's values per event as protobuf reads them (an event may repeat a stat)."""
-    expected: dict[str, dict[int, list[object]]] = {}
-    for row, event in enumerate(raw_line.events):
-        for stat in event.stats:
-            name = plane.stat_metadata[stat.metadata_id].name
-            expected.setdefault(name, {}).setdefault(row, []).append(getattr(stat, stat.WhichOneof("value")))
-    return expected
-
-
 def test_regular_lines_and_lines_that_break_the_pattern_read_as_protobuf_reads_them(monkeypatch):
     space = _space_of_nearly_regular_lines()
     regular_answers = []
@@ -207,10 +210,7 @@ def test_regular_lines_and_lines_that_break_the_pattern_read_as_protobuf_reads_t
     for line, raw_line in zip(decoded.lines, plane.lines, strict=True):
         expected = _as_read(plane, raw_line)
         for name, column in line.stats.items():
-            rows = range(len(column.values)) if column.rows is None else column.rows.tolist()
-            uniques = column.uniques
-            values = column.values.tolist() if uniques is None else [uniques[i] for i in column.values]
-            for row, value in zip(rows, values, strict=True):
+            for row, value in _rows_and_values(column):
                 wanted = expected[name][row]
                 as_bits = [want % 2**64 if isinstance(want, int) else want for want in wanted]  # uint64 bits
                 assert value in wanted + as_bits, (line.name, name, row)

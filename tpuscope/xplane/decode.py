@@ -304,12 +304,13 @@ def decode_line(
         # The light count first: for a regular line (see _decode_regular) it is all the scanning needed.
         light, per_event = _scan_events(raw, control)
         n_events = light[6]
-        ev_offset = np.empty(n_events, np.int64) if offset_out is None else offset_out
-        ev_duration = np.empty(n_events, np.int64) if duration_out is None else duration_out
-        regular = _decode_regular(raw, stat_names, light, per_event, (ev_offset, ev_duration), control, slot)
+        offset_out = np.empty(n_events, np.int64) if offset_out is None else offset_out
+        duration_out = np.empty(n_events, np.int64) if duration_out is None else duration_out
+        events = (offset_out, duration_out)
+        regular = _decode_regular(raw, stat_names, light, per_event, events, control, slot)
         if regular is not None:
             return regular
-        header, offset_out, duration_out = scan_line(raw, control), ev_offset, ev_duration
+        header = scan_line(raw, control)
     line_id, display_id, ts_ns, dur_ps, name, display_name, n_events, n_stats, _ = header
     ev_offset = np.empty(n_events, np.int64) if offset_out is None else offset_out
     ev_duration = np.empty(n_events, np.int64) if duration_out is None else duration_out
@@ -395,8 +396,8 @@ def _decode_regular(raw: bytes | memoryview, stat_names: dict[int, str], header:
 
 
 def _one_kind_column(values: np.ndarray, present: int) -> RawStatColumn | None:
-    """A dense column of int64 values (or double bits) that all have one kind, as the general path
-    types it (_dense_numeric_column); None for a mix of kinds."""
+    """A dense column of int64 values (or double bits) whose kinds present (bit k: kind k occurs) are
+    one numeric kind; None for a mix of kinds or for any other kind (the general path decides)."""
     if present == _BIT_DOUBLE:
         return RawStatColumn("float", None, values.view(np.float64))
     if present == 1 << KIND_INT or (present == _BIT_UINT and int(values.min()) >= 0):
@@ -555,13 +556,7 @@ def _dense_numeric_column(kinds: np.ndarray, values: np.ndarray) -> RawStatColum
     kind = int(kinds.min())
     if kind != int(kinds.max()):
         return None
-    if kind == KIND_DOUBLE:
-        return RawStatColumn("float", None, values.view(np.float64))
-    if kind == KIND_INT or (kind == KIND_UINT and int(values.min()) >= 0):
-        return RawStatColumn("int", None, narrow_integers(values))
-    if kind == KIND_UINT:  # uint64 beyond int64's range
-        return RawStatColumn("uint", None, values.view(np.uint64))
-    return None
+    return _one_kind_column(values, 1 << kind)
 
 
 def _is_every_row(rows: np.ndarray | None, n_rows: int) -> bool:
