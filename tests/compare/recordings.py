@@ -16,6 +16,7 @@ annotations time the device work and not only the dispatch.
 
 from __future__ import annotations
 
+import ast
 import os
 import time
 from pathlib import Path
@@ -128,13 +129,14 @@ def record(scenario: str, logdir: Path, before_loop=None, after_loop=None) -> Pa
                     x = batches[i][:BASE_ROWS]
                 w, loss = train_step(w, x)
                 float(loss)
-        # The share of a CPU this process had during its loop: runs recorded together that got very
-        # different shares were slowed unequally by the machine (see cpu_shares()).
-        share = (time.process_time() - cpu_began) / max(time.perf_counter() - wall_began, 1e-9)
+        # The CPU time of the loop and its wall time: runs of one program recorded together that got
+        # very different shares of a CPU, or needed very different CPU time for the same steps, were
+        # slowed unequally by the machine (see loop_times()).
+        loop = (time.process_time() - cpu_began, time.perf_counter() - wall_began)
         if after_loop is not None:
             after_loop()
     pool.shutdown()
-    (Path(logdir) / CPU_SHARE_FILE).write_text(repr(share))
+    (Path(logdir) / LOOP_TIMES_FILE).write_text(repr(loop))
     found = sorted(Path(logdir).glob("plugins/profile/*/*.xplane.pb"))
     if not found:
         raise RuntimeError(f"jax.profiler.trace wrote no .xplane.pb under {logdir}")
@@ -217,12 +219,12 @@ def record_healthy_in_subprocesses(root: Path) -> dict[str, Path]:
     return paths
 
 
-CPU_SHARE_FILE = "cpu_share"
+LOOP_TIMES_FILE = "loop_times"
 
 
-def cpu_shares(paths: dict[str, Path], scenarios: list[str]) -> list[float]:
-    """Each run's share of a CPU during its profiled loop (process CPU time over wall time)."""
-    return [float((paths[name].parents[3] / CPU_SHARE_FILE).read_text()) for name in scenarios]
+def loop_times(paths: dict[str, Path], scenarios: list[str]) -> list[tuple[float, float]]:
+    """Each run's (process CPU time, wall time) of its profiled loop, in seconds."""
+    return [ast.literal_eval((paths[name].parents[3] / LOOP_TIMES_FILE).read_text()) for name in scenarios]
 
 
 def load_before_healthy_runs(paths: dict[str, Path]) -> float:
