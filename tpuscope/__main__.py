@@ -1,3 +1,3 @@
-from tpuscope.cli import main
+from tpuscope.cli import console_main
 
-raise SystemExit(main())
+raise SystemExit(console_main())

@@ -18,7 +18,7 @@ import importlib
 import os
 import sys
 
-from tpuscope.commands import COMMANDS
+from tpuscope.commands import COMMANDS, _collector
 from tpuscope.errors import LoadCancelled, ProfileError
 from tpuscope.storage.urls import is_url
 
@@ -70,8 +70,23 @@ def main(argv: list[str] | None = None) -> int:
             print(f"tpuscope: {not_a_command_message(first, commands)}", file=sys.stderr)
             return EXIT_ERROR
         return gui_main(argv)
-    parser = build_parser(first if first in commands else None)
-    args = parser.parse_args(argv)
+    return _run_command(argv, first if first in commands else None)
+
+
+def console_main() -> int:
+    """The `tpuscope` script and `python -m tpuscope`: main(), then an exit without final collections."""
+    status = main()
+    _collector.skip_exit_collections()
+    return status
+
+
+def _run_command(argv: list[str], command: str | None) -> int:
+    _collector.pause()  # the command module's imports (see _collector)
+    try:
+        parser = build_parser(command)
+        args = parser.parse_args(argv)
+    finally:
+        _collector.resume()
     if args.command is None:
         parser.print_help()
         return EXIT_OK

@@ -7,6 +7,7 @@ import sys
 import time
 from typing import Any
 
+from tpuscope.commands import _collector
 from tpuscope.model.load import open_trace
 from tpuscope.model.plain import plain
 from tpuscope.model.trace import Trace
@@ -34,11 +35,13 @@ def load_for_cli(args) -> Trace:
             sys.stderr.write(f"\r[{bar:<30}] {fraction * 100:5.1f}% {message[:40]:<40}")
             sys.stderr.flush()
 
+    _collector.pause()  # see _collector
     try:
         trace = open_trace(args.path, run=getattr(args, "run", None), progress=progress,
                            use_cache=not getattr(args, "no_cache", False),
                            strict=getattr(args, "strict", False))  # fmt: skip
     finally:
+        _collector.resume()
         if show and time.monotonic() - started > 0.5:
             sys.stderr.write("\r" + " " * 80 + "\r")
     warn_about_missing_parts(trace)

@@ -239,7 +239,9 @@ def _decode(
 
 # Lines of at least this many events get their per-event model columns in the decoder threads (see
 # _LinePreparer); smaller ones in the shared block below, whose point is to avoid many small arrays.
-_PREPARE_IN_DECODER_MIN_EVENTS = 1 << 20
+# From 1 << 20 down to 1 << 17: the 1M-event TPU-shaped file's four 224k-event op lines then get theirs
+# beside the decoding too (assembly 41 -> 22 ms, decode about the same; benchmarks/bench_start.py).
+_PREPARE_IN_DECODER_MIN_EVENTS = 1 << 17
 
 
 @dataclass

@@ -16,8 +16,6 @@ import os
 import threading
 import zlib
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
-from concurrent.futures import TimeoutError as FuturesTimeout
 from dataclasses import dataclass, field
 from typing import Literal, TypeVar
 
@@ -27,6 +25,7 @@ from google.protobuf.message import DecodeError, Message
 from tpuscope.xplane import _linedecode
 from tpuscope.xplane.narrowing import narrow_integers
 from tpuscope.xplane.skeleton_pb2 import XPlaneSkeleton, XSpaceSkeleton
+from tpuscope.xplane.workers import OrderedWorkers, ResultNotReady
 
 # Stat value kinds written by _linedecode.c.
 KIND_NONE, KIND_DOUBLE, KIND_UINT, KIND_INT, KIND_STR, KIND_BYTES, KIND_REF, KIND_COMPRESSED = range(8)
@@ -789,6 +788,17 @@ def _decode_job(
     return line
 
 
+def _await_line(pool: OrderedWorkers, index: int, progress, done: int, control: np.ndarray,
+                total: int) -> DecodedLine:  # fmt: skip
+    """Line `index` from the pool; meanwhile, progress inside long lines (their bytes decoded so far)."""
+    while True:
+        try:
+            return pool.result(index, timeout=_PROGRESS_POLL_S)
+        except ResultNotReady:
+            if progress is not None:
+                progress(done + int(control[1 + index :].sum()), total)
+
+
 # While lines decode in the pool, the calling thread reports progress (and so notices Cancel) at least
 # this often, even inside one long line (a 25M-event line takes seconds); our choice.
 _PROGRESS_POLL_S = 0.2
@@ -836,35 +846,24 @@ def decode_xspace(
     # Big files always decode in the pool (even with one worker), so this thread stays free to report
     # progress and to stop the decoders when the caller cancels.
     pooled = workers > 1 or total >= _PARALLEL_MIN_BYTES
-    pool = ThreadPoolExecutor(workers, thread_name_prefix="xline") if pooled else None
     if release is None and not view.readonly:
         release = functools.partial(_linedecode.release_pages, view)
     control = np.zeros(1 + len(jobs), np.int64)  # word 0: stop; word 1 + i: bytes of line i decoded
+    # Each line is scanned and decoded by one task, lines in file order across the pool, and a plane's
+    # pages are released as soon as its last line is decoded: only the planes of the lines in flight are
+    # ever resident (a mapped 2 GB file would otherwise end up resident whole), while a big line of one
+    # plane decodes beside the next plane's.
+    releaser = _PlaneReleaser(release, plane_spans, [len(lines) for lines in plane_lines])
+    work = functools.partial(_decode_job, releaser=releaser, control=control, on_line=on_line)
+    pool = OrderedWorkers(work, jobs, workers, "xline") if pooled else None
     decoded: list[DecodedLine] = []
+    done = 0
     try:
-        # Each line is scanned and decoded by one task, lines in file order across the pool, and a
-        # plane's pages are released as soon as its last line is decoded: only the planes of the lines
-        # in flight are ever resident (a mapped 2 GB file would otherwise end up resident whole),
-        # while a big line of one plane decodes beside the next plane's.
-        releaser = _PlaneReleaser(release, plane_spans, [len(lines) for lines in plane_lines])
-        if pool is None:
-            results = iter(_decode_job(job, i, releaser, None, on_line) for i, job in enumerate(jobs))
-        else:
-            futures = [
-                pool.submit(_decode_job, job, i, releaser, control, on_line) for i, job in enumerate(jobs)
-            ]
-        done = 0
-        for index in range(len(jobs)):
+        for index, job in enumerate(jobs):
             if pool is None:
-                line = next(results)
+                line = _decode_job(job, index, releaser, None, on_line)
             else:
-                while True:
-                    try:
-                        line = futures[index].result(timeout=_PROGRESS_POLL_S)
-                        break
-                    except FuturesTimeout:
-                        if progress is not None:  # inside long lines: their bytes decoded so far
-                            progress(done + int(control[1 + index :].sum()), total)
+                line = _await_line(pool, index, progress, done, control, total)
             decoded.append(line)
             done += line.source_bytes
             if progress is not None:
@@ -872,7 +871,7 @@ def decode_xspace(
     finally:
         control[0] = 1  # decoders still in flight (the caller cancelled, or a line failed) stop now
         if pool is not None:
-            pool.shutdown(wait=True, cancel_futures=True)  # its threads' arenas go with them
+            pool.close()  # its threads' arenas go with them
         _thread_scratch.__dict__.pop("arena", None)  # this thread's arena, when it decoded lines itself
     planes: list[DecodedPlane] = []
     next_line = 0
