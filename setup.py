@@ -1,5 +1,5 @@
-"""Builds tpuscope's C extensions: the XLine column decoder and the timeline's box merge (see their
-header comments)."""
+"""Builds tpuscope's C extensions: the XLine column decoder, the XPlane header parser and the timeline's
+box merge (see their header comments)."""
 
 from setuptools import Extension, setup
 
@@ -8,6 +8,13 @@ setup(
         Extension(
             "tpuscope.xplane._linedecode",
             sources=["tpuscope/xplane/_linedecode.c"],
+            depends=["tpuscope/xplane/_wire.h"],
+            extra_compile_args=["-O3"],
+        ),
+        Extension(
+            "tpuscope.xplane._planeheader",
+            sources=["tpuscope/xplane/_planeheader.c"],
+            depends=["tpuscope/xplane/_wire.h"],
             extra_compile_args=["-O3"],
         ),
         Extension(

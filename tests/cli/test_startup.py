@@ -26,8 +26,8 @@ HEAVY_PACKAGES = ("paramiko", "cryptography", "grpc", "PySide6", "shiboken6", "p
 HEAVY_TPUSCOPE = ("tpuscope.capture", "tpuscope.ui")
 HEADLESS_COMMANDS = ("info", "ops", "diagnose", "overview")
 # What `info` on a local file does without, each a measured cost of every start (python -X importtime,
-# benchmarks/bench_start.py): a thread pool's module and its logging, OpenSSL's hashes, tempfile.
-START_COSTS = ("concurrent.futures", "logging", "hashlib", "_hashlib", "tempfile")
+# benchmarks/bench_start.py): protobuf, a thread pool's module and its logging, OpenSSL's hashes, tempfile.
+START_COSTS = ("google.protobuf", "concurrent.futures", "logging", "hashlib", "_hashlib", "tempfile")
 
 # Runs `python -m tpuscope ARGS` in this process, then writes the imported module names to a file.
 _RUN_AND_LIST_MODULES = """
@@ -73,7 +73,7 @@ def test_reading_commands_never_import_ssh_grpc_or_qt(tmp_path, command):
     assert others.isdisjoint(modules)
 
 
-def test_info_starts_without_a_thread_pool_module_openssl_or_tempfile(tmp_path):
+def test_info_starts_without_protobuf_a_thread_pool_module_openssl_or_tempfile(tmp_path):
     code, modules, out = imported_by(tmp_path, "info", str(TPU_SAMPLE), "--json")
     assert code == 0 and json.loads(out)["events"] > 0
     assert "tpuscope.xplane.decode" in modules and "tpuscope.model.cache" in modules

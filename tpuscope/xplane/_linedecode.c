@@ -13,8 +13,9 @@
  * fill_regular() do the same with a lighter count and one value column per
  * stat. All release the GIL, so lines decode in parallel threads. split_message() cuts the XSpace and each
  * XPlane into their big repeated fields (planes, lines) and everything else,
- * so protobuf only ever parses the small rest and the line bytes are never
- * copied. Field numbers follow tpuscope/xplane/xplane.proto.
+ * so _planeheader.c only ever parses the small rest and the line bytes are
+ * never copied. Field numbers follow tpuscope/xplane/xplane.proto; the wire
+ * readers are in _wire.h.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -29,117 +30,7 @@
 #include <unistd.h>
 #endif
 
-typedef struct {
-    const uint8_t *p;
-    const uint8_t *end;
-} Cursor;
-
-static int read_varint_slow(Cursor *c, uint64_t *out) {
-    uint64_t value = 0;
-    int shift = 0;
-    while (c->p < c->end) {
-        uint8_t byte = *c->p++;
-        if (shift == 63 && (byte & 0x7e)) return -1; /* overflows 64 bits */
-        value |= (uint64_t)(byte & 0x7f) << shift;
-        if (!(byte & 0x80)) {
-            *out = value;
-            return 0;
-        }
-        shift += 7;
-        if (shift > 63) return -1;
-    }
-    return -1;
-}
-
-/* Most varints (tags, small ids) are one byte: that case costs one compare.
- * With 10 bytes left (the longest varint) the rest unrolls without per-byte
- * bounds checks; near the end of the buffer the checked loop takes over. */
-static inline int read_varint(Cursor *c, uint64_t *out) {
-    const uint8_t *p = c->p;
-    if (p < c->end && !(*p & 0x80)) {
-        *out = *p;
-        c->p = p + 1;
-        return 0;
-    }
-    if (c->end - p < 10) return read_varint_slow(c, out);
-    uint64_t b, v = (uint64_t)(*p++ & 0x7f);
-#define VARINT_BYTE(shift)                 \
-    b = *p++;                              \
-    v |= (b & 0x7f) << (shift);            \
-    if (b < 0x80) goto done;
-    VARINT_BYTE(7)
-    VARINT_BYTE(14)
-    VARINT_BYTE(21)
-    VARINT_BYTE(28)
-    VARINT_BYTE(35)
-    VARINT_BYTE(42)
-    VARINT_BYTE(49)
-    VARINT_BYTE(56)
-#undef VARINT_BYTE
-    b = *p++;
-    if (b > 1) return -1; /* a 10th byte may only hold bit 63 */
-    v |= b << 63;
-done:
-    c->p = p;
-    *out = v;
-    return 0;
-}
-
-/* Steps over a varint without assembling its value (counting pass). */
-static inline int skip_varint(Cursor *c) {
-    const uint8_t *limit = c->end - c->p > 10 ? c->p + 10 : c->end;
-    while (c->p < limit) {
-        if (!(*c->p++ & 0x80)) return 0;
-    }
-    return -1;
-}
-
-static int read_fixed64(Cursor *c, uint64_t *out) {
-    if (c->end - c->p < 8) return -1;
-    memcpy(out, c->p, 8); /* protobuf is little-endian, as are our targets */
-    c->p += 8;
-    return 0;
-}
-
-/* Reads a length prefix and returns the sub-range it covers. */
-static int read_len(Cursor *c, Cursor *sub) {
-    uint64_t n;
-    if (read_varint(c, &n) < 0) return -1;
-    if (n > (uint64_t)(c->end - c->p)) return -1;
-    sub->p = c->p;
-    sub->end = c->p + n;
-    c->p += n;
-    return 0;
-}
-
-/* Skips a field of an unknown number so newer writers never break us. */
-static int skip_field(Cursor *c, int wire_type) {
-    uint64_t ignored;
-    Cursor sub;
-    switch (wire_type) {
-    case 0: return read_varint(c, &ignored);
-    case 1: return read_fixed64(c, &ignored);
-    case 2: return read_len(c, &sub);
-    case 5:
-        if (c->end - c->p < 4) return -1;
-        c->p += 4;
-        return 0;
-    default: return -1; /* groups and reserved wire types are not in XPlane */
-    }
-}
-
-static int read_tag(Cursor *c, uint64_t *field, int *wire_type) {
-    uint64_t tag;
-    if (read_varint(c, &tag) < 0) return -1;
-    *field = tag >> 3;
-    *wire_type = (int)(tag & 7);
-    if (*field == 0) return -1;
-    return 0;
-}
-
-/* Stat value kinds; must match tpuscope/xplane/decode.py. */
-enum { KIND_NONE = 0, KIND_DOUBLE = 1, KIND_UINT = 2, KIND_INT = 3, KIND_STR = 4,
-       KIND_BYTES = 5, KIND_REF = 6, KIND_COMPRESSED = 7 };
+#include "_wire.h"
 
 typedef struct {
     int64_t *meta;          /* stat metadata id */

@@ -1,11 +1,11 @@
 """Serialized XSpace bytes -> plain numpy columns (no protobuf objects leave this module).
 
 The C extension cuts the XSpace into planes and each plane into its lines
-(zero-copy views of the file's bytes); upb parses the rest of each plane with
-the skeleton schema (metadata, plane stats) and the C line decoder turns each
-line into event and stat columns, several lines at once in threads. Strings in
-event stats are interned by hash with numpy, so only distinct strings ever
-become Python objects.
+(zero-copy views of the file's bytes); _planeheader.c reads the rest of each
+plane (metadata, plane stats) and the C line decoder turns each line into
+event and stat columns, several lines at once in threads. Strings in event
+stats are interned by hash, so only distinct strings ever become Python
+objects. protobuf itself is never imported on this path (~25 ms of a start).
 """
 
 from __future__ import annotations
@@ -17,14 +17,12 @@ import threading
 import zlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Literal, TypeVar
+from typing import Literal
 
 import numpy as np
-from google.protobuf.message import DecodeError, Message
 
-from tpuscope.xplane import _linedecode
+from tpuscope.xplane import _linedecode, _planeheader
 from tpuscope.xplane.narrowing import narrow_integers
-from tpuscope.xplane.skeleton_pb2 import XPlaneSkeleton, XSpaceSkeleton
 from tpuscope.xplane.workers import OrderedWorkers, ResultNotReady
 
 # Stat value kinds written by _linedecode.c.
@@ -156,15 +154,19 @@ def _text(raw: bytes) -> str:
     return raw.decode("utf-8", errors="replace")
 
 
-def _python_stat_value(stat, stat_names: dict[int, str]) -> object:
-    which = stat.WhichOneof("value")
-    if which is None:
-        return None
-    if which == "ref_value":
-        return stat_names.get(stat.ref_value, "")
-    if which == "compressed_str_value":
-        return _gunzip_text(stat.compressed_str_value)
-    return getattr(stat, which)
+# A stat as _planeheader.c reads it: (stat metadata id, kind, value: float, int, bytes or None).
+_HeaderStat = tuple[int, int, object]
+
+
+def _python_stat_value(stat: _HeaderStat, stat_names: dict[int, str]) -> object:
+    _, kind, value = stat
+    if kind == KIND_REF:
+        return stat_names.get(value, "")  # type: ignore[call-overload]  # a ref's value is an int
+    if kind == KIND_COMPRESSED:
+        return _gunzip_text(value)  # type: ignore[arg-type]  # bytes
+    if kind == KIND_STR:
+        return _text(value)  # type: ignore[arg-type]  # bytes
+    return value  # None (no value), float, int or bytes
 
 
 def _gunzip_text(raw: bytes) -> str:
@@ -174,10 +176,8 @@ def _gunzip_text(raw: bytes) -> str:
         return ""
 
 
-def _stats_to_dict(stats, stat_names: dict[int, str]) -> dict[str, object]:
-    return {
-        stat_names.get(s.metadata_id, str(s.metadata_id)): _python_stat_value(s, stat_names) for s in stats
-    }
+def _stats_to_dict(stats: list[_HeaderStat], stat_names: dict[int, str]) -> dict[str, object]:
+    return {stat_names.get(s[0], str(s[0])): _python_stat_value(s, stat_names) for s in stats}
 
 
 def _columns_from_python(per_row: list[dict[str, object]]) -> dict[str, RawStatColumn]:
@@ -638,16 +638,32 @@ def _split(buffer, field: int) -> tuple[bytes, list[tuple[int, int]]]:
         raise MalformedXSpace("protobuf decoding failed (malformed message)") from None
 
 
-_MessageT = TypeVar("_MessageT", bound=Message)
+class _PlaneHeader:
+    """An XPlane's fields other than its lines (plane_header in _planeheader.c), strings decoded."""
+
+    __slots__ = ("id", "name", "event_metadata", "stat_names", "stats")
+
+    def __init__(self, raw: bytes):
+        try:
+            plane_id, name, events, stat_entries, stats = _planeheader.plane_header(raw)
+        except ValueError:
+            raise MalformedXSpace("protobuf decoding failed (malformed message)") from None
+        self.id: int = plane_id
+        self.name = _text(name)
+        # Map entries in file order: the last of a key wins, as protobuf's maps do.
+        # Each value: (id, name, display_name, stats, child ids).
+        self.event_metadata: dict[int, tuple] = {entry[0]: entry[1:] for entry in events}
+        self.stat_names: dict[int, str] = {key: _text(text) for key, text in stat_entries}
+        self.stats: list[_HeaderStat] = stats
 
 
-def _parse(message_type: type[_MessageT], raw: bytes) -> _MessageT:
-    message = message_type()
+def _space_strings(raw: bytes) -> tuple[list[str], list[str], list[str]]:
+    """The XSpace's errors, warnings and host names."""
     try:
-        message.ParseFromString(raw)
-    except (DecodeError, RuntimeError, ValueError) as exc:
-        raise MalformedXSpace(f"protobuf decoding failed ({exc})") from None
-    return message
+        errors, warnings, hostnames = _planeheader.space_strings(raw)
+    except ValueError:
+        raise MalformedXSpace("protobuf decoding failed (malformed message)") from None
+    return [_text(t) for t in errors], [_text(t) for t in warnings], [_text(t) for t in hostnames]
 
 
 def _intact_prefix(buffer) -> tuple[int, int, int, int, int]:
@@ -663,7 +679,7 @@ class _Planes:
     """The XSpace cut into its pieces: headers, line views and the byte span of every plane."""
 
     space_rest: bytes
-    headers: list[XPlaneSkeleton]
+    headers: list[_PlaneHeader]
     lines: list[list[memoryview]]
     spans: list[tuple[int, int]]
     truncation: Truncation | None = None
@@ -710,14 +726,14 @@ def _cut_into_planes(view: memoryview, ends_early: bool) -> _Planes:
     return pieces
 
 
-def _cut_plane(plane_view: memoryview) -> tuple[XPlaneSkeleton, list[memoryview]]:
+def _cut_plane(plane_view: memoryview) -> tuple[_PlaneHeader, list[memoryview]]:
     plane_rest, line_spans = _split(plane_view, _XPLANE_LINES_FIELD)
-    return _parse(XPlaneSkeleton, plane_rest), [plane_view[o : o + n] for o, n in line_spans]
+    return _PlaneHeader(plane_rest), [plane_view[o : o + n] for o, n in line_spans]
 
 
 def _salvage_plane(
     partial: memoryview,
-) -> tuple[XPlaneSkeleton, list[memoryview], int, tuple[str, int] | None]:
+) -> tuple[_PlaneHeader, list[memoryview], int, tuple[str, int] | None]:
     """A cut plane's complete fields and its cut line's complete events.
 
     Returns the plane header, its line views (the cut line last, when any of
@@ -832,10 +848,10 @@ def decode_xspace(
     """
     view = memoryview(data)
     pieces = _cut_into_planes(view, ends_early)
-    space = _parse(XSpaceSkeleton, pieces.space_rest)
+    errors, warnings, hostnames = _space_strings(pieces.space_rest)
     headers, plane_lines, plane_spans = pieces.headers, pieces.lines, pieces.spans
     total = sum(len(raw) for lines in plane_lines for raw in lines) or 1
-    stat_names_of = [{k: v.name for k, v in plane.stat_metadata.items()} for plane in headers]
+    stat_names_of = [plane.stat_names for plane in headers]
     metadata_ids_of = [np.fromiter(sorted(plane.event_metadata), np.int64, len(plane.event_metadata))
                        for plane in headers]  # fmt: skip
     if threads is None:
@@ -877,11 +893,13 @@ def decode_xspace(
     next_line = 0
     for plane, lines, stat_names, metadata_ids in zip(headers, plane_lines, stat_names_of, metadata_ids_of,
                                                       strict=True):  # fmt: skip
-        meta_items = sorted(plane.event_metadata.items())
-        names = [m.name for _, m in meta_items]
-        display_names = [bytes(m.display_name) for _, m in meta_items]
-        children = [tuple(m.child_id) for _, m in meta_items]
-        meta_stats = _columns_from_python([_stats_to_dict(m.stats, stat_names) for _, m in meta_items])
+        meta_items = [plane.event_metadata[key] for key in metadata_ids.tolist()]  # by id, as metadata_ids
+        names = [_text(name) for _, name, _, _, _ in meta_items]
+        display_names = [display_name for _, _, display_name, _, _ in meta_items]
+        children = [child_ids for *_, child_ids in meta_items]
+        meta_stats = _columns_from_python(
+            [_stats_to_dict(stats, stat_names) for _, _, _, stats, _ in meta_items]
+        )
         planes.append(
             DecodedPlane(
                 plane_id=plane.id,
@@ -896,6 +914,4 @@ def decode_xspace(
             )
         )
         next_line += len(lines)
-    return DecodedSpace(
-        planes, list(space.hostnames), list(space.errors), list(space.warnings), pieces.truncation
-    )
+    return DecodedSpace(planes, hostnames, errors, warnings, pieces.truncation)
