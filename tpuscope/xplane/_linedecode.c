@@ -55,8 +55,8 @@ static uint64_t fnv1a(const uint8_t *p, const uint8_t *end) {
 }
 
 /* Decodes one XStat; with out == NULL it only validates and counts strings. */
-static int decode_stat(Cursor c, const uint8_t *line_start, StatColumns *out, Py_ssize_t index,
-                       int32_t event_index, Py_ssize_t *str_count) {
+static int decode_stat(Cursor c, const uint8_t *line_start, const uint8_t *line_end, StatColumns *out,
+                       Py_ssize_t index, int32_t event_index, Py_ssize_t *str_count) {
     int64_t meta = 0, value = 0, str_offset = 0, str_length = 0;
     uint64_t hash = 0;
     uint8_t kind = KIND_NONE;
@@ -66,14 +66,14 @@ static int decode_stat(Cursor c, const uint8_t *line_start, StatColumns *out, Py
         Cursor sub;
         if (read_tag(&c, &field, &wt) < 0) return -1;
         if (field == 1 && wt == 0) {
-            if (read_varint(&c, &v) < 0) return -1;
+            if (read_value_varint(&c, line_end, &v) < 0) return -1;
             meta = (int64_t)v;
         } else if (field == 2 && wt == 1) {
             if (read_fixed64(&c, &v) < 0) return -1;
             value = (int64_t)v;
             kind = KIND_DOUBLE;
         } else if ((field == 3 || field == 4 || field == 7) && wt == 0) {
-            if (read_varint(&c, &v) < 0) return -1;
+            if (read_value_varint(&c, line_end, &v) < 0) return -1;
             value = (int64_t)v;
             kind = field == 3 ? KIND_UINT : (field == 4 ? KIND_INT : KIND_REF);
         } else if ((field == 5 || field == 6 || field == 8) && wt == 2) {
@@ -117,11 +117,13 @@ typedef struct {
 } EventScalars;
 
 /* Reads `field` into `scalars` when it is one of an XEvent's varint fields (metadata id, offset,
- * duration, occurrences): 1 when it was one, 0 when it is not, -1 on malformed input. */
-static inline int read_event_scalar(Cursor *c, uint64_t field, int wt, EventScalars *scalars) {
+ * duration, occurrences): 1 when it was one, 0 when it is not, -1 on malformed input. `line_end`: the
+ * end of the line's bytes (read_value_varint). */
+static inline int read_event_scalar(Cursor *c, const uint8_t *line_end, uint64_t field, int wt,
+                                    EventScalars *scalars) {
     uint64_t v;
     if (!((field == 1 || field == 2 || field == 3 || field == 5) && wt == 0)) return 0;
-    if (read_varint(c, &v) < 0) return -1;
+    if (read_value_varint(c, line_end, &v) < 0) return -1;
     if (field == 1) scalars->meta = (int64_t)v;
     else if (field == 2) scalars->offset = (int64_t)v;
     else if (field == 3) scalars->duration = (int64_t)v;
@@ -136,20 +138,21 @@ static inline void write_event(EventColumns *events, Py_ssize_t index, const Eve
 }
 
 /* Decodes one XEvent; counts or writes its stats. */
-static int decode_event(Cursor c, const uint8_t *line_start, EventColumns *events, Py_ssize_t index,
-                        StatColumns *stats, Py_ssize_t *stat_count, Py_ssize_t *str_count) {
+static int decode_event(Cursor c, const uint8_t *line_start, const uint8_t *line_end, EventColumns *events,
+                        Py_ssize_t index, StatColumns *stats, Py_ssize_t *stat_count, Py_ssize_t *str_count) {
     EventScalars scalars = {0, 0, 0};
     while (c.p < c.end) {
         uint64_t field;
         int wt, got;
         Cursor sub;
         if (read_tag(&c, &field, &wt) < 0) return -1;
-        got = read_event_scalar(&c, field, wt, &scalars);
+        got = read_event_scalar(&c, line_end, field, wt, &scalars);
         if (got < 0) return -1;
         if (got) continue;
         if (field == 4 && wt == 2) {
             if (read_len(&c, &sub) < 0) return -1;
-            if (decode_stat(sub, line_start, stats, *stat_count, (int32_t)index, str_count) < 0) return -1;
+            if (decode_stat(sub, line_start, line_end, stats, *stat_count, (int32_t)index, str_count) < 0)
+                return -1;
             (*stat_count)++;
         } else if (skip_field(&c, wt) < 0) {
             return -1;
@@ -271,7 +274,8 @@ static int walk_line(Cursor c, LineHeader *header, EventColumns *events, StatCol
         if (event_count >= INT32_MAX) return -1;
         if (events && event_count >= event_capacity) return -1;
         if (check_control(control, event_count, c.p, line_start) < 0) return -5;
-        if (decode_event(ev, line_start, events, event_count, stats, &stat_count, &str_count) < 0) return -1;
+        if (decode_event(ev, line_start, c.end, events, event_count, stats, &stat_count, &str_count) < 0)
+            return -1;
         event_count++;
     }
     if (got < 0) return -1;
@@ -391,7 +395,7 @@ static PyObject *fill(PyObject *self, PyObject *args) {
 #define IRREGULAR -7
 
 /* Decodes one stat of a regular line: its id and numeric value; IRREGULAR for any other value kind. */
-static int regular_stat(Cursor c, int64_t *meta, int64_t *value, int *kind) {
+static int regular_stat(Cursor c, const uint8_t *line_end, int64_t *meta, int64_t *value, int *kind) {
     *meta = 0;
     *kind = KIND_NONE;
     while (c.p < c.end) {
@@ -399,14 +403,14 @@ static int regular_stat(Cursor c, int64_t *meta, int64_t *value, int *kind) {
         int wt;
         if (read_tag(&c, &field, &wt) < 0) return -1;
         if (field == 1 && wt == 0) {
-            if (read_varint(&c, &v) < 0) return -1;
+            if (read_value_varint(&c, line_end, &v) < 0) return -1;
             *meta = (int64_t)v;
         } else if (field == 2 && wt == 1) {
             if (read_fixed64(&c, &v) < 0) return -1;
             *value = (int64_t)v;
             *kind = KIND_DOUBLE;
         } else if ((field == 3 || field == 4) && wt == 0) {
-            if (read_varint(&c, &v) < 0) return -1;
+            if (read_value_varint(&c, line_end, &v) < 0) return -1;
             *value = (int64_t)v;
             *kind = field == 3 ? KIND_UINT : KIND_INT;
         } else if (field >= 5 && field <= 8) {
@@ -438,7 +442,7 @@ static int walk_regular(Cursor c, EventColumns *events, Py_ssize_t n_events, Py_
             int w, got;
             Cursor sub;
             if (read_tag(&ev, &f, &w) < 0) return -1;
-            got = read_event_scalar(&ev, f, w, &scalars);
+            got = read_event_scalar(&ev, c.end, f, w, &scalars);
             if (got < 0) return -1;
             if (got) continue;
             if (f == 4 && w == 2) {
@@ -446,7 +450,7 @@ static int walk_regular(Cursor c, EventColumns *events, Py_ssize_t n_events, Py_
                 int kind, rc;
                 if (read_len(&ev, &sub) < 0) return -1;
                 if (stat >= k) return IRREGULAR;
-                rc = regular_stat(sub, &stat_meta, &value, &kind);
+                rc = regular_stat(sub, c.end, &stat_meta, &value, &kind);
                 if (rc < 0) return rc;
                 if (event_count == 0) {
                     for (Py_ssize_t j = 0; j < stat; j++)
