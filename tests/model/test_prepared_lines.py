@@ -15,6 +15,7 @@ from tests.conftest import ALL_SHARED_TRACES, SAMPLES, require_shared_traces
 from tpuscope.model import load
 from tpuscope.model.load import open_trace
 from tpuscope.model.trace import Trace
+from tpuscope.xplane import _linedecode
 from tpuscope.xplane.xplane_pb2 import XSpace
 
 EVERY_LINE = 1
@@ -96,3 +97,24 @@ def test_out_of_order_lines_and_undefined_ids_load_the_same_on_both_paths(tmp_pa
     # starting together (odd i) comes first.
     expected = [i for k in reversed(range(100)) for i in (2 * k + 1, 2 * k)]
     assert flops.dense(len(ops), -1).tolist() == expected
+
+
+@pytest.mark.parametrize("dtype", [np.int8, np.int16, np.int32, np.int64, np.uint16])
+def test_gather_rows_is_numpys_take_with_minus_one_outside_the_table(dtype):
+    table = np.array([7, -1, 30, 4, 12], np.int32)
+    info = np.iinfo(dtype)
+    indices = np.array([0, 4, 2, 3, 1, 5, max(info.min, -3), min(info.max, 10**6)], dtype)
+    out = np.empty(len(indices), np.int32)
+    outside = load._gather_rows(table, indices, out)
+    expected = [int(table[i]) if 0 <= i < len(table) else -1 for i in indices.tolist()]
+    assert out.tolist() == expected
+    assert outside == sum(1 for i in indices.tolist() if not 0 <= i < len(table))
+    strided = np.empty(2 * len(indices), np.int32)[::2]
+    assert load._gather_rows(table, indices, strided) == outside and strided.tolist() == expected
+
+
+def test_gather_rows_refuses_columns_of_different_lengths():
+    with pytest.raises(ValueError):
+        _linedecode.gather_rows(np.zeros(3, np.int32), np.zeros(4, np.int8), 1, np.empty(3, np.int32))
+    with pytest.raises(ValueError):
+        _linedecode.gather_rows(np.zeros(3, np.int32), np.zeros(4, np.int8), 3, np.empty(4, np.int32))

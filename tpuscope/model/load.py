@@ -279,8 +279,8 @@ class _LinePreparer:
             known = self._tables.get(id(metadata_ids))
             if known is None:
                 known = self._tables[id(metadata_ids)] = (metadata_ids, _row_table(metadata_ids, bound))
-        meta_index = np.take(known[1], ids)
-        if int(meta_index.min()) < 0:  # an id the plane does not define
+        meta_index = np.empty(n, np.int32)
+        if _gather_rows(known[1], ids, meta_index) or int(meta_index.min()) < 0:  # an id the plane lacks
             return
         self.prepared[id(line)] = _order_and_nest(line, meta_index, np.empty(n, np.int16))
 
@@ -479,10 +479,22 @@ def _row_lookup(meta_ids: np.ndarray):
     bound = _lookup_bound(meta_ids)
     if bound is not None:
         table = _row_table(meta_ids, bound)
-        return lambda ids, out: np.take(table, ids, out=out)
+        return lambda ids, out: _gather_rows(table, ids, out)
     order = np.argsort(meta_ids, kind="stable").astype(np.int32)
     sorted_ids = meta_ids[order]
     return lambda ids, out: np.take(order, np.searchsorted(sorted_ids, ids), out=out)
+
+
+def _gather_rows(table: np.ndarray, indices: np.ndarray, out: np.ndarray) -> int:
+    """out[:] = table[indices] for an int32 table and out (gather_rows in _linedecode.c: no intp copy of the
+    indices, which numpy's take makes); how many indices fell outside the table (their out is -1)."""
+    contiguous = indices.flags.c_contiguous and out.flags.c_contiguous and table.flags.c_contiguous
+    if indices.dtype.kind == "i" and table.dtype == out.dtype == np.int32 and contiguous:
+        return _linedecode.gather_rows(table, indices, indices.dtype.itemsize, out)
+    outside = (indices < 0) | (indices >= len(table))  # unsigned or strided columns (none of ours): numpy
+    out[:] = -1
+    out[~outside] = table[indices[~outside]]
+    return int(outside.sum())
 
 
 def _order_and_nest(line: DecodedLine, meta_index: np.ndarray, depth: np.ndarray) -> _PreparedLine:
@@ -507,7 +519,7 @@ def _build_track(trace: Trace, plane: Plane, line: DecodedLine, ready: _Prepared
     start = line.offset_ps
     start += (line.timestamp_ns - trace.origin_ns) * 1000  # in place: the offsets become trace times
     if len(ready.meta_index):
-        np.take(name_ids, ready.meta_index, out=name_id)
+        _gather_rows(name_ids, ready.meta_index, name_id)
     return Track(
         plane=plane,
         line_id=line.line_id,

@@ -71,3 +71,6 @@ def fill_regular(
 
 def scan_events(line: Buffer, control: Buffer = ..., /) -> tuple[LineHeader, int]:
     """(header with n_stats -1, the first event's stats): the events counted without reading inside them."""
+
+def gather_rows(table: Buffer, indices: Buffer, index_itemsize: int, out: Buffer, /) -> int:
+    """out[i] = table[indices[i]] (int32), signed indices of that width; how many fell outside the table."""
