@@ -57,47 +57,21 @@ static uint64_t fnv1a(const uint8_t *p, const uint8_t *end) {
 /* Decodes one XStat; with out == NULL it only validates and counts strings. */
 static int decode_stat(Cursor c, const uint8_t *line_start, const uint8_t *line_end, StatColumns *out,
                        Py_ssize_t index, int32_t event_index, Py_ssize_t *str_count) {
-    int64_t meta = 0, value = 0, str_offset = 0, str_length = 0;
-    uint64_t hash = 0;
-    uint8_t kind = KIND_NONE;
-    while (c.p < c.end) {
-        uint64_t field, v;
-        int wt;
-        Cursor sub;
-        if (read_tag(&c, &field, &wt) < 0) return -1;
-        if (field == 1 && wt == 0) {
-            if (read_value_varint(&c, line_end, &v) < 0) return -1;
-            meta = (int64_t)v;
-        } else if (field == 2 && wt == 1) {
-            if (read_fixed64(&c, &v) < 0) return -1;
-            value = (int64_t)v;
-            kind = KIND_DOUBLE;
-        } else if ((field == 3 || field == 4 || field == 7) && wt == 0) {
-            if (read_value_varint(&c, line_end, &v) < 0) return -1;
-            value = (int64_t)v;
-            kind = field == 3 ? KIND_UINT : (field == 4 ? KIND_INT : KIND_REF);
-        } else if ((field == 5 || field == 6 || field == 8) && wt == 2) {
-            if (read_len(&c, &sub) < 0) return -1;
-            str_offset = sub.p - line_start;
-            str_length = sub.end - sub.p;
-            if (out) hash = fnv1a(sub.p, sub.end);
-            kind = field == 5 ? KIND_STR : (field == 6 ? KIND_BYTES : KIND_COMPRESSED);
-        } else if (skip_field(&c, wt) < 0) {
-            return -1;
-        }
-    }
-    int is_string = kind == KIND_STR || kind == KIND_BYTES || kind == KIND_COMPRESSED;
+    StatFields stat;
+    if (read_stat(c, line_end, &stat) < 0) return -1;
+    int is_string = stat.kind == KIND_STR || stat.kind == KIND_BYTES || stat.kind == KIND_COMPRESSED;
     if (out) {
+        int64_t value = (int64_t)stat.number;
         if (index >= out->capacity) return -1;
         if (is_string) {
             if (*str_count >= out->str_capacity) return -1;
-            out->str_offset[*str_count] = str_offset;
-            out->str_length[*str_count] = str_length;
-            out->str_hash[*str_count] = hash;
+            out->str_offset[*str_count] = stat.text.p - line_start;
+            out->str_length[*str_count] = stat.text.end - stat.text.p;
+            out->str_hash[*str_count] = fnv1a(stat.text.p, stat.text.end);
             value = (int64_t)*str_count;
         }
-        out->meta[index] = meta;
-        out->kind[index] = kind;
+        out->meta[index] = stat.meta;
+        out->kind[index] = (uint8_t)stat.kind;
         out->value[index] = value;
         out->event[index] = event_index;
     }
@@ -231,25 +205,28 @@ static inline int check_control(const Control *control, Py_ssize_t count, const 
     return 0;
 }
 
-/* Counting pass: the line header, its events and their stats, without
- * decoding the stats' contents (fill() validates those). */
-static int count_line(Cursor c, LineHeader *header, const Control *control) {
+/* Counting pass: the line header, its events and the stats of every event (`every_event`) or of the
+ * first event only, into *stat_count, without decoding the stats' contents (fill() and fill_regular()
+ * validate those). Not reading inside the other events is scan_events()'s light count. */
+static int count_line(Cursor c, LineHeader *header, int every_event, Py_ssize_t *stat_count,
+                      const Control *control) {
     const uint8_t *line_start = c.p;
-    Py_ssize_t event_count = 0, stat_count = 0;
+    Py_ssize_t event_count = 0;
     Cursor ev;
     int got;
     start_header(header, line_start);
+    *stat_count = 0;
     while ((got = next_event(&c, header, &ev)) > 0) {
         if (event_count >= INT32_MAX) return -1;
         if (check_control(control, event_count, c.p, line_start) < 0) return -5;
-        while (ev.p < ev.end) {
+        while ((every_event || event_count == 0) && ev.p < ev.end) {
             uint64_t f;
             int w;
             if (read_tag(&ev, &f, &w) < 0) return -1;
             if (w == 0) {
                 if (skip_varint(&ev) < 0) return -1;
             } else {
-                if (f == 4 && w == 2) stat_count++;
+                if (f == 4 && w == 2) (*stat_count)++;
                 if (skip_field(&ev, w) < 0) return -1;
             }
         }
@@ -257,7 +234,7 @@ static int count_line(Cursor c, LineHeader *header, const Control *control) {
     }
     if (got < 0) return -1;
     header->events = event_count;
-    header->stats = stat_count;
+    header->stats = every_event ? *stat_count : -1; /* -1: not counted */
     header->strings = 0; /* known only after fill() */
     return 0;
 }
@@ -326,9 +303,10 @@ static PyObject *scan(PyObject *self, PyObject *args) {
     if (open_control(&control_buffer, slot, &control) == 0) {
         control.slot = 0; /* the counting pass does not report progress */
         Cursor c = {(const uint8_t *)line.buf, (const uint8_t *)line.buf + line.len};
+        Py_ssize_t stats;
         int rc;
         Py_BEGIN_ALLOW_THREADS
-        rc = count_line(c, &header, &control);
+        rc = count_line(c, &header, 1, &stats, &control);
         Py_END_ALLOW_THREADS
         if (rc < 0) set_decode_error(rc);
         else result = header_tuple(&header, c.p);
@@ -396,30 +374,14 @@ static PyObject *fill(PyObject *self, PyObject *args) {
 
 /* Decodes one stat of a regular line: its id and numeric value; IRREGULAR for any other value kind. */
 static int regular_stat(Cursor c, const uint8_t *line_end, int64_t *meta, int64_t *value, int *kind) {
-    *meta = 0;
-    *kind = KIND_NONE;
-    while (c.p < c.end) {
-        uint64_t field, v;
-        int wt;
-        if (read_tag(&c, &field, &wt) < 0) return -1;
-        if (field == 1 && wt == 0) {
-            if (read_value_varint(&c, line_end, &v) < 0) return -1;
-            *meta = (int64_t)v;
-        } else if (field == 2 && wt == 1) {
-            if (read_fixed64(&c, &v) < 0) return -1;
-            *value = (int64_t)v;
-            *kind = KIND_DOUBLE;
-        } else if ((field == 3 || field == 4) && wt == 0) {
-            if (read_value_varint(&c, line_end, &v) < 0) return -1;
-            *value = (int64_t)v;
-            *kind = field == 3 ? KIND_UINT : KIND_INT;
-        } else if (field >= 5 && field <= 8) {
-            return IRREGULAR; /* strings, bytes, refs: the general path */
-        } else if (skip_field(&c, wt) < 0) {
-            return -1;
-        }
-    }
-    return *kind == KIND_NONE ? IRREGULAR : 0;
+    StatFields stat;
+    if (read_stat(c, line_end, &stat) < 0) return -1;
+    if (stat.kind != KIND_DOUBLE && stat.kind != KIND_UINT && stat.kind != KIND_INT)
+        return IRREGULAR; /* no value, strings, bytes, refs: the general path */
+    *meta = stat.meta;
+    *value = (int64_t)stat.number;
+    *kind = stat.kind;
+    return 0;
 }
 
 /* Walks a line whose every event carries the same k numeric stats in the same id order, writing
@@ -474,33 +436,6 @@ static int walk_regular(Cursor c, EventColumns *events, Py_ssize_t n_events, Py_
     return event_count == n_events ? 0 : -2;
 }
 
-/* Counts a line's events without reading inside them, except the first, whose stats it counts. */
-static int count_events(Cursor c, LineHeader *header, Py_ssize_t *first_event_stats, const Control *control) {
-    const uint8_t *line_start = c.p;
-    Py_ssize_t event_count = 0;
-    Cursor ev;
-    int got;
-    start_header(header, line_start);
-    *first_event_stats = 0;
-    while ((got = next_event(&c, header, &ev)) > 0) {
-        if (event_count >= INT32_MAX) return -1;
-        if (check_control(control, event_count, c.p, line_start) < 0) return -5;
-        while (event_count == 0 && ev.p < ev.end) {
-            uint64_t f;
-            int w;
-            if (read_tag(&ev, &f, &w) < 0) return -1;
-            if (f == 4 && w == 2) (*first_event_stats)++;
-            if (skip_field(&ev, w) < 0) return -1;
-        }
-        event_count++;
-    }
-    if (got < 0) return -1;
-    header->events = event_count;
-    header->stats = -1; /* not counted */
-    header->strings = 0;
-    return 0;
-}
-
 /* scan_events(line, control=None) -> (header, first_event_stats)
  * scan() without reading inside the events (only their lengths, and the first event's stats): the
  * header's n_stats is -1. Why: for the common regular line (see fill_regular) the stats are then
@@ -517,7 +452,7 @@ static PyObject *scan_events(PyObject *self, PyObject *args) {
         Cursor c = {(const uint8_t *)line.buf, (const uint8_t *)line.buf + line.len};
         int rc;
         Py_BEGIN_ALLOW_THREADS
-        rc = count_events(c, &header, &first_event_stats, &control);
+        rc = count_line(c, &header, 0, &first_event_stats, &control);
         Py_END_ALLOW_THREADS
         if (rc < 0) set_decode_error(rc);
         else result = Py_BuildValue("Nn", header_tuple(&header, c.p), first_event_stats);

@@ -23,55 +23,32 @@
 /* (metadata_id, kind, value) of one XStat: value a float, an int or bytes by kind (KIND_* in _wire.h),
  * None when the stat has no value. */
 static PyObject *stat_tuple(Cursor c, int *rc) {
-    int64_t meta = 0;
-    int kind = KIND_NONE;
-    uint64_t number = 0;
-    Cursor text = {c.p, c.p};
-    while (c.p < c.end) {
-        uint64_t field;
-        int wt;
-        if (read_tag(&c, &field, &wt) < 0) goto malformed;
-        if (field == 1 && wt == 0) {
-            uint64_t id;
-            if (read_varint(&c, &id) < 0) goto malformed;
-            meta = (int64_t)id;
-        } else if (field == 2 && wt == 1) {
-            if (read_fixed64(&c, &number) < 0) goto malformed;
-            kind = KIND_DOUBLE;
-        } else if ((field == 3 || field == 4 || field == 7) && wt == 0) {
-            if (read_varint(&c, &number) < 0) goto malformed;
-            kind = field == 3 ? KIND_UINT : (field == 4 ? KIND_INT : KIND_REF);
-        } else if ((field == 5 || field == 6 || field == 8) && wt == 2) {
-            if (read_len(&c, &text) < 0) goto malformed;
-            kind = field == 5 ? KIND_STR : (field == 6 ? KIND_BYTES : KIND_COMPRESSED);
-        } else if (skip_field(&c, wt) < 0) {
-            goto malformed;
-        }
+    StatFields stat;
+    if (read_stat(c, c.end, &stat) < 0) {
+        *rc = MALFORMED;
+        return NULL;
     }
     PyObject *value;
-    if (kind == KIND_DOUBLE) {
+    if (stat.kind == KIND_DOUBLE) {
         double d;
-        memcpy(&d, &number, sizeof d);
+        memcpy(&d, &stat.number, sizeof d);
         value = PyFloat_FromDouble(d);
-    } else if (kind == KIND_UINT || kind == KIND_REF) {
-        value = PyLong_FromUnsignedLongLong(number);
-    } else if (kind == KIND_INT) {
-        value = PyLong_FromLongLong((int64_t)number);
-    } else if (kind == KIND_NONE) {
+    } else if (stat.kind == KIND_UINT || stat.kind == KIND_REF) {
+        value = PyLong_FromUnsignedLongLong(stat.number);
+    } else if (stat.kind == KIND_INT) {
+        value = PyLong_FromLongLong((int64_t)stat.number);
+    } else if (stat.kind == KIND_NONE) {
         value = Py_NewRef(Py_None);
     } else {
-        value = PyBytes_FromStringAndSize((const char *)text.p, text.end - text.p);
+        value = PyBytes_FromStringAndSize((const char *)stat.text.p, stat.text.end - stat.text.p);
     }
     if (!value) {
         *rc = NO_MEMORY;
         return NULL;
     }
-    PyObject *stat = Py_BuildValue("LiN", (long long)meta, kind, value);
-    if (!stat) *rc = NO_MEMORY;
-    return stat;
-malformed:
-    *rc = MALFORMED;
-    return NULL;
+    PyObject *tuple = Py_BuildValue("LiN", (long long)stat.meta, stat.kind, value);
+    if (!tuple) *rc = NO_MEMORY;
+    return tuple;
 }
 
 /* Appends item (a new reference, or NULL after a failure) to list; 0, or -1 on failure, with *rc set. */

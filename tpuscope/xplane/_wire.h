@@ -156,4 +156,45 @@ static inline int read_tag(Cursor *c, uint64_t *field, int *wire_type) {
 enum { KIND_NONE = 0, KIND_DOUBLE = 1, KIND_UINT = 2, KIND_INT = 3, KIND_STR = 4,
        KIND_BYTES = 5, KIND_REF = 6, KIND_COMPRESSED = 7 };
 
+/* One XStat's fields: its metadata id and its value, the last value field read winning, as protobuf's
+ * oneof does. */
+typedef struct {
+    int64_t meta;
+    int kind;        /* KIND_*: KIND_NONE when the stat has no value */
+    uint64_t number; /* a double's bits, an integer or a ref's stat-metadata id */
+    Cursor text;     /* a string's, bytes' or compressed string's bytes */
+} StatFields;
+
+/* Reads the XStat whose bytes `c` covers into `stat`: 0, or -1 on malformed input. Unknown fields and
+ * fields with an unexpected wire type are skipped. `readable_end`: see read_value_varint. The one
+ * reader of XStat fields, for event stats (_linedecode.c) and metadata and plane stats
+ * (_planeheader.c). */
+static inline int read_stat(Cursor c, const uint8_t *readable_end, StatFields *stat) {
+    stat->meta = 0;
+    stat->kind = KIND_NONE;
+    stat->number = 0;
+    stat->text.p = stat->text.end = c.p;
+    while (c.p < c.end) {
+        uint64_t field, v;
+        int wt;
+        if (read_tag(&c, &field, &wt) < 0) return -1;
+        if (field == 1 && wt == 0) {
+            if (read_value_varint(&c, readable_end, &v) < 0) return -1;
+            stat->meta = (int64_t)v;
+        } else if (field == 2 && wt == 1) {
+            if (read_fixed64(&c, &stat->number) < 0) return -1;
+            stat->kind = KIND_DOUBLE;
+        } else if ((field == 3 || field == 4 || field == 7) && wt == 0) {
+            if (read_value_varint(&c, readable_end, &stat->number) < 0) return -1;
+            stat->kind = field == 3 ? KIND_UINT : (field == 4 ? KIND_INT : KIND_REF);
+        } else if ((field == 5 || field == 6 || field == 8) && wt == 2) {
+            if (read_len(&c, &stat->text) < 0) return -1;
+            stat->kind = field == 5 ? KIND_STR : (field == 6 ? KIND_BYTES : KIND_COMPRESSED);
+        } else if (skip_field(&c, wt) < 0) {
+            return -1;
+        }
+    }
+    return 0;
+}
+
 #endif
