@@ -272,15 +272,15 @@ class _LinePreparer:
         if n < _PREPARE_IN_DECODER_MIN_EVENTS:
             return
         bound = _lookup_bound(metadata_ids)
-        ids = line.metadata_id
-        if bound is None or int(ids.min()) < 0 or int(ids.max()) >= bound:
+        if bound is None:
             return
         with self._lock:
             known = self._tables.get(id(metadata_ids))
             if known is None:
                 known = self._tables[id(metadata_ids)] = (metadata_ids, _row_table(metadata_ids, bound))
         meta_index = np.empty(n, np.int32)
-        if _gather_rows(known[1], ids, meta_index) or int(meta_index.min()) < 0:  # an id the plane lacks
+        # An id outside the table, or in it but undefined (-1): the assembly gives it a row.
+        if _gather_rows(known[1], line.metadata_id, meta_index) or int(meta_index.min()) < 0:
             return
         self.prepared[id(line)] = _order_and_nest(line, meta_index, np.empty(n, np.int16))
 

@@ -17,7 +17,7 @@ import threading
 import zlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Literal, TypeVar
 
 import numpy as np
 
@@ -177,7 +177,12 @@ def _gunzip_text(raw: bytes) -> str:
 
 
 def _stats_to_dict(stats: list[_HeaderStat], stat_names: dict[int, str]) -> dict[str, object]:
-    return {stat_names.get(s[0], str(s[0])): _python_stat_value(s, stat_names) for s in stats}
+    return {_stat_name(stat_names, s[0]): _python_stat_value(s, stat_names) for s in stats}
+
+
+def _stat_name(stat_names: dict[int, str], meta_id: int) -> str:
+    """A stat's name; its id as text when the plane's stat metadata lacks it."""
+    return stat_names.get(meta_id, str(meta_id))
 
 
 def _columns_from_python(per_row: list[dict[str, object]]) -> dict[str, RawStatColumn]:
@@ -390,7 +395,7 @@ def _decode_regular(raw: bytes | memoryview, stat_names: dict[int, str], header:
                        _own(narrow_integers(ev_meta)), ev_offset, ev_duration)  # fmt: skip
     for meta_id, column in columns:
         column.values = _own(column.values)  # nothing may keep pointing into the scratch arena
-        _add_column(line.stats, stat_names.get(meta_id, str(meta_id)), column)
+        _add_column(line.stats, _stat_name(stat_names, meta_id), column)
     return line
 
 
@@ -495,7 +500,7 @@ def _group_stats(raw: bytes | memoryview, stat_names: dict[int, str], records: _
             kinds, values = records.kind[strided], records.value[strided]
             column = _dense_numeric_column(kinds, values)
             if column is not None:
-                _add_column(columns, stat_names.get(meta_id, str(meta_id)), column)
+                _add_column(columns, _stat_name(stat_names, meta_id), column)
             else:
                 rows = records.event[strided]
                 groups.append((meta_id, kinds, values, rows, _kinds_present(kinds)))
@@ -507,7 +512,7 @@ def _group_stats(raw: bytes | memoryview, stat_names: dict[int, str], records: _
             continue
         if _is_every_row(column.rows, n_events):
             column.rows = None  # dense: saves 4 bytes per event while the file loads
-        _add_column(columns, stat_names.get(meta_id, str(meta_id)), column)
+        _add_column(columns, _stat_name(stat_names, meta_id), column)
     return columns
 
 
@@ -631,11 +636,20 @@ _XPLANE_EVENT_METADATA_FIELD = 4
 _XPLANE_STAT_METADATA_FIELD = 5
 
 
-def _split(buffer, field: int) -> tuple[bytes, list[tuple[int, int]]]:
+_Read = TypeVar("_Read")
+
+
+def _wire_read(reader: Callable[..., _Read], *args: object) -> _Read:
+    """A C reader's result (_linedecode.c, _planeheader.c), its ValueError (malformed bytes) raised as
+    MalformedXSpace."""
     try:
-        return _linedecode.split_message(buffer, field)
+        return reader(*args)
     except ValueError:
         raise MalformedXSpace("protobuf decoding failed (malformed message)") from None
+
+
+def _split(buffer, field: int) -> tuple[bytes, list[tuple[int, int]]]:
+    return _wire_read(_linedecode.split_message, buffer, field)
 
 
 class _PlaneHeader:
@@ -644,10 +658,7 @@ class _PlaneHeader:
     __slots__ = ("id", "name", "event_metadata", "stat_names", "stats")
 
     def __init__(self, raw: bytes):
-        try:
-            plane_id, name, events, stat_entries, stats = _planeheader.plane_header(raw)
-        except ValueError:
-            raise MalformedXSpace("protobuf decoding failed (malformed message)") from None
+        plane_id, name, events, stat_entries, stats = _wire_read(_planeheader.plane_header, raw)
         self.id: int = plane_id
         self.name = _text(name)
         # Map entries in file order: the last of a key wins, as protobuf's maps do.
@@ -659,19 +670,13 @@ class _PlaneHeader:
 
 def _space_strings(raw: bytes) -> tuple[list[str], list[str], list[str]]:
     """The XSpace's errors, warnings and host names."""
-    try:
-        errors, warnings, hostnames = _planeheader.space_strings(raw)
-    except ValueError:
-        raise MalformedXSpace("protobuf decoding failed (malformed message)") from None
+    errors, warnings, hostnames = _wire_read(_planeheader.space_strings, raw)
     return [_text(t) for t in errors], [_text(t) for t in warnings], [_text(t) for t in hostnames]
 
 
 def _intact_prefix(buffer) -> tuple[int, int, int, int, int]:
     """(length, last_field, cut_field, cut_offset, cut_declared): see intact_prefix in _linedecode.c."""
-    try:
-        return _linedecode.intact_prefix(buffer)
-    except ValueError:
-        raise MalformedXSpace("protobuf decoding failed (malformed message)") from None
+    return _wire_read(_linedecode.intact_prefix, buffer)
 
 
 @dataclass
