@@ -1,20 +1,25 @@
-"""Builds tpuscope's C extensions: the XLine column decoder, the XPlane header parser and the timeline's
-box merge (see their header comments)."""
+"""Builds tpuscope's C extensions: the XLine column decoder, the XPlane header parser, the model's
+column kernels and the timeline's box merge (see their header comments)."""
 
 from setuptools import Extension, setup
 
 setup(
     ext_modules=[
         Extension(
-            "tpuscope.xplane._linedecode",
-            sources=["tpuscope/xplane/_linedecode.c"],
-            depends=["tpuscope/xplane/_wire.h"],
+            "tpuscope.readers.xplane._linedecode",
+            sources=["tpuscope/readers/xplane/_linedecode.c"],
+            depends=["tpuscope/readers/xplane/_wire.h"],
             extra_compile_args=["-O3"],
         ),
         Extension(
-            "tpuscope.xplane._planeheader",
-            sources=["tpuscope/xplane/_planeheader.c"],
-            depends=["tpuscope/xplane/_wire.h"],
+            "tpuscope.readers.xplane._planeheader",
+            sources=["tpuscope/readers/xplane/_planeheader.c"],
+            depends=["tpuscope/readers/xplane/_wire.h"],
+            extra_compile_args=["-O3"],
+        ),
+        Extension(
+            "tpuscope.model._kernels",
+            sources=["tpuscope/model/_kernels.c"],
             extra_compile_args=["-O3"],
         ),
         Extension(

@@ -28,7 +28,7 @@ import generate_xspace  # noqa: E402
 
 
 def worker_tpuscope(path: str) -> dict:
-    from tpuscope.model.load import open_trace
+    from tpuscope.opener import open_trace
 
     began = time.perf_counter()
     trace = open_trace(path, use_cache=False)
@@ -60,7 +60,7 @@ def worker_parsers(path: str) -> dict:
         began = time.perf_counter()
         parse(data)
         out[name] = time.perf_counter() - began
-    from tpuscope.readers.trace_events import read_trace_events
+    from tpuscope.readers.trace_event.parse import read_trace_events
 
     began = time.perf_counter()
     read_trace_events(Path(path), data)

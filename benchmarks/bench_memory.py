@@ -38,11 +38,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from benchmarks.bench_ops import quiet_native_stderr  # noqa: E402 - XProf's C++ logs to fd 2
 from benchmarks.generate_memory_xspace import DEFAULT_DIR, generate  # noqa: E402
-from tpuscope.analysis.memory import memory_spaces, program_memory  # noqa: E402
-from tpuscope.analysis.memory_report import memory_report  # noqa: E402
-from tpuscope.model.load import open_trace  # noqa: E402
+from tpuscope.analysis.memory.programs import memory_spaces, program_memory  # noqa: E402
+from tpuscope.analysis.memory.report import memory_report  # noqa: E402
 from tpuscope.model.programs import hlo_proto_blobs  # noqa: E402
-from tpuscope.xplane.hlo_memory import decode_program_buffers  # noqa: E402
+from tpuscope.opener import open_trace  # noqa: E402
+from tpuscope.readers.xplane.hlo_memory import decode_program_buffers  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 PROFILES = sorted(ROOT.glob("samples/*.xplane.pb")) + sorted(

@@ -62,9 +62,9 @@ def child(mode: str, run: str, shot: str | None) -> None:
     """One measured GUI session; prints one JSON line."""
     from PySide6.QtCore import QSettings
 
-    from tpuscope.ui import pod_open
     from tpuscope.ui.app import application
     from tpuscope.ui.main_window import MainWindow
+    from tpuscope.ui.pod import open_run as pod_open
 
     app = application()
     settings = QSettings(str(Path(tempfile.mkdtemp()) / "tpuscope.ini"), QSettings.Format.IniFormat)

@@ -30,7 +30,7 @@ from benchmarks.generate_xspace import (  # noqa: E402
     _stat_metadata,
     encode_events,
 )
-from tpuscope.xplane import xplane_pb2 as pb  # noqa: E402
+from tpuscope.readers.xplane import xplane_pb2 as pb  # noqa: E402
 
 DEFAULT_DIR = Path(__file__).resolve().parent / "data"
 CAPACITY_BYTES = 33_550_237_696  # the TPU v6e sample's allocator capacity (in use + free)

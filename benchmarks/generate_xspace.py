@@ -16,7 +16,7 @@ hlo_stats reads the file but finds no ops, and the op-table comparison is not li
 Why not build XEvent messages with protobuf: a Python object per event costs
 ~1 us, i.e. minutes and gigabytes for 10M events. The small parts (planes,
 metadata, line headers) are built with our generated proto
-(tpuscope.xplane.xplane_pb2); each line's events are written as protobuf wire
+(tpuscope.readers.xplane.xplane_pb2); each line's events are written as protobuf wire
 bytes computed column-wise with numpy, in chunks, and streamed to the file.
 """
 
@@ -31,7 +31,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from tpuscope.xplane import xplane_pb2 as pb  # noqa: E402
+from tpuscope.readers.xplane import xplane_pb2 as pb  # noqa: E402
 
 DEFAULT_DIR = Path(__file__).resolve().parent / "data"
 CHUNK_EVENTS = 1 << 19  # events encoded per numpy pass: bounds the generator's working memory

@@ -8,7 +8,7 @@ import pytest
 
 from tests.conftest import SAMPLES
 from tpuscope.cli import main
-from tpuscope.model.load import open_trace
+from tpuscope.opener import open_trace
 
 SAMPLE_FILES = sorted(SAMPLES.glob("*.xplane.pb"))
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from tpuscope.errors import ProfileError
-from tpuscope.model.load import open_trace
 from tpuscope.model.trace import Trace
+from tpuscope.opener import open_trace
 
 
 def open_or_clean_error(path: Path) -> Trace | None:

@@ -20,6 +20,7 @@ import sys
 
 from tpuscope.commands import COMMANDS, _collector
 from tpuscope.errors import LoadCancelled, ProfileError
+from tpuscope.readers import path_help
 from tpuscope.storage.urls import is_url
 
 EXIT_OK, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
@@ -44,8 +45,8 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     """The parser; only `command`'s module is imported and registers its options, the rest are named."""
     parser = argparse.ArgumentParser(
         prog="tpuscope",
-        description="Profile viewer for JAX, TensorFlow and PyTorch/XLA runs (XPlane profiles). "
-        "With no command, opens the desktop app on PATH (a .xplane.pb file, a run folder or a logdir).",
+        description="Profile viewer for JAX, TensorFlow and PyTorch/XLA runs. "
+        f"With no command, opens the desktop app on PATH ({path_help()}).",
     )
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name in command_names():

@@ -10,8 +10,8 @@ import pytest
 from tests.conftest import ALL_SHARED_TRACES, require_shared_traces
 from tpuscope.analysis.diagnose.input_bound import RUNTIME_INPUT_PATTERN, USER_INPUT_PATTERN
 from tpuscope.analysis.host_names import HostNameIndex
-from tpuscope.model.load import open_trace
-from tpuscope.xplane.dialect import COMPILE_PATTERN, LAUNCH_PATTERN, SYNC_PATTERN
+from tpuscope.opener import open_trace
+from tpuscope.readers.xplane.dialect import COMPILE_PATTERN, LAUNCH_PATTERN, SYNC_PATTERN
 
 PATTERNS = [
     LAUNCH_PATTERN,

@@ -34,7 +34,7 @@ from tpuscope.analysis.roofline import (
 )
 from tpuscope.analysis.step_breakdown import step_breakdown
 from tpuscope.cli import main
-from tpuscope.model.load import open_trace
+from tpuscope.opener import open_trace
 
 
 def _brute_self(starts, durations):

@@ -26,7 +26,7 @@ from tpuscope.analysis.overview import (
     step_time_stats,
 )
 from tpuscope.analysis.steps import find_steps
-from tpuscope.model.load import open_trace
+from tpuscope.opener import open_trace
 
 INPUT_BOUND_SAMPLE = SAMPLES / "jax_cpu_input_bound.xplane.pb"
 RECOMPILE_SAMPLE = SAMPLES / "jax_cpu_recompile.xplane.pb"

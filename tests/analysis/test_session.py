@@ -13,7 +13,7 @@ from tpuscope.analysis import ops
 from tpuscope.analysis.diagnose import engine
 from tpuscope.analysis.overview import compute_overview
 from tpuscope.analysis.session import OVERVIEW, Result, TraceAnalysis
-from tpuscope.model.load import open_trace
+from tpuscope.opener import open_trace
 
 
 @pytest.fixture(scope="module")

@@ -12,7 +12,7 @@ from tests.capture.processes import free_port, start_worker, stop, wait_until_pr
 from tpuscope.capture.errors import CaptureCancelled, CaptureError
 from tpuscope.capture.session import CaptureSettings, capture
 from tpuscope.capture.targets import SshHost, parse_targets
-from tpuscope.model.load import open_trace
+from tpuscope.opener import open_trace
 
 SHORT_S = 1.0  # capture window for most tests: long enough for dozens of training steps
 

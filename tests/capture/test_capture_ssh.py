@@ -15,7 +15,7 @@ from tpuscope.capture.errors import CaptureError, PassphraseRequired, UnknownHos
 from tpuscope.capture.session import CaptureSettings, capture
 from tpuscope.capture.ssh import SshOptions, trust_host_key
 from tpuscope.capture.targets import parse_ssh_host, parse_targets
-from tpuscope.model.load import open_trace
+from tpuscope.opener import open_trace
 
 pytestmark = [
     pytest.mark.usefixtures("no_user_ssh_state"),

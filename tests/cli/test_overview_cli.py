@@ -12,7 +12,7 @@ from tpuscope.analysis.ops import op_breakdown
 from tpuscope.analysis.steps import find_steps
 from tpuscope.cli import main
 from tpuscope.commands._shared import format_ps
-from tpuscope.model.load import open_trace
+from tpuscope.opener import open_trace
 
 INPUT_BOUND_SAMPLE = SAMPLES / "jax_cpu_input_bound.xplane.pb"
 

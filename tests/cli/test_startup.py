@@ -76,7 +76,7 @@ def test_reading_commands_never_import_ssh_grpc_or_qt(tmp_path, command):
 def test_info_starts_without_protobuf_a_thread_pool_module_openssl_or_tempfile(tmp_path):
     code, modules, out = imported_by(tmp_path, "info", str(TPU_SAMPLE), "--json")
     assert code == 0 and json.loads(out)["events"] > 0
-    assert "tpuscope.xplane.decode" in modules and "tpuscope.model.cache" in modules
+    assert "tpuscope.readers.xplane.decode" in modules and "tpuscope.model.cache" in modules
     assert [m for m in modules if m in START_COSTS] == []
     assert list((tmp_path / "cache").glob("*.trace"))  # the cold load did write the cache
 

@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 
 from tests.compare import recordings
-from tpuscope.analysis.compare import RunAnalysis, analyze_run
-from tpuscope.model.load import open_trace
+from tpuscope.analysis.compare.runs import RunAnalysis, analyze_run
+from tpuscope.opener import open_trace
 
 
 @pytest.fixture(scope="session")

@@ -18,7 +18,8 @@ import pytest
 
 from tests.conftest import PTXLA_TRACE, SHARED_TRACES, TPU_TRACE, require_shared_traces
 from tests.jax_recordings import record_training_profile
-from tpuscope.analysis.compare import (
+from tpuscope.analysis.compare.ops import MATCH_CATEGORY, MATCH_STRIPPED_NAME, ONLY_BASE, ONLY_NEW
+from tpuscope.analysis.compare.runs import (
     OPS_BY_CATEGORY,
     OPS_BY_NAME,
     OPS_BY_NAME_THEN_CATEGORY,
@@ -26,12 +27,11 @@ from tpuscope.analysis.compare import (
     analyze_run,
     compare_runs,
 )
-from tpuscope.analysis.compare_ops import MATCH_CATEGORY, MATCH_STRIPPED_NAME, ONLY_BASE, ONLY_NEW
 from tpuscope.cli import main
-from tpuscope.model.load import open_trace
 from tpuscope.model.vocabulary import OpFamily
-from tpuscope.readers.kineto import KINETO_DIALECT, kernel_category
-from tpuscope.xplane.dialect import XPLANE_DIALECT
+from tpuscope.opener import open_trace
+from tpuscope.readers.trace_event.kineto import KINETO_DIALECT, kernel_category
+from tpuscope.readers.xplane.dialect import XPLANE_DIALECT
 
 KINETO = SHARED_TRACES / "kineto"
 A100_STEPS = KINETO / "negative_queue_length_values_check__rank0.json.gz"  # 5 ProfilerSteps, NCCL

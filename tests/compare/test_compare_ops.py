@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from tpuscope.analysis.compare_ops import computation_key, program_key
+from tpuscope.analysis.compare.ops import computation_key, program_key
 
 
 def test_hlo_text_key_drops_the_instruction_name_instance_numbers_and_ids():
@@ -37,9 +37,9 @@ def test_program_key_drops_the_program_id():
 
 def test_category_and_program_tables_equal_the_event_aggregates_on_the_tpu_sample():
     from tests.conftest import TPU_TRACE, require_shared_traces
-    from tpuscope.analysis.compare import analyze_run, compare_runs
+    from tpuscope.analysis.compare.runs import analyze_run, compare_runs
     from tpuscope.analysis.ops import aggregate
-    from tpuscope.model.load import open_trace
+    from tpuscope.opener import open_trace
 
     require_shared_traces()
     run = analyze_run(open_trace(TPU_TRACE, use_cache=False))

@@ -9,7 +9,8 @@ import pytest
 
 from tests.compare import recordings
 from tests.conftest import GPU_TRACE, TPU_TRACE, require_shared_traces
-from tpuscope.analysis.compare import (
+from tpuscope.analysis.compare.ops import MATCH_HLO_TEXT, ONLY_NEW
+from tpuscope.analysis.compare.runs import (
     BASIS_WITH_COMPILATION,
     VERDICT_FASTER,
     VERDICT_NO_CHANGE,
@@ -18,10 +19,9 @@ from tpuscope.analysis.compare import (
     analyze_run,
     compare_runs,
 )
-from tpuscope.analysis.compare_ops import MATCH_HLO_TEXT, ONLY_NEW
-from tpuscope.analysis.compare_stats import NOISE_FLOOR_HOST_CPU_PERCENT
+from tpuscope.analysis.compare.statistics import NOISE_FLOOR_HOST_CPU_PERCENT
 from tpuscope.cli import main
-from tpuscope.model.load import open_trace
+from tpuscope.opener import open_trace
 
 # Our heuristic: a load average above twice the CPU count means other work queues for every core.
 OVERLOADED_LOAD_PER_CPU = 2.0

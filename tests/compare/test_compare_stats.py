@@ -8,8 +8,8 @@ import math
 import numpy as np
 import pytest
 
-from tpuscope.analysis import compare_stats
-from tpuscope.analysis.compare_stats import mann_whitney_cdf, mean_change, median_change
+from tpuscope.analysis.compare import statistics as compare_stats
+from tpuscope.analysis.compare.statistics import mann_whitney_cdf, mean_change, median_change
 
 
 @pytest.mark.parametrize(("m", "n"), [(1, 1), (2, 3), (3, 4), (4, 4), (5, 3)])

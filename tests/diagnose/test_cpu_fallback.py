@@ -18,7 +18,7 @@ import pytest
 from tests.conftest import PTXLA_TRACE, SAMPLES, require_shared_traces
 from tpuscope.analysis.diagnose import cpu_fallback
 from tpuscope.cli import main
-from tpuscope.model.load import open_trace
+from tpuscope.opener import open_trace
 
 SAMPLE = SAMPLES / "ptxla_cpu_fallback.xplane.pb"
 

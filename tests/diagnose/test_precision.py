@@ -25,7 +25,7 @@ from tests.diagnose.recordings import (
 from tpuscope.analysis.diagnose import Severity, diagnose, step_variance
 from tpuscope.analysis.diagnose.context import Context
 from tpuscope.analysis.steps import SOURCE_HOST_ANNOTATION, Steps
-from tpuscope.model.load import open_trace
+from tpuscope.opener import open_trace
 
 
 @pytest.fixture(scope="module")

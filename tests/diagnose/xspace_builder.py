@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from benchmarks.generate_xspace import TPU_V6E_PLANE_STATS
-from tpuscope.xplane import xplane_pb2 as pb
+from tpuscope.readers.xplane import xplane_pb2 as pb
 
 BASE_NS = 1_741_700_000_000_000_000  # a 2025 wall-clock time in ns, like real files
 PROGRAM_ID = 12190760917235803885  # the TPU sample's jit_f program id

@@ -15,12 +15,12 @@ import numpy as np
 import pytest
 
 from tests.conftest import PTXLA_TRACE
-from tpuscope.model.load import open_trace
-from tpuscope.xplane import xplane_pb2
-from tpuscope.xplane.decode import decode_xspace
+from tpuscope.opener import open_trace
+from tpuscope.readers.xplane import xplane_pb2
+from tpuscope.readers.xplane.decode import decode_xspace
 
 PADDING_BYTES = (4 << 30) + (300 << 20)  # past 2^32, so 32-bit offsets anywhere would wrap
-UNKNOWN_LINE_FIELD = 15  # not an XLine field (tpuscope/xplane/xplane.proto): readers skip it
+UNKNOWN_LINE_FIELD = 15  # not an XLine field (tpuscope/readers/xplane/xplane.proto): readers skip it
 
 
 def _varint(value: int) -> bytes:

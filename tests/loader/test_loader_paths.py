@@ -19,13 +19,13 @@ from hypothesis import strategies as st
 
 from tests.conftest import ALL_SHARED_TRACES, ROOT, TPU_TRACE, require_shared_traces
 from tests.trace_checks import assert_consistent, open_or_clean_error
-from tpuscope.model import cache
-from tpuscope.model.load import open_trace
+from tpuscope.model import _kernels, cache
 from tpuscope.model.trace import Trace
-from tpuscope.xplane import _linedecode
-from tpuscope.xplane.decode import MalformedXSpace, decode_xspace
+from tpuscope.opener import open_trace
+from tpuscope.readers.xplane import _linedecode
+from tpuscope.readers.xplane.decode import MalformedXSpace, decode_xspace
 
-_BIG_FILE_BYTES = 4 << 20  # tpuscope.model.load maps files from this size on
+_BIG_FILE_BYTES = 4 << 20  # tpuscope.readers.xplane.assemble maps files from this size on
 
 
 def _generator():
@@ -102,11 +102,11 @@ def test_big_file_buffer_path_equals_gzip_bytes_path(big_profile, tmp_path):
 
 def test_release_pages_needs_a_writable_buffer():
     buffer = np.ones(1 << 16, np.uint8)
-    assert _linedecode.release_pages(buffer, 4096, 8192) in (True, False)
+    assert _kernels.release_pages(buffer, 4096, 8192) in (True, False)
     assert (buffer[:4096] == 1).all() and (buffer[12288:] == 1).all()  # outside the range: untouched
     with pytest.raises(TypeError):
-        _linedecode.release_pages(b"\0" * 8192, 0, 8192)
-    assert _linedecode.release_pages(buffer, 60000, 10000) is False  # past the end: refused
+        _kernels.release_pages(b"\0" * 8192, 0, 8192)
+    assert _kernels.release_pages(buffer, 60000, 10000) is False  # past the end: refused
 
 
 @pytest.mark.parametrize("path", ALL_SHARED_TRACES, ids=lambda p: p.parent.name)
@@ -187,7 +187,7 @@ def test_mutated_big_profile_loads_or_raises_profile_error(big_profile, tmp_path
 
 def test_the_control_word_stops_the_line_decoder(big_profile):
     """Cancel reaches the C decoder inside a long line: with word 0 set it stops at its next check."""
-    from tpuscope.xplane.decode import DecodeStopped, _cut_into_planes, decode_line, scan_line
+    from tpuscope.readers.xplane.decode import DecodeStopped, _cut_into_planes, decode_line, scan_line
 
     view = memoryview(big_profile.read_bytes())
     pieces = _cut_into_planes(view, False)

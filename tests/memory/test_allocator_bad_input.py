@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from tpuscope.analysis.memory_report import memory_report
+from tpuscope.analysis.memory.report import memory_report
 from tpuscope.cli import main
-from tpuscope.model.load import open_trace
-from tpuscope.xplane import xplane_pb2
+from tpuscope.opener import open_trace
+from tpuscope.readers.xplane import xplane_pb2
 
 STATS = ["index_on_host", "bytes_reserved", "bytes_allocated", "bytes_available", "peak_bytes_in_use",
          "requested_bytes", "allocation_bytes", "addr"]  # fmt: skip

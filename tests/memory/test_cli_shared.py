@@ -28,7 +28,7 @@ def test_profile_without_memory_data_says_so(capsys):
 
 
 def test_no_memory_data_is_one_sentence_exit_0(tmp_path, capsys):
-    from tpuscope.xplane import xplane_pb2
+    from tpuscope.readers.xplane import xplane_pb2
 
     space = xplane_pb2.XSpace()
     plane = space.planes.add(id=1, name="/host:CPU")

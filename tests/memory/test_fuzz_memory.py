@@ -9,11 +9,11 @@ from hypothesis import strategies as st
 from tests.conftest import GPU_TRACE, PTXLA_TRACE, TPU_TRACE
 from tests.model.test_fuzz_loader import _mutate, edits_strategy
 from tests.trace_checks import open_or_clean_error
-from tpuscope.analysis.memory import memory_spaces, program_memory
-from tpuscope.analysis.memory_report import memory_report
-from tpuscope.model.load import open_trace
+from tpuscope.analysis.memory.programs import memory_spaces, program_memory
+from tpuscope.analysis.memory.report import memory_report
 from tpuscope.model.programs import hlo_proto_blobs
-from tpuscope.xplane.hlo_memory import decode_program_buffers
+from tpuscope.opener import open_trace
+from tpuscope.readers.xplane.hlo_memory import decode_program_buffers
 
 
 def _blobs() -> dict[str, bytes]:

@@ -11,10 +11,10 @@ import json
 
 import pytest
 
-from tpuscope.analysis.memory import HBM_SPACE
-from tpuscope.analysis.memory_report import memory_report
+from tpuscope.analysis.memory.programs import HBM_SPACE
+from tpuscope.analysis.memory.report import memory_report
 from tpuscope.cli import main
-from tpuscope.model.load import open_trace
+from tpuscope.opener import open_trace
 
 MIB = 1 << 20
 PARAMETER_BYTES = 512 * 512 * 4

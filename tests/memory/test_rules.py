@@ -15,8 +15,8 @@ from benchmarks.generate_memory_xspace import generate
 from tests.conftest import ALL_SHARED_TRACES, TPU_TRACE, require_shared_traces
 from tpuscope.analysis.diagnose.engine import diagnose
 from tpuscope.analysis.diagnose.padding_waste import round_up_hint
-from tpuscope.model.load import open_trace
-from tpuscope.xplane import hlo_pb2
+from tpuscope.opener import open_trace
+from tpuscope.readers.xplane import hlo_pb2
 
 MEMORY_RULES = ("memory_pressure", "padding_waste", "memory_growth")
 JIT_F = 12190760917235803885

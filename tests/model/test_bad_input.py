@@ -14,7 +14,7 @@ import pytest
 
 from tests.conftest import PTXLA_TRACE, TPU_TRACE
 from tpuscope.errors import ProfileError
-from tpuscope.model.load import open_trace
+from tpuscope.opener import open_trace
 
 PNG_HEADER = b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR" + bytes(range(40))
 
@@ -120,7 +120,7 @@ def test_gzip_corrupted(tmp_path):
 
 def test_folder_without_profiles(tmp_path):
     (tmp_path / "notes.txt").write_text("hello")
-    _expect_error(tmp_path, "no XPlane profiles")
+    _expect_error(tmp_path, "no profiles were found in this folder")
 
 
 def test_run_name_that_does_not_exist(tmp_path):
@@ -143,7 +143,7 @@ def test_unreadable_file(tmp_path):
     if setpriv is None:
         pytest.skip("running as root without setpriv, which is needed to drop read override")
     code = (
-        "import sys\nfrom tpuscope.errors import ProfileError\nfrom tpuscope.model.load import open_trace\n"
+        "import sys\nfrom tpuscope.errors import ProfileError\nfrom tpuscope.opener import open_trace\n"
         "try:\n    open_trace(sys.argv[1], use_cache=False)\nexcept ProfileError as e:\n    print(e)\n"
     )
     result = subprocess.run(

@@ -13,7 +13,7 @@ from jax.profiler import ProfileData
 
 from tests.conftest import ALL_SHARED_TRACES, PTXLA_TRACE, TPU_TRACE, require_shared_traces
 from tests.jax_recordings import record_training_profile
-from tpuscope.model.load import open_trace
+from tpuscope.opener import open_trace
 
 
 @pytest.fixture(scope="session")
@@ -153,7 +153,7 @@ def test_run_folder_loads_every_host_into_one_trace(tmp_path):
 
 
 def test_logdir_opens_newest_run_and_lists_runs(tmp_path):
-    from tpuscope.xplane.files import list_runs
+    from tpuscope.readers.files import list_runs
 
     logdir = tmp_path / "logs"
     old = logdir / "plugins" / "profile" / "2026_01_01_00_00_00"

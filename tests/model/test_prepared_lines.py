@@ -1,5 +1,6 @@
-"""Big lines get their model columns in the decoder threads (tpuscope.model.load._LinePreparer); the
-trace must be the same as when the assembly after the decode does all of it. The threshold is lowered
+"""Big lines get their model columns in the decoder threads (tpuscope.readers.xplane.assemble's
+_LinePreparer); the trace must be the same as when the assembly after the decode does all of it.
+The threshold is lowered
 so that every line of the real profiles takes the decoder-thread path, and a built profile covers
 what the real ones lack: a line out of order (sorted there, its stats permuted with it) and a line
 naming an event id its plane does not define (left to the assembly)."""
@@ -12,11 +13,11 @@ import numpy as np
 import pytest
 
 from tests.conftest import ALL_SHARED_TRACES, SAMPLES, require_shared_traces
-from tpuscope.model import load
-from tpuscope.model.load import open_trace
+from tpuscope.model import _kernels
 from tpuscope.model.trace import Trace
-from tpuscope.xplane import _linedecode
-from tpuscope.xplane.xplane_pb2 import XSpace
+from tpuscope.opener import open_trace
+from tpuscope.readers.xplane import assemble as load
+from tpuscope.readers.xplane.xplane_pb2 import XSpace
 
 EVERY_LINE = 1
 NO_LINE = 1 << 62
@@ -115,6 +116,6 @@ def test_gather_rows_is_numpys_take_with_minus_one_outside_the_table(dtype):
 
 def test_gather_rows_refuses_columns_of_different_lengths():
     with pytest.raises(ValueError):
-        _linedecode.gather_rows(np.zeros(3, np.int32), np.zeros(4, np.int8), 1, np.empty(3, np.int32))
+        _kernels.gather_rows(np.zeros(3, np.int32), np.zeros(4, np.int8), 1, np.empty(3, np.int32))
     with pytest.raises(ValueError):
-        _linedecode.gather_rows(np.zeros(3, np.int32), np.zeros(4, np.int8), 3, np.empty(4, np.int32))
+        _kernels.gather_rows(np.zeros(3, np.int32), np.zeros(4, np.int8), 3, np.empty(4, np.int32))

@@ -13,9 +13,9 @@ from tests.conftest import GPU_TRACE, PTXLA_TRACE, TPU_TRACE
 from tests.trace_checks import assert_consistent
 from tpuscope.cli import main
 from tpuscope.errors import ProfileError
-from tpuscope.model.load import open_trace
-from tpuscope.xplane import xplane_pb2
-from tpuscope.xplane.decode import decode_xspace
+from tpuscope.opener import open_trace
+from tpuscope.readers.xplane import xplane_pb2
+from tpuscope.readers.xplane.decode import decode_xspace
 
 EVENTS_PER_LINE = 3
 LINES_PER_PLANE = 2

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from tests.pods import recordings
-from tpuscope.model.load import open_trace
+from tpuscope.opener import open_trace
 
 
 @pytest.fixture(scope="session")

@@ -28,7 +28,7 @@ from tests.conftest import SHARED_TRACES, require_shared_traces
 from tpuscope.analysis.diagnose import diagnose
 from tpuscope.analysis.overview import compute_overview
 from tpuscope.cli import main
-from tpuscope.model.load import open_trace
+from tpuscope.opener import open_trace
 
 RANK_FILES = [SHARED_TRACES / "kineto" / f"trace_filter__sampled_rank-{r}.json.gz" for r in (0, 1)]
 LATE_RANK = 3

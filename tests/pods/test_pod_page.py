@@ -29,9 +29,9 @@ from tests.pods import recordings
 from tests.ui.widgets import double_click, show_exposed
 from tpuscope.analysis.pod.fanout import MANY_HOSTS
 from tpuscope.model.trace import Trace
-from tpuscope.ui import pod_open
 from tpuscope.ui.main_window import MainWindow
-from tpuscope.ui.pod_page import FINDING_ROLE
+from tpuscope.ui.pod import open_run as pod_open
+from tpuscope.ui.pod.page import FINDING_ROLE
 from tpuscope.ui.widgets.tables import SORT_ROLE
 
 WAIT_MS = 120_000

@@ -11,7 +11,7 @@ from tests.pods import recordings
 from tpuscope.analysis.pod import analyze_pod, host_trace, pod_of_trace, summarize_host
 from tpuscope.analysis.pod.analysis import ALIGN_BY_NUMBER, ALIGN_BY_ORDER
 from tpuscope.analysis.pod.summary import PARTS
-from tpuscope.model.load import open_trace
+from tpuscope.opener import open_trace
 
 
 def test_each_host_is_summarized_from_its_own_file_alone(pod_run, pod_trace):

@@ -15,7 +15,7 @@ import pytest
 
 from tests.storage.conftest import BUCKET, GPU_SAMPLE, TPU_SAMPLE, cli_env, upload_run
 from tpuscope.errors import LoadCancelled, ProfileError
-from tpuscope.model.load import open_trace
+from tpuscope.opener import open_trace
 from tpuscope.storage.remote import fetch_run, list_remote_runs
 from tpuscope.storage.urls import is_url
 

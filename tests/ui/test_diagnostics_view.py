@@ -12,7 +12,7 @@ from tests.conftest import GPU_TRACE, PTXLA_TRACE, TF_TRACE, TPU_TRACE, require_
 from tests.ui.widgets import show_exposed
 from tpuscope.analysis.diagnose import Severity, diagnose
 from tpuscope.analysis.diagnose.finding import evidence_events
-from tpuscope.model.load import open_trace
+from tpuscope.opener import open_trace
 from tpuscope.ui.diagnostics_view import DiagnosticsView, finding_html, format_number
 
 WAIT_MS = 30_000  # generous: the CI machine is shared

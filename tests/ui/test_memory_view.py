@@ -9,8 +9,8 @@ from PySide6.QtCore import Qt
 from tests.conftest import TPU_TRACE
 from tests.ui.conftest import open_and_wait
 from tests.ui.widgets import chart_position, double_click
-from tpuscope.analysis.memory_report import cached_memory_report
-from tpuscope.model.load import open_trace
+from tpuscope.analysis.memory.report import cached_memory_report
+from tpuscope.opener import open_trace
 from tpuscope.ui.memory_counters import memory_counter_series
 from tpuscope.ui.memory_view import BUFFER_COLUMNS, MemoryView
 from tpuscope.ui.timeline.counters import CounterSeries, step_area, visible_samples
@@ -94,7 +94,7 @@ def test_double_clicking_the_allocator_chart_shows_that_moment(qtbot, view, tpu_
 
 
 def test_profile_without_memory_data(qtbot, tmp_path):
-    from tpuscope.xplane import xplane_pb2
+    from tpuscope.readers.xplane import xplane_pb2
 
     space = xplane_pb2.XSpace()
     space.planes.add(id=1, name="/host:CPU").lines.add(id=1, name="main")

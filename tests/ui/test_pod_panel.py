@@ -8,7 +8,7 @@ import sys
 
 ASK_PAINT_DEVICE_METRICS = """
 from PySide6.QtWidgets import QApplication
-from tpuscope.ui.pod_heatmap import PodPanel
+from tpuscope.ui.pod.heatmap import PodPanel
 
 app = QApplication([])
 panel = PodPanel()

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from tests.conftest import PTXLA_TRACE, TF_TRACE, TPU_TRACE
-from tpuscope.model.load import open_trace
+from tpuscope.opener import open_trace
 from tpuscope.ui.range_summary import summarize_range
 
 

@@ -7,7 +7,7 @@ import math
 import pytest
 
 from tests.conftest import TPU_TRACE
-from tpuscope.model.load import open_trace
+from tpuscope.opener import open_trace
 from tpuscope.ui.timeline import ruler
 from tpuscope.ui.timeline.palette import CATEGORY_COLOURS, PALETTE, Colours, colour_key, short_name
 

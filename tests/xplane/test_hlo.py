@@ -13,10 +13,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tests.conftest import GPU_TRACE, PTXLA_TRACE, TF_TRACE, TPU_TRACE, require_shared_traces
-from tpuscope.model.load import open_trace
 from tpuscope.model.programs import HLO_PROTO_STAT, program_signatures, signatures_of_module
-from tpuscope.xplane import hlo_pb2
-from tpuscope.xplane.hlo import ProgramSignature, decode_program_signature, format_shape
+from tpuscope.opener import open_trace
+from tpuscope.readers.xplane import hlo_pb2
+from tpuscope.readers.xplane.hlo import ProgramSignature, decode_program_signature, format_shape
 
 _MODULE_NAME = re.compile(r"^(.+)\((\d+)\)$")
 # An operand in XLA Ops HLO text: `f32[5,1024,1024,256]{3,2,1,0:T(8,128)S(5)} %param.1`.

@@ -7,9 +7,9 @@ from __future__ import annotations
 import pytest
 
 from tests.conftest import ALL_SHARED_TRACES, SAMPLES, require_shared_traces
-from tpuscope.xplane import _linedecode, _planeheader
-from tpuscope.xplane.decode import MalformedXSpace, _PlaneHeader, decode_xspace
-from tpuscope.xplane.xplane_pb2 import XPlane, XSpace, XStat
+from tpuscope.readers.xplane import _linedecode, _planeheader
+from tpuscope.readers.xplane.decode import MalformedXSpace, _PlaneHeader, decode_xspace
+from tpuscope.readers.xplane.xplane_pb2 import XPlane, XSpace, XStat
 
 _KINDS = {None: 0, "double_value": 1, "uint64_value": 2, "int64_value": 3, "str_value": 4, "bytes_value": 5,
           "ref_value": 6, "compressed_str_value": 7}  # fmt: skip

@@ -8,9 +8,16 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from tpuscope.xplane import _linedecode
-from tpuscope.xplane.decode import KIND_DOUBLE, KIND_INT, KIND_NONE, KIND_STR, KIND_UINT, decode_xspace
-from tpuscope.xplane.xplane_pb2 import XSpace
+from tpuscope.readers.xplane import _linedecode
+from tpuscope.readers.xplane.decode import (
+    KIND_DOUBLE,
+    KIND_INT,
+    KIND_NONE,
+    KIND_STR,
+    KIND_UINT,
+    decode_xspace,
+)
+from tpuscope.readers.xplane.xplane_pb2 import XSpace
 
 
 def _records(rng: np.random.Generator, n: int, ids: np.ndarray):

@@ -7,8 +7,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from tpuscope.xplane.decode import MalformedXSpace, decode_line
-from tpuscope.xplane.xplane_pb2 import XLine
+from tpuscope.readers.xplane.decode import MalformedXSpace, decode_line
+from tpuscope.readers.xplane.xplane_pb2 import XLine
 
 # One value for each varint length: 7 bits more per byte, then the 10-byte negatives.
 VALUES = [0, 1, 127, 128, 2**14, 2**21 + 3, 2**28 - 1, 2**35, 2**42 + 7, 2**49, 2**56 - 1, 2**56, 2**62,

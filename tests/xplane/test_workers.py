@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from tpuscope.xplane.workers import OrderedWorkers, ResultNotReady
+from tpuscope.readers.xplane.workers import OrderedWorkers, ResultNotReady
 
 
 def test_results_come_back_in_job_order_from_several_threads():

@@ -26,6 +26,8 @@ from tpuscope.capture.grpc_client import ProfileCall, TracerLevels, build_reques
 from tpuscope.capture.ssh import LocalForward, SshConnection, SshOptions, connect
 from tpuscope.capture.targets import SshHost, Target, file_label
 
+# What a profiler server writes and a capture saves: one XPlane file per host (see the module docstring).
+PROFILE_SUFFIX = ".xplane.pb"
 # progress(fraction_done, what_is_happening) -> False to cancel (same contract as model.load)
 ProgressCallback = Callable[[float, str], bool | None]
 
@@ -274,7 +276,7 @@ def _fetch_if_needed(worker: _Worker, run_name: str, xspace: bytes) -> bytes:
     """Falls back to the file the server wrote when it returned no XSpace in its answer."""
     if xspace:
         return xspace
-    remote = f"{worker.repository_root}/{run_name}/{worker.label}.xplane.pb"
+    remote = f"{worker.repository_root}/{run_name}/{worker.label}{PROFILE_SUFFIX}"
     if worker.via is not None:
         local = Path(tempfile.mkstemp(prefix="tpuscope-fetch-")[1])
         try:
@@ -301,7 +303,7 @@ def _save(settings: CaptureSettings, run_name: str, workers: list[_Worker], repl
     parts = []
     try:
         for worker, xspace in zip(workers, replies, strict=True):
-            part = staging / f"{worker.label}.xplane.pb.part"
+            part = staging / f"{worker.label}{PROFILE_SUFFIX}.part"
             part.write_bytes(xspace)
             parts.append(part)
         for part in parts:
@@ -311,4 +313,4 @@ def _save(settings: CaptureSettings, run_name: str, workers: list[_Worker], repl
         raise CaptureError(
             f"Cannot save the capture into {final_folder.parent} ({error.strerror or error})."
         ) from None
-    return sorted(final_folder / f"{w.label}.xplane.pb" for w in workers)
+    return sorted(final_folder / f"{w.label}{PROFILE_SUFFIX}" for w in workers)

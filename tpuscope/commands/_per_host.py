@@ -70,13 +70,13 @@ def per_host_run(args) -> PodRun | None:
 def _file_count(args) -> int:
     """How many host files the run has, from the listing alone: a bucket's run is not downloaded
     to decide that (the load that follows fetches it, with its progress bar)."""
-    from tpuscope.model.runs import host_file_count
+    from tpuscope.runs import host_file_count
 
     return host_file_count(args.path, args.run)
 
 
 def _profile_files(args) -> list[str]:
-    from tpuscope.model.runs import host_files
+    from tpuscope.runs import host_files
 
     return [str(f) for f in host_files(args.path, args.run)]
 

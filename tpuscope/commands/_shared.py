@@ -8,14 +8,15 @@ import time
 from typing import Any
 
 from tpuscope.commands import _collector
-from tpuscope.model.load import open_trace
 from tpuscope.model.plain import plain
 from tpuscope.model.trace import Trace
 from tpuscope.model.units import format_duration as format_ps  # noqa: F401 - the commands' name for it
+from tpuscope.opener import open_trace
+from tpuscope.readers import path_help
 
 
 def add_path_argument(parser) -> None:
-    parser.add_argument("path", help="a .xplane.pb(.gz) file, a run folder, or a logdir (newest run)")
+    parser.add_argument("path", help=path_help())
     parser.add_argument("--run", help="with a logdir: the run (folder name) to open instead of the newest")
     parser.add_argument("--no-cache", action="store_true", help="ignore and do not write the trace cache")
     parser.add_argument(

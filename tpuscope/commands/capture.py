@@ -16,7 +16,7 @@ from pathlib import Path
 
 from tpuscope.capture.errors import CaptureCancelled, CaptureError, PassphraseRequired, UnknownHostKey
 from tpuscope.capture.grpc_client import TracerLevels
-from tpuscope.capture.session import CaptureResult, CaptureSettings, capture
+from tpuscope.capture.session import PROFILE_SUFFIX, CaptureResult, CaptureSettings, capture
 from tpuscope.capture.ssh import SshOptions, trust_host_key
 from tpuscope.capture.targets import parse_duration, parse_ssh_host, parse_targets
 from tpuscope.commands._shared import print_json
@@ -29,7 +29,8 @@ def register(subparsers) -> None:
     parser = subparsers.add_parser(
         "capture", help="record a live trace from running programs (profiler servers), locally or over SSH",
         description="Ask each program's profiler server (jax.profiler.start_server(PORT)) for a trace of the "
-                    "next DURATION and save it as OUT/plugins/profile/RUN/HOST.xplane.pb, one file per host.",
+                    f"next DURATION and save it as OUT/plugins/profile/RUN/HOST{PROFILE_SUFFIX}, "
+                    "one file per host.",
     )  # fmt: skip
     parser.add_argument(
         "targets",

@@ -12,11 +12,12 @@ import argparse
 
 import numpy as np
 
-from tpuscope.analysis.compare import SPLIT_LABELS, SPLIT_PARTS, Comparison, compare_traces
-from tpuscope.analysis.compare_ops import OpDelta
+from tpuscope.analysis.compare.ops import OpDelta
+from tpuscope.analysis.compare.runs import SPLIT_LABELS, SPLIT_PARTS, Comparison, compare_traces
 from tpuscope.cli import EXIT_FINDINGS, EXIT_OK, UserFacingError
 from tpuscope.commands import COMMANDS
 from tpuscope.commands._shared import format_ps, load_for_cli, print_json
+from tpuscope.readers import path_help
 
 TOP_OPS_TEXT = 15
 MEMORY_ROWS_TEXT = 8
@@ -26,7 +27,7 @@ NAME_CHARS = 40
 
 def register(subparsers) -> None:
     parser = subparsers.add_parser("compare", help=COMMANDS["compare"])
-    parser.add_argument("base", help="BASE profile: a .xplane.pb(.gz) file, a run folder, or a logdir")
+    parser.add_argument("base", help=f"BASE profile: {path_help()}")
     parser.add_argument("new", help="NEW profile, the same kinds of path")
     parser.add_argument("--run-base", help="with a logdir as BASE: the run to open instead of the newest")
     parser.add_argument("--run-new", help="with a logdir as NEW: the run to open instead of the newest")

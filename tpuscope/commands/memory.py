@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from tpuscope.analysis.memory import ProgramMemory
-from tpuscope.analysis.memory_over_time import AllocatorMemory
-from tpuscope.analysis.memory_report import MemoryReport, memory_report
+from tpuscope.analysis.memory.over_time import AllocatorMemory
+from tpuscope.analysis.memory.programs import ProgramMemory
+from tpuscope.analysis.memory.report import MemoryReport, memory_report
 from tpuscope.analysis.steps import find_steps
 from tpuscope.cli import UserFacingError
 from tpuscope.commands import COMMANDS

@@ -82,7 +82,7 @@ def run(args) -> int:
     from PySide6.QtCore import QSettings
 
     from tpuscope.analysis.session import TraceAnalysis
-    from tpuscope.model.load import open_trace
+    from tpuscope.opener import open_trace
     from tpuscope.ui.app import application
     from tpuscope.ui.loader import LoadResult
     from tpuscope.ui.main_window import MainWindow

@@ -10,10 +10,10 @@ from __future__ import annotations
 
 import numpy as np
 
+from tpuscope.model import _kernels
 from tpuscope.model.stats import StatColumn, StatKind, StatTable
 from tpuscope.model.trace import EventMetadataTable, Plane, Trace, Track
 from tpuscope.model.vocabulary import PlaneIdentity, TrackKind
-from tpuscope.xplane import _linedecode
 
 
 def add_plane(
@@ -59,10 +59,10 @@ def add_track(
     meta = np.ascontiguousarray(meta_index, dtype=np.int32)
     depth = np.empty(len(start), np.int16)
     columns = dict(stats or {})
-    if len(start) and not _linedecode.sorted_depth(start, duration, depth):
+    if len(start) and not _kernels.sorted_depth(start, duration, depth):
         order = np.lexsort((-duration, start))
         start, duration, meta = start[order], duration[order], meta[order]
-        _linedecode.sorted_depth(start, duration, depth)
+        _kernels.sorted_depth(start, duration, depth)
         columns = {k: _permuted(c, order) for k, c in columns.items()}
     name_id = plane.metadata.name_ids[meta] if len(meta) else np.empty(0, np.int32)
     track = Track(

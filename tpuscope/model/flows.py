@@ -13,6 +13,8 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from tpuscope.model.vocabulary import Stat, TrackKind
+
 if TYPE_CHECKING:
     from tpuscope.model.trace import Trace, Track
 
@@ -163,3 +165,24 @@ def flows_near(trace: Trace, track: Track, index: int) -> np.ndarray:
     inside = np.arange(lo, hi)
     inside = inside[(track.depth[inside] >= track.depth[index]) | (inside == index)]
     return flows.touching(trace.track_number(track), np.union1d(inside, [index]))
+
+
+def correlation_flows(trace: Trace) -> Flows:
+    """Launch -> device op flows from the correlation ids the GPU profiler writes on both (per host)."""
+    flows = Flows.empty()
+    for host in trace.hosts:
+        sides: dict[bool, list] = {True: [], False: []}
+        for plane in trace.planes:
+            if plane.host != host:
+                continue
+            for track in plane.tracks:
+                is_op = track.kind == TrackKind.DEVICE_OPS
+                if not (is_op or track.kind == TrackKind.HOST_THREAD) or len(track) == 0:
+                    continue
+                column = track.stats.column(Stat.CORRELATION_ID)
+                if column is None or column.kind not in ("int", "uint"):
+                    continue
+                rows = np.flatnonzero(column.present(len(track)))
+                sides[is_op].append((track, rows, column.dense(len(track), 0)[rows]))
+        flows = Flows.concatenate(flows, pair_by_id(trace, sides[False], sides[True], Stat.CORRELATION_ID))
+    return flows

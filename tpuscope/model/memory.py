@@ -3,13 +3,13 @@
 Two sources, both written by XLA and read the way XProf reads them:
 
 - Each compiled program's `HloProto` on `/host:metadata` holds its buffer assignment, decoded by
-  `tpuscope.xplane.hlo_memory` (what XProf's Memory Viewer shows).
+  `tpuscope.readers.xplane.hlo_memory` (what XProf's Memory Viewer shows).
 - The host-threads plane `/host:CPU` holds instant events `MemoryAllocation` / `MemoryDeallocation`
   that the runtime's BFC allocator writes (xla/tsl/framework/bfc_allocator.cc, `AddTraceMe`), each
   with the allocator's state after the call as stats (what XProf's Memory Profile shows;
   xprof/convert/xplane_to_memory_profile.cc).
 
-The format's plane, event and stat names come from the reader's dialect (tpuscope.xplane.dialect);
+The format's plane, event and stat names come from the reader's dialect (tpuscope.readers.xplane.dialect);
 everything returned is numpy columns and plain strings, computed once per trace and kept on it.
 """
 
@@ -22,10 +22,10 @@ import numpy as np
 from tpuscope.model.programs import hlo_proto_blobs
 from tpuscope.model.trace import Trace, Track
 from tpuscope.model.vocabulary import Stat
-from tpuscope.xplane import dialect
-from tpuscope.xplane.hlo_memory import ProgramBuffers, decode_program_buffers
+from tpuscope.readers.xplane import dialect
+from tpuscope.readers.xplane.hlo_memory import ProgramBuffers, decode_program_buffers
 
-# The format's names live with the reader (tpuscope.xplane.dialect); the names used here say what
+# The format's names live with the reader (tpuscope.readers.xplane.dialect); the names used here say what
 # each one means: which allocator (its name, else the device it serves: XProf's memory id), bytes
 # reserved for programs ("stack"), allocated (heap in use), available (free), the allocator's own
 # lifetime peak, and per allocation its size, address, op, step group and shape.

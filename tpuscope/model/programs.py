@@ -2,7 +2,7 @@
 
 The metadata plane holds one event metadata per compiled module, named `<module>(<program_id>)`
 (e.g. `jit_train_step(8)`), with the serialized HloProto as its bytes stat `Hlo Proto` and, in
-newer JAX, an int stat `program_id`. Decoding the protos is left to `tpuscope.xplane.hlo`; this
+newer JAX, an int stat `program_id`. Decoding the protos is left to `tpuscope.readers.xplane.hlo`; this
 module only finds them and keeps the result on the trace, since a diagnosis and the UI may ask
 more than once and each proto can be tens of kilobytes.
 """
@@ -16,7 +16,7 @@ import numpy as np
 
 from tpuscope.model.trace import Trace
 from tpuscope.model.vocabulary import KIND_METADATA
-from tpuscope.xplane.hlo import ProgramSignature, decode_program_signature
+from tpuscope.readers.xplane.hlo import ProgramSignature, decode_program_signature
 
 HLO_PROTO_STAT = "Hlo Proto"
 PROGRAM_ID_STAT = "program_id"

@@ -1,0 +1,104 @@
+"""The file formats tpuscope reads, one `Reader` each, registered by name in `READERS`.
+
+Adding a format is one module with its load function and one entry here (or `register` at run time):
+opening (`tpuscope.opener.open_trace`), run discovery, the file dialog's filters, the CLI's help and
+the cloud listing all read this table. Every reader builds the format-neutral `tpuscope.model` trace.
+"""
+
+from __future__ import annotations
+
+from pathlib import PurePath
+
+from tpuscope.readers.registry import ProgressCallback, Reader
+from tpuscope.readers.trace_event import CHROME_READER, KINETO_READER
+from tpuscope.readers.xplane import XPLANE_READER
+
+# Registration order is the order sniffs are tried in, and the first entry is the fallback reader of
+# a file nothing claims (XPlane: its errors name what such a file is, "it is a PNG image, ...").
+READERS: dict[str, Reader] = {r.name: r for r in (XPLANE_READER, KINETO_READER, CHROME_READER)}
+
+
+def register(reader: Reader) -> None:
+    """Adds (or replaces) a format: everything that reads the table sees it from now on."""
+    READERS[reader.name] = reader
+
+
+def listed_suffixes() -> tuple[str, ...]:
+    """Every ending of a profile file in a run folder or bucket, longest first."""
+    return tuple(sorted({s for r in READERS.values() for s in r.suffixes}, key=len, reverse=True))
+
+
+def named_suffixes() -> tuple[str, ...]:
+    """Every ending a profile file may have when named directly, longest first."""
+    return tuple(
+        sorted({s for r in READERS.values() for s in r.suffixes + r.named_suffixes}, key=len, reverse=True)
+    )
+
+
+def reader_by_name(name: str) -> Reader | None:
+    """The reader whose suffix the file name ends with (the longest matching suffix wins)."""
+    best: tuple[int, Reader] | None = None
+    for reader in READERS.values():
+        for suffix in reader.suffixes + reader.named_suffixes:
+            if name.endswith(suffix) and (best is None or len(suffix) > best[0]):
+                best = (len(suffix), reader)
+    return best[1] if best else None
+
+
+def reader_by_content(head: bytes) -> Reader | None:
+    """The first reader (in registration order) whose sniff claims these first bytes."""
+    for reader in READERS.values():
+        if reader.sniff(head):
+            return reader
+    return None
+
+
+def fallback_reader() -> Reader:
+    return next(iter(READERS.values()))
+
+
+def dialog_filters() -> str:
+    """The file dialog's filter string: all profiles, then one filter per format, then all files."""
+
+    def patterns(reader: Reader) -> str:
+        return " ".join(f"*{s}" for s in reader.suffixes + reader.named_suffixes)
+
+    every = " ".join(dict.fromkeys(p for r in READERS.values() for p in patterns(r).split()))
+    parts = [f"Profiles ({every})"] + [f"{r.title} files ({patterns(r)})" for r in READERS.values()]
+    return ";;".join(parts + ["All files (*)"])
+
+
+def formats_help() -> str:
+    """The formats for a command's help: "XPlane profiles (.xplane.pb, ...), ..."."""
+    return ", ".join(f"{r.title} ({', '.join(r.suffixes)})" for r in READERS.values())
+
+
+def path_help() -> str:
+    """What a command's PATH may be, for its help."""
+    return f"a profile file ({formats_help()}), a run folder, or a logdir (its newest run)"
+
+
+def host_from_filename(path: PurePath) -> str:
+    """The host (or rank) a profile file is named for: its name without the format's suffix."""
+    name = path.name
+    for suffix in named_suffixes():
+        if name.endswith(suffix):
+            return name[: -len(suffix)]
+    return path.stem
+
+
+__all__ = [
+    "READERS",
+    "ProgressCallback",
+    "Reader",
+    "dialog_filters",
+    "fallback_reader",
+    "formats_help",
+    "host_from_filename",
+    "listed_suffixes",
+    "path_help",
+    "named_suffixes",
+    "reader_by_content",
+    "reader_by_name",
+    "register",
+]

@@ -19,7 +19,6 @@ import logging
 import os
 import re
 import threading
-from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
@@ -27,25 +26,15 @@ from types import TracebackType
 from typing import Any, Literal
 
 from tpuscope.errors import LoadCancelled, ProfileError
+from tpuscope.readers import formats_help, host_from_filename, listed_suffixes
+from tpuscope.readers.registry import ProgressCallback
 
-# File names a run folder holds profiles under (XPlane, and the trace JSON JAX and PyTorch write beside it).
-REMOTE_PROFILE_SUFFIXES = (
-    ".xplane.pb",
-    ".xplane.pb.gz",
-    ".trace.json.gz",
-    ".trace.json",
-    ".pt.trace.json",
-    ".pt.trace.json.gz",
-)
 # logdir/<sub>/plugins/profile/<run>/<host>.xplane.pb and a little more, as for local logdirs.
 MAX_SEARCH_DEPTH = 6
 # Parallel downloads: host files are independent objects and cloud storage serves them side by side.
 FETCH_WORKERS = 8
 _CHUNK_BYTES = 4 << 20
 _INSTALL_HINT = "pip install 'tpuscope[cloud]'"
-
-# progress(fraction_done, what_is_happening) -> False to cancel, as model.load's callback
-ProgressCallback = Callable[[float, str], bool | None]
 
 
 @dataclass(frozen=True)
@@ -62,11 +51,7 @@ class RemoteFile:
 
     @property
     def host(self) -> str:
-        name = self.name
-        for suffix in sorted(REMOTE_PROFILE_SUFFIXES, key=len, reverse=True):
-            if name.endswith(suffix):
-                return name[: -len(suffix)]
-        return name
+        return host_from_filename(PurePosixPath(self.name))
 
 
 @dataclass(frozen=True)
@@ -100,7 +85,7 @@ def list_remote_runs(url: str) -> list[RemoteRun]:
             raise ProfileError(url, _why_missing(fs, url)) from None
         if info.get("type") == "file":
             if not _is_profile_name(root):
-                raise ProfileError(url, "it is not a profile file (*.xplane.pb, *.trace.json.gz)")
+                raise ProfileError(url, f"it is not a profile file (profiles are {formats_help()})")
             remote = _remote_file(fs, root, info)
             return [RemoteRun(remote.host, _parent_url(fs, root), (remote,))]
         found = fs.find(root, maxdepth=MAX_SEARCH_DEPTH, detail=True)
@@ -110,7 +95,7 @@ def list_remote_runs(url: str) -> list[RemoteRun]:
             folder = str(PurePosixPath(path).parent)
             per_folder.setdefault(folder, []).append(_remote_file(fs, path, detail))
     if not per_folder:
-        raise ProfileError(url, "no profiles (*.xplane.pb) were found under this URL")
+        raise ProfileError(url, f"no profiles were found under this URL (looked for: {formats_help()})")
     # Run folders are named by capture time (YYYY_MM_DD_HH_MM_SS), so the name orders them.
     runs = [
         RemoteRun(PurePosixPath(folder).name, fs.unstrip_protocol(folder), tuple(files))
@@ -265,7 +250,7 @@ def _why_missing(fs, url: str) -> str:
 
 
 def _is_profile_name(path: str) -> bool:
-    return path.endswith(REMOTE_PROFILE_SUFFIXES)
+    return path.endswith(listed_suffixes())
 
 
 def _remote_file(fs, path: str, detail: dict[str, Any]) -> RemoteFile:

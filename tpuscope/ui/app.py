@@ -9,6 +9,7 @@ from pathlib import Path
 from PySide6.QtGui import QIcon
 from PySide6.QtWidgets import QApplication
 
+from tpuscope.readers import path_help
 from tpuscope.ui.gc_guard import MainThreadCollector
 from tpuscope.ui.main_window import MainWindow
 
@@ -33,7 +34,7 @@ def application() -> QApplication:
 def run_app(argv: list[str]) -> int:
     """Opens the main window, on PATH when given, and runs until it is closed."""
     parser = argparse.ArgumentParser(prog="tpuscope", description="Opens the tpuscope desktop app.")
-    parser.add_argument("path", nargs="?", help="a .xplane.pb(.gz) file, a run folder, or a logdir")
+    parser.add_argument("path", nargs="?", help=path_help())
     parser.add_argument(
         "--compare", nargs=2, metavar=("BASE", "NEW"), help="open the Compare view on two runs"
     )

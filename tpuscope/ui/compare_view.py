@@ -6,7 +6,7 @@ sortable by any column, largest |delta| first); at the bottom the two timelines 
 each scrolled to a chosen step (the median step of each by default) at the same time scale, so the
 same step reads side by side. Selecting an op row outlines its events in both timelines.
 
-The numbers come from `tpuscope.analysis.compare`; loading both profiles and comparing them runs in
+The numbers come from `tpuscope.analysis.compare.runs`; loading both profiles and comparing them runs in
 a worker thread (`compare_paths`), and a newer request drops an older one's result.
 """
 
@@ -36,8 +36,8 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from tpuscope.analysis.compare import SPLIT_LABELS, SPLIT_PARTS, Comparison, analyze_run, compare_runs
-from tpuscope.analysis.compare_ops import OpDelta
+from tpuscope.analysis.compare.ops import OpDelta
+from tpuscope.analysis.compare.runs import SPLIT_LABELS, SPLIT_PARTS, Comparison, analyze_run, compare_runs
 from tpuscope.model.trace import Track
 from tpuscope.model.units import format_duration
 from tpuscope.ui.jobs import LatestJobs

@@ -43,7 +43,7 @@ def prepare(path: Path | str, progress=None) -> LoadResult:
     too. No analysis runs here: the window shows the trace as soon as the timeline can be drawn, and
     steps, findings and op tables fill in from the `AnalysisHub` as they finish."""
     # The readers (protobuf, the decoder) load here, in the worker, while the window paints.
-    from tpuscope.model.load import open_trace
+    from tpuscope.opener import open_trace
     from tpuscope.ui.timeline.lod import TimelineLod
 
     trace = open_trace(path, progress=progress)
@@ -72,7 +72,7 @@ class LoadWorker(QThread):
         self.path: Path | str = path if is_url(path) else Path(path)
         self._cancel = False
         # work(path, progress) -> the result to hand over: `prepare`, unless the window opens runs of
-        # many hosts as a pod summary first (tpuscope.ui.pod_session)
+        # many hosts as a pod summary first (tpuscope.ui.pod.session)
         self.work = work if work is not None else prepare
 
     def cancel(self) -> None:

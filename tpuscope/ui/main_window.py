@@ -26,6 +26,7 @@ from PySide6.QtWidgets import (
 from tpuscope.analysis.session import STEPS
 from tpuscope.analysis.steps import Steps
 from tpuscope.model.trace import Trace, Track
+from tpuscope.readers import dialog_filters
 from tpuscope.storage.urls import is_url
 from tpuscope.ui.analysis_hub import AnalysisHub
 from tpuscope.ui.details import DETAILS_START_WIDTH_PX, DetailsPanel
@@ -33,7 +34,7 @@ from tpuscope.ui.jobs import LatestJobs
 from tpuscope.ui.loader import LoadResult, LoadWorker
 from tpuscope.ui.memory_counters import MEMORY_COUNTERS
 from tpuscope.ui.notice_bar import NoticeBar
-from tpuscope.ui.pod_session import PodSession
+from tpuscope.ui.pod.session import PodSession
 from tpuscope.ui.range_summary import summarize_range
 from tpuscope.ui.registry import TIMELINE, VIEWS
 from tpuscope.ui.search import SearchBar, SearchResults
@@ -46,7 +47,6 @@ if TYPE_CHECKING:  # imported when File > Compare is first used: a faster start
 
 MAX_RECENT = 10
 OUTLINE_MESSAGE_MS = 8000  # how long the status bar says where outlined events came from
-PROFILE_FILTER = "XPlane profiles (*.xplane.pb *.xplane.pb.gz *.pb *.pb.gz);;All files (*)"
 COMPARE_TITLE = "Compare"  # the Compare tab, added on first use (it shows two traces, not the hub's)
 # Issue 7: the first view after a profile opens is the Overview (the timeline is the next tab, Ctrl+2).
 FIRST_VIEWS = ("overview", TIMELINE)  # shown after a load: the first of these this build has
@@ -250,7 +250,7 @@ class MainWindow(QMainWindow):
     # ----- opening ---------------------------------------------------------------------------
 
     def open_file_dialog(self) -> None:
-        path, _ = QFileDialog.getOpenFileName(self, "Open profile", self._last_dir(), PROFILE_FILTER)
+        path, _ = QFileDialog.getOpenFileName(self, "Open profile", self._last_dir(), dialog_filters())
         if path:
             self.open_path(path)
 
@@ -273,12 +273,12 @@ class MainWindow(QMainWindow):
         base = str(self.path) if self.path is not None else None
         if base is None:
             base, _ = QFileDialog.getOpenFileName(
-                self, "Choose BASE profile", self._last_dir(), PROFILE_FILTER
+                self, "Choose BASE profile", self._last_dir(), dialog_filters()
             )
             if not base:
                 return
         new, _ = QFileDialog.getOpenFileName(
-            self, "Compare BASE with (NEW)", self._last_dir(), PROFILE_FILTER
+            self, "Compare BASE with (NEW)", self._last_dir(), dialog_filters()
         )
         if new:
             self.open_comparison(base, new)
@@ -498,14 +498,14 @@ class MainWindow(QMainWindow):
         if selected_range and window is None:
             QMessageBox.information(self, "Export", "Select a time range first (Shift+drag on the timeline).")
             return
-        path, _ = QFileDialog.getSaveFileName(
-            self, "Export Chrome trace", "trace.json.gz", "Chrome trace JSON (*.json.gz *.json)"
-        )
+        from tpuscope.export.chrome_trace import DEFAULT_FILE_NAME, FILE_FILTER
+
+        path, _ = QFileDialog.getSaveFileName(self, "Export Chrome trace", DEFAULT_FILE_NAME, FILE_FILTER)
         if path:
             self.export_to(Path(path), window)
 
     def export_to(self, path: Path, window: tuple[int, int] | None = None) -> int:
-        from tpuscope.readers.chrome_export import export_chrome_trace
+        from tpuscope.export.chrome_trace import export_chrome_trace
 
         assert self.trace is not None
         try:

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from tpuscope.analysis.memory_over_time import AllocatorMemory
-from tpuscope.analysis.memory_report import cached_allocators
+from tpuscope.analysis.memory.over_time import AllocatorMemory
+from tpuscope.analysis.memory.report import cached_allocators
 from tpuscope.analysis.session import Result, TraceAnalysis
 from tpuscope.model.units import format_bytes
 from tpuscope.ui.timeline.counters import CounterSeries

@@ -26,10 +26,10 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from tpuscope.analysis.memory import ProgramMemory
-from tpuscope.analysis.memory_links import defining_op_events
-from tpuscope.analysis.memory_over_time import AllocatorMemory
-from tpuscope.analysis.memory_report import MemoryReport, cached_memory_report
+from tpuscope.analysis.memory.links import defining_op_events
+from tpuscope.analysis.memory.over_time import AllocatorMemory
+from tpuscope.analysis.memory.programs import ProgramMemory
+from tpuscope.analysis.memory.report import MemoryReport, cached_memory_report
 from tpuscope.model.trace import Trace
 from tpuscope.model.units import format_bytes
 from tpuscope.ui.analysis_hub import AnalysisHub

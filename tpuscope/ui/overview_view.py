@@ -8,7 +8,7 @@ asks the timeline to outline its events (`highlightRequested`), and a double-cli
 there (`zoomRequested`). The main window connects the signals; this view knows no other view.
 
 The step chart is `tpuscope.ui.overview_chart`, the cards, panels and list delegates come from
-the shared kit (`tpuscope.ui.widgets`), the pod panel from `tpuscope.ui.pod_heatmap`.
+the shared kit (`tpuscope.ui.widgets`), the pod panel from `tpuscope.ui.pod.heatmap`.
 
 The page fills in as the shared analyses finish (`AnalysisHub`): the trace's own facts at once,
 then steps and framework, then the whole `tpuscope.analysis.overview.Overview`, which waits for
@@ -55,7 +55,7 @@ from tpuscope.analysis.steps import Steps
 from tpuscope.model.trace import Trace
 from tpuscope.ui.analysis_hub import AnalysisHub
 from tpuscope.ui.overview_chart import PART_COLORS, StepPartsChart
-from tpuscope.ui.pod_heatmap import PodPanel
+from tpuscope.ui.pod.heatmap import PodPanel
 from tpuscope.ui.views import FindingAt, OpRow, View
 from tpuscope.ui.widgets.card import Card, card_style_sheet, format_duration, format_percent
 from tpuscope.ui.widgets.delegates import (

@@ -15,7 +15,15 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-SAMPLE_NAME = "tpu_v6e_inference_4chip.xplane.pb"
+from tpuscope.readers import READERS
+from tpuscope.readers.xplane import XPLANE_READER
+
+SAMPLE_NAME = "tpu_v6e_inference_4chip" + XPLANE_READER.suffixes[0]
+
+
+def _formats() -> str:
+    """The registered formats with their first file ending: "XPlane (<code>*.xplane.pb</code>), ..."."""
+    return ", ".join(f"{r.title} (<code>*{r.suffixes[0]}</code>)" for r in READERS.values())
 
 
 def bundled_sample() -> Path | None:
@@ -35,8 +43,8 @@ class WelcomePage(QWidget):
     def __init__(self, parent: QWidget | None = None):
         super().__init__(parent)
         title = QLabel(
-            "<h1>tpuscope</h1><p>Open an XPlane profile (<code>*.xplane.pb</code>) written by "
-            "JAX, TensorFlow or PyTorch/XLA, a run folder, or a TensorBoard logdir. "
+            f"<h1>tpuscope</h1><p>Open a profile ({_formats()}) written by "
+            "JAX, TensorFlow, PyTorch or PyTorch/XLA, a run folder, or a TensorBoard logdir. "
             "You can also drop one on this window.</p>",
             self,
         )

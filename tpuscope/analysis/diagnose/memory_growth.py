@@ -13,7 +13,7 @@ import numpy as np
 from tpuscope.analysis.diagnose.context import Context
 from tpuscope.analysis.diagnose.finding import Finding, RuleOutcome, Severity, range_evidence
 from tpuscope.analysis.framework import JAX, PYTORCH_XLA, TENSORFLOW
-from tpuscope.analysis.memory_report import cached_memory_report
+from tpuscope.analysis.memory.report import cached_memory_report
 from tpuscope.model.units import format_bytes
 
 RULE_ID = "memory_growth"

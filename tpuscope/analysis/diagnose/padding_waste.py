@@ -16,9 +16,9 @@ import re
 from tpuscope.analysis.diagnose.context import Context
 from tpuscope.analysis.diagnose.finding import Finding, RuleOutcome, Severity, event_evidence
 from tpuscope.analysis.framework import JAX, PYTORCH_XLA, TENSORFLOW
-from tpuscope.analysis.memory import HBM_SPACE, PeakBuffer
-from tpuscope.analysis.memory_links import program_runs
-from tpuscope.analysis.memory_report import cached_memory_report
+from tpuscope.analysis.memory.links import program_runs
+from tpuscope.analysis.memory.programs import HBM_SPACE, PeakBuffer
+from tpuscope.analysis.memory.report import cached_memory_report
 from tpuscope.model.units import format_bytes
 
 RULE_ID = "padding_waste"

@@ -32,10 +32,10 @@ from tpuscope.analysis.pod.summary import HostSummary, host_trace, summarize_hos
 from tpuscope.analysis.roofline import BOUND_NAMES, Peaks, bound_by
 from tpuscope.errors import LoadCancelled, ProfileError
 from tpuscope.model.trace import Trace
-from tpuscope.xplane.files import host_from_filename
+from tpuscope.readers.files import host_from_filename
 
 if TYPE_CHECKING:
-    from tpuscope.model.load import ProgressCallback
+    from tpuscope.readers.registry import ProgressCallback
 
 # Rules that compare hosts: they run once over every host's summary, not on each host alone.
 POD_RULES = (straggler.RULE_ID, collective_bound.RULE_ID)
@@ -69,7 +69,7 @@ def analyze_host_file(path: str | Path, progress: ProgressCallback | None = None
     """Opens one host file, analyses each host in it, and lets the trace go.
 
     `progress(fraction, message)` follows the file's load (False cancels it: LoadCancelled)."""
-    from tpuscope.model.load import open_trace  # the readers load where the files are read
+    from tpuscope.opener import open_trace  # the readers load where the files are read
 
     trace = open_trace(path, progress=progress)
     results = [_analyze_host(trace, host, str(path)) for host in (trace.hosts or [""])]
@@ -256,7 +256,7 @@ def combine(results: list[HostResult]) -> PodRun:
     """The pod of per-host results (a pure function of them: wherever they were computed)."""
     if not results:
         raise ValueError("no host results to combine")
-    from tpuscope.model.load import host_labels
+    from tpuscope.model.hosts import host_labels
 
     # Hosts are labelled as when the files load into one trace.
     labels = host_labels([r.host for r in results], [r.file_host or r.host for r in results])

@@ -1,0 +1,144 @@
+"""Everything a profile says about memory: each program's plan and each allocator over time.
+
+This is what `tpuscope memory`, the Memory tab and the memory rules share: program memory per
+program and memory space (HBM first), allocator memory per memory id, and the chip capacity
+every peak is measured against.
+
+Capacity, best source first: the allocator's own total (in use + free, what the runtime can
+hand out), else the device plane's `memory_size` stat (GPU), else the chip's HBM from the
+datasheet table below.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from tpuscope.analysis.memory.over_time import AllocatorMemory, allocators_memory
+from tpuscope.analysis.memory.programs import HBM_SPACE, ProgramMemory, memory_spaces, program_memory
+from tpuscope.analysis.roofline import chip_of
+from tpuscope.model.memory import allocation_events, device_memory_sizes, program_buffers
+from tpuscope.model.trace import Trace
+
+GIB = 1 << 30
+# HBM per chip, Cloud TPU docs per generation (docs.cloud.google.com/tpu/docs/v4, /v5e, /v5p, /v6e,
+# /tpu7x: 32, 16, 95, 32 and 192 GiB).
+CHIP_HBM_BYTES: dict[str, int] = {
+    "v4": 32 * GIB,
+    "v5e": 16 * GIB,
+    "v5p": 95 * GIB,
+    "v6e": 32 * GIB,
+    "TPU7x": 192 * GIB,
+}
+# Allocators that serve one device: a device number (TPU runtimes) or XLA's per-GPU BFC allocator
+# (`GPU_0_bfc`); host allocators (`xla_gpu_host_bfc`, TF's `mklcpu`, `cpu`) do not hold HBM.
+# Our heuristic, from the names in the TPU v6e, MI300X and TF samples.
+_DEVICE_ALLOCATOR = re.compile(r"^(\d+|(GPU|TPU)_\d+(_bfc)?)$")
+
+
+@dataclass
+class MemoryReport:
+    """Programs (name order, HBM first per program) and allocators (host, id order)."""
+
+    programs: list[ProgramMemory] = field(default_factory=list)
+    allocators: list[AllocatorMemory] = field(default_factory=list)
+    capacity_bytes: int | None = None
+    capacity_source: str = ""
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def has_data(self) -> bool:
+        return bool(self.programs or self.allocators)
+
+    def program(self, key: str) -> list[ProgramMemory]:
+        """The entries of the program named `key` (XProf's `jit_f(123)`, the module name, or the id)."""
+        return [p for p in self.programs if key in (p.name, p.module_name, str(p.program_id))]
+
+    def to_json(self) -> dict:
+        return {
+            "programs": [p.to_json() for p in self.programs],
+            "allocators": [a.to_json() for a in self.allocators],
+            "capacity_bytes": self.capacity_bytes,
+            "capacity_source": self.capacity_source,
+            "notes": list(self.notes),
+        }
+
+
+def is_device_allocator(memory_id: str) -> bool:
+    return _DEVICE_ALLOCATOR.match(memory_id) is not None
+
+
+def memory_report(trace: Trace, steps=None) -> MemoryReport:
+    """The memory report of a trace; `steps` (analysis.steps.Steps), when given, dates each peak."""
+    report = MemoryReport(allocators=cached_allocators(trace, steps))
+
+    report.capacity_bytes, report.capacity_source = _capacity(trace, report.allocators)
+    for buffers in sorted(program_buffers(trace).values(), key=lambda b: (b.module_name, b.program_id or 0)):
+        for space in memory_spaces(buffers) or [HBM_SPACE]:
+            memory = program_memory(buffers, space)
+            if space == HBM_SPACE:
+                memory.capacity_bytes = report.capacity_bytes
+            report.programs.append(memory)
+    return report
+
+
+def allocators_of(trace: Trace, steps=None) -> list[AllocatorMemory]:
+    """Memory over time of every allocator of every host (vectorized: cheap even at 1M events)."""
+    allocators: list[AllocatorMemory] = []
+    for events in allocation_events(trace):
+        allocators.extend(allocators_memory(events, trace.strings))
+    if steps is not None and len(steps):
+        for allocator in allocators:
+            allocator.peak_step = _step_at(steps, allocator.peak_time_ps)
+    return allocators
+
+
+def _capacity(trace: Trace, allocators: list[AllocatorMemory]) -> tuple[int | None, str]:
+    device = [a for a in allocators if is_device_allocator(a.id) and a.capacity_bytes > 0]
+    if device:
+        smallest = min(device, key=lambda a: a.capacity_bytes)
+        return smallest.capacity_bytes, f"allocator {smallest.id} (in use + free)"
+    sizes = [s for s in device_memory_sizes(trace) if s > 0]
+    if sizes:
+        return min(sizes), "device plane stat memory_size"
+    for plane in trace.device_planes():
+        chip = chip_of(plane.device_type)
+        if chip is not None:
+            return CHIP_HBM_BYTES[chip], f"chip table ({chip} HBM)"
+    return None, ""
+
+
+def _step_at(steps, time_ps: int) -> int | None:
+    inside = (steps.start_ps <= time_ps) & (time_ps < steps.end_ps)
+    hits = inside.nonzero()[0]
+    return int(steps.number[hits[0]]) if len(hits) else None
+
+
+_CACHE_ATTRIBUTE = "_tpuscope_memory_report"
+
+
+def cached_memory_report(trace: Trace, steps=None) -> MemoryReport:
+    """memory_report(trace, steps), computed once per trace (the rules and views share it).
+
+    Steps only date the peaks: a report made without them is made again when steps are given.
+    """
+    if steps is None:  # the steps the loader dated the allocators with, if it did
+        steps = vars(trace).get(_ALLOCATORS_ATTRIBUTE, (None, None))[0]
+    cached = vars(trace).get(_CACHE_ATTRIBUTE)
+    if cached is None or (cached[0] is None and steps is not None):
+        cached = (steps, memory_report(trace, steps))
+        vars(trace)[_CACHE_ATTRIBUTE] = cached
+    return cached[1]
+
+
+_ALLOCATORS_ATTRIBUTE = "_tpuscope_memory_allocators"
+
+
+def cached_allocators(trace: Trace, steps=None) -> list[AllocatorMemory]:
+    """allocators_of(trace, steps), once per trace: the timeline's counters need only this part,
+    so a load does not decode every program's buffer assignment before the first picture."""
+    cached = vars(trace).get(_ALLOCATORS_ATTRIBUTE)
+    if cached is None or (cached[0] is None and steps is not None):
+        cached = (steps, allocators_of(trace, steps))
+        vars(trace)[_ALLOCATORS_ATTRIBUTE] = cached
+    return cached[1]

@@ -1,0 +1,83 @@
+"""Opening a profile path into a Trace: the files of the path's run, the cache, remote runs, progress.
+
+Which reader reads the files is the registry's answer (`tpuscope.readers.READERS`); this module
+knows no format.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from tpuscope.errors import LoadCancelled, ProfileError
+from tpuscope.model import cache
+from tpuscope.model.trace import Trace
+from tpuscope.readers.files import choose_reader, one_format, resolve_profile_files
+from tpuscope.readers.registry import ProgressCallback
+from tpuscope.storage.urls import is_url
+
+
+def open_trace(
+    path: str | Path,
+    run: str | None = None,
+    progress: ProgressCallback | None = None,
+    use_cache: bool = True,
+    strict: bool = False,
+) -> Trace:
+    """Loads a profile file, run folder or logdir (newest run unless `run` names one).
+
+    Raises ProfileError with a one-sentence message on any bad input and
+    LoadCancelled when `progress` returns False. A file cut short loads what
+    precedes the cut and `Trace.load_warnings` says what is missing; with
+    `strict` it is a ProfileError instead, as is a cut file with no event.
+    """
+    if is_url(path):
+        return _open_remote(str(path), run, progress, use_cache, strict)
+    files, notes = one_format(resolve_profile_files(path, run))
+    if use_cache:
+        cached = cache.load(files)
+        if cached is not None:
+            cached.sources = list(files)  # as the caller named them this time, not as first cached
+            if strict and cached.load_warnings:
+                raise ProfileError(None, cached.load_warnings[0].rstrip("."))
+            _report(progress, 1.0, "loaded from cache")
+            return cached
+    trace = choose_reader(files).load_files(files, progress, strict)
+    trace.warnings.extend(notes)
+    if use_cache:
+        cache.store(files, trace)
+    return trace
+
+
+def _open_remote(
+    url: str, run: str | None, progress: ProgressCallback | None, use_cache: bool, strict: bool
+) -> Trace:
+    """A bucket's run: its host files fetched into the local cache (in parallel), then opened as a run folder.
+
+    Downloading reports the first half of the progress, decoding the second; errors and the trace's
+    sources name the remote objects, not their local copies.
+    """
+
+    from tpuscope.storage.remote import fetch_run  # hashing, threads, the cloud clients: remote runs only
+
+    def half(offset: float):
+        if progress is None:
+            return None
+        return lambda fraction, message: progress(offset + 0.5 * fraction, message)
+
+    fetched = fetch_run(url, run, half(0.0))
+    urls = dict(zip(fetched.files, fetched.urls, strict=True))
+    try:
+        trace = open_trace(fetched.folder, None, half(0.5), use_cache, strict)
+    except ProfileError as error:
+        where = urls.get(error.path, url) if isinstance(error.path, Path) else url
+        raise ProfileError(where, error.cause) from None
+    trace.sources = [urls.get(Path(s), s) for s in trace.sources]
+    return trace
+
+
+def _report(progress: ProgressCallback | None, fraction: float, message: str) -> None:
+    if progress is not None and progress(min(1.0, fraction), message) is False:
+        raise LoadCancelled()
+
+
+__all__ = ["LoadCancelled", "ProfileError", "ProgressCallback", "open_trace"]

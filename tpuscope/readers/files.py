@@ -1,0 +1,265 @@
+"""Finding profile files on disk and reading their bytes, for every reader, with one clear error per failure.
+
+Layouts accepted: a profile file of any registered format (`tpuscope.readers.READERS`); a run
+folder holding one file per host (`<logdir>/plugins/profile/<run>/`); a logdir whose runs are
+listed and whose newest run opens by default. A run folder with files of two formats (JAX writes
+an XPlane and a JSON file for every host) loads the preferred format's files only (`one_format`).
+"""
+
+from __future__ import annotations
+
+import mmap
+import os
+import zlib
+from dataclasses import dataclass
+from pathlib import Path
+
+from tpuscope.errors import ProfileError
+from tpuscope.readers import (
+    fallback_reader,
+    formats_help,
+    host_from_filename,
+    listed_suffixes,
+    reader_by_content,
+    reader_by_name,
+)
+from tpuscope.readers.registry import Reader
+
+_MAX_SEARCH_DEPTH = 6  # logdir/<sub>/plugins/profile/<run>/<host>.xplane.pb and a little more
+# How much of a file's (gunzipped) start a reader's sniff sees.
+_HEAD_BYTES = 4096
+
+
+def is_profile_file(path: Path) -> bool:
+    """A file a run folder lists as a profile: its name ends with a registered reader's suffix."""
+    return path.name.endswith(listed_suffixes())
+
+
+def read_head(path: Path) -> bytes:
+    """A file's first bytes, gunzipped when it is gzip, for a reader's sniff (b"" if unreadable)."""
+    try:
+        with open(path, "rb") as handle:
+            head = handle.read(1 << 20)
+        if head[:2] == GZIP_MAGIC:
+            head = zlib.decompressobj(wbits=31).decompress(head, _HEAD_BYTES)
+    except (OSError, zlib.error):
+        return b""
+    return head[:_HEAD_BYTES]
+
+
+def choose_reader(files: list[Path]) -> Reader:
+    """The reader of a run's files: by each file's name, else its first bytes; a run whose files
+    would go to different pipelines (or that nothing claims) goes to the fallback reader, whose
+    errors say what each file is."""
+    chosen = [reader_by_name(f.name) or reader_by_content(read_head(f)) or fallback_reader() for f in files]
+    first = chosen[0] if chosen else fallback_reader()
+    if all(reader.load == first.load for reader in chosen):
+        return first
+    return fallback_reader()
+
+
+def one_format(files: list[Path]) -> tuple[list[Path], list[str]]:
+    """The files to load when a run mixes formats: those of the most preferred reader, with a
+    sentence per file left out.
+
+    JAX writes `<host>.trace.json.gz` beside every `<host>.xplane.pb` with the same events and
+    fewer stats (xla/python/profiler.cc, also_export_trace_json), so each host loads once.
+    """
+    readers = [reader_by_name(f.name) for f in files]
+    preferences = {r.preference if r else -1 for r in readers}
+    if len(preferences) < 2:
+        return list(files), []
+    best = max(preferences)
+    kept = [f for f, r in zip(files, readers, strict=True) if r is not None and r.preference == best]
+    title = next(r.title for r in readers if r is not None and r.preference == best)
+    hosts = {host_from_filename(f): f for f in kept}
+    notes = []
+    for other, reader in zip(files, readers, strict=True):
+        if reader is not None and reader.preference == best:
+            continue
+        twin = hosts.get(host_from_filename(other))
+        if twin is not None:
+            notes.append(
+                f"{other.name} was not loaded: {twin.name} holds this host's events, with more stats."
+            )
+        else:
+            notes.append(
+                f"{other.name} was not loaded: the run's {title} files were (formats are not mixed)."
+            )
+    return kept, notes
+
+
+@dataclass(frozen=True)
+class Run:
+    """One profiling session: a folder with one profile file per host."""
+
+    name: str
+    folder: Path
+    files: tuple[Path, ...]
+
+    @property
+    def hosts(self) -> list[str]:
+        return [host_from_filename(f) for f in self.files]
+
+
+def _profile_files_in(folder: Path) -> list[Path]:
+    try:
+        return sorted(p for p in folder.iterdir() if p.is_file() and is_profile_file(p))
+    except PermissionError:
+        raise ProfileError(folder, "permission denied while listing the folder") from None
+    except OSError as exc:
+        raise ProfileError(folder, f"the folder cannot be listed ({exc.strerror or exc})") from None
+
+
+def list_runs(path: str | Path) -> list[Run]:
+    """All runs under `path`, oldest first (run folders are named by capture time).
+
+    `path` may itself be a run folder. Raises ProfileError when it is missing
+    or holds no profile at all.
+    """
+    root = Path(path)
+    if not root.exists():
+        raise ProfileError(root, "the path does not exist")
+    if root.is_file():
+        return [Run(host_from_filename(root), root.parent, (root,))]
+    runs: dict[Path, list[Path]] = {}
+    direct = _profile_files_in(root)
+    if direct:
+        runs[root] = direct
+    else:
+        for folder, subfolders, files in os.walk(root):
+            depth = len(Path(folder).relative_to(root).parts)
+            if depth >= _MAX_SEARCH_DEPTH:
+                subfolders[:] = []
+            found = sorted(Path(folder) / f for f in files if f.endswith(listed_suffixes()))
+            if found:
+                runs[Path(folder)] = found
+    if not runs:
+        raise ProfileError(
+            root,
+            f"no profiles were found in this folder (looked for: {formats_help()})",
+        )
+
+    def age(item: tuple[Path, list[Path]]) -> tuple[float, str]:
+        folder, files = item
+        return (max(_mtime(f) for f in files), folder.name)
+
+    ordered = sorted(runs.items(), key=lambda item: (item[0].name, age(item)))
+    return [Run(_run_name(root, folder), folder, tuple(files)) for folder, files in ordered]
+
+
+def _run_name(root: Path, folder: Path) -> str:
+    return folder.name if folder != root else root.name
+
+
+def _mtime(path: Path) -> float:
+    try:
+        return path.stat().st_mtime
+    except OSError:
+        return 0.0
+
+
+def resolve_profile_files(path: str | Path, run: str | None = None) -> list[Path]:
+    """The files to load for `path`: the file itself, a run's files, or the newest run's."""
+    runs = list_runs(path)
+    if run is None:
+        return list(runs[-1].files)
+    for candidate in runs:
+        if candidate.name == run:
+            return list(candidate.files)
+    names = ", ".join(r.name for r in runs)
+    raise ProfileError(path, f"there is no run named {run!r} (runs: {names})")
+
+
+def read_profile_bytes(path: Path) -> tuple[bytes, bool]:
+    """A profile file's bytes, gunzipped for `.gz`, and whether a gzip stream ended early.
+
+    Every OS or gzip failure becomes ProfileError. A gzip stream cut short
+    (a partial copy, a full disk) yields what decompresses before the cut.
+    """
+    try:
+        with open(path, "rb") as handle:
+            data = handle.read()
+    except FileNotFoundError:
+        raise ProfileError(path, "the file does not exist") from None
+    except PermissionError:
+        raise ProfileError(path, "permission denied (the file is not readable)") from None
+    except IsADirectoryError:
+        raise ProfileError(path, "it is a folder, not a file") from None
+    except OSError as exc:
+        raise ProfileError(path, f"the file cannot be read ({exc.strerror or exc})") from None
+    if not data:
+        raise ProfileError(path, "the file is empty")
+    if data[:2] != GZIP_MAGIC:
+        return data, False
+    data, ends_early = gunzip_salvaging(path, data)
+    if not data:
+        if ends_early:
+            raise ProfileError(path, "the gzip data is cut short before any of it decompresses")
+        raise ProfileError(path, "the compressed file holds no data")
+    return data, ends_early
+
+
+GZIP_MAGIC = b"\x1f\x8b"
+_GZIP_WBITS = 16 + zlib.MAX_WBITS  # zlib's window bits for a gzip header and trailer
+
+
+def gunzip_salvaging(path: Path, data: bytes) -> tuple[bytes, bool]:
+    """All gzip members of `data` decompressed, and whether the last one ends before its trailer.
+
+    Why not gzip.decompress: it raises on a cut stream and throws away all it
+    decompressed, which for a profile cut short is everything there is.
+    """
+    parts: list[bytes] = []
+    rest = data
+    try:
+        while rest:
+            stream = zlib.decompressobj(_GZIP_WBITS)
+            parts.append(stream.decompress(rest))
+            if not stream.eof:
+                parts.append(stream.flush())
+                return _joined(parts), True
+            rest = stream.unused_data.lstrip(b"\0")  # gzip allows zero padding between members
+            if rest and rest[:2] != GZIP_MAGIC:
+                raise ProfileError(path, "the gzip data is corrupted (unexpected bytes after a gzip member)")
+    except zlib.error as exc:
+        raise ProfileError(path, f"the gzip data is corrupted ({exc})") from None
+    return _joined(parts), False
+
+
+def _joined(parts: list[bytes]) -> bytes:
+    """One bytes object; a single part is returned as is (no copy of a big file)."""
+    parts = [p for p in parts if p]
+    return parts[0] if len(parts) == 1 else b"".join(parts)
+
+
+def map_file(path: Path) -> mmap.mmap | None:
+    """The file mapped read-only into memory, or None where it cannot be (empty, a pipe, no mmap).
+
+    Why map instead of read: reading copies every byte into fresh private
+    memory (8 s of a 2.1 GB, 60M-event load was `readinto`, issue 12); a
+    map shares the page cache, costs nothing up front, and its pages can be
+    dropped from this process as soon as they are decoded (release_mapped).
+    The caller closes it. Known limit: another process shrinking the file
+    while it is mapped makes the lost pages fault (SIGBUS); profilers write
+    each capture to a new, timestamped run folder rather than rewrite one.
+    """
+    try:
+        with open(path, "rb", buffering=0) as handle:
+            return mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ)
+    except (OSError, ValueError, OverflowError):
+        return None
+
+
+def release_mapped(mapped: mmap.mmap, offset: int, length: int) -> None:
+    """Drops the whole pages of mapped[offset:offset + length] from this process (they stay in the
+    page cache and would read back the same): a decoded plane no longer counts in our memory."""
+    if not hasattr(mapped, "madvise") or not hasattr(mmap, "MADV_DONTNEED"):
+        return
+    start = -(-offset // mmap.PAGESIZE) * mmap.PAGESIZE
+    end = (offset + length) // mmap.PAGESIZE * mmap.PAGESIZE
+    if end > start:
+        try:
+            mapped.madvise(mmap.MADV_DONTNEED, start, end - start)
+        except (OSError, ValueError):
+            pass

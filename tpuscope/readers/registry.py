@@ -1,0 +1,52 @@
+"""What a reader of one file format declares, so that opening, run discovery, the file dialog, the
+CLI's help and the cloud listing all learn the formats from one table (`tpuscope.readers.READERS`).
+
+A reader's `load` is imported only when a file of its format is opened: the table itself costs a
+command's start nothing but these few objects.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from tpuscope.model.trace import Trace
+
+# progress(fraction_done, what_is_happening) -> False to cancel
+ProgressCallback = Callable[[float, str], bool | None]
+# load(files, progress, strict) -> Trace; raises ProfileError (one sentence) on bad input
+LoadFunction = Callable[[list[Path], ProgressCallback | None, bool], "Trace"]
+
+
+@dataclass(frozen=True)
+class Reader:
+    """One file format.
+
+    `suffixes` are the endings of the format's files in run folders and buckets (what discovery
+    lists); `named_suffixes` the further endings a file may have when the user names it directly
+    (a plain `.json` file opens, but a run folder's `.json` files are not all profiles). `sniff`
+    tells the format from a file's first bytes (gunzipped) when its name does not. `load` is
+    "module:function", imported on first use. When a run folder holds files of several formats, only
+    those of the reader with the highest `preference` load (JAX writes a JSON twin of every XPlane
+    file, with fewer stats). Readers with the same `load` open a run's files
+    together (Kineto and other trace-event JSON are one parse with two mappings)."""
+
+    name: str
+    title: str  # the format for people: "XPlane" (the file dialog says "XPlane files", notes "XPlane files")
+    suffixes: tuple[str, ...]
+    sniff: Callable[[bytes], bool]
+    load: str
+    named_suffixes: tuple[str, ...] = ()
+    preference: int = 0
+
+    def load_files(self, files: list[Path], progress: ProgressCallback | None, strict: bool) -> Trace:
+        module, _, function = self.load.partition(":")
+        loaded: LoadFunction = getattr(importlib.import_module(module), function)
+        return loaded(files, progress, strict)
+
+    def claims_name(self, name: str) -> bool:
+        return name.endswith(self.suffixes + self.named_suffixes)

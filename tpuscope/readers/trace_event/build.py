@@ -1,0 +1,267 @@
+"""Trace-event JSON files -> one Trace, through a format mapping (Kineto or Chrome/TSL).
+
+The decoding is format-neutral (tpuscope.readers.trace_event.parse); a `Mapping` says what the
+processes, threads, categories and names of one writer mean in the model's vocabulary
+(`kineto`, `tsl` beside this module). Everything per event is numpy: events are
+grouped into tracks by one stable argsort of (thread, group) keys, names into per-plane name
+tables by np.unique, args into stat columns by a gather per arg.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Protocol
+
+import numpy as np
+
+from tpuscope.errors import ProfileError
+from tpuscope.model.build import add_plane, add_track, finish
+from tpuscope.model.flows import Flows, bind_flows
+from tpuscope.model.stats import StatColumn
+from tpuscope.model.trace import Plane, Trace
+from tpuscope.model.vocabulary import Dialect, PlaneIdentity, TrackKind
+from tpuscope.readers.trace_event.parse import ARG_COLUMNS, PHASE_FLOW_END, TraceEventFile, read_trace_events
+
+Progress = Callable[[float, str], None]
+
+# Args whose values are numbers (TSL writes them as strings): stored as numeric columns when they parse.
+NUMERIC_ARGS = frozenset(
+    {
+        "external_id", "correlation", "stream", "device", "registers_per_thread", "shared_memory",
+        "occupancy", "bytes", "bandwidth", "flops", "in_msg_nelems", "out_msg_nelems", "group_size",
+        "program_id", "step_num", "group_id", "correlation_id", "bytes_accessed",
+    }
+)  # fmt: skip
+_STAT_NAME = dict(ARG_COLUMNS)
+
+
+@dataclass(frozen=True)
+class TrackGroup:
+    """One of the tracks a thread's events are split into (e.g. a GPU stream's kernels vs its annotations)."""
+
+    suffix: str
+    kind: TrackKind
+
+
+class Mapping(Protocol):
+    """What one writer's processes, threads, categories and names mean."""
+
+    name: str
+    dialect: Dialect
+
+    def host_name(self, file: TraceEventFile) -> str: ...
+
+    def plane_identity(self, file: TraceEventFile, pid: int | str, categories: set[str]) -> PlaneIdentity: ...
+
+    def plane_name(self, file: TraceEventFile, pid: int | str, identity: PlaneIdentity) -> str: ...
+
+    def plane_stats(self, file: TraceEventFile, identity: PlaneIdentity) -> dict[str, object]: ...
+
+    def groups(self, identity: PlaneIdentity) -> tuple[TrackGroup, ...]: ...
+
+    def group_of(self, identity: PlaneIdentity, category: str) -> int: ...
+
+    def thread_name(self, file: TraceEventFile, pid: int | str, tid: int | str) -> str: ...
+
+    def name_stats(
+        self, identity: PlaneIdentity, names: list[str], trace: Trace
+    ) -> dict[str, StatColumn]: ...
+
+    def retype(self, trace: Trace) -> None: ...
+
+
+def load_json_files(
+    files: list[Path],
+    read: Callable[[Path], bytes],
+    choose: Callable[[TraceEventFile], Mapping],
+    progress: Progress | None = None,
+) -> Trace:
+    """Decodes each file, maps it with `choose(file)`, and assembles all into one Trace."""
+    decoded: list[tuple[TraceEventFile, Mapping]] = []
+    for position, path in enumerate(files):
+        if progress is not None:
+            progress(0.8 * position / max(len(files), 1), f"decoding {path.name}")
+        file = read_trace_events(path, read(path))
+        if len(file.events) == 0:
+            raise ProfileError(path, "it holds no trace events (no complete or instant events)")
+        decoded.append((file, choose(file)))
+    if progress is not None:
+        progress(0.85, "building the timeline")
+    origin_us = min(float(f.events.ts_us.min()) for f, _ in decoded)
+    trace = Trace(sources=list(files), dialect=decoded[0][1].dialect)
+    trace.origin_ns = int(math.floor(origin_us * 1000))
+    hosts = _host_names(decoded)
+    for (file, mapping), host in zip(decoded, hosts, strict=True):
+        _add_file(trace, file, mapping, host, origin_us)
+    for mapping in dict.fromkeys(m for _, m in decoded):
+        mapping.retype(trace)
+    finish(trace)
+    return trace
+
+
+def _host_names(decoded: list[tuple[TraceEventFile, Mapping]]) -> list[str]:
+    names = [mapping.host_name(file) for file, mapping in decoded]
+    if len(set(names)) < len(names):  # two files claim one name: the file names tell them apart
+        names = [_stem(file.path) for file, _ in decoded]
+    return names
+
+
+def _stem(path: Path) -> str:
+    name = path.name
+    for suffix in (".gz", ".json", ".trace", ".pt"):
+        name = name.removesuffix(suffix)
+    return name
+
+
+def _add_file(trace: Trace, file: TraceEventFile, mapping: Mapping, host: str, origin_us: float) -> None:
+    events = file.events
+    threads = events.threads
+    thread_pid = [pid for pid, _ in threads]
+    pids = list(dict.fromkeys(thread_pid))
+    pid_of_thread = np.array([pids.index(p) for p in thread_pid], dtype=np.int64)
+    event_pid = pid_of_thread[events.thread]
+    category_names = events.categories
+    # Per process: its identity, decided from its own metadata and the categories of its events.
+    identities = []
+    for k, pid in enumerate(pids):
+        cats = {category_names[int(c)] for c in np.unique(events.category[event_pid == k])}
+        identities.append(mapping.plane_identity(file, pid, cats))
+    # Each event's track: (thread, group of its category); one stable sort puts each track's events together.
+    n_groups = max(len(mapping.groups(identity)) for identity in identities)
+    group_of = np.array(
+        [[mapping.group_of(identity, c) for c in category_names] for identity in identities], dtype=np.int64
+    ).reshape(len(identities), len(category_names))
+    event_group = group_of[event_pid, events.category] if len(events) else np.empty(0, np.int64)
+    key = events.thread * n_groups + event_group
+    order = np.argsort(key, kind="stable")
+    keys, starts = np.unique(key[order], return_index=True)
+    bounds = np.append(starts, len(order))
+    start_ps = np.rint((events.ts_us - origin_us) * 1e6).astype(np.int64)
+    duration_ps = np.rint(np.nan_to_num(events.dur_us, nan=0.0) * 1e6).astype(np.int64)
+    stat_columns = _stat_columns(trace, file)
+    # Where each event lands: its track's number and its position there (before sorting by time).
+    event_track = np.empty(len(events), np.int64)
+    event_position = np.empty(len(events), np.int64)
+    for t in range(len(keys)):
+        rows = order[bounds[t] : bounds[t + 1]]
+        event_track[rows] = t
+        event_position[rows] = np.arange(len(rows))
+    per_track_stats = _split_stats(stat_columns, event_track, event_position, len(keys))
+    planes: dict[int, Plane] = {}
+    plane_names: dict[int, np.ndarray] = {}
+    made_tracks = []
+    for t, k in enumerate(keys.tolist()):
+        thread, group = divmod(k, n_groups)
+        p = int(pid_of_thread[thread])
+        identity = identities[p]
+        rows = order[bounds[t] : bounds[t + 1]]
+        if p not in planes:
+            in_plane = np.unique(events.name[event_pid == p])
+            names = [events.names[int(i)] for i in in_plane]
+            plane = add_plane(
+                trace,
+                plane_id=len(trace.planes),
+                name=mapping.plane_name(file, pids[p], identity),
+                host=host,
+                identity=identity,
+                names=names,
+                stats=mapping.plane_stats(file, identity),
+                name_stats=mapping.name_stats(identity, names, trace),
+            )
+            planes[p], plane_names[p] = plane, in_plane
+        plane = planes[p]
+        meta_index = np.searchsorted(plane_names[p], events.name[rows])
+        spec = mapping.groups(identity)[group]
+        pid, tid = threads[thread]
+        name = mapping.thread_name(file, pid, tid) + spec.suffix
+        track = add_track(
+            plane, len(plane.tracks), name, spec.kind, start_ps[rows], duration_ps[rows], meta_index,
+            per_track_stats[t],
+        )  # fmt: skip
+        made_tracks.append((thread, track))
+    if len(file.flows.ts_us):
+        _add_flows(trace, file, made_tracks, origin_us)
+
+
+def _stat_columns(trace: Trace, file: TraceEventFile) -> dict[str, tuple[np.ndarray, str, np.ndarray]]:
+    """Per kept arg: (event rows, kind, values) with strings interned into the trace."""
+    out: dict[str, tuple[np.ndarray, str, np.ndarray]] = {}
+    for attribute, (rows, values) in file.events.args.items():
+        stat = _STAT_NAME[attribute]
+        kind, column = _typed(trace, values, attribute in NUMERIC_ARGS)
+        if stat in out:  # two writers' spellings of one neutral stat: the first wins where both exist
+            old_rows, old_kind, old_values = out[stat]
+            if old_kind != kind:
+                continue
+            keep = ~np.isin(rows, old_rows)
+            merged_rows = np.concatenate([old_rows, rows[keep]])
+            order = np.argsort(merged_rows, kind="stable")
+            out[stat] = (merged_rows[order], kind, np.concatenate([old_values, column[keep]])[order])
+            continue
+        out[stat] = (rows, kind, column)
+    return out
+
+
+def _typed(trace: Trace, values: list, numeric: bool) -> tuple[str, np.ndarray]:
+    if numeric:
+        try:
+            as_float = np.array(values, dtype=np.float64)
+        except (TypeError, ValueError, OverflowError):
+            as_float = None
+        if as_float is not None and as_float.ndim == 1:
+            integral = np.isfinite(as_float).all() and (as_float == np.rint(as_float)).all()
+            if integral and (np.abs(as_float) < 2**53).all():
+                return "int", as_float.astype(np.int64)
+            return "float", as_float
+    texts = [v if isinstance(v, str) else str(v) for v in values]
+    distinct = list(dict.fromkeys(texts))
+    ids = trace.strings.intern_many(distinct)
+    lookup = dict(zip(distinct, ids.tolist(), strict=True))
+    return "str", np.fromiter(map(lookup.__getitem__, texts), np.int32, len(texts))
+
+
+def _split_stats(
+    columns: dict[str, tuple[np.ndarray, str, np.ndarray]],
+    event_track: np.ndarray,
+    event_position: np.ndarray,
+    n_tracks: int,
+) -> list[dict[str, StatColumn]]:
+    """Each stat column cut into per-track columns indexed by the events' positions in their tracks."""
+    out: list[dict[str, StatColumn]] = [{} for _ in range(n_tracks)]
+    for stat, (rows, kind, values) in columns.items():
+        owner = event_track[rows]
+        order = np.argsort(owner, kind="stable")
+        owners, starts = np.unique(owner[order], return_index=True)
+        bounds = np.append(starts, len(order))
+        for j, t in enumerate(owners.tolist()):
+            picked = order[bounds[j] : bounds[j + 1]]
+            positions = event_position[rows[picked]]
+            by_position = np.argsort(positions, kind="stable")
+            rows_here = positions[by_position].astype(np.int32)
+            out[t][stat] = StatColumn(stat, kind, rows_here, values[picked][by_position])  # type: ignore[arg-type]
+    return out
+
+
+def _add_flows(trace: Trace, file: TraceEventFile, made_tracks: list, origin_us: float) -> None:
+    """Binds flow records to the events they start or end at (Chrome's rules: `s` and `f` with
+    bp=e to the enclosing slice, else `f` to the next slice starting on the thread)."""
+    flows = file.flows
+    tracks_of_thread: dict[int, list] = {}
+    for thread, track in made_tracks:
+        tracks_of_thread.setdefault(thread, []).append(track)
+    ts_ps = np.rint((flows.ts_us - origin_us) * 1e6).astype(np.int64)
+    category_ids = trace.strings.intern_many(file.events.categories)
+    new = bind_flows(
+        trace,
+        flow_key=flows.flow_id,
+        is_end=flows.phase == PHASE_FLOW_END,
+        ts_ps=ts_ps,
+        candidate_tracks=[tracks_of_thread.get(int(t), []) for t in range(len(file.events.threads))],
+        thread=flows.thread,
+        category=category_ids[flows.category] if len(flows.category) else np.empty(0, np.int32),
+        next_slice=~flows.binds_enclosing & (flows.phase == PHASE_FLOW_END),
+    )
+    trace.flows = Flows.concatenate(trace.flows, new)

@@ -1,0 +1,38 @@
+"""The trace-event JSON reader: how each file is read and mapped (Kineto or Chrome/TSL)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from tpuscope.errors import LoadCancelled
+from tpuscope.model.trace import Trace
+from tpuscope.readers.files import read_profile_bytes
+from tpuscope.readers.registry import ProgressCallback
+from tpuscope.readers.trace_event.build import Mapping, load_json_files
+from tpuscope.readers.trace_event.kineto import KinetoMapping, is_kineto
+from tpuscope.readers.trace_event.parse import TraceEventFile, read_json_bytes
+from tpuscope.readers.trace_event.tsl import ChromeMapping, is_tsl
+
+
+def _read(path: Path) -> bytes:
+    data, _ = read_profile_bytes(path)  # OS and gzip errors as ProfileErrors, gunzipped
+    return read_json_bytes(path, data)
+
+
+def _choose(file: TraceEventFile) -> Mapping:
+    if is_kineto(file):
+        return KinetoMapping()
+    return ChromeMapping(tsl=is_tsl(file))
+
+
+def load_trace_event_files(
+    files: list[Path], progress: ProgressCallback | None = None, strict: bool = False
+) -> Trace:
+    """Loads trace-event JSON files (one per host or rank) into one Trace. A JSON document cut short
+    cannot be salvaged, so `strict` changes nothing here: such a file is always an error."""
+
+    def report(fraction: float, what: str) -> None:
+        if progress is not None and progress(min(1.0, fraction), what) is False:
+            raise LoadCancelled()
+
+    return load_json_files(files, _read, _choose, report)

@@ -1,0 +1,329 @@
+"""The buffer assignment of one compiled XLA program, as columns, from its serialized `HloProto`.
+
+XLA keeps, beside each module's HLO, the result of its buffer assignment (xla/service/hlo.proto,
+`BufferAssignmentProto`): the logical buffers (one per value an instruction defines, with its
+padded size and memory space), the buffer allocations they are packed into (parameters, outputs,
+temporaries) and the heap simulator's trace of ALLOC / FREE / SHARE_WITH events in program order.
+This module reads those parts, plus the shape and name of each instruction that defines a buffer,
+and hands them over as numpy columns and a few string lists, so that the memory analysis above
+never sees protobuf. Unpadded sizes come from the instruction's shape with the default (untiled)
+layout, the same definition XProf's Memory Viewer uses (xprof/convert/
+hlo_proto_to_memory_visualization_utils.cc, `ShapeUnpaddedSize`).
+
+Bad input is expected (truncated blobs, ids that point nowhere): decoding never raises; what it
+could not make sense of is listed in `notes`, and the rest is still returned.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+from google.protobuf.message import DecodeError
+
+from tpuscope.readers.xplane import hlo_pb2
+from tpuscope.readers.xplane.hlo import MAX_TUPLE_DEPTH, type_name
+
+# Heap-simulator event kinds (xla/service/hlo.proto HeapSimulatorTrace.Event.Kind).
+EVENT_ALLOC, EVENT_FREE, EVENT_SHARE_WITH = 0, 1, 2
+
+# Allocation flags, one bit each (xla/service/hlo.proto BufferAllocationProto).
+FLAG_THREAD_LOCAL = 1
+FLAG_TUPLE = 2
+FLAG_ENTRY_PARAMETER = 4
+FLAG_CONSTANT = 8
+FLAG_MAYBE_LIVE_OUT = 16
+
+# Bytes per element by XLA PrimitiveType number, with the default layout (xla/primitive_util.h
+# ByteWidth: sub-byte types take one byte each). TUPLE, TOKEN and OPAQUE are handled apart.
+_ELEMENT_BYTES = {
+    1: 1, 2: 1, 3: 2, 4: 4, 5: 8, 6: 1, 7: 2, 8: 4, 9: 8, 10: 2, 11: 4, 12: 8, 15: 8, 16: 2, 18: 16,
+    19: 1, 20: 1, 21: 1, 22: 1, 23: 1, 24: 1, 25: 1, 26: 1, 27: 1, 28: 1, 29: 1, 30: 1, 31: 1, 32: 1, 33: 1,
+}  # fmt: skip
+_TUPLE, _OPAQUE, _TOKEN = 13, 14, 17
+# A tuple's unpadded size is its index table: one pointer per element (xla/shape_util.h ByteSizeOf
+# with pointer_size = sizeof(void*), as Memory Viewer calls it).
+POINTER_BYTES = 8
+
+
+@dataclass
+class ProgramBuffers:
+    """One program's buffer assignment: logical buffers, allocations and heap-simulator events.
+
+    Logical buffers are rows of the `buffer_*` columns; `buffer_instruction` indexes the
+    `instruction_*` lists (-1: the defining instruction is not in the module). Allocations are
+    rows of `allocation_*`; `assigned_*` flattens every allocation's list of assigned buffers.
+    Heap-simulator traces are concatenated in the `event_*` columns, trace k being rows
+    `trace_starts[k]:trace_starts[k + 1]`; `event_instruction` indexes `event_instruction_names`.
+    """
+
+    module_name: str
+    module_id: int
+    program_id: int | None
+    entry_computation: str
+    instruction_names: list[str]
+    instruction_opcodes: list[str]
+    instruction_framework_ops: list[str]
+    buffer_ids: np.ndarray
+    buffer_bytes: np.ndarray
+    buffer_unpadded_bytes: np.ndarray
+    buffer_space: np.ndarray
+    buffer_instruction: np.ndarray
+    buffer_shape_indices: list[str]
+    allocation_index: np.ndarray
+    allocation_bytes: np.ndarray
+    allocation_space: np.ndarray
+    allocation_flags: np.ndarray
+    assigned_allocation: np.ndarray  # row in allocation_* of each assignment
+    assigned_buffer_id: np.ndarray
+    assigned_offset: np.ndarray
+    assigned_bytes: np.ndarray
+    trace_starts: np.ndarray
+    event_kind: np.ndarray
+    event_buffer_id: np.ndarray
+    event_share_with: np.ndarray
+    event_instruction: np.ndarray
+    event_instruction_names: list[str]
+    notes: list[str] = field(default_factory=list)
+    # Each defining instruction's serialized shape, and the tuple element each buffer takes of it
+    # (-1: the whole shape): shape text is made only for the buffers someone asks about.
+    instruction_shapes: list[bytes] = field(default_factory=list)
+    buffer_element: np.ndarray = field(default_factory=lambda: np.empty(0, np.int64))
+
+    @property
+    def name(self) -> str:
+        """The program as XProf names it: `jit_f(12190760917235803885)`."""
+        return self.module_name if self.program_id is None else f"{self.module_name}({self.program_id})"
+
+    def buffer_shape(self, row: int) -> str:
+        """The shape of logical buffer `row` with its layout, as XLA prints it ("" when unknown)."""
+        instruction = int(self.buffer_instruction[row])
+        if instruction < 0:
+            return ""
+        try:
+            shape = hlo_pb2.ShapeProto.FromString(self.instruction_shapes[instruction])
+        except (DecodeError, ValueError, RecursionError):
+            return ""
+        element = int(self.buffer_element[row])
+        if 0 <= element < len(shape.tuple_shapes):
+            shape = shape.tuple_shapes[element]
+        try:
+            return format_shape_with_layout(shape)
+        except RecursionError:
+            return ""
+
+    @property
+    def trace_count(self) -> int:
+        return len(self.trace_starts) - 1
+
+    def nbytes(self) -> int:
+        arrays = [v for v in vars(self).values() if isinstance(v, np.ndarray)]
+        return sum(a.nbytes for a in arrays)
+
+
+def decode_program_buffers(blob: bytes, program_id: int | None = None) -> ProgramBuffers | None:
+    """The buffer assignment in one serialized `xla.HloProto`, or None when it has none.
+
+    None means "no memory data here" (not an HloProto, or one without a buffer assignment);
+    damage inside an otherwise readable proto gives a result with `notes`. Never raises.
+    """
+    if not isinstance(blob, (bytes, bytearray, memoryview)) or len(blob) == 0:
+        return None
+    try:
+        proto = hlo_pb2.HloMemoryProto.FromString(bytes(blob))
+    except (DecodeError, ValueError, RecursionError):
+        return None
+    if not proto.HasField("buffer_assignment") or not proto.HasField("hlo_module"):
+        return None
+    try:
+        return _columns(proto, program_id)
+    except RecursionError:
+        return None
+
+
+def _columns(proto: hlo_pb2.HloMemoryProto, program_id: int | None) -> ProgramBuffers:
+    module = proto.hlo_module
+    assignment = proto.buffer_assignment
+    notes: list[str] = []
+
+    # Per instruction, not per event: one pass at decode.
+    by_id = {instruction.id: instruction for c in module.computations for instruction in c.instructions}
+
+    logical = assignment.logical_buffers
+    n = len(logical)
+    ids = np.fromiter((b.id for b in logical), np.int64, n)
+    sizes = np.fromiter((b.size for b in logical), np.int64, n)
+    spaces = np.fromiter((b.color for b in logical), np.int64, n)
+    rows = np.full(n, -1, np.int32)
+    unpadded = np.zeros(n, np.int64)
+    elements = np.full(n, -1, np.int64)
+    instruction_shapes: list[bytes] = []
+    shape_indices: list[str] = [""] * n
+    names: list[str] = []
+    opcodes: list[str] = []
+    framework_ops: list[str] = []
+    row_of_instruction: dict[int, int] = {}
+    missing = 0
+    for k, buffer in enumerate(logical):
+        where = buffer.defined_at
+        index = list(where.shape_index)
+        shape_indices[k] = "{" + ",".join(str(i) for i in index) + "}" if index else ""
+        instruction = by_id.get(where.instruction_id)
+        if instruction is None:
+            missing += 1
+            continue
+        row = row_of_instruction.get(int(instruction.id))
+        if row is None:
+            row = row_of_instruction[int(instruction.id)] = len(names)
+            names.append(instruction.name)
+            opcodes.append(instruction.opcode)
+            framework_ops.append(instruction.metadata.op_name)
+            instruction_shapes.append(instruction.shape.SerializeToString())
+        rows[k] = row
+        whole = instruction.shape
+        if index and 0 <= index[-1] < len(whole.tuple_shapes):
+            elements[k] = index[-1]
+        unpadded[k] = unpadded_bytes(_subshape(whole, index))
+    if missing:
+        notes.append(f"{missing} logical buffers name an instruction the module does not have")
+    if (sizes < 0).any():
+        notes.append(f"{int((sizes < 0).sum())} logical buffers have a negative size")
+
+    allocations = assignment.buffer_allocations
+    m = len(allocations)
+    alloc_index = np.fromiter((a.index for a in allocations), np.int64, m)
+    alloc_bytes = np.fromiter((a.size for a in allocations), np.int64, m)
+    alloc_space = np.fromiter((a.color for a in allocations), np.int64, m)
+    alloc_flags = np.fromiter((_flags(a) for a in allocations), np.int64, m)
+    counts = np.fromiter((len(a.assigned) for a in allocations), np.int64, m)
+    assigned = [x for a in allocations for x in a.assigned]
+    total = len(assigned)
+    assigned_alloc = np.repeat(np.arange(m, dtype=np.int32), counts)
+    assigned_id = np.fromiter((x.logical_buffer_id for x in assigned), np.int64, total)
+    assigned_offset = np.fromiter((x.offset for x in assigned), np.int64, total)
+    assigned_size = np.fromiter((x.size for x in assigned), np.int64, total)
+    if (alloc_bytes < 0).any():
+        notes.append(f"{int((alloc_bytes < 0).sum())} buffer allocations have a negative size")
+
+    traces = assignment.heap_simulator_traces
+    lengths = np.fromiter((len(t.events) for t in traces), np.int64, len(traces))
+    starts = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
+    events = [e for t in traces for e in t.events]
+    e = len(events)
+    kinds = np.fromiter((ev.kind for ev in events), np.int8, e)
+    buffer_ids = np.fromiter((ev.buffer_id for ev in events), np.int64, e)
+    share_with = np.fromiter((ev.share_with_canonical_id for ev in events), np.int64, e)
+    event_names: list[str] = []
+    name_row: dict[str, int] = {}
+    event_rows = np.empty(e, np.int32)
+    for k, ev in enumerate(events):
+        label = ev.instruction_name
+        row = name_row.get(label)
+        if row is None:
+            row = name_row[label] = len(event_names)
+            event_names.append(label)
+        event_rows[k] = row
+
+    return ProgramBuffers(
+        module_name=module.name,
+        module_id=int(module.id),
+        program_id=program_id,
+        entry_computation=module.entry_computation_name,
+        instruction_names=names,
+        instruction_opcodes=opcodes,
+        instruction_framework_ops=framework_ops,
+        buffer_ids=ids,
+        buffer_bytes=sizes,
+        buffer_unpadded_bytes=unpadded,
+        buffer_space=spaces,
+        buffer_instruction=rows,
+        buffer_shape_indices=shape_indices,
+        allocation_index=alloc_index,
+        allocation_bytes=alloc_bytes,
+        allocation_space=alloc_space,
+        allocation_flags=alloc_flags,
+        assigned_allocation=assigned_alloc,
+        assigned_buffer_id=assigned_id,
+        assigned_offset=assigned_offset,
+        assigned_bytes=assigned_size,
+        trace_starts=starts,
+        event_kind=kinds,
+        event_buffer_id=buffer_ids,
+        event_share_with=share_with,
+        event_instruction=event_rows,
+        event_instruction_names=event_names,
+        notes=notes,
+        instruction_shapes=instruction_shapes,
+        buffer_element=elements,
+    )
+
+
+def _flags(allocation: hlo_pb2.BufferAllocationProto) -> int:
+    return (
+        FLAG_THREAD_LOCAL * allocation.is_thread_local
+        | FLAG_TUPLE * allocation.is_tuple
+        | FLAG_ENTRY_PARAMETER * allocation.is_entry_computation_parameter
+        | FLAG_CONSTANT * allocation.is_constant
+        | FLAG_MAYBE_LIVE_OUT * allocation.maybe_live_out
+    )
+
+
+def _subshape(shape: hlo_pb2.ShapeProto, index: list[int]) -> hlo_pb2.ShapeProto:
+    """The shape of the buffer at `index` of an instruction's output.
+
+    Memory Viewer resolves only the last element of the index against the top-level tuple
+    (xprof hlo_proto_to_memory_visualization_utils.cc, `ResolveShapeIndex`); we do the same so
+    that unpadded sizes agree with it, nested tuples being rare in buffer assignments.
+    """
+    if index and 0 <= index[-1] < len(shape.tuple_shapes):
+        return shape.tuple_shapes[index[-1]]
+    return shape
+
+
+def unpadded_bytes(shape: hlo_pb2.ShapeProto) -> int:
+    """Bytes the shape needs without tiling or padding: elements x element size (tuples: pointers)."""
+    kind = shape.element_type
+    if kind == _TUPLE:
+        return POINTER_BYTES * len(shape.tuple_shapes)
+    if kind == _TOKEN:
+        return 0
+    if kind == _OPAQUE:
+        return POINTER_BYTES
+    count = 1
+    for dimension in shape.dimensions:
+        count *= max(int(dimension), 0)
+    return count * _ELEMENT_BYTES.get(kind, 0)
+
+
+def format_shape_with_layout(shape: hlo_pb2.ShapeProto, depth: int = 0) -> str:
+    """A shape with its layout as XLA prints it: `f32[5,1024]{1,0:T(8,128)S(5)}`, `(s32[], f32[2]{0})`.
+
+    The layout part follows xla/layout.cc `Layout::ToString` for the fields tpuscope reads: the
+    minor-to-major order, then tiles `T(8,128)(2,1)`, element size `E(4)` and memory space `S(5)`.
+    """
+    kind = shape.element_type
+    if kind == _TUPLE:
+        if depth >= MAX_TUPLE_DEPTH:
+            return "(...)"
+        return "(" + ", ".join(format_shape_with_layout(s, depth + 1) for s in shape.tuple_shapes) + ")"
+    name = type_name(kind)
+    if kind in (_TOKEN, _OPAQUE):
+        return f"{name}[]"
+    dynamic = list(shape.is_dynamic_dimension)
+    dims = [f"<={d}" if k < len(dynamic) and dynamic[k] else str(d) for k, d in enumerate(shape.dimensions)]
+    text = f"{name}[{','.join(dims)}]"
+    if not shape.HasField("layout"):
+        return text
+    layout = shape.layout
+    extras = "".join(
+        ("T" if k == 0 else "") + "(" + ",".join(str(d) for d in tile.dimensions) + ")"
+        for k, tile in enumerate(layout.tiles)
+    )
+    if layout.element_size_in_bits:
+        extras += f"E({layout.element_size_in_bits})"
+    if layout.memory_space:
+        extras += f"S({layout.memory_space})"
+    body = ",".join(str(d) for d in layout.minor_to_major) + (":" + extras if extras else "")
+    if not shape.dimensions and not body:
+        return text  # XLA prints no `{}` for a scalar's empty layout
+    return text + "{" + body + "}"
