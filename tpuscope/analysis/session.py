@@ -22,10 +22,8 @@ taken only after every result it needs is in hand.
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable
-from dataclasses import dataclass
 from functools import cache
-from typing import TYPE_CHECKING, Any, Generic, TypeVar, cast
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from tpuscope.analysis.device_ops import Device, find_devices, select_devices
 from tpuscope.analysis.diagnose.context import Context
@@ -33,6 +31,7 @@ from tpuscope.analysis.framework import Framework, detect_framework
 from tpuscope.analysis.host_names import HostNameIndex
 from tpuscope.analysis.ops import OpEvents, OpTable, aggregate, collect_op_events
 from tpuscope.analysis.overview import Overview, overview_figures, with_report
+from tpuscope.analysis.results import Result
 from tpuscope.analysis.step_breakdown import StepBreakdown, step_breakdown
 from tpuscope.analysis.steps import Steps, find_steps
 from tpuscope.model.trace import Trace
@@ -42,24 +41,6 @@ if TYPE_CHECKING:
 
 T = TypeVar("T")
 DeviceChoice = str | int  # "all", a position in the device list, or a kind ("TPU", "GPU", "CPU")
-
-
-@dataclass(frozen=True, eq=False)
-class Result(Generic[T]):
-    """One kind of result of a trace: `name` identifies it (two equal names are the same result),
-    `compute` makes it from the analysis, asking it for any other results it needs."""
-
-    name: str
-    compute: Callable[[TraceAnalysis], T]
-
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, Result) and other.name == self.name
-
-    def __hash__(self) -> int:
-        return hash(self.name)
-
-    def __repr__(self) -> str:
-        return f"Result({self.name!r})"
 
 
 class TraceAnalysis:
