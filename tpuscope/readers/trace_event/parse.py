@@ -28,8 +28,7 @@ import msgspec
 import numpy as np
 
 from tpuscope.errors import ProfileError
-
-JSON_SUFFIXES = (".json", ".json.gz")
+from tpuscope.readers.files import GZIP_MAGIC
 
 
 class _Args(msgspec.Struct, gc=False, rename={
@@ -319,7 +318,7 @@ def _lower_first(text: str) -> str:
 
 def read_json_bytes(path: Path, data: bytes) -> bytes:
     """The file's JSON bytes, gunzipped if need be (gzip errors are ProfileErrors)."""
-    if data[:2] != b"\x1f\x8b":
+    if data[:2] != GZIP_MAGIC:
         return data
     try:
         return gzip.decompress(data)
