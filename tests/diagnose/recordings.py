@@ -7,6 +7,7 @@ real user would write (StepTraceAnnotation around the step) is used where marked
 from __future__ import annotations
 
 import time
+from contextlib import nullcontext
 from pathlib import Path
 
 STEPS = 12
@@ -78,7 +79,7 @@ def record(scenario: str, logdir: Path) -> Path:
     annotate = not scenario.endswith("_unannotated")
     with jax.profiler.trace(str(logdir)):
         for i in range(STEPS):
-            ctx = jax.profiler.StepTraceAnnotation("train", step_num=i) if annotate else _null()
+            ctx = jax.profiler.StepTraceAnnotation("train", step_num=i) if annotate else nullcontext()
             with ctx:
                 if scenario.startswith("input_bound"):
                     with jax.profiler.TraceAnnotation("load_batch"):
@@ -145,14 +146,6 @@ def record_healthy_repeats_in_subprocess(root: Path, runs: int = HEALTHY_REPEATS
 def recompile_shapes() -> list[int]:
     """The distinct batch sizes the recompile scenario feeds, in order (one compilation each)."""
     return sorted({64 + 16 * (i // RECOMPILE_EVERY) for i in range(STEPS)})
-
-
-class _null:
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        return False
 
 
 def record_all_in_subprocess(root: Path) -> dict[str, Path]:

@@ -78,7 +78,7 @@ def list_remote_runs(url: str) -> list[RemoteRun]:
     """
     fs, root = _filesystem(url)
     fs.invalidate_cache()  # a long-lived app must see runs and hosts written since the last listing
-    with _errors_as_profile_errors(url):
+    with _ErrorsAsProfileErrors(url):
         try:
             info = fs.info(root)
         except FileNotFoundError:
@@ -197,7 +197,7 @@ def _download(fs, remote: RemoteFile, local: Path, advance, cancelled: threading
     path = remote.url.split("://", 1)[1] if _strips_protocol(fs) else remote.url
     received = 0
     try:
-        with _errors_as_profile_errors(remote.url, what=f"downloading {remote.name}"):
+        with _ErrorsAsProfileErrors(remote.url, what=f"downloading {remote.name}"):
             with fs.open(path, "rb", block_size=_CHUNK_BYTES) as source, open(partial, "wb") as sink:
                 while True:
                     if cancelled.is_set():
@@ -310,7 +310,7 @@ def _filesystem(url: str):
     return fs, path
 
 
-class _errors_as_profile_errors:
+class _ErrorsAsProfileErrors:
     """Turns a storage exception inside the block into one ProfileError sentence."""
 
     def __init__(self, url: str, what: str = ""):

@@ -560,11 +560,11 @@ class MainWindow(QMainWindow):
             action.triggered.connect(lambda _=False, p=path: self.open_path(p))
         self.recent_menu.setEnabled(bool(paths))
 
-    def dragEnterEvent(self, event) -> None:  # noqa: N802 (Qt override)
+    def dragEnterEvent(self, event) -> None:
         if any(url.isLocalFile() for url in event.mimeData().urls()):
             event.acceptProposedAction()
 
-    def dropEvent(self, event) -> None:  # noqa: N802 (Qt override)
+    def dropEvent(self, event) -> None:
         paths = [url.toLocalFile() for url in event.mimeData().urls() if url.isLocalFile()]
         if paths:
             event.acceptProposedAction()
@@ -592,7 +592,7 @@ class MainWindow(QMainWindow):
         if self.compare_view is not None:
             self.compare_view.shutdown()
 
-    def closeEvent(self, event) -> None:  # noqa: N802 (Qt override)
+    def closeEvent(self, event) -> None:
         self.settings.setValue("window/geometry", self.saveGeometry())
         self.settings.setValue("window/state", self.saveState())
         self.settings.sync()
@@ -613,7 +613,7 @@ class _FirstPaint(QObject):
         self.then = then
         widget.installEventFilter(self)
 
-    def eventFilter(self, watched: QObject, event: QEvent) -> bool:  # noqa: N802 (Qt override)
+    def eventFilter(self, watched: QObject, event: QEvent) -> bool:
         if event.type() == QEvent.Type.Paint:
             watched.removeEventFilter(self)
             self.then()

@@ -57,7 +57,7 @@ class SearchLine(QLineEdit):
 
     stepRequested = Signal(int)
 
-    def keyPressEvent(self, event) -> None:  # noqa: N802 (Qt override)
+    def keyPressEvent(self, event) -> None:
         if event.key() in (Qt.Key.Key_Return, Qt.Key.Key_Enter):
             self.stepRequested.emit(-1 if event.modifiers() & Qt.KeyboardModifier.ShiftModifier else 1)
             return

@@ -76,7 +76,7 @@ class View(QWidget):
         for result, on_ready, on_failed in self._when_shown:
             self.hub.request(result, on_ready, on_failed)
 
-    def showEvent(self, event: QShowEvent) -> None:  # noqa: N802 (Qt override)
+    def showEvent(self, event: QShowEvent) -> None:
         super().showEvent(event)
         if self._when_shown:
             self._ask_if_shown()

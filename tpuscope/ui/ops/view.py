@@ -169,7 +169,7 @@ class OpsView(View):
         if self._stale and self.isVisible():
             self._refresh()
 
-    def showEvent(self, event: QShowEvent) -> None:  # noqa: N802 (Qt override)
+    def showEvent(self, event: QShowEvent) -> None:
         if self._stale:
             self._refresh()
         super().showEvent(event)

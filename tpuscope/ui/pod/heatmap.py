@@ -83,7 +83,7 @@ class HeatMap(QWidget):
         self.setFixedHeight(self._top() + self.row_height * max(len(self.hosts), 1) + 4)
         self.update()
 
-    def sizeHint(self) -> QSize:  # noqa: N802 (Qt override)
+    def sizeHint(self) -> QSize:
         return QSize(600, self._top() + self.row_height * max(len(self.hosts), 1) + 4)
 
     def _top(self) -> int:
@@ -123,7 +123,7 @@ class HeatMap(QWidget):
             round(LOW_COLOR.blue() + t * (HIGH_COLOR.blue() - LOW_COLOR.blue())),
         )
 
-    def paintEvent(self, event) -> None:  # noqa: N802 (Qt override)
+    def paintEvent(self, event) -> None:
         painter = QPainter(self)
         text = self.palette().color(QPalette.ColorRole.Text)
         painter.setPen(text)
@@ -160,7 +160,7 @@ class HeatMap(QWidget):
                 painter.fillRect(self.cell_rect(row, column), self.color_of(float(self.values[row, column])))
         painter.end()
 
-    def mouseMoveEvent(self, event: QMouseEvent) -> None:  # noqa: N802 (Qt override)
+    def mouseMoveEvent(self, event: QMouseEvent) -> None:
         cell = self.cell_at(event.position().toPoint())
         if cell is None:
             QToolTip.hideText()
@@ -171,7 +171,7 @@ class HeatMap(QWidget):
         tip = f"{where}: {value} {self.what}\nclick to see it on the timeline"
         QToolTip.showText(event.globalPosition().toPoint(), tip, self)
 
-    def mouseReleaseEvent(self, event: QMouseEvent) -> None:  # noqa: N802 (Qt override)
+    def mouseReleaseEvent(self, event: QMouseEvent) -> None:
         cell = self.cell_at(event.position().toPoint())
         if cell is not None and event.button() == Qt.MouseButton.LeftButton:
             self.cellClicked.emit(*cell)

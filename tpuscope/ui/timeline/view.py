@@ -308,7 +308,7 @@ class TimelineView(QWidget):
         )
         self._update_scrollbar()
 
-    def resizeEvent(self, event) -> None:  # noqa: N802 (Qt override)
+    def resizeEvent(self, event) -> None:
         self._place_scrollbar()
         super().resizeEvent(event)
 
@@ -336,7 +336,7 @@ class TimelineView(QWidget):
 
     # ----- painting --------------------------------------------------------------------------
 
-    def paintEvent(self, event) -> None:  # noqa: N802 (Qt override)
+    def paintEvent(self, event) -> None:
         painter = QPainter(self)
         try:
             self.paint(painter)
@@ -590,7 +590,7 @@ class TimelineView(QWidget):
 
     # ----- input -----------------------------------------------------------------------------
 
-    def wheelEvent(self, event: QWheelEvent) -> None:  # noqa: N802 (Qt override)
+    def wheelEvent(self, event: QWheelEvent) -> None:
         delta = event.angleDelta()
         pos = event.position()
         if event.modifiers() & Qt.KeyboardModifier.ShiftModifier or pos.x() < LABEL_COLUMN_PX:
@@ -601,7 +601,7 @@ class TimelineView(QWidget):
             self.zoom(ZOOM_STEP ** (delta.y() / 120), self.viewport().t_of(pos.x()))
         event.accept()
 
-    def keyPressEvent(self, event) -> None:  # noqa: N802 (Qt override)
+    def keyPressEvent(self, event) -> None:
         key = event.key()
         cursor = self.mapFromGlobal(self.cursor().pos())
         anchor = self.viewport().t_of(cursor.x()) if LABEL_COLUMN_PX <= cursor.x() < self.width() else None
@@ -623,7 +623,7 @@ class TimelineView(QWidget):
         else:
             super().keyPressEvent(event)
 
-    def mousePressEvent(self, event: QMouseEvent) -> None:  # noqa: N802 (Qt override)
+    def mousePressEvent(self, event: QMouseEvent) -> None:
         if event.button() != Qt.MouseButton.LeftButton:
             return
         self.setFocus()
@@ -636,7 +636,7 @@ class TimelineView(QWidget):
             and event.position().x() >= LABEL_COLUMN_PX
         )
 
-    def mouseMoveEvent(self, event: QMouseEvent) -> None:  # noqa: N802 (Qt override)
+    def mouseMoveEvent(self, event: QMouseEvent) -> None:
         if self._press is None:
             return
         pos = event.position()
@@ -655,7 +655,7 @@ class TimelineView(QWidget):
             self._set_anchored(t0 - dx * ps_per_px, t1 - dx * ps_per_px)
             self.scrollbar.setValue(int(self._press_scroll - dy))
 
-    def mouseReleaseEvent(self, event: QMouseEvent) -> None:  # noqa: N802 (Qt override)
+    def mouseReleaseEvent(self, event: QMouseEvent) -> None:
         if self._press is None:
             return
         pos = event.position()
@@ -680,7 +680,7 @@ class TimelineView(QWidget):
         else:
             self.select_event(*found)
 
-    def mouseDoubleClickEvent(self, event: QMouseEvent) -> None:  # noqa: N802 (Qt override)
+    def mouseDoubleClickEvent(self, event: QMouseEvent) -> None:
         found = self.event_at(event.position())
         if found is not None:
             self.select_event(*found)

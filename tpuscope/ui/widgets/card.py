@@ -75,7 +75,7 @@ class Card(QFrame):
         self.detail.setText(detail)
         self.setToolTip(tooltip)
 
-    def mouseReleaseEvent(self, event: QMouseEvent) -> None:  # noqa: N802 (Qt override)
+    def mouseReleaseEvent(self, event: QMouseEvent) -> None:
         if event.button() == Qt.MouseButton.LeftButton and self.rect().contains(event.position().toPoint()):
             self.clicked.emit(self.target)
         super().mouseReleaseEvent(event)

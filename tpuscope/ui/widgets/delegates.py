@@ -40,7 +40,7 @@ class ExplainedItemDelegate(QStyledItemDelegate):
     ICON_PX = 22
     PAD_PX = 7
 
-    def sizeHint(self, option: QStyleOptionViewItem, index: _ModelIndex) -> QSize:  # noqa: N802 (Qt override)
+    def sizeHint(self, option: QStyleOptionViewItem, index: _ModelIndex) -> QSize:
         line = option.fontMetrics.height()
         width = option.rect.width()
         if index.data(EXPLANATION_ROLE) is None:

@@ -16,7 +16,7 @@ class ScrollPage(QWidget):
     asks only for its minimum height, so it fills the viewport and scrolls only when the window is
     smaller."""
 
-    def heightForWidth(self, width: int) -> int:  # noqa: N802 (Qt override)
+    def heightForWidth(self, width: int) -> int:
         return self.minimumSizeHint().height()
 
 
