@@ -5,9 +5,9 @@
     python benchmarks/bench_memory.py --repeat 7
 
 1. Program memory. The largest program (most logical buffers and heap-simulator events) among the
-   real profiles in samples/ and ../shared/traces. Ours: decode its buffer assignment and compute
-   program memory for every memory space it uses (`decode_program_buffers` + `program_memory`).
-   Peer: XProf's Memory Viewer,
+   real profiles in samples/ and the shared traces (tests/paths.py). Ours: decode its buffer
+   assignment and compute program memory for every memory space it uses (`decode_program_buffers`
+   + `program_memory`). Peer: XProf's Memory Viewer,
    `xspace_to_tool_data([copy], "memory_viewer", {"module_name", "memory_space"})`, one call per
    memory space, on a copy whose `.hlo_proto.pb` files XProf wrote beforehand (its tool_names step,
    not timed); the call reads that file and computes the same peak.
@@ -38,6 +38,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from benchmarks.bench_ops import quiet_native_stderr  # noqa: E402 - XProf's C++ logs to fd 2
 from benchmarks.generate_memory_xspace import DEFAULT_DIR, generate  # noqa: E402
+from tests.paths import SHARED_TRACES  # noqa: E402
 from tpuscope.analysis.memory.programs import memory_spaces, program_memory  # noqa: E402
 from tpuscope.analysis.memory.report import memory_report  # noqa: E402
 from tpuscope.model.programs import hlo_proto_blobs  # noqa: E402
@@ -45,9 +46,7 @@ from tpuscope.opener import open_trace  # noqa: E402
 from tpuscope.readers.xplane.hlo_memory import decode_program_buffers  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
-PROFILES = sorted(ROOT.glob("samples/*.xplane.pb")) + sorted(
-    (ROOT.parent / "shared" / "traces").glob("*/*.xplane.pb")
-)
+PROFILES = sorted(ROOT.glob("samples/*.xplane.pb")) + sorted(SHARED_TRACES.glob("*/*.xplane.pb"))
 
 
 def largest_program() -> tuple[Path, int, bytes]:

@@ -3,11 +3,11 @@
     python benchmarks/check_identical.py --save DIR [FILES...]     # before the change
     python benchmarks/check_identical.py --compare DIR [FILES...]  # after it
 
-Without FILES it uses every real profile in ../shared/traces plus the generated
-1M-event file when present. The snapshot holds every event column, every stat
-column (with strings resolved to text, so interning order may change) and the
-plane/metadata tables; dtype narrowing of stat values is allowed, value changes
-are not.
+Without FILES it uses every real profile in the shared traces ($TPUSCOPE_TRACES, else
+../shared/traces: tests/paths.py) plus the generated 1M-event file when present. The
+snapshot holds every event column, every stat column (with strings resolved to text, so
+interning order may change) and the plane/metadata tables; dtype narrowing of stat values
+is allowed, value changes are not.
 """
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from tests.paths import SHARED_TRACES  # noqa: E402
 from tpuscope.model.stats import StatTable  # noqa: E402
 from tpuscope.model.trace import Trace  # noqa: E402
 from tpuscope.opener import open_trace  # noqa: E402
@@ -90,7 +91,7 @@ def differences(a, b, path: str = "") -> list[str]:
 
 
 def default_files() -> list[Path]:
-    files = sorted((ROOT.parent / "shared" / "traces").glob("*/*.xplane.pb"))
+    files = sorted(SHARED_TRACES.glob("*/*.xplane.pb"))
     generated = ROOT / "benchmarks" / "data" / "tpu_1M" / "tpu_1M.xplane.pb"
     return files + ([generated] if generated.exists() else [])
 

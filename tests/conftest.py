@@ -1,18 +1,16 @@
-"""Shared fixtures: the real profiles in ../shared/traces and an isolated cache folder."""
+"""Shared fixtures: the real profiles (tests/paths.py: $TPUSCOPE_TRACES, else ../shared/traces) and an
+isolated cache folder."""
 
 from __future__ import annotations
 
 import gc
 import os
-from pathlib import Path
 
 import pytest
 
-os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+from tests.paths import ROOT, SAMPLES, SHARED_TRACES  # noqa: F401 - the tests import ROOT and SAMPLES from here
 
-ROOT = Path(__file__).resolve().parents[1]
-SHARED_TRACES = ROOT.parent / "shared" / "traces"
-SAMPLES = ROOT / "samples"
+os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 
 TPU_TRACE = SHARED_TRACES / "tpu" / "tpu_v6e_inference_4chip.xplane.pb"
 GPU_TRACE = SHARED_TRACES / "gpu" / "jax_mi300x_attention.xplane.pb"

@@ -22,11 +22,11 @@ from pathlib import Path
 
 import pytest
 
+from tests.conftest import GPU_TRACE, TPU_TRACE
 from tests.ui.conftest import settings, window  # noqa: F401 - the main-window fixtures, for the GUI tests
 
-SHARED = Path(__file__).resolve().parents[2].parent / "shared" / "traces"
-TPU_SAMPLE = SHARED / "tpu" / "tpu_v6e_inference_4chip.xplane.pb"
-GPU_SAMPLE = SHARED / "gpu" / "jax_mi300x_attention.xplane.pb"
+TPU_SAMPLE = TPU_TRACE
+GPU_SAMPLE = GPU_TRACE
 BUCKET = "profiles"
 
 

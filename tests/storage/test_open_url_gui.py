@@ -10,7 +10,7 @@ from tests.storage.conftest import GPU_SAMPLE, TPU_SAMPLE, upload_run  # noqa: E
 from tests.ui.conftest import LOAD_TIMEOUT_MS  # noqa: E402
 from tpuscope.ui.open_url_dialog import OpenUrlDialog  # noqa: E402
 
-pytestmark = pytest.mark.skipif(not TPU_SAMPLE.exists(), reason="needs ../shared/traces")
+pytestmark = pytest.mark.skipif(not TPU_SAMPLE.exists(), reason="needs the shared traces (tests/paths.py)")
 
 
 @pytest.fixture

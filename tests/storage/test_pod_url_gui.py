@@ -10,7 +10,7 @@ from tests.storage.conftest import TPU_SAMPLE, upload_run  # noqa: E402
 from tests.ui.conftest import LOAD_TIMEOUT_MS  # noqa: E402
 from tpuscope.analysis.pod.fanout import MANY_HOSTS  # noqa: E402
 
-pytestmark = pytest.mark.skipif(not TPU_SAMPLE.exists(), reason="needs ../shared/traces")
+pytestmark = pytest.mark.skipif(not TPU_SAMPLE.exists(), reason="needs the shared traces (tests/paths.py)")
 
 
 def test_a_bucket_run_of_many_hosts_opens_to_the_pod_page(qtbot, window, gcs):

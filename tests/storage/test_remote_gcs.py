@@ -19,7 +19,7 @@ from tpuscope.opener import open_trace
 from tpuscope.storage.remote import fetch_run, list_remote_runs
 from tpuscope.storage.urls import is_url
 
-pytestmark = pytest.mark.skipif(not TPU_SAMPLE.exists(), reason="needs ../shared/traces")
+pytestmark = pytest.mark.skipif(not TPU_SAMPLE.exists(), reason="needs the shared traces (tests/paths.py)")
 
 RUN_OLD = "plugins/profile/2026_01_01_10_00_00"
 RUN_NEW = "plugins/profile/2026_01_02_10_00_00"
