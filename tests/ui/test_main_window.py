@@ -10,10 +10,10 @@ from PySide6.QtWidgets import QApplication, QFileDialog, QMessageBox
 
 from tests.conftest import GPU_TRACE, PTXLA_TRACE, TF_TRACE, TPU_TRACE
 from tests.ui.conftest import JAX_STEPS, LOAD_TIMEOUT_MS, open_and_wait
+from tpuscope.model.units import SHORT_SPEC, format_duration
 from tpuscope.ui.main_window import MainWindow
 from tpuscope.ui.timeline.layout import ROW_HEIGHT
 from tpuscope.ui.timeline.palette import short_name
-from tpuscope.ui.timeline.ruler import format_duration
 from tpuscope.ui.timeline.view import (
     HIGHLIGHT_COLOURS,
     LABEL_COLUMN_PX,
@@ -291,7 +291,7 @@ def test_shift_drag_summarizes_the_range_per_name(qtbot, window):
     window._on_range_selected(t0, (t0 + t1) / 2)
     qtbot.waitUntil(lambda: not window.jobs, timeout=LOAD_TIMEOUT_MS)
     assert len(shown) == 1
-    assert window.details.toPlainText().startswith(f"Range {format_duration((t1 - t0) / 2)}")
+    assert window.details.toPlainText().startswith(f"Range {format_duration((t1 - t0) / 2, SHORT_SPEC)}")
 
 
 def test_a_bad_file_shows_the_loader_message_and_keeps_the_old_trace(qtbot, window, tmp_path, monkeypatch):

@@ -16,7 +16,7 @@ from tpuscope.analysis.steps import find_steps
 from tpuscope.opener import open_trace
 from tpuscope.ui.overview_view import OverviewView
 from tpuscope.ui.views import FindingAt, OpRow
-from tpuscope.ui.widgets.card import format_duration, format_percent
+from tpuscope.ui.widgets.card import format_headline_duration, format_percent
 
 WAIT_MS = 30_000  # generous: the CI machine is shared
 INPUT_BOUND_SAMPLE = SAMPLES / "jax_cpu_input_bound.xplane.pb"
@@ -57,11 +57,11 @@ def test_cards_show_the_profiles_numbers(qtbot, view, traces):
     assert cards["devices"].value.text() == f"{len(planes)} × {planes[0].device_type}"
     assert cards["hosts"].value.text() == str(len(trace.hosts))
     assert cards["framework"].value.text() == diagnose(trace).framework.name
-    assert cards["span"].value.text() == format_duration(trace.duration_ps)
+    assert cards["span"].value.text() == format_headline_duration(trace.duration_ps)
     assert cards["steps"].value.text() == f"{len(steps):,}"
-    assert cards["step_time"].value.text() == format_duration(periods.mean())
-    assert f"median {format_duration(np.median(periods))}" in cards["step_time"].detail.text()
-    assert f"p95 {format_duration(np.percentile(periods, 95))}" in cards["step_time"].detail.text()
+    assert cards["step_time"].value.text() == format_headline_duration(periods.mean())
+    assert f"median {format_headline_duration(np.median(periods))}" in cards["step_time"].detail.text()
+    assert f"p95 {format_headline_duration(np.percentile(periods, 95))}" in cards["step_time"].detail.text()
     assert cards["duty_cycle"].value.text() == format_percent(duty)
     assert view.chart_stack.currentWidget() is view.step_plot
 
@@ -127,8 +127,10 @@ def test_hovering_a_step_tells_its_split(qtbot, view, traces):
     middle = float(series.duration_ps[step]) / 2e12
     hover(qtbot, viewport, _bar_position(view, float(series.number[step]), middle))
     tooltip = view.step_plot.toolTip()
-    assert tooltip.startswith(f"step {int(series.number[step])}: {format_duration(series.duration_ps[step])}")
-    input_wait = format_duration(float(series.part("input")[step]))
+    assert tooltip.startswith(
+        f"step {int(series.number[step])}: {format_headline_duration(series.duration_ps[step])}"
+    )
+    input_wait = format_headline_duration(float(series.part("input")[step]))
     assert f"waiting for input: {input_wait}" in tooltip
     # Between two bars' slots there is no gap (a slot is a whole step wide); past the last one, nothing.
     hover(qtbot, viewport, _bar_position(view, float(series.number[-1]) + 0.55, middle))

@@ -7,6 +7,7 @@ import math
 import pytest
 
 from tests.conftest import TPU_TRACE
+from tpuscope.model.units import SHORT_SPEC, format_duration
 from tpuscope.opener import open_trace
 from tpuscope.ui.timeline import ruler
 from tpuscope.ui.timeline.palette import CATEGORY_COLOURS, PALETTE, Colours, colour_key, short_name
@@ -30,9 +31,9 @@ def test_ticks_are_round_spaced_and_labelled_in_a_fitting_unit(span_ps, width_px
 
 
 def test_durations_read_naturally():
-    assert ruler.format_duration(1_500) == "1.5 ns"
-    assert ruler.format_duration(2_000_000_000) == "2 ms"
-    assert ruler.format_duration(12) == "12 ps"
+    assert format_duration(1_500, SHORT_SPEC) == "1.5 ns"
+    assert format_duration(2_000_000_000, SHORT_SPEC) == "2 ms"
+    assert format_duration(12, SHORT_SPEC) == "12 ps"
 
 
 def test_hlo_names_are_shortened_and_coloured_by_category():

@@ -9,9 +9,9 @@ from PySide6.QtCore import Signal
 from PySide6.QtWidgets import QTextBrowser, QWidget
 
 from tpuscope.model.trace import Trace, Track
+from tpuscope.model.units import SHORT_SPEC, format_duration
 from tpuscope.ui.range_summary import RangeSummary
 from tpuscope.ui.timeline.palette import short_name
-from tpuscope.ui.timeline.ruler import format_duration
 
 DETAILS_MIN_WIDTH_PX = 300
 FLOW_LABEL_CHARS = 80  # demangled kernel names run to kilobytes; the link shows their start
@@ -31,7 +31,7 @@ def format_stat(name: str, value: object) -> str:
         if name == "id" or name.endswith("_id"):
             return str(value)  # identifiers are not quantities: no digit grouping
         text = f"{value:,}"
-        return f"{text}  ({format_duration(value)})" if name.endswith("_ps") else text
+        return f"{text}  ({format_duration(value, SHORT_SPEC)})" if name.endswith("_ps") else text
     if isinstance(value, float):
         return f"{value:.6g}"
     text = str(value)
@@ -90,9 +90,9 @@ class DetailsPanel(QTextBrowser):
         parts.append(
             _table(
                 [
-                    ("Start", f"{format_duration(start)} after trace start"),
-                    ("Duration", format_duration(duration)),
-                    ("End", format_duration(start + duration)),
+                    ("Start", f"{format_duration(start, SHORT_SPEC)} after trace start"),
+                    ("Duration", format_duration(duration, SHORT_SPEC)),
+                    ("End", format_duration(start + duration, SHORT_SPEC)),
                     ("Track", f"{track.plane.host}  {track.plane.name}  /  {track.display_name}"),
                     ("Depth", str(int(track.depth[index]))),
                 ]
@@ -142,9 +142,10 @@ class DetailsPanel(QTextBrowser):
     def show_range(self, t0_ps: float, t1_ps: float, summary: RangeSummary, strings, tracks: int) -> None:
         """Per-name count, total and self time of the events of `tracks` (expanded) tracks in the range."""
         head = (
-            f"<h3 style='margin-bottom:4px'>Range {html.escape(format_duration(t1_ps - t0_ps))}</h3>"
-            f"<p style='margin:2px 0'>{html.escape(format_duration(t0_ps))} to "
-            f"{html.escape(format_duration(t1_ps))}: {int(summary.counts.sum()):,} events, "
+            "<h3 style='margin-bottom:4px'>Range "
+            f"{html.escape(format_duration(t1_ps - t0_ps, SHORT_SPEC))}</h3>"
+            f"<p style='margin:2px 0'>{html.escape(format_duration(t0_ps, SHORT_SPEC))} to "
+            f"{html.escape(format_duration(t1_ps, SHORT_SPEC))}: {int(summary.counts.sum()):,} events, "
             f"{len(summary):,} names on the {tracks:,} expanded tracks</p>"
         )
         rows = []
@@ -153,8 +154,9 @@ class DetailsPanel(QTextBrowser):
             rows.append(
                 f"<tr><td>{html.escape(short_name(strings[int(summary.name_ids[i])]))}</td>"
                 f"<td align='right'>{int(summary.counts[i]):,}</td>"
-                f"<td align='right'>{html.escape(format_duration(int(summary.total_ps[i])))}</td>"
-                f"<td align='right'>{html.escape(format_duration(int(summary.self_ps[i])))}</td></tr>"
+                f"<td align='right'>{html.escape(format_duration(int(summary.total_ps[i]), SHORT_SPEC))}</td>"
+                f"<td align='right'>{html.escape(format_duration(int(summary.self_ps[i]), SHORT_SPEC))}</td>"
+                "</tr>"
             )
         table = (
             "<table cellspacing='0' cellpadding='2'><tr><th align='left'>Name</th><th>Count</th>"

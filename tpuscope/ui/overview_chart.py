@@ -16,7 +16,7 @@ from PySide6.QtGui import QColor
 from PySide6.QtWidgets import QWidget
 
 from tpuscope.analysis.overview import PARTS, StepSeries, part_label
-from tpuscope.ui.widgets.card import format_duration
+from tpuscope.ui.widgets.card import format_headline_duration
 from tpuscope.ui.widgets.chart_hits import BarHits
 from tpuscope.ui.widgets.charts import style_chart
 from tpuscope.ui.widgets.colors import BUSY_COLOR
@@ -123,14 +123,14 @@ class StepPartsChart(pg.PlotWidget):
 def bar_tooltip(series: StepSeries, position: int, stepped: bool, has_devices: bool) -> str:
     duration = float(series.duration_ps[position])
     if stepped:
-        head = f"step {int(series.number[position])}: {format_duration(duration)}"
+        head = f"step {int(series.number[position])}: {format_headline_duration(duration)}"
     else:
         t0, t1 = float(series.start_ps[position]), float(series.end_ps[position])
-        head = f"{format_duration(t0)} to {format_duration(t1)} from the profile start"
+        head = f"{format_headline_duration(t0)} to {format_headline_duration(t1)} from the profile start"
     lines = [head]
     for part in PARTS:
         value = float(series.part(part)[position])
         share = 100.0 * value / duration if duration > 0 else 0.0
-        lines.append(f"{part_label(part, has_devices)}: {format_duration(value)} ({share:.1f}%)")
+        lines.append(f"{part_label(part, has_devices)}: {format_headline_duration(value)} ({share:.1f}%)")
     lines.append("double-click to see it on the timeline")
     return "\n".join(lines)

@@ -57,7 +57,7 @@ from tpuscope.ui.analysis_hub import AnalysisHub
 from tpuscope.ui.overview_chart import PART_COLORS, StepPartsChart
 from tpuscope.ui.pod.heatmap import PodPanel
 from tpuscope.ui.views import FindingAt, OpRow, View
-from tpuscope.ui.widgets.card import Card, card_style_sheet, format_duration, format_percent
+from tpuscope.ui.widgets.card import Card, card_style_sheet, format_headline_duration, format_percent
 from tpuscope.ui.widgets.delegates import (
     EXPLANATION_ROLE,
     PERCENT_ROLE,
@@ -285,8 +285,8 @@ class OverviewView(View):
             self.cards["step_time"].set("–", "no steps")
         else:
             self.cards["step_time"].set(
-                format_duration(t.mean_ps),
-                f"median {format_duration(t.median_ps)}\np95 {format_duration(t.p95_ps)}",
+                format_headline_duration(t.mean_ps),
+                f"median {format_headline_duration(t.median_ps)}\np95 {format_headline_duration(t.p95_ps)}",
                 "Step time from each step's start to the next step's start. Click for the timeline.",
             )
         if o.duty_cycle is None:
@@ -306,7 +306,9 @@ class OverviewView(View):
         hosts = list(trace.hosts)
         self.cards["hosts"].set(str(len(hosts)), ", ".join(hosts), "Click to open the timeline")
         self.cards["span"].set(
-            format_duration(trace.duration_ps), f"{trace.event_count:,} events", "Click to open the timeline"
+            format_headline_duration(trace.duration_ps),
+            f"{trace.event_count:,} events",
+            "Click to open the timeline",
         )
 
     def _fill_steps_card(self, steps: Steps) -> None:
@@ -410,7 +412,7 @@ class OverviewView(View):
             cells = [
                 QTableWidgetItem(name),
                 QTableWidgetItem(program),
-                QTableWidgetItem(format_duration(table.self_ps[row])),
+                QTableWidgetItem(format_headline_duration(table.self_ps[row])),
                 QTableWidgetItem(f"{percent[row]:.1f}%"),
             ]
             cells[0].setToolTip(name)

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import math
 
-from tpuscope.model import units
 from tpuscope.model.units import duration_unit
 
 MIN_TICK_SPACING_PX = 90  # room for a label like "1.234 ms" between major ticks
@@ -41,8 +40,3 @@ def ticks(t0_ps: float, t1_ps: float, width_px: float) -> tuple[float, list[floa
     first = math.ceil(t0_ps / step)
     last = math.floor(t1_ps / step)
     return step, [k * step for k in range(first, last + 1)]
-
-
-def format_duration(ps: float) -> str:
-    """A duration with 4 significant digits in the unit that reads best."""
-    return units.format_duration(ps, units.SHORT_SPEC)

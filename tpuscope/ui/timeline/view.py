@@ -19,6 +19,7 @@ from PySide6.QtCore import QPoint, QPointF, QRectF, Qt, Signal
 from PySide6.QtGui import QColor, QFont, QFontMetricsF, QMouseEvent, QPainter, QPen, QWheelEvent
 from PySide6.QtWidgets import QScrollBar, QToolTip, QWidget
 
+from tpuscope.model import units
 from tpuscope.model.flows import flows_near
 from tpuscope.model.trace import Trace, Track
 from tpuscope.ui.timeline import ruler
@@ -541,7 +542,7 @@ class TimelineView(QWidget):
             )
         painter.fillRect(QRectF(0, 0, LABEL_COLUMN_PX, RULER_PX), LABEL_BG)
         painter.setPen(MUTED_TEXT)
-        span = ruler.format_duration(view.t1_ps - view.t0_ps)
+        span = units.format_duration(view.t1_ps - view.t0_ps, units.SHORT_SPEC)
         painter.drawText(
             QRectF(6, 0, LABEL_COLUMN_PX - 8, RULER_PX), Qt.AlignmentFlag.AlignVCenter, f"window {span}"
         )
@@ -704,7 +705,7 @@ class TimelineView(QWidget):
         if row.kind == "counter" and row.counter is not None:
             t = self.viewport().t_of(pos.x())
             value = row.counter.value_at(t)
-            at = ruler.format_duration(t)
+            at = units.format_duration(t, units.SHORT_SPEC)
             return (
                 f"{row.label}\n{format_value(row.counter, value)} at {at}" if value is not None else row.label
             )
@@ -716,7 +717,7 @@ class TimelineView(QWidget):
             return ""
         track, index = found
         name = self.colours.of(track.plane).label_of_row[int(track.meta_index[index])]
-        return f"{name}\n{ruler.format_duration(float(track.duration_ps[index]))}"
+        return f"{name}\n{units.format_duration(float(track.duration_ps[index]), units.SHORT_SPEC)}"
 
     def box_at(self, pos: QPoint | QPointF) -> tuple[float, int] | None:
         """(start_ps, event count) of the drawn box under a position, as the current frame merges it."""

@@ -20,11 +20,13 @@ CAPTION_SCALE = 0.85  # captions are this much of the body font, in capitals
 CAPTION_LETTER_SPACING_PERCENT = 108
 
 
-def format_duration(ps: float) -> str:
+def format_headline_duration(ps: float) -> str:
     """A card value: 3-4 significant digits in the unit that reads best (784.2 ms, 20.22 ms, 98.15 s).
 
     Two decimals below 100 of the unit, one above, so a row of cards keeps one width; microseconds
     are written with the µ sign here, where the value is large type rather than a table column.
+    The overview page's step chart tooltips and top-ops table use it too, so the page reads one way;
+    everywhere else durations are `units.format_duration`'s, which this builds on.
     """
     _, scale = units.duration_unit(ps)
     spec = ".1f" if abs(float(ps)) >= 100 * scale else ".2f"
