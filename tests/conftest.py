@@ -27,7 +27,7 @@ def _isolated_cache(tmp_path_factory, monkeypatch):
 
 @pytest.fixture(autouse=True)
 def _collect_garbage_on_the_main_thread():
-    """As the app does (tpuscope.ui.gc_guard): no collection in worker threads, where Qt objects die badly.
+    """As the app does (tpuscope.gc_policy): no collection in worker threads, where Qt objects die badly.
 
     A cyclic collection that happens to run in a loader or capture thread can destroy Qt
     objects there and crash the process; every test collects on the main thread instead.

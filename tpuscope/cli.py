@@ -18,7 +18,8 @@ import importlib
 import os
 import sys
 
-from tpuscope.commands import COMMANDS, _collector
+from tpuscope import gc_policy
+from tpuscope.commands import COMMANDS
 from tpuscope.errors import LoadCancelled, ProfileError
 from tpuscope.readers import path_help
 from tpuscope.storage.urls import is_url
@@ -77,17 +78,17 @@ def main(argv: list[str] | None = None) -> int:
 def console_main() -> int:
     """The `tpuscope` script and `python -m tpuscope`: main(), then an exit without final collections."""
     status = main()
-    _collector.skip_exit_collections()
+    gc_policy.skip_exit_collections()
     return status
 
 
 def _run_command(argv: list[str], command: str | None) -> int:
-    _collector.pause()  # the command module's imports (see _collector)
+    gc_policy.pause()  # the command module's imports (see tpuscope.gc_policy)
     try:
         parser = build_parser(command)
         args = parser.parse_args(argv)
     finally:
-        _collector.resume()
+        gc_policy.resume()
     if args.command is None:
         parser.print_help()
         return EXIT_OK

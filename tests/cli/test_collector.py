@@ -13,8 +13,8 @@ import sys
 
 import tpuscope.commands._shared as shared
 from tests.conftest import ROOT, SAMPLES
+from tpuscope import gc_policy
 from tpuscope.cli import main
-from tpuscope.commands import _collector
 
 TPU_SAMPLE = SAMPLES / "tpu_v6e_inference_4chip.xplane.pb"
 
@@ -48,10 +48,10 @@ def test_a_failed_load_turns_the_collector_back_on(tmp_path, capsys):
 
 
 def test_pause_leaves_a_collector_that_was_off_alone():
-    """The desktop app collects from its own timer (tpuscope.ui.gc_guard): a command must not turn it on."""
+    """The desktop app collects from its own timer (tpuscope.gc_policy): a command must not turn it on."""
     assert not gc.isenabled()
-    _collector.pause()
-    _collector.resume()
+    gc_policy.pause()
+    gc_policy.resume()
     assert not gc.isenabled()
 
 

@@ -7,7 +7,7 @@ import sys
 import time
 from typing import Any
 
-from tpuscope.commands import _collector
+from tpuscope import gc_policy
 from tpuscope.model.plain import plain
 from tpuscope.model.trace import Trace
 from tpuscope.model.units import format_duration as format_ps  # noqa: F401 - the commands' name for it
@@ -36,13 +36,13 @@ def load_for_cli(args) -> Trace:
             sys.stderr.write(f"\r[{bar:<30}] {fraction * 100:5.1f}% {message[:40]:<40}")
             sys.stderr.flush()
 
-    _collector.pause()  # see _collector
+    gc_policy.pause()  # see tpuscope.gc_policy
     try:
         trace = open_trace(args.path, run=getattr(args, "run", None), progress=progress,
                            use_cache=not getattr(args, "no_cache", False),
                            strict=getattr(args, "strict", False))  # fmt: skip
     finally:
-        _collector.resume()
+        gc_policy.resume()
         if show and time.monotonic() - started > 0.5:
             sys.stderr.write("\r" + " " * 80 + "\r")
     warn_about_missing_parts(trace)

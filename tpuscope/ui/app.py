@@ -9,8 +9,8 @@ from pathlib import Path
 from PySide6.QtGui import QIcon
 from PySide6.QtWidgets import QApplication
 
+from tpuscope.gc_policy import MainThreadCollector
 from tpuscope.readers import path_help
-from tpuscope.ui.gc_guard import MainThreadCollector
 from tpuscope.ui.main_window import MainWindow
 
 ICON = Path(__file__).resolve().parents[1] / "resources" / "tpuscope.svg"

@@ -149,7 +149,7 @@ class PodSession(QObject):
 
 
 def _collect() -> None:
-    """A full collection on the UI thread (automatic collection is off: tpuscope.ui.gc_guard), and the
+    """A full collection on the UI thread (automatic collection is off: tpuscope.gc_policy), and the
     freed heap handed back to the OS, so RSS shows what the window holds, not the hosts already let go."""
     gc.collect()
     return_freed_memory_to_os()

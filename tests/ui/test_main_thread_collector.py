@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import gc
 
+from tpuscope.gc_policy import MainThreadCollector
 from tpuscope.ui.app import application
-from tpuscope.ui.gc_guard import MainThreadCollector
 
 
 class Node:

@@ -1,0 +1,93 @@
+"""When Python's cyclic garbage collector runs: paused around a headless command's start, and only
+on the UI thread in the desktop app.
+
+A headless command. The collector runs every 700 new container objects. While a command starts
+(numpy's and the command's imports, then the load) it ran 54 times over objects that are never
+garbage (modules, functions, the trace's tables): ~20 ms of a cold 1M-event `tpuscope info`,
+measured with gc.callbacks, while that whole start made 385 objects of cyclic garbage. At exit the
+interpreter's finalization runs full collections over every object the imports made: another
+~65 ms (perf: 80% of the exit in gc_collect_main). `benchmarks/bench_start.py` times both.
+So the collector is paused for exactly two phases, the command module's imports and a load
+(`load_for_cli`); the analyses run with it as usual. And the `tpuscope` process freezes what
+exists just before it exits (gc.freeze: later collections skip those objects). The exit still
+runs atexit handlers and module teardown; only cycles of garbage left at that moment go unfreed,
+and the OS takes the process's memory back whole. Freezing is for the process's own end only: a
+caller that runs commands in-process (the tests) keeps its collector as it was.
+
+The desktop app. CPython collects in whichever thread allocates when a threshold is crossed.
+When that is a worker thread (loading a profile, searching, diagnosing) and the garbage holds Qt
+objects (a closed dialog, the views of a replaced profile), their C++ destructors run off the GUI
+thread and the process crashes: the test suite caught a segmentation fault with
+"Garbage-collecting" in the loader thread. So automatic collection is switched off and a timer on
+the UI thread collects instead (`MainThreadCollector`), one generation at a time as CPython's own
+thresholds say.
+
+The CLI imports this module first thing, so it imports no Qt: `MainThreadCollector`, a QObject,
+is made the first time it is looked up (the module's __getattr__).
+"""
+
+from __future__ import annotations
+
+import gc
+from typing import Any
+
+CHECK_INTERVAL_MS = 500  # how often the UI thread looks whether a collection is due
+
+_paused_here = False  # the collector was on and pause() turned it off
+
+
+def pause() -> None:
+    """Pauses the collector, when it is on, until resume()."""
+    global _paused_here
+    if gc.isenabled():
+        gc.disable()
+        _paused_here = True
+
+
+def resume() -> None:
+    """Turns the collector back on when pause() turned it off; otherwise does nothing."""
+    global _paused_here
+    if _paused_here:
+        _paused_here = False
+        gc.enable()
+
+
+def skip_exit_collections() -> None:
+    """Just before the process ends: the interpreter's final collections then find nothing to walk."""
+    gc.freeze()
+
+
+def collect_if_due() -> int:
+    """Collects the oldest generation whose threshold is crossed; returns it, or -1 when none was."""
+    counts, thresholds = gc.get_count(), gc.get_threshold()
+    for generation in (2, 1, 0):
+        if thresholds[generation] and counts[generation] > thresholds[generation]:
+            gc.collect(generation)
+            return generation
+    return -1
+
+
+def _main_thread_collector_class():
+    from PySide6.QtCore import QObject, QTimer
+
+    class MainThreadCollector(QObject):
+        """Owns the collection schedule while it lives; made once, by tpuscope.ui.app.application()."""
+
+        def __init__(self, parent: QObject | None = None, interval_ms: int = CHECK_INTERVAL_MS):
+            super().__init__(parent)
+            gc.disable()
+            self.timer = QTimer(self)
+            self.timer.timeout.connect(self.collect_if_due)
+            self.timer.start(interval_ms)
+
+        collect_if_due = staticmethod(collect_if_due)
+
+    MainThreadCollector.__qualname__ = MainThreadCollector.__name__
+    return MainThreadCollector
+
+
+def __getattr__(name: str) -> Any:
+    if name != "MainThreadCollector":
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    made = globals()[name] = _main_thread_collector_class()  # made once: findChild looks for this class
+    return made
