@@ -26,7 +26,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from benchmarks.bench_ops import REAL_TPU_SAMPLE, alternate, xprof_tool  # noqa: E402
 from benchmarks.generate_xspace import default_path, generate  # noqa: E402
 from tpuscope.analysis.diagnose import RULES, diagnose  # noqa: E402
-from tpuscope.analysis.diagnose.context import Context  # noqa: E402
+from tpuscope.analysis.facts.context import Context  # noqa: E402
 from tpuscope.opener import open_trace  # noqa: E402
 
 XPROF_TOOLS = ("overview_page", "input_pipeline_analyzer")

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from tests.conftest import ALL_SHARED_TRACES, require_shared_traces
-from tpuscope.analysis.diagnose.input_bound import RUNTIME_INPUT_PATTERN, USER_INPUT_PATTERN
+from tpuscope.analysis.facts.waits import RUNTIME_INPUT_PATTERN, USER_INPUT_PATTERN
 from tpuscope.analysis.host_names import HostNameIndex
 from tpuscope.opener import open_trace
 from tpuscope.readers.xplane.dialect import COMPILE_PATTERN, LAUNCH_PATTERN, SYNC_PATTERN

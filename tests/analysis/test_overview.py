@@ -16,7 +16,7 @@ import pytest
 from tests.conftest import GPU_TRACE, SAMPLES, TF_TRACE, TPU_TRACE, require_shared_traces
 from tpuscope.analysis.device_ops import busy_intervals, device_activity, find_devices
 from tpuscope.analysis.diagnose import diagnose
-from tpuscope.analysis.diagnose.context import Context, intervals_of
+from tpuscope.analysis.facts.context import Context, intervals_of
 from tpuscope.analysis.ops import op_breakdown
 from tpuscope.analysis.overview import (
     PARTS,

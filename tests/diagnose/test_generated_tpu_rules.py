@@ -21,7 +21,7 @@ from tpuscope.analysis.diagnose import (
     sparsecore,
     tensorcore_idle,
 )
-from tpuscope.analysis.diagnose.context import Context
+from tpuscope.analysis.facts.context import Context
 from tpuscope.opener import open_trace
 
 PEAK_FLOPS = 918e12  # the sample's peak_teraflops_per_second

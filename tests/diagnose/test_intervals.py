@@ -6,7 +6,7 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tpuscope.analysis.diagnose.intervals import difference, intersect, total, window_total
+from tpuscope.analysis.facts.intervals import difference, intersect, total, window_total
 
 SPAN = 60
 pairs = st.lists(st.tuples(st.integers(0, SPAN), st.integers(0, SPAN)), max_size=12)

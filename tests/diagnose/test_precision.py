@@ -23,7 +23,7 @@ from tests.diagnose.recordings import (
     record_healthy_repeats_in_subprocess,
 )
 from tpuscope.analysis.diagnose import Severity, diagnose, step_variance
-from tpuscope.analysis.diagnose.context import Context
+from tpuscope.analysis.facts.context import Context
 from tpuscope.analysis.steps import SOURCE_HOST_ANNOTATION, Steps
 from tpuscope.opener import open_trace
 

@@ -9,7 +9,7 @@ import pytest
 from tests.conftest import TPU_TRACE
 from tests.diagnose.recordings import STEPS
 from tpuscope.analysis.diagnose import Severity, async_wait, host_callback
-from tpuscope.analysis.diagnose.context import Context
+from tpuscope.analysis.facts.context import Context
 from tpuscope.analysis.ops import op_breakdown
 
 

@@ -16,7 +16,7 @@ import pytest
 
 from tests.pods import recordings
 from tpuscope.analysis.pod import pod_of_trace
-from tpuscope.analysis.pod.fanout import analyze_hosts
+from tpuscope.per_host import analyze_hosts
 from tpuscope.readers.files import resolve_profile_files
 
 LATE_HOST = f"worker{recordings.STRAGGLER}"

@@ -27,7 +27,7 @@ from tests.conftest import shown_message_boxes
 from tests.jax_recordings import record_training_profile
 from tests.pods import recordings
 from tests.ui.widgets import double_click, show_exposed
-from tpuscope.analysis.pod.fanout import MANY_HOSTS
+from tpuscope.analysis.pod_run import MANY_HOSTS
 from tpuscope.model.trace import Trace
 from tpuscope.ui.main_window import MainWindow
 from tpuscope.ui.pod import open_run as pod_open

@@ -13,7 +13,7 @@ import pytest
 from tests.conftest import SHARED_TRACES
 from tests.jax_recordings import record_training_profile
 from tpuscope.analysis.device_ops import find_devices
-from tpuscope.analysis.diagnose.context import Context
+from tpuscope.analysis.facts.context import Context
 from tpuscope.analysis.framework import PYTORCH, detect_framework
 from tpuscope.analysis.ops import op_breakdown
 from tpuscope.analysis.steps import find_steps

@@ -11,7 +11,7 @@ from PySide6.QtTest import QTest
 from tests.conftest import GPU_TRACE, PTXLA_TRACE, TF_TRACE, TPU_TRACE, require_shared_traces
 from tests.ui.widgets import show_exposed
 from tpuscope.analysis.diagnose import Severity, diagnose
-from tpuscope.analysis.diagnose.finding import evidence_events
+from tpuscope.analysis.facts.evidence import evidence_events
 from tpuscope.opener import open_trace
 from tpuscope.ui.diagnostics_view import DiagnosticsView, finding_html, format_number
 

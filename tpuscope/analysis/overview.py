@@ -7,7 +7,7 @@ of step time into four parts that add up to the step:
 
 - busy: a device ran an op (mean over the devices, as `step_breakdown` counts it);
 - input: no device ran an op while the host was still preparing the step: the same intervals
-  the `input_bound` rule measures, so the chart and the finding agree;
+  the `input_bound` rule measures (`facts.waits`), so the chart and the finding agree;
 - compile: no device ran an op while the host was compiling (and not already counted as input);
 - idle: the rest of the step.
 
@@ -23,17 +23,13 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from tpuscope.analysis.device_ops import Device
-from tpuscope.analysis.diagnose import Finding, input_bound
-from tpuscope.analysis.diagnose.context import Context, intervals_of
-from tpuscope.analysis.diagnose.intervals import (
-    Intervals,
-    difference,
-    empty,
-    window_total,
-)
+from tpuscope.analysis.diagnose import Finding
+from tpuscope.analysis.facts.context import Context
+from tpuscope.analysis.facts.intervals import Intervals, empty, window_total
+from tpuscope.analysis.facts.waits import compile_wait_intervals, input_wait_intervals
 from tpuscope.analysis.framework import Framework
 from tpuscope.analysis.ops import OpTable, aggregate, collect_op_events
-from tpuscope.analysis.pod.analysis import PodAnalysis
+from tpuscope.analysis.pod.analysis import PodAnalysis, pod_of_context
 from tpuscope.analysis.step_breakdown import step_breakdown
 from tpuscope.analysis.steps import (
     SOURCE_DEVICE_PROGRAM,
@@ -222,7 +218,7 @@ class Overview:
 
 def compute_overview(trace: Trace) -> Overview:
     """The overview of `trace` on its own (views and commands share one through `TraceAnalysis`)."""
-    ctx = Context(trace)
+    ctx = Context(trace, pod_table=pod_of_context)
     from tpuscope.analysis.diagnose import diagnose  # see `tpuscope.analysis.diagnose`: loads on use
 
     report = diagnose(trace, context=ctx)  # the rules' steps, framework and pod table are shared here
@@ -295,23 +291,6 @@ def step_time_stats(durations_ps: np.ndarray) -> StepTimeStats | None:
         float(values.min()),
         float(values.max()),
     )
-
-
-def input_wait_intervals(ctx: Context) -> Intervals:
-    """The time the devices waited for the host's input, as the `input_bound` rule defines it.
-
-    With devices: the rule's candidate ranges (host still preparing the step), minus compiles and
-    blocking reads, where no device ran an op. Without devices: input events inside the steps.
-    """
-    if len(ctx.periods[0]) == 0:
-        return empty()
-    return input_bound.waiting_intervals(ctx, intervals_of(input_bound.input_work_events(ctx)))
-
-
-def compile_wait_intervals(ctx: Context, input_wait: Intervals) -> Intervals:
-    """Host compilation time during which no device ran an op, minus what is counted as input."""
-    compiling = intervals_of(ctx.compiles)
-    return difference(difference(compiling, ctx.device_busy), input_wait)
 
 
 def _step_series(ctx: Context) -> tuple[StepSeries, float | None]:

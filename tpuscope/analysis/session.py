@@ -26,11 +26,12 @@ from functools import cache
 from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from tpuscope.analysis.device_ops import Device, find_devices, select_devices
-from tpuscope.analysis.diagnose.context import Context
+from tpuscope.analysis.facts.context import Context
 from tpuscope.analysis.framework import Framework, detect_framework
 from tpuscope.analysis.host_names import HostNameIndex
 from tpuscope.analysis.ops import OpEvents, OpTable, aggregate, collect_op_events
 from tpuscope.analysis.overview import Overview, overview_figures, with_report
+from tpuscope.analysis.pod import pod_of_context
 from tpuscope.analysis.results import Result
 from tpuscope.analysis.step_breakdown import StepBreakdown, step_breakdown
 from tpuscope.analysis.steps import Steps, find_steps
@@ -47,7 +48,7 @@ class TraceAnalysis:
     """The results of one trace, each computed at most once (see the module docstring)."""
 
     def __init__(self, trace: Trace):
-        self.trace = trace
+        self.trace: Trace = trace
         self.context_lock = threading.RLock()
         self._values: dict[str, Any] = {}
         self._locks: dict[str, threading.Lock] = {}
@@ -127,6 +128,8 @@ def _context(analysis: TraceAnalysis) -> Context:
         devices=analysis.devices,
         host_names=analysis.get(HOST_NAMES),
         op_table=analysis.op_table("op", "all"),
+        pod_table=pod_of_context,
+        analysis=analysis,
     )
 
 

@@ -15,13 +15,13 @@ from typing import TYPE_CHECKING, Any
 from tpuscope.model.units import format_duration
 
 if TYPE_CHECKING:
-    from tpuscope.analysis.pod.fanout import PodRun
+    from tpuscope.analysis.pod_run import PodRun
 
 _MARK = {"critical": "[CRITICAL]", "warning": "[WARNING] ", "info": "[info]    "}
 
 
 def add_per_host_arguments(parser) -> None:
-    from tpuscope.analysis.pod.fanout import MANY_HOSTS
+    from tpuscope.analysis.pod_run import MANY_HOSTS
 
     group = parser.add_argument_group("pods (run folders with one file per host)")
     group.add_argument(
@@ -41,8 +41,9 @@ def add_per_host_arguments(parser) -> None:
 
 def per_host_run(args) -> PodRun | None:
     """The host-by-host analysis when asked for (or when the run has many hosts), else None."""
-    from tpuscope.analysis.pod.fanout import MANY_HOSTS, analyze_hosts
+    from tpuscope.analysis.pod_run import MANY_HOSTS
     from tpuscope.cli import UserFacingError
+    from tpuscope.per_host import analyze_hosts
 
     if args.workers < 0:
         raise UserFacingError(f"--workers must be 0 or a positive number of processes, not {args.workers}.")

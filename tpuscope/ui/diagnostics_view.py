@@ -30,7 +30,7 @@ from PySide6.QtWidgets import (
 )
 
 from tpuscope.analysis.diagnose import Finding, Severity
-from tpuscope.analysis.diagnose.finding import evidence_events
+from tpuscope.analysis.facts.evidence import evidence_events
 from tpuscope.analysis.session import REPORT
 from tpuscope.model.trace import Trace
 from tpuscope.ui.analysis_hub import AnalysisHub

@@ -40,7 +40,7 @@ from PySide6.QtWidgets import (
 )
 
 from tpuscope.analysis.diagnose import Finding, Severity
-from tpuscope.analysis.diagnose.finding import evidence_events
+from tpuscope.analysis.facts.evidence import evidence_events
 from tpuscope.analysis.framework import Framework
 from tpuscope.analysis.overview import (
     NO_STEPS_TEXT,

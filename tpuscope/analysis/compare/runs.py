@@ -41,17 +41,12 @@ from tpuscope.analysis.compare.ops import (
     program_key,
 )
 from tpuscope.analysis.compare.statistics import Change
-from tpuscope.analysis.diagnose.context import Context, intervals_of
 from tpuscope.analysis.diagnose.finding import Finding
-from tpuscope.analysis.diagnose.intervals import Intervals, difference, empty, merge_intervals, window_total
+from tpuscope.analysis.facts.context import Context, intervals_of
+from tpuscope.analysis.facts.intervals import Intervals, difference, empty, merge_intervals, window_total
+from tpuscope.analysis.facts.waits import compile_wait_intervals, input_wait_intervals
 from tpuscope.analysis.memory.report import MemoryReport, cached_memory_report
-from tpuscope.analysis.overview import (
-    STEP_SOURCE_LABELS,
-    Overview,
-    compile_wait_intervals,
-    compute_overview,
-    input_wait_intervals,
-)
+from tpuscope.analysis.overview import STEP_SOURCE_LABELS, Overview, compute_overview
 from tpuscope.analysis.steps import (
     SOURCE_DEVICE_STEPS,
     SOURCE_HOST_ANNOTATION,

@@ -13,17 +13,11 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from tpuscope.analysis.diagnose.context import Context
-from tpuscope.analysis.diagnose.finding import (
-    Finding,
-    RuleOutcome,
-    Severity,
-    largest_first,
-    ms,
-    percent,
-)
+from tpuscope.analysis.diagnose.finding import Finding, RuleOutcome, Severity, ms, percent
 from tpuscope.analysis.diagnose.hlo_text import HOST_MEMORY_SPACE, parse_instruction
 from tpuscope.analysis.diagnose.op_evidence import longest_op_events
+from tpuscope.analysis.facts.context import Context
+from tpuscope.analysis.facts.evidence import largest_first
 from tpuscope.analysis.framework import JAX, PYTORCH_XLA, TENSORFLOW
 
 RULE_ID = "async_wait"

@@ -7,8 +7,8 @@ the others waiting: that case is the `straggler` rule's, and this rule stays sil
 
 from __future__ import annotations
 
-from tpuscope.analysis.diagnose.context import Context
 from tpuscope.analysis.diagnose.finding import Finding, RuleOutcome, Severity
+from tpuscope.analysis.facts.context import Context
 from tpuscope.analysis.framework import JAX, PYTORCH_XLA, TENSORFLOW
 from tpuscope.analysis.pod import late as late_units
 

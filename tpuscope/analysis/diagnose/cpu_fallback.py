@@ -22,15 +22,9 @@ from typing import Any
 
 import numpy as np
 
-from tpuscope.analysis.diagnose.context import Context
-from tpuscope.analysis.diagnose.finding import (
-    Finding,
-    RuleOutcome,
-    Severity,
-    event_evidence,
-    largest_first,
-    ms,
-)
+from tpuscope.analysis.diagnose.finding import Finding, RuleOutcome, Severity, ms
+from tpuscope.analysis.facts.context import Context
+from tpuscope.analysis.facts.evidence import event_evidence, largest_first
 from tpuscope.analysis.framework import PYTORCH
 from tpuscope.model.trace import Track
 

@@ -10,10 +10,10 @@ from __future__ import annotations
 
 import re
 
-from tpuscope.analysis.diagnose.context import Context
 from tpuscope.analysis.diagnose.finding import RuleOutcome, ms, percent, warning_outcome
 from tpuscope.analysis.diagnose.op_evidence import longest_op_events
 from tpuscope.analysis.diagnose.tpu_cores import sparsecores, tensorcores
+from tpuscope.analysis.facts.context import Context
 from tpuscope.analysis.framework import JAX, PYTORCH_XLA, TENSORFLOW
 
 RULE_ID = "embedding_lookup"

@@ -32,9 +32,10 @@ from tpuscope.analysis.diagnose import (
     straggler,
     tensorcore_idle,
 )
-from tpuscope.analysis.diagnose.context import Context
 from tpuscope.analysis.diagnose.finding import Finding, RuleOutcome, Severity
+from tpuscope.analysis.facts.context import Context
 from tpuscope.analysis.framework import Framework
+from tpuscope.analysis.pod import pod_of_context
 from tpuscope.analysis.steps import Steps
 from tpuscope.model.trace import Trace
 
@@ -97,7 +98,7 @@ def diagnose(trace: Trace, rules: dict[str, Rule] | None = None, context: Contex
     `tpuscope.analysis.session.TraceAnalysis` gives it the steps, framework and devices it has).
     """
     started = time.perf_counter()
-    ctx = context if context is not None else Context(trace)
+    ctx = context if context is not None else Context(trace, pod_table=pod_of_context)
     findings: list[Finding] = []
     errors: dict[str, str] = {}
     checked: list[dict[str, str]] = []

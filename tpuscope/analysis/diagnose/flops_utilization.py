@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from tpuscope.analysis.diagnose.context import Context
 from tpuscope.analysis.diagnose.finding import RuleOutcome, ms, percent, warning_outcome
 from tpuscope.analysis.diagnose.op_evidence import longest_op_events
+from tpuscope.analysis.facts.context import Context
 from tpuscope.analysis.framework import JAX, PYTORCH_XLA, TENSORFLOW
 from tpuscope.analysis.roofline import BOUND_COMPUTE
 

@@ -14,17 +14,10 @@ import re
 
 import numpy as np
 
-from tpuscope.analysis.diagnose.context import Context
-from tpuscope.analysis.diagnose.finding import (
-    Finding,
-    RuleOutcome,
-    Severity,
-    event_evidence,
-    largest_first,
-    ms,
-    percent,
-)
+from tpuscope.analysis.diagnose.finding import Finding, RuleOutcome, Severity, ms, percent
 from tpuscope.analysis.diagnose.op_evidence import EVIDENCE_PER_OP, longest_op_events
+from tpuscope.analysis.facts.context import Context
+from tpuscope.analysis.facts.evidence import event_evidence, largest_first
 from tpuscope.analysis.framework import JAX, PYTORCH_XLA, TENSORFLOW
 
 RULE_ID = "host_callback"

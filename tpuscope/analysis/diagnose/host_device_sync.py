@@ -13,19 +13,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from tpuscope.analysis.diagnose.context import Context, flat_events, intervals_of
-from tpuscope.analysis.diagnose.finding import (
-    MAX_EVIDENCE,
-    Finding,
-    RuleOutcome,
-    Severity,
-    event_evidence,
-    largest_first,
-    ms,
-    percent,
-)
-from tpuscope.analysis.diagnose.finding import range_evidence as range_ev
-from tpuscope.analysis.diagnose.intervals import window_total
+from tpuscope.analysis.diagnose.finding import Finding, RuleOutcome, Severity, ms, percent
+from tpuscope.analysis.facts.context import Context, flat_events, intervals_of
+from tpuscope.analysis.facts.evidence import MAX_EVIDENCE, event_evidence, largest_first
+from tpuscope.analysis.facts.evidence import range_evidence as range_ev
+from tpuscope.analysis.facts.intervals import window_total
 from tpuscope.analysis.framework import JAX, PYTORCH, PYTORCH_XLA, TENSORFLOW
 
 RULE_ID = "host_device_sync"

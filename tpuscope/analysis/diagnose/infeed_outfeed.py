@@ -11,11 +11,11 @@ import re
 
 import numpy as np
 
-from tpuscope.analysis.diagnose.context import Context
 from tpuscope.analysis.diagnose.finding import RuleOutcome, ms, percent, warning_outcome
-from tpuscope.analysis.diagnose.intervals import window_total
 from tpuscope.analysis.diagnose.op_evidence import intervals_per_device, longest_op_events
 from tpuscope.analysis.diagnose.tpu_cores import tensorcores
+from tpuscope.analysis.facts.context import Context
+from tpuscope.analysis.facts.intervals import window_total
 from tpuscope.analysis.framework import JAX, PYTORCH_XLA, TENSORFLOW
 
 RULE_ID = "infeed_outfeed"

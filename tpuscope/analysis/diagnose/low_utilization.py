@@ -12,10 +12,11 @@ from __future__ import annotations
 import numpy as np
 
 from tpuscope.analysis import device_ops
-from tpuscope.analysis.diagnose.context import Context, intervals_of
-from tpuscope.analysis.diagnose.finding import Finding, RuleOutcome, Severity, largest_first, ms, percent
-from tpuscope.analysis.diagnose.finding import range_evidence as range_ev
-from tpuscope.analysis.diagnose.intervals import difference, intersect, merge_intervals, total, window_total
+from tpuscope.analysis.diagnose.finding import Finding, RuleOutcome, Severity, ms, percent
+from tpuscope.analysis.facts.context import Context, intervals_of
+from tpuscope.analysis.facts.evidence import largest_first
+from tpuscope.analysis.facts.evidence import range_evidence as range_ev
+from tpuscope.analysis.facts.intervals import difference, intersect, merge_intervals, total, window_total
 from tpuscope.analysis.framework import JAX, PYTORCH, PYTORCH_XLA, TENSORFLOW
 
 RULE_ID = "low_device_utilization"

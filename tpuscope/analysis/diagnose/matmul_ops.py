@@ -10,9 +10,9 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from tpuscope.analysis.diagnose.context import Context
 from tpuscope.analysis.diagnose.hlo_text import Instruction, parse_instruction
 from tpuscope.analysis.diagnose.tpu_cores import tensorcores
+from tpuscope.analysis.facts.context import Context
 
 MATMUL_OPCODES = {"dot", "convolution"}
 MATMUL_CATEGORY = re.compile(r"^(convolution|convolution fusion|output fusion|dot|matmul)$")

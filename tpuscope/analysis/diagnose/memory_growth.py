@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from tpuscope.analysis.diagnose.context import Context
-from tpuscope.analysis.diagnose.finding import Finding, RuleOutcome, Severity, range_evidence
+from tpuscope.analysis.diagnose.finding import Finding, RuleOutcome, Severity
+from tpuscope.analysis.facts.context import Context
+from tpuscope.analysis.facts.evidence import range_evidence
 from tpuscope.analysis.framework import JAX, PYTORCH_XLA, TENSORFLOW
 from tpuscope.analysis.memory.report import cached_memory_report
 from tpuscope.model.units import format_bytes

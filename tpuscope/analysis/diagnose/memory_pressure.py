@@ -7,8 +7,9 @@ defragment. The finding names the biggest buffers at the peak, since they are wh
 
 from __future__ import annotations
 
-from tpuscope.analysis.diagnose.context import Context
-from tpuscope.analysis.diagnose.finding import Finding, RuleOutcome, Severity, event_evidence, range_evidence
+from tpuscope.analysis.diagnose.finding import Finding, RuleOutcome, Severity
+from tpuscope.analysis.facts.context import Context
+from tpuscope.analysis.facts.evidence import event_evidence, range_evidence
 from tpuscope.analysis.framework import JAX, PYTORCH_XLA, TENSORFLOW
 from tpuscope.analysis.memory.links import program_runs
 from tpuscope.analysis.memory.programs import HBM_SPACE

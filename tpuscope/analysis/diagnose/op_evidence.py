@@ -6,7 +6,7 @@ from typing import Any
 
 import numpy as np
 
-from tpuscope.analysis.diagnose.finding import event_evidence
+from tpuscope.analysis.facts.evidence import event_evidence
 from tpuscope.analysis.ops import OpTable
 
 EVIDENCE_PER_OP = 10
@@ -28,7 +28,7 @@ def longest_op_events(
 
 def intervals_per_device(table: OpTable, rows: list[int]) -> dict[int, tuple[np.ndarray, np.ndarray]]:
     """Per device (position in table.devices), the merged time intervals of the rows' events."""
-    from tpuscope.analysis.diagnose.intervals import merge_intervals
+    from tpuscope.analysis.facts.intervals import merge_intervals
 
     if not rows:
         return {}

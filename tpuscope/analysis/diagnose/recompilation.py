@@ -22,17 +22,10 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from tpuscope.analysis.diagnose.context import Context
-from tpuscope.analysis.diagnose.finding import (
-    Finding,
-    RuleOutcome,
-    Severity,
-    event_evidence,
-    largest_first,
-    ms,
-    percent,
-)
-from tpuscope.analysis.diagnose.intervals import merge_intervals, total
+from tpuscope.analysis.diagnose.finding import Finding, RuleOutcome, Severity, ms, percent
+from tpuscope.analysis.facts.context import Context
+from tpuscope.analysis.facts.evidence import event_evidence, largest_first
+from tpuscope.analysis.facts.intervals import merge_intervals, total
 from tpuscope.analysis.framework import JAX, PYTORCH_XLA, TENSORFLOW
 from tpuscope.model.programs import ProgramSignature, program_signatures, signatures_of_module
 from tpuscope.model.trace import Track

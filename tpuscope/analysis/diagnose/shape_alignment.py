@@ -12,11 +12,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from tpuscope.analysis.diagnose.context import Context
 from tpuscope.analysis.diagnose.finding import RuleOutcome, ms, percent, warning_outcome
 from tpuscope.analysis.diagnose.hlo_text import ELEMENT_BYTES, FLOAT_TYPES, Shape
 from tpuscope.analysis.diagnose.matmul_ops import tpu_matmuls
 from tpuscope.analysis.diagnose.op_evidence import longest_op_events
+from tpuscope.analysis.facts.context import Context
 from tpuscope.analysis.framework import JAX, PYTORCH_XLA, TENSORFLOW
 
 RULE_ID = "shape_alignment"

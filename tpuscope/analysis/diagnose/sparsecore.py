@@ -10,11 +10,11 @@ from __future__ import annotations
 import numpy as np
 
 from tpuscope.analysis import device_ops
-from tpuscope.analysis.diagnose.context import Context
 from tpuscope.analysis.diagnose.finding import RuleOutcome, ms, percent, warning_outcome
-from tpuscope.analysis.diagnose.finding import range_evidence as range_ev
-from tpuscope.analysis.diagnose.intervals import window_total
 from tpuscope.analysis.diagnose.tpu_cores import sparsecores
+from tpuscope.analysis.facts.context import Context
+from tpuscope.analysis.facts.evidence import range_evidence as range_ev
+from tpuscope.analysis.facts.intervals import window_total
 from tpuscope.analysis.framework import JAX, TENSORFLOW
 
 RULE_ID = "sparsecore"

@@ -23,20 +23,13 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from tpuscope.analysis.diagnose.context import Context, intervals_of
-from tpuscope.analysis.diagnose.finding import (
-    Finding,
-    RuleOutcome,
-    Severity,
-    event_evidence,
-    largest_first,
-    ms,
-    percent,
-)
-from tpuscope.analysis.diagnose.finding import range_evidence as range_ev
-from tpuscope.analysis.diagnose.input_bound import input_work_events, waiting_intervals
-from tpuscope.analysis.diagnose.intervals import difference, merge_intervals, window_total
-from tpuscope.analysis.diagnose.stats import MODIFIED_Z_OUTLIER, modified_z
+from tpuscope.analysis.diagnose.finding import Finding, RuleOutcome, Severity, ms, percent
+from tpuscope.analysis.facts.context import Context, intervals_of
+from tpuscope.analysis.facts.evidence import event_evidence, largest_first
+from tpuscope.analysis.facts.evidence import range_evidence as range_ev
+from tpuscope.analysis.facts.intervals import difference, merge_intervals, window_total
+from tpuscope.analysis.facts.outliers import MODIFIED_Z_OUTLIER, modified_z
+from tpuscope.analysis.facts.waits import input_work_events, waiting_intervals
 from tpuscope.analysis.framework import JAX, PYTORCH_XLA, TENSORFLOW
 from tpuscope.model.trace import Track
 

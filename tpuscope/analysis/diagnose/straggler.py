@@ -11,12 +11,12 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from tpuscope.analysis.diagnose.context import Context
 from tpuscope.analysis.diagnose.finding import Finding, RuleOutcome, Severity, ms
+from tpuscope.analysis.facts.context import Context
 from tpuscope.analysis.framework import JAX, PYTORCH_XLA, TENSORFLOW
 from tpuscope.analysis.pod import late as late_units
 
-if TYPE_CHECKING:  # the pod analysis imports the diagnose package: no import cycle at run time
+if TYPE_CHECKING:
     from tpuscope.analysis.pod.analysis import PodAnalysis
 
 RULE_ID = "straggler"

@@ -12,12 +12,12 @@ from __future__ import annotations
 import numpy as np
 
 from tpuscope.analysis import device_ops
-from tpuscope.analysis.diagnose.context import Context, intervals_of
 from tpuscope.analysis.diagnose.finding import RuleOutcome, ms, percent, warning_outcome
-from tpuscope.analysis.diagnose.finding import range_evidence as range_ev
-from tpuscope.analysis.diagnose.input_bound import input_work_events, waiting_intervals
-from tpuscope.analysis.diagnose.intervals import difference, merge_intervals, window_total
 from tpuscope.analysis.diagnose.tpu_cores import tensorcores
+from tpuscope.analysis.facts.context import Context, intervals_of
+from tpuscope.analysis.facts.evidence import range_evidence as range_ev
+from tpuscope.analysis.facts.intervals import difference, merge_intervals, window_total
+from tpuscope.analysis.facts.waits import input_work_events, waiting_intervals
 from tpuscope.analysis.framework import JAX, PYTORCH_XLA, TENSORFLOW
 
 RULE_ID = "tensorcore_idle"

@@ -7,7 +7,15 @@ builds the host x step table; `late` finds the host the others wait for and meas
 of each step every host spends in collectives.
 """
 
-from tpuscope.analysis.pod.analysis import PodAnalysis, analyze_pod, pod_of_trace
+from tpuscope.analysis.pod.analysis import PodAnalysis, analyze_pod, pod_of_context, pod_of_trace
 from tpuscope.analysis.pod.summary import HostSummary, host_trace, summarize_host
 
-__all__ = ["HostSummary", "PodAnalysis", "analyze_pod", "host_trace", "pod_of_trace", "summarize_host"]
+__all__ = [
+    "HostSummary",
+    "PodAnalysis",
+    "analyze_pod",
+    "host_trace",
+    "pod_of_context",
+    "pod_of_trace",
+    "summarize_host",
+]

@@ -9,7 +9,7 @@ median of the other hosts' collective time minus its own: how long the others wa
 A host is called late when (all three, so noise in one step or a balanced run never fires):
 - its collective time is an outlier below the others' by XProf's modified z-score (|z| > 3.5 with
   at least 3 hosts: openxla/xprof, xprof/convert/smart_suggestion/signal_provider.h, and
-  `tpuscope.analysis.diagnose.stats`), scored on each host's median over the steps of its
+  `tpuscope.analysis.facts.outliers`), scored on each host's median over the steps of its
   collective time minus that step's median over the hosts: the whole pod speeds up and slows
   down from step to step (which would blur a score over whole-profile averages), while a late
   host is below the others in every step;
@@ -27,9 +27,9 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from tpuscope.analysis.diagnose.stats import MODIFIED_Z_OUTLIER, modified_z
+from tpuscope.analysis.facts.outliers import MODIFIED_Z_OUTLIER, modified_z
 
-if TYPE_CHECKING:  # the pod analysis imports the diagnose package: no import cycle at run time
+if TYPE_CHECKING:
     from tpuscope.analysis.pod.analysis import PodAnalysis
 
 MIN_UNITS = 3  # XProf's host straggler score needs at least 3 hosts (signal_provider.h)

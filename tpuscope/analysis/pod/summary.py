@@ -21,10 +21,10 @@ from typing import Any
 import numpy as np
 
 from tpuscope.analysis.device_ops import busy_intervals
-from tpuscope.analysis.diagnose import input_bound
-from tpuscope.analysis.diagnose.context import Context, intervals_of
-from tpuscope.analysis.diagnose.finding import MAX_EVIDENCE, event_evidence
-from tpuscope.analysis.diagnose.intervals import Intervals, difference, empty, merge_intervals, window_total
+from tpuscope.analysis.facts.context import Context
+from tpuscope.analysis.facts.evidence import MAX_EVIDENCE, event_evidence
+from tpuscope.analysis.facts.intervals import Intervals, difference, empty, merge_intervals, window_total
+from tpuscope.analysis.facts.waits import compile_wait_intervals, input_wait_intervals, input_work_events
 from tpuscope.analysis.pod.collectives import CollectiveNames, dcn_events, device_collective_events, union_of
 from tpuscope.analysis.steps import SOURCE_NONE
 from tpuscope.model.flows import Flows
@@ -131,8 +131,8 @@ def summarize_host(trace: Trace, host: str | None = None, ctx: Context | None = 
         compute[row] = window_total(difference(busy_intervals(device), inside), p0, p1)
     if not devices and len(dcn_intervals[0]):
         collective = window_total(dcn_intervals, p0, p1)[None, :].astype(np.float64)
-    input_wait = _input_wait(ctx)
-    compile_wait = difference(difference(intervals_of(ctx.compiles), ctx.device_busy), input_wait)
+    input_wait = input_wait_intervals(ctx)
+    compile_wait = compile_wait_intervals(ctx, input_wait)
     step_ps = (p1 - p0).astype(np.float64)
     parts = {
         "compute": compute.mean(axis=0) if len(devices) else np.zeros(n),
@@ -161,7 +161,7 @@ def summarize_host(trace: Trace, host: str | None = None, ctx: Context | None = 
         step_track=steps.track.name if steps.track is not None else "",
         step_event_index=steps.event_index.astype(np.int64),
         evidence={
-            "input": _longest(input_bound.input_work_events(ctx), "data loading / input", in_steps),
+            "input": _longest(input_work_events(ctx), "data loading / input", in_steps),
             "host": _longest(_host_work_events(ctx, input_wait, compile_wait), "host work", in_steps),
             "compile": _longest(ctx.compiles, "compiling", in_steps),
             "compute": _longest(_non_collective_ops(devices, names), "device op", in_steps),
@@ -172,13 +172,6 @@ def summarize_host(trace: Trace, host: str | None = None, ctx: Context | None = 
 
 def _concat(a: Intervals, b: Intervals) -> Intervals:
     return np.concatenate([a[0], b[0]]), np.concatenate([a[1], b[1]])
-
-
-def _input_wait(ctx: Context) -> Intervals:
-    """The time the devices waited for the host's input, as the `input_bound` rule measures it."""
-    if len(ctx.periods[0]) == 0:
-        return empty()
-    return input_bound.waiting_intervals(ctx, intervals_of(input_bound.input_work_events(ctx)))
 
 
 def _host_work_events(

@@ -1,7 +1,7 @@
 """Opening a run of many hosts as a pod summary: what the loader thread does before any host's events.
 
 From POD_PAGE_MIN_HOSTS host files on (the CLI's MANY_HOSTS), a run is not loaded into one trace:
-each host file is opened alone, summarized (`analysis.pod.fanout.analyze_hosts`, the CLI's
+each host file is opened alone, summarized (`tpuscope.per_host.analyze_hosts`, the CLI's
 `--per-host`) and dropped before the next, so the window holds only the small summaries until the
 user opens one host. Smaller runs and single files load as before (`loader.prepare`).
 """
@@ -12,8 +12,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from tpuscope.analysis.pod.fanout import MANY_HOSTS, HostResult, PodRun, analyze_hosts
+from tpuscope.analysis.pod_run import MANY_HOSTS, HostResult, PodRun
 from tpuscope.errors import LoadCancelled
+from tpuscope.per_host import analyze_hosts
 from tpuscope.runs import host_file_count, host_files
 from tpuscope.storage.urls import is_url
 from tpuscope.ui.loader import LoadResult, prepare

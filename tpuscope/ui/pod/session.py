@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from PySide6.QtCore import QObject, Signal
 
-from tpuscope.analysis.diagnose.finding import evidence_events
+from tpuscope.analysis.facts.evidence import evidence_events
 from tpuscope.model._kernels import return_freed_memory_to_os
 from tpuscope.ui.loader import LoadResult
 from tpuscope.ui.pod.open_run import PodResult, open_profile

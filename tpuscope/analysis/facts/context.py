@@ -1,24 +1,37 @@
-"""What every rule needs, computed once per trace: framework, steps, device busy time, host events.
+"""The facts of one trace that rules and figures share: framework, steps, device busy time, host events.
 
-Rules stay small because they ask the context ("the device-idle intervals", "the outermost
-events named like X on host threads", "which step is this time in") instead of re-deriving it.
+The diagnose rules, the overview, the pod summaries and the run comparison stay small because they
+ask the context ("the device-idle intervals", "the outermost events named like X on host threads",
+"which step is this time in") instead of re-deriving it.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from functools import cached_property
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 import numpy as np
 
 from tpuscope.analysis import device_ops
-from tpuscope.analysis.diagnose.intervals import Intervals, difference, empty, merge_intervals, window_total
+from tpuscope.analysis.facts.intervals import Intervals, difference, empty, merge_intervals, window_total
 from tpuscope.analysis.framework import Framework, detect_framework
 from tpuscope.analysis.host_names import HostNameIndex
 from tpuscope.analysis.ops import OpTable, aggregate, collect_op_events
+from tpuscope.analysis.results import Result
 from tpuscope.analysis.steps import SOURCE_HOST_ANNOTATION, Steps, find_steps, outermost
 from tpuscope.model.trace import Trace, Track
 from tpuscope.model.vocabulary import EventClass
+
+if TYPE_CHECKING:  # the pod table and the session build on these facts
+    from tpuscope.analysis.pod.analysis import PodAnalysis
+    from tpuscope.analysis.session import TraceAnalysis
+
+# How the pod table is made from a context: the pod package builds on this one, so whoever builds the
+# context hands it in (`tpuscope.analysis.pod.pod_of_context`).
+PodTable = Callable[["Context"], "PodAnalysis"]
+T = TypeVar("T")
 
 
 class Context:
@@ -32,16 +45,33 @@ class Context:
         devices: list[device_ops.Device] | None = None,
         host_names: HostNameIndex | None = None,
         op_table: OpTable | None = None,
+        pod_table: PodTable | None = None,
+        analysis: TraceAnalysis | None = None,
     ):
         """Facts given here (already computed by `tpuscope.analysis.session.TraceAnalysis`) are used as
-        they are; the others are computed on first use."""
+        they are; the others are computed on first use. `pod_table` makes the host x step table the
+        first time `pod` is asked for."""
         self.trace = trace
         self._steps = steps
         self._framework = framework
         self._devices = devices
         self._host_names = host_names
         self._op_table = op_table
+        self._pod_table = pod_table
         self._host_events: dict[str | EventClass, list[tuple[Track, np.ndarray]]] = {}
+        self.analysis = analysis  # the session's analysis this context belongs to, if any: see `get`
+        self._results: dict[str, Any] = {}
+
+    def get(self, result: Result[T]) -> T:
+        """A shared result of the trace (`tpuscope.analysis.results`, e.g. the memory report): the
+        analysis's, computed once for every rule, view and command, when this context belongs to one;
+        else computed once for this context, which stands in for the analysis (the result asks it for
+        the trace, the steps and other results)."""
+        if self.analysis is not None:
+            return self.analysis.get(result)
+        if result.name not in self._results:
+            self._results[result.name] = result.compute(cast("TraceAnalysis", self))
+        return cast(T, self._results[result.name])
 
     @cached_property
     def framework(self) -> Framework:
@@ -127,11 +157,11 @@ class Context:
         return self.host_events_of(EventClass.SYNC)
 
     @cached_property
-    def pod(self):
+    def pod(self) -> PodAnalysis:
         """The host x step table of every host (`tpuscope.analysis.pod`), computed once per diagnosis."""
-        from tpuscope.analysis.pod.analysis import pod_of_trace  # the pod analysis builds on this module
-
-        return pod_of_trace(self.trace, self)
+        if self._pod_table is None:
+            raise ValueError("this context was built without a way to make the pod table (pod_table)")
+        return self._pod_table(self)
 
     @cached_property
     def periods(self) -> tuple[np.ndarray, np.ndarray]:

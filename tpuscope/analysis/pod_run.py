@@ -1,12 +1,10 @@
-"""Pods too big for one trace in memory: each host analysed on its own, only small results kept.
+"""Pods analysed host by host: what each host contributes, and the pod those contributions make.
 
 A 64-host run of 100 MB host files would need every host's events in memory to be diagnosed as one
-trace. Here each host file is opened alone, summarized (its `HostSummary`, its own diagnosis, its op
-table rows) and dropped before the next, so memory stays at one host's model plus the summaries,
-whatever the number of hosts. The same per-host function runs in this process (in turn) or on
-Dask workers (`dask.distributed`, the optional `pods` extra: a local cluster of N processes, or an
-existing scheduler near the data); the combination is a pure function of the per-host results, so
-both ways give the same answer.
+trace. Instead each host is analysed on its own (`analyze_host`: its `HostSummary`, its own diagnosis,
+its op table rows) into a small, picklable `HostResult`, and the trace can be dropped before the
+next host is read (`tpuscope.per_host` reads the files, here or on Dask workers). `combine` is a
+pure function of the per-host results, so wherever they were computed the pod is the same.
 
 Host times are trace-relative per file; the results are shifted onto the run's common time origin
 (the earliest host), as a trace holding every host would have them.
@@ -15,37 +13,26 @@ Host times are trace-relative per file; the results are shifted onto the run's c
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
-from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
 import tpuscope.analysis.diagnose as rules_package  # its engine loads when a rule runs
-from tpuscope.analysis.diagnose import collective_bound, straggler
-from tpuscope.analysis.diagnose.context import Context
+from tpuscope.analysis.diagnose import RuleOutcome, collective_bound, straggler
+from tpuscope.analysis.facts.context import Context
 from tpuscope.analysis.framework import Framework
 from tpuscope.analysis.ops import aggregate, collect_op_events
 from tpuscope.analysis.pod.analysis import PodAnalysis, analyze_pod
 from tpuscope.analysis.pod.summary import HostSummary, host_trace, summarize_host
 from tpuscope.analysis.roofline import BOUND_NAMES, Peaks, bound_by
-from tpuscope.errors import LoadCancelled, ProfileError
 from tpuscope.model.trace import Trace
-from tpuscope.readers.files import host_from_filename
-
-if TYPE_CHECKING:
-    from tpuscope.readers.registry import ProgressCallback
 
 # Rules that compare hosts: they run once over every host's summary, not on each host alone.
 POD_RULES = (straggler.RULE_ID, collective_bound.RULE_ID)
 # From this many host files on, the commands analyse a run host by host instead of as one trace
 # (bounded memory). Our heuristic: a 16-host run of 100 MB files already needs ~20 GB as one trace.
 MANY_HOSTS = 16
-
-# progress(hosts_done, hosts_total, host) -> False to cancel; in process, hosts_done grows by fractions
-# of a host while one is read, so a caller can show steady progress and a Cancel takes effect mid-host.
-HostProgress = Callable[[float, int, str], bool | None]
 
 
 @dataclass
@@ -65,20 +52,9 @@ class HostResult:
     file_host: str = ""  # the host as the file name says it, for runs whose files share a host name
 
 
-def analyze_host_file(path: str | Path, progress: ProgressCallback | None = None) -> list[HostResult]:
-    """Opens one host file, analyses each host in it, and lets the trace go.
-
-    `progress(fraction, message)` follows the file's load (False cancels it: LoadCancelled)."""
-    from tpuscope.opener import open_trace  # the readers load where the files are read
-
-    trace = open_trace(path, progress=progress)
-    results = [_analyze_host(trace, host, str(path)) for host in (trace.hosts or [""])]
-    if len(results) == 1:
-        results[0].file_host = host_from_filename(Path(path))
-    return results
-
-
-def _analyze_host(trace: Trace, host: str, source: str) -> HostResult:
+def analyze_host(trace: Trace, host: str, source: str) -> HostResult:
+    """What `host` of `trace` contributes to its pod: its summary, its own diagnosis (the pod rules
+    left out: they run over every host's summary in `combine`) and its op table."""
     one = trace if list(trace.hosts) == [host] else host_trace(trace, host)
     ctx = Context(one)
     rules = {k: v for k, v in rules_package.RULES.items() if k not in POD_RULES}
@@ -97,89 +73,6 @@ def _analyze_host(trace: Trace, host: str, source: str) -> HostResult:
         peaks=table.peaks if table is not None else None,
         load_warnings=list(getattr(trace, "load_warnings", []) or []),
     )
-
-
-def analyze_hosts(
-    files: Sequence[str | Path],
-    workers: int = 0,
-    scheduler: str | None = None,
-    progress: HostProgress | None = None,
-    unreadable: list[str] | None = None,
-) -> PodRun:
-    """Every host file analysed on its own: in turn here (workers=0), or on Dask.
-
-    `workers` > 0 starts a local Dask cluster of that many processes; `scheduler` (an address such
-    as tcp://10.0.0.5:8786) uses an existing cluster instead. Only HostResults travel back.
-    With an `unreadable` list (in process only), a host file that cannot be read is left out and its
-    one-sentence reason appended there, so one broken host does not hide the other 63; without it,
-    the first such file ends the analysis (ProfileError), as the CLI wants.
-    """
-    names = [str(f) for f in files]
-    if workers > 0 or scheduler:
-        results = _on_dask(names, workers, scheduler, progress)
-    else:
-        results = []
-        first_error: ProfileError | None = None
-        for done, name in enumerate(names):
-            if progress is not None and progress(done, len(names), name) is False:
-                raise LoadCancelled()
-            try:
-                results.extend(analyze_host_file(name, _within_host(progress, done, len(names), name)))
-            except ProfileError as error:
-                if unreadable is None:
-                    raise
-                unreadable.append(str(error))
-                first_error = first_error or error
-        if not results and first_error is not None:
-            raise ProfileError(
-                Path(names[0]).parent,
-                f"none of its {len(names)} host files can be read (the first one: {first_error.cause})",
-            )
-    return combine(results)
-
-
-def _within_host(progress: HostProgress | None, done: int, total: int, name: str) -> ProgressCallback | None:
-    """A file's load progress as a fraction of one host of the run's."""
-    if progress is None:
-        return None
-    return lambda fraction, _message: progress(done + fraction, total, name)
-
-
-def _on_dask(names: list[str], workers: int, scheduler: str | None, progress: HostProgress | None):
-    try:
-        from distributed import Client, LocalCluster, as_completed
-    except ImportError:
-        raise ProfileError(None, "--workers needs Dask (pip install 'tpuscope[pods]')") from None
-    import dask
-
-    cluster = None
-    if scheduler:
-        client = Client(scheduler, timeout="20s")
-    else:
-        # Dask's nannies start workers with MALLOC_TRIM_THRESHOLD_=65536 (distributed.yaml,
-        # nanny.pre-spawn-environ), so glibc hands every freed block of the decoder back to the OS and
-        # the next host faults it in again: measured here, 2.5-3.2 s per 1M-event host instead of
-        # 1.3-2.1 s. The thread caps stay; our workers keep glibc's default trimming.
-        environ = {"OMP_NUM_THREADS": 1, "MKL_NUM_THREADS": 1, "OPENBLAS_NUM_THREADS": 1}
-        with dask.config.set({"distributed.nanny.pre-spawn-environ": environ}):
-            # One thread per worker process: the decoder and numpy already use the cores they get.
-            cluster = LocalCluster(
-                n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=None
-            )
-        client = Client(cluster)
-    try:
-        futures = client.map(analyze_host_file, names, pure=False)
-        by_future = dict(zip(futures, names, strict=True))
-        results_of: dict[str, list[HostResult]] = {}
-        for done, future in enumerate(as_completed(futures), start=1):
-            results_of[by_future[future]] = future.result()
-            if progress is not None:
-                progress(done, len(names), by_future[future])
-        return [r for name in names for r in results_of[name]]
-    finally:
-        client.close()
-        if cluster is not None:
-            cluster.close()
 
 
 @dataclass
@@ -265,15 +158,18 @@ def combine(results: list[HostResult]) -> PodRun:
     summaries = [_shifted(r.summary, (r.origin_ns - origin) * 1000) for r in results]
     pod = analyze_pod(summaries)
     framework = _most_common_framework([r.framework for r in results])
-    ctx = Context(Trace(hosts=[r.host for r in results]), framework=framework)
-    ctx.__dict__["pod"] = pod  # the rules ask the context for the pod table: hand them this one
+    # The pod rules read the pod table and the framework only: a trace of host names carries them.
+    ctx = Context(Trace(hosts=[r.host for r in results]), framework=framework, pod_table=lambda _: pod)
     findings: list[dict[str, Any]] = []
     checked: list[dict[str, str]] = []
     for rule_id in POD_RULES:
         outcome = rules_package.RULES[rule_id](ctx)
-        found = outcome.findings if hasattr(outcome, "findings") else list(outcome)
-        findings.extend(f.to_json() for f in found)
-        checked.append({"rule": rule_id, "summary": getattr(outcome, "checked", "")})
+        if isinstance(outcome, RuleOutcome):
+            findings.extend(f.to_json() for f in outcome.findings)
+            checked.append({"rule": rule_id, "summary": outcome.checked})
+        else:
+            findings.extend(f.to_json() for f in outcome)
+            checked.append({"rule": rule_id, "summary": ""})
     return PodRun(results, pod, framework, findings, checked)
 
 
