@@ -16,9 +16,9 @@ import re
 import pytest
 
 from tests.conftest import PTXLA_TRACE, SAMPLES, require_shared_traces
-from tpuscope.analysis.diagnose import cpu_fallback
 from tpuscope.cli import main
 from tpuscope.opener import open_trace
+from tpuscope.readers.xplane.dialect import CPU_FALLBACK_PATTERN
 
 SAMPLE = SAMPLES / "ptxla_cpu_fallback.xplane.pb"
 
@@ -148,4 +148,4 @@ def test_item_reads_alone_are_not_fallbacks(capsys):
     ],
 )
 def test_fallback_name_pattern(name, is_fallback):
-    assert (re.match(cpu_fallback.FALLBACK_PATTERN, name) is not None) == is_fallback
+    assert (re.match(CPU_FALLBACK_PATTERN, name) is not None) == is_fallback

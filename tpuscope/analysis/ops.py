@@ -241,7 +241,7 @@ def collect_op_events(trace: Trace, devices: list[Device] | None = None) -> OpEv
             parts["device"].append(np.full(n, position, np.int32))
             parts["op"].append(labels.map_ids(op_text, lambda i: short_op_name(strings[int(i)])))
             parts["category"].append(labels.map_ids(category, lambda i: _category_text(strings, int(i))))
-            parts["framework"].append(_framework_labels(labels, strings, framework, scope))
+            parts["framework"].append(_framework_labels(labels, trace, framework, scope))
             parts["program"].append(_program_labels(labels, strings, program_id, module, modules))
             parts["time"].append(time)
             parts["self"].append(self_times(start, time))
@@ -273,14 +273,14 @@ def _category_text(strings: StringTable, code: int) -> str:
     return strings[code] if code > 0 else derived_category(strings[-code])
 
 
-def _framework_labels(
-    labels: _Labels, strings: StringTable, tf_op: np.ndarray, scope: np.ndarray
-) -> np.ndarray:
-    """The `tf_op` stat without its trailing ':', else the `name` scope (GPU kernels say "XlaModule:")."""
+def _framework_labels(labels: _Labels, trace: Trace, tf_op: np.ndarray, scope: np.ndarray) -> np.ndarray:
+    """The `tf_op` stat without its trailing ':', else the `name` scope (where `tf_op` is the dialect's
+    placeholder for no framework op: GPU kernels say "XlaModule:")."""
+    strings, placeholders = trace.strings, trace.dialect.no_framework_op
 
     def tf_text(i: int) -> str:
         name = strings[i].rstrip(":") if i else ""
-        return "" if name == "XlaModule" else name
+        return "" if name in placeholders else name
 
     from_tf = labels.map_ids(tf_op, tf_text)
     if not np.any(from_tf == 0):

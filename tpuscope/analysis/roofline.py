@@ -14,6 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from tpuscope.model.trace import Plane
+from tpuscope.model.vocabulary import Stat
 
 BOUND_UNKNOWN = 0
 BOUND_COMPUTE = 1
@@ -43,7 +44,8 @@ CHIP_PEAKS: dict[str, ChipPeaks] = {
 }
 
 # `device_type_string` spellings: "TPU v4", "TPU v5 lite" / "TPU v5e", "TPU v5p" / "TPU v5", "TPU v6 Lite"
-# (seen in the v6e profile), "TPU v7x" (openxla/xprof utilization viewer).
+# (seen in the v6e profile), "TPU v7x" (openxla/xprof utilization viewer). The chips' product names, as
+# the TPU runtime reports them whatever the file format, so they stay beside the datasheet table.
 _DEVICE_TYPE_PATTERNS = (
     (re.compile(r"v7|7x|ironwood", re.IGNORECASE), "TPU7x"),
     (re.compile(r"v6|trillium", re.IGNORECASE), "v6e"),
@@ -88,7 +90,7 @@ def device_peaks(plane: Plane) -> Peaks | None:
     peaks = CHIP_PEAKS[chip]
     # A plane is one TensorCore unless the chip runs its cores as one megacore device (v4/v5p
     # `has_megacore`); JAX `tpu_info.py` TpuInfo is per TensorCore for v4/v5p/7x.
-    cores = 1 if plane.stats.get("has_megacore") == 1 else peaks.tensor_cores
+    cores = 1 if plane.stats.get(Stat.MEGACORE) == 1 else peaks.tensor_cores
     return Peaks(
         peaks.bf16_teraflops_per_second / cores,
         peaks.hbm_gigabytes_per_second / cores,

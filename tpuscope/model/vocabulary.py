@@ -82,13 +82,15 @@ class PlaneIdentity:
     """What a plane is: role "device" (kind TPU/GPU/..., index N), "host" (kind CPU, metadata...) or "other".
 
     Set by the reader that built the plane; `suffix` tells apart sub-planes of one device
-    (e.g. " SparseCore 0").
+    (e.g. " SparseCore 0"); `sparse_core` marks a sub-plane that is one of the chip's cores for
+    sparse work (embedding lookups: a TPU's SparseCores), not one of its main compute cores.
     """
 
     role: str
     kind: str
     index: int | None
     suffix: str = ""
+    sparse_core: bool = False
 
 
 OTHER_PLANE = PlaneIdentity(ROLE_OTHER, "", None)
@@ -117,6 +119,9 @@ class Stat:
     GRAPH_HASH = "graph_hash"  # identifies a compiled graph (PyTorch/XLA)
     # A call of a staged (traced) function; its value says whether this call traced it anew.
     STAGED_FUNCTION_CALL = "tf_function_call"
+    # Stats of a device plane (its description, not its events).
+    DEVICE_VENDOR = "device_vendor"  # the device's maker ("AMD", "Nvidia")
+    MEGACORE = "has_megacore"  # 1 when the chip's TensorCores run as one device (TPU v4/v5p megacore)
 
 
 class EventClass(enum.IntFlag):
@@ -134,6 +139,12 @@ class EventClass(enum.IntFlag):
     SYNC = 1 << 8  # the host blocks on a device result (device-to-host read, stream sync)
     D2H = 1 << 9  # a device-to-host transfer
     H2D = 1 << 10  # a host-to-device transfer
+    # The host runs or builds a whole compiled graph on the calling thread (a graph sync, a step
+    # marker, the graph's compile or execute): a graph boundary between two host transfers.
+    GRAPH_WORK = 1 << 11
+    # A framework op the host ran itself because the device compiler has no lowering for it.
+    CPU_FALLBACK = 1 << 12
+    HOST_CALLBACK = 1 << 13  # a host op a compiled graph calls back into (a print inside the graph)
 
 
 class OpFamily:
@@ -195,6 +206,30 @@ class Dialect:
     # The op family (OpFamily) of each op category this format's reader writes: (regex matched
     # from the start of the category, family), first match wins; unmatched categories are OTHER.
     op_families: tuple[tuple[str, str], ...] = ()
+    # What a COMPILE event compiled, when its name says it: a regex searched in the name whose
+    # group 1 is the function or module, else (event name, words for what it compiles).
+    compile_function: str = ""
+    compile_labels: tuple[tuple[str, str], ...] = ()
+    # The name of the program compiled from a function, as a format string of the function's name
+    # ("jit_{}"); empty when programs are named like their functions.
+    function_program: str = ""
+    # A regex over the string values of `Stat.STAGED_FUNCTION_CALL` that say the call traced anew.
+    traced_call: str = ""
+    # Plane stats with the versions of the runtime beside the framework's own (`framework_version_stats`).
+    runtime_version_stats: tuple[str, ...] = ()
+    # `Stat.FRAMEWORK_OP` values that name no framework op (the runtime's placeholder for "none").
+    no_framework_op: tuple[str, ...] = ()
+
+    def compiled_function_of(self, name: str) -> str | None:
+        """What the compile event `name` compiled, when its name tells (None: the name is all there is)."""
+        m = re.search(self.compile_function, name) if self.compile_function else None
+        if m:
+            return m.group(1)
+        return dict(self.compile_labels).get(name)
+
+    def program_of_function(self, function: str) -> str:
+        """The name of the program compiled from `function`."""
+        return self.function_program.format(function) if self.function_program else function
 
     def step_number_of(self, name: str) -> int | None:
         m = re.match(self.step_number, name) if self.step_number else None

@@ -72,9 +72,6 @@ SPLIT_LABELS = {
     "sync": "waiting after host-device syncs",
     "idle": "other idle",
 }
-# Besides the framework version stats the reader's dialect names, the runtime's own (JAX writes
-# `jaxlib_version` beside `jax_version` on its metadata plane).
-RUNTIME_VERSION_STATS = ("jaxlib_version",)
 # The op named in the verdict paragraph must carry at least this share of the net change of device
 # time, or the sentence would single out one op among many similar ones. Our heuristic.
 NAMED_OP_MIN_SHARE = 0.5
@@ -176,9 +173,9 @@ def _idle_after_syncs(ctx: Context) -> Intervals:
 
 
 def _versions(trace: Trace) -> dict[str, str]:
-    """The framework versions the profile's plane stats carry (which stats: its reader's dialect)."""
+    """The framework and runtime versions the plane stats carry (which stats: the reader's dialect)."""
     stats = [name for name, _ in trace.dialect.framework_version_stats]
-    stats += [name for name in RUNTIME_VERSION_STATS if name not in stats]
+    stats += [name for name in trace.dialect.runtime_version_stats if name not in stats]
     found: dict[str, str] = {}
     for plane in trace.planes:
         for stat in stats:

@@ -27,20 +27,12 @@ from tpuscope.analysis.facts.context import Context
 from tpuscope.analysis.facts.evidence import event_evidence, largest_first
 from tpuscope.analysis.framework import PYTORCH
 from tpuscope.model.trace import Track
+from tpuscope.model.vocabulary import EventClass
 
 RULE_ID = "cpu_fallback"
-# Counter/event names are `aten::<op>` or `aten::<op>.<overload>` (e.g. `aten::searchsorted.Tensor`
-# in torch_xla 2.9's executed_fallback_ops()).
-FALLBACK_PATTERN = r"^aten::(?!_local_scalar_dense$)\w+(\.\w+)?$"
-# PyTorch/XLA's host transfer TraceMes (pytorch/xla torch_xla/csrc/runtime/pjrt_computation_client.cpp).
-D2H_PATTERN = r"^(PjRt|Ifrt)ComputationClient::TransferFromDevice$"
-H2D_PATTERN = r"^(PjRt|Ifrt)ComputationClient::TransferToDevice$"
-# torch_xla work on the calling thread that runs or builds a graph (torch_xla/csrc TraceMes): a transfer
-# pair with one of these between them is a graph boundary, not a CPU-side op.
-GRAPH_WORK_PATTERN = (
-    r"^(SyncTensorsGraph\w*|SyncLiveTensorsGraph|StepMarker|XLAGraphExecutor::Compile"
-    r"|(PjRt|Ifrt)ComputationClient::(Execute\w*|Compile))$"
-)
+# The events of a round trip, in time order per thread: a transfer pair with graph work between them
+# is a graph boundary, not a CPU-side op.
+ROUND_TRIP_EVENTS = EventClass.D2H | EventClass.H2D | EventClass.GRAPH_WORK
 
 ADVICE = [
     "Replace the ops that fall back with ones XLA can lower, or move them out of the step; data-dependent "
@@ -92,7 +84,7 @@ def _named_fallbacks(ctx: Context) -> dict[str, Any]:
     """Host events named `aten::<op>`: per op count and time, and evidence."""
     counts: dict[str, list[int]] = {}
     items: list[dict[str, Any]] = []
-    for track, idx in ctx.host_events(FALLBACK_PATTERN):
+    for track, idx in ctx.host_events_of(EventClass.CPU_FALLBACK):
         names = track.name_id[idx]
         for name_id in np.unique(names):
             sel = idx[names == name_id]
@@ -114,20 +106,18 @@ def round_trip_pairs(ctx: Context) -> list[tuple[Track, np.ndarray, np.ndarray]]
     Of the outermost transfer and graph-work events of each host thread, in time order, a pair is
     a `TransferFromDevice` directly followed by a `TransferToDevice` in the same step.
     """
-    strings = ctx.trace.strings
-    d2h_ids = strings.ids_matching(D2H_PATTERN, regex=True, ignore_case=False)
-    h2d_ids = strings.ids_matching(H2D_PATTERN, regex=True, ignore_case=False)
-    if len(d2h_ids) == 0 or len(h2d_ids) == 0:
+    if not ctx.host_events_of(EventClass.D2H) or not ctx.host_events_of(EventClass.H2D):
         return []
-    pattern = f"{D2H_PATTERN}|{H2D_PATTERN}|{GRAPH_WORK_PATTERN}"
     step_starts = ctx.periods[0]
     pairs = []
-    for track, idx in ctx.host_events(pattern):
+    for track, idx in ctx.host_events_of(ROUND_TRIP_EVENTS):
         if len(idx) < 2:
             continue
-        names = track.name_id[idx]
+        classes = ctx.trace.classes_of(track.name_id[idx])
+        is_d2h = (classes & np.uint32(EventClass.D2H)) != 0
+        is_h2d = (classes & np.uint32(EventClass.H2D)) != 0
         first, second = idx[:-1], idx[1:]
-        hit = np.isin(names[:-1], d2h_ids) & np.isin(names[1:], h2d_ids)
+        hit = is_d2h[:-1] & is_h2d[1:]
         if len(step_starts):
             same_step = np.searchsorted(step_starts, track.start_ps[first], side="right") == np.searchsorted(
                 step_starts, track.start_ps[second], side="right"

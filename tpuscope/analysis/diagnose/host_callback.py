@@ -19,20 +19,20 @@ from tpuscope.analysis.diagnose.op_evidence import EVIDENCE_PER_OP, longest_op_e
 from tpuscope.analysis.facts.context import Context
 from tpuscope.analysis.facts.evidence import event_evidence, largest_first
 from tpuscope.analysis.framework import JAX, PYTORCH_XLA, TENSORFLOW
+from tpuscope.model.vocabulary import EventClass
 
 RULE_ID = "host_callback"
 # XProf smart suggestions flag `debug_print` time at or above 5% (openxla/xprof
 # xprof/convert/smart_suggestion/constants.h, the debug-print threshold).
 DEBUG_PRINT_PERCENT = 5.0
 # Device ops of JAX's callback primitives (jax/_src/debugging.py, jax/_src/callback.py) and the custom
-# call targets they lower to (jaxlib xla_python_*_callback / xla_ffi_python_*_callback).
+# call targets they lower to (jaxlib xla_python_*_callback / xla_ffi_python_*_callback). These are HLO
+# instruction names, XLA's vocabulary in any format that carries HLO ops, so they stay here; the host
+# ops that print are the reader's (EventClass.HOST_CALLBACK).
 DEVICE_CALLBACK_OP = re.compile(
     r"^(debug_print|debug_callback|io_callback|pure_callback|callback)(\.\d+)?$"
     r"|xla_(ffi_)?python_(cpu|gpu|tpu)_callback"
 )
-# Host ops that print from inside a TensorFlow graph (tf.print runs PrintV2) or PyTorch/XLA's
-# step closures' prints (integration notes: torch_xla runs them on the host after the step).
-HOST_CALLBACK_EVENTS = r"^(PrintV2|Print|PrintV2Op::Compute)$"
 
 ADVICE = {
     JAX: [
@@ -62,7 +62,7 @@ def run(ctx: Context) -> RuleOutcome:
         device_ps = int(table.self_ps[device_rows].sum()) if device_rows else 0
         for r in device_rows:
             evidence += longest_op_events(table, r, f"host callback: {names[r]}", EVIDENCE_PER_OP)
-    host = ctx.host_events(HOST_CALLBACK_EVENTS)
+    host = ctx.host_events_of(EventClass.HOST_CALLBACK)
     host_count = sum(len(idx) for _, idx in host)
     host_ps = sum(int(t.duration_ps[idx].sum()) for t, idx in host)
     for track, idx in host:

@@ -41,9 +41,6 @@ MAX_COMPILES_AFTER_FIRST_STEP = 1
 CRITICAL_COMPILES_PER_STEP = 0.5
 CRITICAL_MIN_STEPS = 10
 
-_XLA_COMPILE_NAME = re.compile(r"module=([^,#]+)")
-_FRIENDLY_NAMES = {"XLAGraphExecutor::Compile": "XLA graph (PyTorch/XLA)"}
-
 ADVICE = {
     JAX: [
         "Keep input shapes fixed: pad or bucket variable-length batches to a few sizes, and drop or pad the "
@@ -83,9 +80,10 @@ class _Group:
 def run(ctx: Context) -> RuleOutcome:
     groups = _groups(ctx)
     unseen = _metadata_only(ctx, groups)
-    findings = [_compiled_outside_window(unseen)] if unseen else []
+    findings = [_compiled_outside_window(unseen, _metadata_plane(ctx))] if unseen else []
     unseen_words = (
-        f"; {len(unseen)} function(s) with several programs in /host:metadata compiled outside the window"
+        f"; {len(unseen)} function(s) with several programs in {_metadata_plane(ctx)} compiled outside "
+        "the window"
         if unseen
         else ""
     )
@@ -141,7 +139,7 @@ def _metadata_only(ctx: Context, groups: dict[str, _Group]) -> list[tuple[str, l
     module with several different signatures and no compile event in the window was compiled again
     before (or around) the window, e.g. one JAX function called with several shapes.
     """
-    seen = {name for key in groups for name in (key, f"jit_{key}")}
+    seen = {name for key in groups for name in (key, ctx.trace.dialect.program_of_function(key))}
     by_module: dict[str, list[ProgramSignature]] = {}
     for signature in program_signatures(ctx.trace).values():
         by_module.setdefault(signature.module_name, []).append(signature)
@@ -154,7 +152,7 @@ def _metadata_only(ctx: Context, groups: dict[str, _Group]) -> list[tuple[str, l
     return found
 
 
-def _compiled_outside_window(unseen: list[tuple[str, list[ProgramSignature]]]) -> Finding:
+def _compiled_outside_window(unseen: list[tuple[str, list[ProgramSignature]]], metadata: str) -> Finding:
     rows: list[dict[str, object]] = []
     for module, signatures in unseen:
         rows.append(
@@ -170,7 +168,7 @@ def _compiled_outside_window(unseen: list[tuple[str, list[ProgramSignature]]]) -
     names = ", ".join(f"`{module}` x{len(signatures)}" for module, signatures in unseen)
     first_module, first_signatures = unseen[0]
     explanation = (
-        f"The profile's /host:metadata holds several compiled programs of the same function with "
+        f"The profile's {metadata} holds several compiled programs of the same function with "
         f"different shapes ({names}), but no compile event inside the profile window: they were compiled "
         f"before or around it. For `{first_module}`: "
         f"{'; '.join(describe_signature_changes(first_signatures)[:4])}. "
@@ -318,18 +316,17 @@ def _groups(ctx: Context) -> dict[str, _Group]:
         graph_hashes = _graph_hashes(ctx, track, idx)
         for k, i in enumerate(idx):
             name = track.event_name(int(i))
-            key = owner[k] or _name_of_compile(name)
+            key = owner[k] or ctx.trace.dialect.compiled_function_of(name) or name
             group = groups.setdefault(key, _Group(key))
             group.events.append((track, int(i)))
             if graph_hashes[k]:
                 group.details.add(f"graph_hash {graph_hashes[k]}")
     for key, group in groups.items():
-        programs = metadata_programs.get(f"jit_{key}")
+        program = ctx.trace.dialect.program_of_function(key)
+        programs = metadata_programs.get(program)
         if programs and len(programs) > 1:
-            group.details.add(f"program ids of jit_{key} in /host:metadata: {', '.join(programs)}")
-        group.signatures = signatures_of_module(ctx.trace, f"jit_{key}") or signatures_of_module(
-            ctx.trace, key
-        )
+            group.details.add(f"program ids of {program} in {_metadata_plane(ctx)}: {', '.join(programs)}")
+        group.signatures = signatures_of_module(ctx.trace, program) or signatures_of_module(ctx.trace, key)
     _add_tf_retracing(ctx, groups)
     return groups
 
@@ -370,11 +367,12 @@ def _enclosing(ctx: Context, dispatch, track: Track, idx: np.ndarray) -> list[st
     return names
 
 
-def _name_of_compile(name: str) -> str:
-    m = _XLA_COMPILE_NAME.search(name)
-    if m:
-        return m.group(1)
-    return _FRIENDLY_NAMES.get(name, name)
+def _metadata_plane(ctx: Context) -> str:
+    """The name of the plane that holds the compiled programs (XPlane's `/host:metadata`), for messages."""
+    for plane in ctx.trace.planes:
+        if plane.kind == KIND_METADATA:
+            return plane.name
+    return "the program metadata"
 
 
 def _jax_program_ids(ctx: Context) -> dict[str, list[str]]:
@@ -392,7 +390,10 @@ def _jax_program_ids(ctx: Context) -> dict[str, list[str]]:
 
 def _add_tf_retracing(ctx: Context, groups: dict[str, _Group]) -> None:
     """tf.function calls that traced (tf_function_call = traced-*), grouped by function name."""
-    traced_ids = ctx.trace.strings.ids_matching(r"^traced", regex=True, ignore_case=False)
+    traced_call = ctx.trace.dialect.traced_call
+    if not traced_call:
+        return
+    traced_ids = ctx.trace.strings.ids_matching(traced_call, regex=True, ignore_case=False)
     if len(traced_ids) == 0:
         return
     for track in ctx.host_tracks:

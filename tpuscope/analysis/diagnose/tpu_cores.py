@@ -1,18 +1,16 @@
-"""Which devices are TPU TensorCores and which are SparseCores, from their plane names.
+"""Which devices are TPU TensorCores and which are SparseCores, from their planes' identities.
 
-XLA names TensorCore planes `/device:TPU:N` and SparseCore planes `/device:TPU:N SparseCore M`
-(openxla/xla xla/tsl/profiler/utils/xplane_schema.cc, the TPU and SparseCore plane regexes).
+The reader tells them apart (`PlaneIdentity.sparse_core`): XPlane names TensorCore planes
+`/device:TPU:N` and SparseCore planes `/device:TPU:N SparseCore M`.
 """
 
 from __future__ import annotations
 
 from tpuscope.analysis.device_ops import Device
 
-SPARSECORE_MARK = "SparseCore"
-
 
 def is_sparsecore(device: Device) -> bool:
-    return device.kind == "TPU" and SPARSECORE_MARK in device.plane.identity.suffix
+    return device.kind == "TPU" and device.plane.identity.sparse_core
 
 
 def tensorcores(devices: list[Device]) -> list[Device]:

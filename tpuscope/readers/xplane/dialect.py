@@ -30,6 +30,8 @@ from tpuscope.model.vocabulary import (
 
 _DEVICE_NAME = re.compile(r"^/device:([A-Za-z_]+):(\d+)(.*)$")
 _HOST_NAME = re.compile(r"^/host:(.+)$")
+# SparseCore planes are `/device:TPU:N SparseCore M` (xplane_schema.cc, the SparseCore plane regex).
+SPARSECORE_MARK = "SparseCore"
 
 # Device line names (xplane_schema.cc kXlaOpLineName, kSparseCoreOpLineName, kStepLineName, ...).
 TPU_OP_LINES = frozenset({"XLA Ops", "Sparse Core Ops"})
@@ -62,7 +64,9 @@ def plane_identity(name: str) -> PlaneIdentity:
     """What an XPlane's name says: `/device:TPU:3` is device kind TPU index 3, `/host:CPU` a host."""
     m = _DEVICE_NAME.match(name)
     if m:
-        return PlaneIdentity(ROLE_DEVICE, m.group(1).upper(), int(m.group(2)), m.group(3).strip())
+        kind, suffix = m.group(1).upper(), m.group(3).strip()
+        sparse_core = kind == "TPU" and SPARSECORE_MARK in suffix
+        return PlaneIdentity(ROLE_DEVICE, kind, int(m.group(2)), suffix, sparse_core)
     m = _HOST_NAME.match(name)
     if m:
         return PlaneIdentity(ROLE_HOST, m.group(1), None)
@@ -121,8 +125,21 @@ SYNC_PATTERN = (
     r"^(np\.asarray\(jax\.Array\)|PjRtComputationClient::TransferFromDevice"
     r"|IfrtComputationClient::TransferFromDevice|(aten::)?_local_scalar_dense|TfrtTpuBuffer::ToLiteral)$"
 )
+# PyTorch/XLA's host transfer TraceMes (pytorch/xla torch_xla/csrc/runtime/pjrt_computation_client.cpp).
 D2H_PATTERN = r"^(PjRt|Ifrt)ComputationClient::TransferFromDevice$"
 H2D_PATTERN = r"^(PjRt|Ifrt)ComputationClient::TransferToDevice$"
+# torch_xla work on the calling thread that runs or builds a graph (torch_xla/csrc TraceMes).
+GRAPH_WORK_PATTERN = (
+    r"^(SyncTensorsGraph\w*|SyncLiveTensorsGraph|StepMarker|XLAGraphExecutor::Compile"
+    r"|(PjRt|Ifrt)ComputationClient::(Execute\w*|Compile))$"
+)
+# Ops PyTorch/XLA ran on the CPU: `aten::<op>` or `aten::<op>.<overload>` (e.g. `aten::searchsorted.Tensor`
+# in torch_xla 2.9's executed_fallback_ops()), except `aten::_local_scalar_dense`, which `.item()`
+# produces (pytorch/xla torch_xla/csrc/runtime/metrics_analysis.cpp `UnloweredOp`).
+CPU_FALLBACK_PATTERN = r"^aten::(?!_local_scalar_dense$)\w+(\.\w+)?$"
+# Host ops that print from inside a TensorFlow graph (tf.print runs PrintV2) or PyTorch/XLA's
+# step closures' prints (torch_xla runs them on the host after the step).
+HOST_CALLBACK_PATTERN = r"^(PrintV2|Print|PrintV2Op::Compute)$"
 
 # XLA's op categories (XProf's `hlo_category` stat, or the opcode and fusion kind tpuscope derives
 # where the stat is missing), as the neutral op families. The categories are XLA's
@@ -168,6 +185,9 @@ XPLANE_DIALECT = Dialect(
         (EventClass.SYNC, SYNC_PATTERN),
         (EventClass.D2H, D2H_PATTERN),
         (EventClass.H2D, H2D_PATTERN),
+        (EventClass.GRAPH_WORK, GRAPH_WORK_PATTERN),
+        (EventClass.CPU_FALLBACK, CPU_FALLBACK_PATTERN),
+        (EventClass.HOST_CALLBACK, HOST_CALLBACK_PATTERN),
     ),
     dispatch_function=JAX_DISPATCH_PATTERN,
     # PyTorch/XLA first: its programs may also call JAX (torchax), and its own names never appear
@@ -202,6 +222,19 @@ XPLANE_DIALECT = Dialect(
     # "jit_f(1219...)" on `XLA Modules` lines and /host:metadata entries.
     program_name=r"^(.*)\((\d+)\)$",
     op_families=XLA_OP_FAMILIES,
+    # TensorFlow names an XLA compilation after its cluster (`XlaCompile:#module=cluster_3,...#`, the
+    # TraceMe metadata encoding); PyTorch/XLA's compiles name no graph.
+    compile_function=r"module=([^,#]+)",
+    compile_labels=(("XLAGraphExecutor::Compile", "XLA graph (PyTorch/XLA)"),),
+    # JAX names the module of a jitted function after its API and the function (`jit_train_step`).
+    function_program="jit_{}",
+    # tf.function calls carry `tf_function_call` = "traced-xla" / "notTraced-nonXla"... (tensorflow
+    # python/eager/polymorphic_function/polymorphic_function.py): "traced" when the call traced anew.
+    traced_call=r"^traced",
+    # JAX writes `jaxlib_version` beside `jax_version` on its metadata plane.
+    runtime_version_stats=("jaxlib_version",),
+    # XLA:GPU writes `tf_op` = "XlaModule:" on kernels that come from no framework op.
+    no_framework_op=("XlaModule",),
 )
 
 
