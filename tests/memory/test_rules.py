@@ -62,7 +62,7 @@ def test_growth_silent_when_every_step_frees(tmp_path):
 def _with_jit_f(change):
     """The TPU sample with its `jit_f` HLO proto changed by `change(proto)`."""
     trace = open_trace(TPU_TRACE, use_cache=False)
-    from tpuscope.model.programs import HLO_PROTO_STAT
+    from tpuscope.readers.xplane.dialect import HLO_PROTO_STAT
 
     for plane in trace.planes:
         if plane.kind != "metadata":

@@ -9,7 +9,8 @@ from PySide6.QtCore import Qt
 from tests.conftest import TPU_TRACE
 from tests.ui.conftest import open_and_wait
 from tests.ui.widgets import chart_position, double_click
-from tpuscope.analysis.memory.report import cached_memory_report
+from tpuscope.analysis.memory.report import MEMORY_REPORT, memory_report
+from tpuscope.analysis.session import REPORT, TraceAnalysis
 from tpuscope.opener import open_trace
 from tpuscope.ui.memory_counters import memory_counter_series
 from tpuscope.ui.memory_view import BUFFER_COLUMNS, MemoryView
@@ -38,7 +39,7 @@ def view(qtbot, tpu_trace):
 
 
 def test_picker_lists_every_program_and_starts_on_the_biggest(view, tpu_trace):
-    report = cached_memory_report(tpu_trace)
+    report = memory_report(tpu_trace)
     assert view.program_combo.count() == len(report.programs)
     program = view.current_program()
     assert program.name == "jit_f(12190760917235803885)" and program.memory_space == 0
@@ -91,6 +92,26 @@ def test_double_clicking_the_allocator_chart_shows_that_moment(qtbot, view, tpu_
     (x0_ms, x1_ms), _ = box.viewRange()
     pixel_ps = (x1_ms - x0_ms) * 1e9 / box.width()
     assert (t0 + t1) / 2 == pytest.approx(allocator.peak_time_ps, abs=2 * pixel_ps)
+
+
+def test_the_view_and_the_memory_rules_share_one_report(qtbot, tpu_trace):
+    """The tab gets the report from the hub, computed off the UI thread; the diagnosis, asked for after,
+    gets the same one instead of making its own."""
+    analysis = TraceAnalysis(tpu_trace)
+    widget = MemoryView()
+    qtbot.addWidget(widget)
+    widget.hub.set_analysis(analysis)
+    assert widget.report is None and "memory_report" not in analysis.computed  # hidden: not asked for yet
+    widget.show()
+    qtbot.waitUntil(lambda: widget.report is not None, timeout=60_000)
+    assert widget.program_combo.count() == len(widget.report.programs) > 0
+    reports = []
+    widget.hub.request(REPORT, reports.append)
+    qtbot.waitUntil(lambda: bool(reports), timeout=120_000)
+    assert not {"memory_growth", "memory_pressure", "padding_waste"} & set(reports[0].rule_errors)
+    assert analysis.computed.count("memory_report") == 1
+    assert analysis.computed.index("memory_report") < analysis.computed.index("report")
+    assert analysis.get(MEMORY_REPORT) is widget.report
 
 
 def test_profile_without_memory_data(qtbot, tmp_path):
@@ -150,7 +171,7 @@ def test_memory_tab_is_in_the_window(qtbot, window):
 
 
 def test_counter_series_from_report(tpu_trace):
-    series = memory_counter_series(cached_memory_report(tpu_trace).allocators)
+    series = memory_counter_series(memory_report(tpu_trace).allocators)
     assert len(series) == 4 and all(s.ceiling == 33_550_237_696 for s in series)
 
 
@@ -158,7 +179,7 @@ def test_counters_sit_after_the_devices_and_collapse(tpu_trace):
     from tpuscope.ui.timeline.counters import COUNTERS_GROUP
     from tpuscope.ui.timeline.layout import TimelineLayout
 
-    series = memory_counter_series(cached_memory_report(tpu_trace).allocators)
+    series = memory_counter_series(memory_report(tpu_trace).allocators)
     layout = TimelineLayout(tpu_trace, counters=series)
     groups = [r.group[1] for r in layout.rows if r.kind == "group"]
     assert groups.index("Counters") == groups.index("/host:CPU") - 1

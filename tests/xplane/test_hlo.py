@@ -13,10 +13,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tests.conftest import GPU_TRACE, PTXLA_TRACE, TF_TRACE, TPU_TRACE, require_shared_traces
-from tpuscope.model.programs import HLO_PROTO_STAT, program_signatures, signatures_of_module
+from tpuscope.analysis.programs import PROGRAM_SIGNATURES
+from tpuscope.analysis.session import TraceAnalysis
+from tpuscope.model.programs import ProgramSignature, program_signatures, signatures_of_module
 from tpuscope.opener import open_trace
 from tpuscope.readers.xplane import hlo_pb2
-from tpuscope.readers.xplane.hlo import ProgramSignature, decode_program_signature, format_shape
+from tpuscope.readers.xplane.dialect import HLO_PROTO_STAT
+from tpuscope.readers.xplane.hlo import decode_program_signature, format_shape
 
 _MODULE_NAME = re.compile(r"^(.+)\((\d+)\)$")
 # An operand in XLA Ops HLO text: `f32[5,1024,1024,256]{3,2,1,0:T(8,128)S(5)} %param.1`.
@@ -57,7 +60,9 @@ def test_every_hlo_proto_in_the_metadata_decodes(traces, path):
         assert len(signature.parameters) == len(signature.parameter_names) > 0
         assert all(re.fullmatch(r"[a-z0-9]+\[[\d,]*\]|\(.*\)", p) for p in signature.parameters)
         assert signature.result
-    assert program_signatures(trace) is signatures  # decoded once per trace
+    analysis = TraceAnalysis(trace)
+    shared = analysis.get(PROGRAM_SIGNATURES)
+    assert shared == signatures and analysis.get(PROGRAM_SIGNATURES) is shared  # decoded once per trace
 
 
 def test_tpu_program_signature_matches_the_device_hlo_text(traces):
@@ -79,7 +84,7 @@ def test_tpu_program_signature_matches_the_device_hlo_text(traces):
                 operands[param] = shape
     assert len(operands) == len(signature.parameters)
     assert sorted(operands.values()) == sorted(signature.parameters)
-    assert signatures_of_module(trace, signature.module_name) == [signature]
+    assert signatures_of_module(signatures, signature.module_name) == [signature]
 
 
 def test_recompiled_gpu_module_lists_every_compilation_in_order(traces):
@@ -88,7 +93,7 @@ def test_recompiled_gpu_module_lists_every_compilation_in_order(traces):
     for pid, name in _modules_with_protos(trace).items():
         by_module.setdefault(name, []).append(pid)
     name, ids = max(by_module.items(), key=lambda kv: len(kv[1]))
-    found = signatures_of_module(trace, name)
+    found = signatures_of_module(program_signatures(trace), name)
     assert len(ids) > 1
     assert [s.program_id for s in found] == sorted(ids)  # JAX numbers GPU programs in compile order
     assert [s.module_id for s in found] == sorted(s.module_id for s in found)

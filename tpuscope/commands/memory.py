@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from tpuscope.analysis.memory.over_time import AllocatorMemory
 from tpuscope.analysis.memory.programs import ProgramMemory
-from tpuscope.analysis.memory.report import MemoryReport, memory_report
-from tpuscope.analysis.steps import find_steps
+from tpuscope.analysis.memory.report import MEMORY_REPORT, MemoryReport
+from tpuscope.analysis.session import TraceAnalysis
 from tpuscope.cli import UserFacingError
 from tpuscope.commands import COMMANDS
 from tpuscope.commands._shared import add_path_argument, format_ps, load_for_cli, print_json
@@ -26,8 +26,7 @@ def register(subparsers) -> None:
 
 
 def run(args) -> int:
-    trace = load_for_cli(args)
-    report = memory_report(trace, find_steps(trace))
+    report = TraceAnalysis(load_for_cli(args)).get(MEMORY_REPORT)
     if args.program is not None:
         chosen = report.program(args.program)
         if not chosen:

@@ -1,70 +1,84 @@
-"""The compiled XLA programs a profile describes, with their signatures (from `/host:metadata`).
+"""The compiled programs a profile describes, with their signatures.
 
-The metadata plane holds one event metadata per compiled module, named `<module>(<program_id>)`
-(e.g. `jit_train_step(8)`), with the serialized HloProto as its bytes stat `Hlo Proto` and, in
-newer JAX, an int stat `program_id`. Decoding the protos is left to `tpuscope.readers.xplane.hlo`; this
-module only finds them and keeps the result on the trace, since a diagnosis and the UI may ask
-more than once and each proto can be tens of kilobytes.
+A format that keeps its compiled programs (XPlane: one event metadata per compiled module on the
+metadata plane, named `<module>(<program_id>)`, e.g. `jit_train_step(8)`, with the serialized
+HloProto as a bytes stat and, in newer JAX, an int stat `program_id`) names that bytes stat and
+the decoder of one proto in its dialect (`Dialect.program_proto_stat`,
+`Dialect.decode_program_signature`); this module finds the protos and hands them to the decoder,
+so that it sees no format. Formats without programs give none. Everything here is computed anew on
+each call (each proto can be tens of kilobytes): `tpuscope.analysis.programs.PROGRAM_SIGNATURES`
+is the shared, computed-once result.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
 
 import numpy as np
 
 from tpuscope.model.trace import Trace
-from tpuscope.model.vocabulary import KIND_METADATA
-from tpuscope.readers.xplane.hlo import ProgramSignature, decode_program_signature
+from tpuscope.model.vocabulary import KIND_METADATA, Stat
 
-HLO_PROTO_STAT = "Hlo Proto"
-PROGRAM_ID_STAT = "program_id"
+PROGRAM_ID_STAT = Stat.PROGRAM_ID
 _MODULE_NAME = re.compile(r"^(.+)\((\d+)\)$")
-_CACHE_ATTRIBUTE = "_tpuscope_program_signatures"
 
-__all__ = ["ProgramSignature", "hlo_proto_blobs", "program_signatures", "signatures_of_module"]
+
+@dataclass(frozen=True)
+class ProgramSignature:
+    """What one compiled module takes and returns, as its compiler writes shapes (XLA: `f32[64,256]`)."""
+
+    module_name: str
+    program_id: int | None
+    module_id: int
+    parameters: list[str] = field(default_factory=list)
+    parameter_names: list[str] = field(default_factory=list)
+    result: str = ""
+    entry_computation: str = ""
 
 
 def program_signatures(trace: Trace) -> dict[int, ProgramSignature]:
-    """program id -> signature of every module whose HLO proto the profile holds.
+    """program id -> signature of every module whose proto the profile holds.
 
     Modules whose proto is missing or unreadable are left out (the dict may be empty, e.g. for
-    TensorFlow CPU profiles). Computed once per trace.
+    TensorFlow CPU profiles, and is for formats that keep no programs).
     """
-    cached = vars(trace).get(_CACHE_ATTRIBUTE)
-    if cached is None:
-        cached = _decode_all(trace)
-        vars(trace)[_CACHE_ATTRIBUTE] = cached
-    return cached
-
-
-def signatures_of_module(trace: Trace, module_name: str) -> list[ProgramSignature]:
-    """The signatures of every compilation of `module_name` (e.g. `jit_train_step`), oldest first.
-
-    XLA numbers modules in creation order (`HloModuleProto.id`), which is also compile order;
-    program ids are fingerprints on some platforms (TPU), so they cannot order compilations.
-    """
-    found = [s for s in program_signatures(trace).values() if s.module_name == module_name]
-    return sorted(found, key=lambda s: (s.module_id, s.program_id or 0))
-
-
-def _decode_all(trace: Trace) -> dict[int, ProgramSignature]:
+    decode = trace.dialect.decode_program_signature
     found: dict[int, ProgramSignature] = {}
+    if decode is None:
+        return found
     for program_id, blob in hlo_proto_blobs(trace):
-        signature = decode_program_signature(blob, program_id)
+        signature = decode(blob, program_id)
         if signature is not None:
             found[program_id] = signature
     return found
 
 
+def signatures_of_module(
+    signatures: Mapping[int, ProgramSignature], module_name: str
+) -> list[ProgramSignature]:
+    """Of `signatures` (`program_signatures`), every compilation of `module_name` (e.g.
+    `jit_train_step`), oldest first.
+
+    XLA numbers modules in creation order (`HloModuleProto.id`), which is also compile order;
+    program ids are fingerprints on some platforms (TPU), so they cannot order compilations.
+    """
+    found = [s for s in signatures.values() if s.module_name == module_name]
+    return sorted(found, key=lambda s: (s.module_id, s.program_id or 0))
+
+
 def hlo_proto_blobs(trace: Trace) -> Iterator[tuple[int, bytes]]:
-    """(program id, serialized HloProto) of every metadata row that carries one, in file order."""
+    """(program id, serialized program proto) of every metadata row that carries one, in file order
+    (none where the trace's dialect names no proto stat)."""
+    proto_stat = trace.dialect.program_proto_stat
+    if not proto_stat:
+        return
     for plane in trace.planes:
         if plane.kind != KIND_METADATA:
             continue
         table = plane.metadata
-        column = table.stats.column(HLO_PROTO_STAT)
+        column = table.stats.column(proto_stat)
         if column is None or column.kind != "bytes":
             continue
         n_rows = len(table.name_ids)

@@ -20,9 +20,15 @@ from __future__ import annotations
 
 import enum
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
+
+if TYPE_CHECKING:
+    from tpuscope.model.memory import ProgramBuffers
+    from tpuscope.model.programs import ProgramSignature
 
 
 class TrackKind(enum.IntEnum):
@@ -185,6 +191,26 @@ class FrameworkClue:
 
 
 @dataclass(frozen=True)
+class AllocatorNames:
+    """A format's names for the events its runtime's allocators write and the stats they carry."""
+
+    plane: str  # the host plane whose threads hold the events
+    allocation_event: str
+    deallocation_event: str
+    allocator_name_stat: str  # which allocator: its name, else ...
+    allocator_index_stats: tuple[str, ...]  # ... the number of the device it serves
+    bytes_reserved_stat: str  # set aside for programs (XProf's "stack")
+    bytes_allocated_stat: str  # heap in use
+    bytes_available_stat: str  # free
+    fragmentation_stat: str
+    peak_bytes_in_use_stat: str  # the allocator's own lifetime peak
+    requested_bytes_stat: str  # per allocation: the bytes asked for, ...
+    allocation_bytes_stat: str  # ... the bytes handed out,
+    address_stat: str  # ... where,
+    shape_stat: str  # ... and the shape of the tensor
+
+
+@dataclass(frozen=True)
 class Dialect:
     """A format's names for the neutral event classes and frameworks (set on the Trace by its reader)."""
 
@@ -203,6 +229,17 @@ class Dialect:
     default_framework: str = ""
     # A regex over NUMBERED_STEP names whose group 1 is the step number ("ProfilerStep#(\d+)").
     step_number: str = ""
+    # Compiled programs: the bytes stat of a metadata-plane row that holds one program's serialized
+    # proto, and the reader's decoders of such a proto into the program's signature and its buffer
+    # assignment (None: the format keeps no programs). Module-level functions, so that a pickled
+    # dialect names them instead of copying them.
+    program_proto_stat: str = ""
+    decode_program_signature: Callable[[bytes, int | None], ProgramSignature | None] | None = None
+    decode_program_buffers: Callable[[bytes, int | None], ProgramBuffers | None] | None = None
+    # The allocators' events (None: the format has none), and the device planes' stat of their
+    # memory size in bytes.
+    allocator_names: AllocatorNames | None = None
+    device_memory_size_stat: str = ""
     # The op family (OpFamily) of each op category this format's reader writes: (regex matched
     # from the start of the category, family), first match wins; unmatched categories are OTHER.
     op_families: tuple[tuple[str, str], ...] = ()

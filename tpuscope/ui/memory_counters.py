@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from tpuscope.analysis.memory.over_time import AllocatorMemory
-from tpuscope.analysis.memory.report import cached_allocators
+from tpuscope.analysis.memory.report import ALLOCATORS
 from tpuscope.analysis.session import Result, TraceAnalysis
 from tpuscope.model.units import format_bytes
 from tpuscope.ui.timeline.counters import CounterSeries
@@ -37,7 +37,7 @@ def memory_counter_series(allocators: list[AllocatorMemory]) -> list[CounterSeri
 
 
 def _memory_counters(analysis: TraceAnalysis) -> list[CounterSeries]:
-    return memory_counter_series(cached_allocators(analysis.trace, analysis.steps))
+    return memory_counter_series(analysis.get(ALLOCATORS))
 
 
 # The timeline's memory counters, a shared result (computed once per trace, off the UI thread).

@@ -4,8 +4,9 @@ Top: a program picker and the heap along the program's order (the compiler's pla
 padded and unpadded, with the peak marked. Middle: the buffers live at that peak, sortable;
 selecting one outlines the events of the HLO op that defines it on the timeline. Bottom: memory
 in use over time per allocator, peaks marked; double-click a curve's peak region to see that
-moment on the timeline. The figures come from the shared memory report (computed once per
-trace, off the UI thread by the loader), the same the CLI and the memory rules use.
+moment on the timeline. The figures come from the trace's shared memory report (`MEMORY_REPORT`,
+computed once per trace off the UI thread by the window's analysis hub when the tab is first
+shown), the same the CLI and the memory rules use.
 """
 
 from __future__ import annotations
@@ -29,11 +30,10 @@ from PySide6.QtWidgets import (
 from tpuscope.analysis.memory.links import defining_op_events
 from tpuscope.analysis.memory.over_time import AllocatorMemory
 from tpuscope.analysis.memory.programs import ProgramMemory
-from tpuscope.analysis.memory.report import MemoryReport, cached_memory_report
+from tpuscope.analysis.memory.report import MEMORY_REPORT, MemoryReport
 from tpuscope.model.trace import Trace
 from tpuscope.model.units import format_bytes
 from tpuscope.ui.analysis_hub import AnalysisHub
-from tpuscope.ui.jobs import LatestJobs
 from tpuscope.ui.views import View
 from tpuscope.ui.widgets.chart_hits import ChartMouse
 from tpuscope.ui.widgets.charts import make_chart
@@ -68,8 +68,6 @@ class MemoryView(View):
         super().__init__(hub, parent)
         self._trace: Trace | None = None
         self._report: MemoryReport | None = None
-        self._stale = False
-        self._jobs = LatestJobs(self)  # the report of a newer trace drops an older one's
 
         self.program_combo = QComboBox()
         self.program_combo.setMinimumContentsLength(40)
@@ -118,7 +116,10 @@ class MemoryView(View):
 
         self.program_combo.currentIndexChanged.connect(lambda _: self._show_program())
         self.buffers.itemSelectionChanged.connect(self._on_buffer_selected)
+        # Connected before the subscription, so that a new trace clears the view before its report
+        # (at once when another view had it computed already) fills it.
         self.hub.traceChanged.connect(self._on_trace)
+        self.subscribe_when_shown(MEMORY_REPORT, self._fill, self._on_failed)
 
     @staticmethod
     def _plot(title: str, bottom: str) -> pg.PlotWidget:
@@ -129,32 +130,15 @@ class MemoryView(View):
 
     # --- public API -----------------------------------------------------------------------------
     def _on_trace(self, trace: Trace | None) -> None:
-        """Shows the memory of the hub's new trace, computed off the UI thread when the tab is first shown."""
-        self._jobs.supersede()
+        """Clears the view for the hub's new trace, whose report the hub delivers to `_fill`."""
         self._trace = trace
-        self._report = None
-        self._stale = trace is not None
-        if trace is None:
-            self._fill(None)
-        elif self.isVisible():
-            self._start()
-
-    def showEvent(self, event) -> None:
-        if self._stale:
-            self._start()
-        super().showEvent(event)
-
-    def shutdown(self) -> None:
-        """Waits for a report still being computed (call before the window closes)."""
-        self._jobs.wait()
-        super().shutdown()
+        self._fill(None)
+        if trace is not None:
+            self.summary_label.setText("Reading the programs' buffer assignments\u2026")
 
     @property
     def report(self) -> MemoryReport | None:
-        """The report shown; asked for before the background job delivered it, it is made here."""
-        if self._report is None and self._trace is not None:
-            self._jobs.supersede()
-            self._fill(cached_memory_report(self._trace))
+        """The report shown (None until the hub has delivered the trace's)."""
         return self._report
 
     def current_program(self) -> ProgramMemory | None:
@@ -178,20 +162,10 @@ class MemoryView(View):
         self.buffers.selectRow(row)
 
     # --- filling ------------------------------------------------------------------------------
-    def _start(self) -> None:
-        """Computes the report in the background (the allocators part the loader already made)."""
-        self._stale = False
-        trace = self._trace
-        if trace is None:
-            return
-        self.summary_label.setText("Reading the programs' buffer assignments\u2026")
-        self._jobs.start(lambda: cached_memory_report(trace), self._fill, self._on_failed)
-
     def _on_failed(self, error: Exception) -> None:
         self.summary_label.setText(f"The memory analysis failed: {type(error).__name__}: {error}")
 
     def _fill(self, report: MemoryReport | None) -> None:
-        self._stale = False
         self._report = report
         self.program_combo.blockSignals(True)
         self.program_combo.clear()

@@ -45,7 +45,7 @@ from tpuscope.analysis.diagnose.finding import Finding
 from tpuscope.analysis.facts.context import Context, intervals_of
 from tpuscope.analysis.facts.intervals import Intervals, difference, empty, merge_intervals, window_total
 from tpuscope.analysis.facts.waits import compile_wait_intervals, input_wait_intervals
-from tpuscope.analysis.memory.report import MemoryReport, cached_memory_report
+from tpuscope.analysis.memory.report import MEMORY_REPORT, MemoryReport
 from tpuscope.analysis.overview import STEP_SOURCE_LABELS, Overview, compute_overview
 from tpuscope.analysis.steps import (
     SOURCE_DEVICE_STEPS,
@@ -150,7 +150,7 @@ def analyze_run(trace: Trace, overview: Overview | None = None) -> RunAnalysis:
         sync_ps=sync_ps,
         compilations=sum(len(idx) for _, idx in ctx.compiles),
         versions=_versions(trace),
-        memory=cached_memory_report(trace, overview.steps),
+        memory=ctx.get(MEMORY_REPORT),
         dialect=trace.dialect,
     )
 

@@ -14,7 +14,7 @@ from tpuscope.analysis.diagnose.finding import Finding, RuleOutcome, Severity
 from tpuscope.analysis.facts.context import Context
 from tpuscope.analysis.facts.evidence import range_evidence
 from tpuscope.analysis.framework import JAX, PYTORCH_XLA, TENSORFLOW
-from tpuscope.analysis.memory.report import cached_memory_report
+from tpuscope.analysis.memory.report import MEMORY_REPORT
 from tpuscope.model.units import format_bytes
 
 RULE_ID = "memory_growth"
@@ -41,7 +41,7 @@ ADVICE = {
 
 
 def run(ctx: Context) -> RuleOutcome:
-    report = cached_memory_report(ctx.trace, ctx.steps)
+    report = ctx.get(MEMORY_REPORT)
     if not report.allocators:
         return RuleOutcome([], "no allocator events in this profile")
     p0, p1 = ctx.periods

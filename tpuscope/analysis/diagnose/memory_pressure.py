@@ -13,7 +13,7 @@ from tpuscope.analysis.facts.evidence import event_evidence, range_evidence
 from tpuscope.analysis.framework import JAX, PYTORCH_XLA, TENSORFLOW
 from tpuscope.analysis.memory.links import program_runs
 from tpuscope.analysis.memory.programs import HBM_SPACE
-from tpuscope.analysis.memory.report import cached_memory_report, is_device_allocator
+from tpuscope.analysis.memory.report import MEMORY_REPORT, is_device_allocator
 from tpuscope.model.units import format_bytes
 
 RULE_ID = "memory_pressure"
@@ -49,7 +49,7 @@ ADVICE = {
 
 
 def run(ctx: Context) -> RuleOutcome:
-    report = cached_memory_report(ctx.trace, ctx.steps)
+    report = ctx.get(MEMORY_REPORT)
     findings: list[Finding] = []
     worst = 0.0
     programs = [p for p in report.programs if p.memory_space == HBM_SPACE and p.capacity_bytes]

@@ -19,7 +19,7 @@ from tpuscope.analysis.facts.evidence import event_evidence
 from tpuscope.analysis.framework import JAX, PYTORCH_XLA, TENSORFLOW
 from tpuscope.analysis.memory.links import program_runs
 from tpuscope.analysis.memory.programs import HBM_SPACE, PeakBuffer
-from tpuscope.analysis.memory.report import cached_memory_report
+from tpuscope.analysis.memory.report import MEMORY_REPORT
 from tpuscope.model.units import format_bytes
 
 RULE_ID = "padding_waste"
@@ -44,7 +44,7 @@ ADVICE = {
 
 
 def run(ctx: Context) -> RuleOutcome:
-    report = cached_memory_report(ctx.trace, ctx.steps)
+    report = ctx.get(MEMORY_REPORT)
     programs = [p for p in report.programs if p.memory_space == HBM_SPACE and p.peak_heap_bytes > 0]
     if not programs:
         return RuleOutcome([], "no program memory in this profile")

@@ -27,7 +27,8 @@ from tpuscope.analysis.facts.context import Context
 from tpuscope.analysis.facts.evidence import event_evidence, largest_first
 from tpuscope.analysis.facts.intervals import merge_intervals, total
 from tpuscope.analysis.framework import JAX, PYTORCH_XLA, TENSORFLOW
-from tpuscope.model.programs import ProgramSignature, program_signatures, signatures_of_module
+from tpuscope.analysis.programs import PROGRAM_SIGNATURES
+from tpuscope.model.programs import ProgramSignature, signatures_of_module
 from tpuscope.model.trace import Track
 from tpuscope.model.vocabulary import KIND_METADATA, EventClass, Stat
 
@@ -141,7 +142,7 @@ def _metadata_only(ctx: Context, groups: dict[str, _Group]) -> list[tuple[str, l
     """
     seen = {name for key in groups for name in (key, ctx.trace.dialect.program_of_function(key))}
     by_module: dict[str, list[ProgramSignature]] = {}
-    for signature in program_signatures(ctx.trace).values():
+    for signature in ctx.get(PROGRAM_SIGNATURES).values():
         by_module.setdefault(signature.module_name, []).append(signature)
     found = []
     for module in sorted(by_module):
@@ -321,12 +322,13 @@ def _groups(ctx: Context) -> dict[str, _Group]:
             group.events.append((track, int(i)))
             if graph_hashes[k]:
                 group.details.add(f"graph_hash {graph_hashes[k]}")
+    signatures = ctx.get(PROGRAM_SIGNATURES)
     for key, group in groups.items():
         program = ctx.trace.dialect.program_of_function(key)
         programs = metadata_programs.get(program)
         if programs and len(programs) > 1:
             group.details.add(f"program ids of {program} in {_metadata_plane(ctx)}: {', '.join(programs)}")
-        group.signatures = signatures_of_module(ctx.trace, program) or signatures_of_module(ctx.trace, key)
+        group.signatures = signatures_of_module(signatures, program) or signatures_of_module(signatures, key)
     _add_tf_retracing(ctx, groups)
     return groups
 

@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from tpuscope.readers.xplane.hlo_memory import (
+from tpuscope.model.memory import (
     EVENT_ALLOC,
     EVENT_FREE,
     EVENT_SHARE_WITH,

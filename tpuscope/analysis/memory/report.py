@@ -4,6 +4,10 @@ This is what `tpuscope memory`, the Memory tab and the memory rules share: progr
 program and memory space (HBM first), allocator memory per memory id, and the chip capacity
 every peak is measured against.
 
+Each part is a shared result of the trace's `TraceAnalysis` (`PROGRAM_BUFFERS`,
+`ALLOCATION_EVENTS`, `ALLOCATORS`, `MEMORY_REPORT` below), computed once and handed to every
+rule, view and command that asks; `memory_report` computes a report anew.
+
 Capacity, best source first: the allocator's own total (in use + free, what the runtime can
 hand out), else the device plane's `memory_size` stat (GPU), else the chip's HBM from the
 datasheet table below.
@@ -16,8 +20,15 @@ from dataclasses import dataclass, field
 
 from tpuscope.analysis.memory.over_time import AllocatorMemory, allocators_memory
 from tpuscope.analysis.memory.programs import HBM_SPACE, ProgramMemory, memory_spaces, program_memory
+from tpuscope.analysis.results import Result
 from tpuscope.analysis.roofline import chip_of
-from tpuscope.model.memory import allocation_events, device_memory_sizes, program_buffers
+from tpuscope.model.memory import (
+    AllocationEvents,
+    ProgramBuffers,
+    allocation_events,
+    device_memory_sizes,
+    program_buffers,
+)
 from tpuscope.model.trace import Trace
 
 GIB = 1 << 30
@@ -68,12 +79,23 @@ def is_device_allocator(memory_id: str) -> bool:
     return _DEVICE_ALLOCATOR.match(memory_id) is not None
 
 
-def memory_report(trace: Trace, steps=None) -> MemoryReport:
-    """The memory report of a trace; `steps` (analysis.steps.Steps), when given, dates each peak."""
-    report = MemoryReport(allocators=cached_allocators(trace, steps))
+def memory_report(
+    trace: Trace,
+    steps=None,
+    *,
+    allocators: list[AllocatorMemory] | None = None,
+    programs: dict[int, ProgramBuffers] | None = None,
+) -> MemoryReport:
+    """The memory report of a trace; `steps` (analysis.steps.Steps), when given, dates each peak.
+
+    `allocators` (`allocators_of`) and `programs` (`program_buffers`) are the caller's when it has
+    them already (the shared results below), else computed here.
+    """
+    report = MemoryReport(allocators=allocators_of(trace, steps) if allocators is None else allocators)
+    programs = program_buffers(trace) if programs is None else programs
 
     report.capacity_bytes, report.capacity_source = _capacity(trace, report.allocators)
-    for buffers in sorted(program_buffers(trace).values(), key=lambda b: (b.module_name, b.program_id or 0)):
+    for buffers in sorted(programs.values(), key=lambda b: (b.module_name, b.program_id or 0)):
         for space in memory_spaces(buffers) or [HBM_SPACE]:
             memory = program_memory(buffers, space)
             if space == HBM_SPACE:
@@ -82,11 +104,14 @@ def memory_report(trace: Trace, steps=None) -> MemoryReport:
     return report
 
 
-def allocators_of(trace: Trace, steps=None) -> list[AllocatorMemory]:
-    """Memory over time of every allocator of every host (vectorized: cheap even at 1M events)."""
+def allocators_of(
+    trace: Trace, steps=None, events: list[AllocationEvents] | None = None
+) -> list[AllocatorMemory]:
+    """Memory over time of every allocator of every host (vectorized: cheap even at 1M events), from
+    `events` (`allocation_events`) when the caller has them."""
     allocators: list[AllocatorMemory] = []
-    for events in allocation_events(trace):
-        allocators.extend(allocators_memory(events, trace.strings))
+    for host_events in allocation_events(trace) if events is None else events:
+        allocators.extend(allocators_memory(host_events, trace.strings))
     if steps is not None and len(steps):
         for allocator in allocators:
             allocator.peak_step = _step_at(steps, allocator.peak_time_ps)
@@ -114,31 +139,18 @@ def _step_at(steps, time_ps: int) -> int | None:
     return int(steps.number[hits[0]]) if len(hits) else None
 
 
-_CACHE_ATTRIBUTE = "_tpuscope_memory_report"
-
-
-def cached_memory_report(trace: Trace, steps=None) -> MemoryReport:
-    """memory_report(trace, steps), computed once per trace (the rules and views share it).
-
-    Steps only date the peaks: a report made without them is made again when steps are given.
-    """
-    if steps is None:  # the steps the loader dated the allocators with, if it did
-        steps = vars(trace).get(_ALLOCATORS_ATTRIBUTE, (None, None))[0]
-    cached = vars(trace).get(_CACHE_ATTRIBUTE)
-    if cached is None or (cached[0] is None and steps is not None):
-        cached = (steps, memory_report(trace, steps))
-        vars(trace)[_CACHE_ATTRIBUTE] = cached
-    return cached[1]
-
-
-_ALLOCATORS_ATTRIBUTE = "_tpuscope_memory_allocators"
-
-
-def cached_allocators(trace: Trace, steps=None) -> list[AllocatorMemory]:
-    """allocators_of(trace, steps), once per trace: the timeline's counters need only this part,
-    so a load does not decode every program's buffer assignment before the first picture."""
-    cached = vars(trace).get(_ALLOCATORS_ATTRIBUTE)
-    if cached is None or (cached[0] is None and steps is not None):
-        cached = (steps, allocators_of(trace, steps))
-        vars(trace)[_ALLOCATORS_ATTRIBUTE] = cached
-    return cached[1]
+# The shared results (see the module docstring). The allocators are all the timeline's counters
+# need, so that a load does not decode every program's buffer assignment before the first picture.
+PROGRAM_BUFFERS: Result[dict[int, ProgramBuffers]] = Result(
+    "program_buffers", lambda a: program_buffers(a.trace)
+)
+ALLOCATION_EVENTS: Result[list[AllocationEvents]] = Result(
+    "allocation_events", lambda a: allocation_events(a.trace)
+)
+ALLOCATORS: Result[list[AllocatorMemory]] = Result(
+    "allocators", lambda a: allocators_of(a.trace, a.steps, a.get(ALLOCATION_EVENTS))
+)
+MEMORY_REPORT: Result[MemoryReport] = Result(
+    "memory_report",
+    lambda a: memory_report(a.trace, a.steps, allocators=a.get(ALLOCATORS), programs=a.get(PROGRAM_BUFFERS)),
+)

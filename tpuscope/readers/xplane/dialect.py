@@ -11,6 +11,7 @@ seen in JAX, PyTorch/XLA and TensorFlow captures (tests record JAX ones; samples
 from __future__ import annotations
 
 import re
+from typing import TYPE_CHECKING
 
 from tpuscope.model.vocabulary import (
     JAX,
@@ -20,6 +21,7 @@ from tpuscope.model.vocabulary import (
     ROLE_DEVICE,
     ROLE_HOST,
     TENSORFLOW,
+    AllocatorNames,
     Dialect,
     EventClass,
     FrameworkClue,
@@ -27,6 +29,10 @@ from tpuscope.model.vocabulary import (
     PlaneIdentity,
     TrackKind,
 )
+
+if TYPE_CHECKING:
+    from tpuscope.model.memory import ProgramBuffers
+    from tpuscope.model.programs import ProgramSignature
 
 _DEVICE_NAME = re.compile(r"^/device:([A-Za-z_]+):(\d+)(.*)$")
 _HOST_NAME = re.compile(r"^/host:(.+)$")
@@ -172,6 +178,60 @@ XLA_OP_FAMILIES = (
     ),
 )
 
+# Memory data (xplane_schema.cc kHostThreadsPlaneName, HostEventType kMemoryAllocation /
+# kMemoryDeallocation, StatType kAllocatorName, kIndexOnHost, kDeviceOrdinal, kBytesReserved, ...),
+# as XLA's BFC allocator writes it (xla/tsl/framework/bfc_allocator.cc, AddTraceMe) and XProf's
+# memory profile reads it (xprof/convert/xplane_to_memory_profile.cc). The `Hlo Proto` stat on
+# `/host:metadata` carries each program's buffer assignment.
+HOST_THREADS_PLANE = "/host:CPU"
+MEMORY_ALLOCATION_EVENT = "MemoryAllocation"
+MEMORY_DEALLOCATION_EVENT = "MemoryDeallocation"
+ALLOCATOR_NAME_STAT = "allocator_name"
+ALLOCATOR_INDEX_STATS = ("index_on_host", "device_ordinal")
+BYTES_RESERVED_STAT = "bytes_reserved"
+BYTES_ALLOCATED_STAT = "bytes_allocated"
+BYTES_AVAILABLE_STAT = "bytes_available"
+FRAGMENTATION_STAT = "fragmentation"
+PEAK_BYTES_IN_USE_STAT = "peak_bytes_in_use"
+REQUESTED_BYTES_STAT = "requested_bytes"
+ALLOCATION_BYTES_STAT = "allocation_bytes"
+ADDRESS_STAT = "addr"
+SHAPE_STAT = "shape"
+DEVICE_MEMORY_SIZE_STAT = "memory_size"  # a GPU plane's own memory size in bytes
+HLO_PROTO_STAT = "Hlo Proto"
+
+XPLANE_ALLOCATOR_NAMES = AllocatorNames(
+    plane=HOST_THREADS_PLANE,
+    allocation_event=MEMORY_ALLOCATION_EVENT,
+    deallocation_event=MEMORY_DEALLOCATION_EVENT,
+    allocator_name_stat=ALLOCATOR_NAME_STAT,
+    allocator_index_stats=ALLOCATOR_INDEX_STATS,
+    bytes_reserved_stat=BYTES_RESERVED_STAT,
+    bytes_allocated_stat=BYTES_ALLOCATED_STAT,
+    bytes_available_stat=BYTES_AVAILABLE_STAT,
+    fragmentation_stat=FRAGMENTATION_STAT,
+    peak_bytes_in_use_stat=PEAK_BYTES_IN_USE_STAT,
+    requested_bytes_stat=REQUESTED_BYTES_STAT,
+    allocation_bytes_stat=ALLOCATION_BYTES_STAT,
+    address_stat=ADDRESS_STAT,
+    shape_stat=SHAPE_STAT,
+)
+
+
+# The decoders of a program's HloProto (tpuscope.readers.xplane.hlo, hlo_memory), imported when the
+# first program is read: protobuf and the HLO schema are not loaded to open a file.
+def decode_program_signature(blob: bytes, program_id: int | None = None) -> ProgramSignature | None:
+    from tpuscope.readers.xplane import hlo
+
+    return hlo.decode_program_signature(blob, program_id)
+
+
+def decode_program_buffers(blob: bytes, program_id: int | None = None) -> ProgramBuffers | None:
+    from tpuscope.readers.xplane import hlo_memory
+
+    return hlo_memory.decode_program_buffers(blob, program_id)
+
+
 XPLANE_DIALECT = Dialect(
     name="XPlane",
     event_patterns=(
@@ -219,6 +279,11 @@ XPLANE_DIALECT = Dialect(
         ("tensorflow_version", TENSORFLOW),
     ),
     framework_program_names=((JAX, r"^jit_\w+\(\d+\)$"),),
+    program_proto_stat=HLO_PROTO_STAT,
+    decode_program_signature=decode_program_signature,
+    decode_program_buffers=decode_program_buffers,
+    allocator_names=XPLANE_ALLOCATOR_NAMES,
+    device_memory_size_stat=DEVICE_MEMORY_SIZE_STAT,
     # "jit_f(1219...)" on `XLA Modules` lines and /host:metadata entries.
     program_name=r"^(.*)\((\d+)\)$",
     op_families=XLA_OP_FAMILIES,
@@ -236,25 +301,3 @@ XPLANE_DIALECT = Dialect(
     # XLA:GPU writes `tf_op` = "XlaModule:" on kernels that come from no framework op.
     no_framework_op=("XlaModule",),
 )
-
-
-# Memory data (xplane_schema.cc kHostThreadsPlaneName, HostEventType kMemoryAllocation /
-# kMemoryDeallocation, StatType kAllocatorName, kIndexOnHost, kDeviceOrdinal, kBytesReserved, ...),
-# as XLA's BFC allocator writes it (xla/tsl/framework/bfc_allocator.cc, AddTraceMe) and XProf's
-# memory profile reads it (xprof/convert/xplane_to_memory_profile.cc). The `Hlo Proto` stat on
-# `/host:metadata` carries each program's buffer assignment.
-HOST_THREADS_PLANE = "/host:CPU"
-MEMORY_ALLOCATION_EVENT = "MemoryAllocation"
-MEMORY_DEALLOCATION_EVENT = "MemoryDeallocation"
-ALLOCATOR_NAME_STAT = "allocator_name"
-ALLOCATOR_INDEX_STATS = ("index_on_host", "device_ordinal")
-BYTES_RESERVED_STAT = "bytes_reserved"
-BYTES_ALLOCATED_STAT = "bytes_allocated"
-BYTES_AVAILABLE_STAT = "bytes_available"
-FRAGMENTATION_STAT = "fragmentation"
-PEAK_BYTES_IN_USE_STAT = "peak_bytes_in_use"
-REQUESTED_BYTES_STAT = "requested_bytes"
-ALLOCATION_BYTES_STAT = "allocation_bytes"
-ADDRESS_STAT = "addr"
-SHAPE_STAT = "shape"
-DEVICE_MEMORY_SIZE_STAT = "memory_size"  # a GPU plane's own memory size in bytes

@@ -7,15 +7,15 @@ several times, the parameter shapes are what tell the user *why* (a batch that c
 size, a dtype that flips). Only the few fields in hlo.proto are decoded; protobuf skips the
 rest (computations, schedule, buffer assignment) without building objects for it.
 
-The result is plain dataclasses, so nothing above this layer sees protobuf.
+The result is the model's `ProgramSignature`, so nothing above this layer sees protobuf; the
+trace's dialect hands this decoder to the model (`Dialect.decode_program_signature`).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-
 from google.protobuf.message import DecodeError
 
+from tpuscope.model.programs import ProgramSignature
 from tpuscope.readers.xplane import hlo_pb2
 
 # Element type names as XLA prints them in HLO text (`f32[8,128]`, `bf16[]`, `pred[]`).
@@ -26,19 +26,6 @@ _TUPLE, _TOKEN, _OPAQUE = 13, 17, 14
 # Nested tuples deeper than this are printed as `(...)`: real signatures nest one or two levels;
 # a corrupt blob can claim far more.
 MAX_TUPLE_DEPTH = 8
-
-
-@dataclass(frozen=True)
-class ProgramSignature:
-    """What one compiled XLA module takes and returns, as XLA writes shapes (`f32[64,256]`)."""
-
-    module_name: str
-    program_id: int | None
-    module_id: int
-    parameters: list[str] = field(default_factory=list)
-    parameter_names: list[str] = field(default_factory=list)
-    result: str = ""
-    entry_computation: str = ""
 
 
 def type_name(kind: int) -> str:

@@ -5,9 +5,10 @@ XLA keeps, beside each module's HLO, the result of its buffer assignment (xla/se
 padded size and memory space), the buffer allocations they are packed into (parameters, outputs,
 temporaries) and the heap simulator's trace of ALLOC / FREE / SHARE_WITH events in program order.
 This module reads those parts, plus the shape and name of each instruction that defines a buffer,
-and hands them over as numpy columns and a few string lists, so that the memory analysis above
-never sees protobuf. Unpadded sizes come from the instruction's shape with the default (untiled)
-layout, the same definition XProf's Memory Viewer uses (xprof/convert/
+and hands them over as the model's `ProgramBuffers` (numpy columns and a few string lists), so
+that the memory analysis above never sees protobuf; the trace's dialect hands this decoder to the
+model (`Dialect.decode_program_buffers`). Unpadded sizes come from the instruction's shape with
+the default (untiled) layout, the same definition XProf's Memory Viewer uses (xprof/convert/
 hlo_proto_to_memory_visualization_utils.cc, `ShapeUnpaddedSize`).
 
 Bad input is expected (truncated blobs, ids that point nowhere): decoding never raises; what it
@@ -16,23 +17,19 @@ could not make sense of is listed in `notes`, and the rest is still returned.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-
 import numpy as np
 from google.protobuf.message import DecodeError
 
+from tpuscope.model.memory import (
+    FLAG_CONSTANT,
+    FLAG_ENTRY_PARAMETER,
+    FLAG_MAYBE_LIVE_OUT,
+    FLAG_THREAD_LOCAL,
+    FLAG_TUPLE,
+    ProgramBuffers,
+)
 from tpuscope.readers.xplane import hlo_pb2
 from tpuscope.readers.xplane.hlo import MAX_TUPLE_DEPTH, type_name
-
-# Heap-simulator event kinds (xla/service/hlo.proto HeapSimulatorTrace.Event.Kind).
-EVENT_ALLOC, EVENT_FREE, EVENT_SHARE_WITH = 0, 1, 2
-
-# Allocation flags, one bit each (xla/service/hlo.proto BufferAllocationProto).
-FLAG_THREAD_LOCAL = 1
-FLAG_TUPLE = 2
-FLAG_ENTRY_PARAMETER = 4
-FLAG_CONSTANT = 8
-FLAG_MAYBE_LIVE_OUT = 16
 
 # Bytes per element by XLA PrimitiveType number, with the default layout (xla/primitive_util.h
 # ByteWidth: sub-byte types take one byte each). TUPLE, TOKEN and OPAQUE are handled apart.
@@ -44,81 +41,6 @@ _TUPLE, _OPAQUE, _TOKEN = 13, 14, 17
 # A tuple's unpadded size is its index table: one pointer per element (xla/shape_util.h ByteSizeOf
 # with pointer_size = sizeof(void*), as Memory Viewer calls it).
 POINTER_BYTES = 8
-
-
-@dataclass
-class ProgramBuffers:
-    """One program's buffer assignment: logical buffers, allocations and heap-simulator events.
-
-    Logical buffers are rows of the `buffer_*` columns; `buffer_instruction` indexes the
-    `instruction_*` lists (-1: the defining instruction is not in the module). Allocations are
-    rows of `allocation_*`; `assigned_*` flattens every allocation's list of assigned buffers.
-    Heap-simulator traces are concatenated in the `event_*` columns, trace k being rows
-    `trace_starts[k]:trace_starts[k + 1]`; `event_instruction` indexes `event_instruction_names`.
-    """
-
-    module_name: str
-    module_id: int
-    program_id: int | None
-    entry_computation: str
-    instruction_names: list[str]
-    instruction_opcodes: list[str]
-    instruction_framework_ops: list[str]
-    buffer_ids: np.ndarray
-    buffer_bytes: np.ndarray
-    buffer_unpadded_bytes: np.ndarray
-    buffer_space: np.ndarray
-    buffer_instruction: np.ndarray
-    buffer_shape_indices: list[str]
-    allocation_index: np.ndarray
-    allocation_bytes: np.ndarray
-    allocation_space: np.ndarray
-    allocation_flags: np.ndarray
-    assigned_allocation: np.ndarray  # row in allocation_* of each assignment
-    assigned_buffer_id: np.ndarray
-    assigned_offset: np.ndarray
-    assigned_bytes: np.ndarray
-    trace_starts: np.ndarray
-    event_kind: np.ndarray
-    event_buffer_id: np.ndarray
-    event_share_with: np.ndarray
-    event_instruction: np.ndarray
-    event_instruction_names: list[str]
-    notes: list[str] = field(default_factory=list)
-    # Each defining instruction's serialized shape, and the tuple element each buffer takes of it
-    # (-1: the whole shape): shape text is made only for the buffers someone asks about.
-    instruction_shapes: list[bytes] = field(default_factory=list)
-    buffer_element: np.ndarray = field(default_factory=lambda: np.empty(0, np.int64))
-
-    @property
-    def name(self) -> str:
-        """The program as XProf names it: `jit_f(12190760917235803885)`."""
-        return self.module_name if self.program_id is None else f"{self.module_name}({self.program_id})"
-
-    def buffer_shape(self, row: int) -> str:
-        """The shape of logical buffer `row` with its layout, as XLA prints it ("" when unknown)."""
-        instruction = int(self.buffer_instruction[row])
-        if instruction < 0:
-            return ""
-        try:
-            shape = hlo_pb2.ShapeProto.FromString(self.instruction_shapes[instruction])
-        except (DecodeError, ValueError, RecursionError):
-            return ""
-        element = int(self.buffer_element[row])
-        if 0 <= element < len(shape.tuple_shapes):
-            shape = shape.tuple_shapes[element]
-        try:
-            return format_shape_with_layout(shape)
-        except RecursionError:
-            return ""
-
-    @property
-    def trace_count(self) -> int:
-        return len(self.trace_starts) - 1
-
-    def nbytes(self) -> int:
-        arrays = [v for v in vars(self).values() if isinstance(v, np.ndarray)]
-        return sum(a.nbytes for a in arrays)
 
 
 def decode_program_buffers(blob: bytes, program_id: int | None = None) -> ProgramBuffers | None:
@@ -139,6 +61,21 @@ def decode_program_buffers(blob: bytes, program_id: int | None = None) -> Progra
         return _columns(proto, program_id)
     except RecursionError:
         return None
+
+
+def shape_text(shape: bytes, element: int = -1) -> str:
+    """An instruction's serialized shape (tuple element `element` of it; -1: all of it) with its
+    layout, as XLA prints it ("" when the bytes are not a shape): `ProgramBuffers.describe_shape`."""
+    try:
+        proto = hlo_pb2.ShapeProto.FromString(shape)
+    except (DecodeError, ValueError, RecursionError):
+        return ""
+    if 0 <= element < len(proto.tuple_shapes):
+        proto = proto.tuple_shapes[element]
+    try:
+        return format_shape_with_layout(proto)
+    except RecursionError:
+        return ""
 
 
 def _columns(proto: hlo_pb2.HloMemoryProto, program_id: int | None) -> ProgramBuffers:
@@ -255,6 +192,7 @@ def _columns(proto: hlo_pb2.HloMemoryProto, program_id: int | None) -> ProgramBu
         notes=notes,
         instruction_shapes=instruction_shapes,
         buffer_element=elements,
+        describe_shape=shape_text,
     )
 
 
