@@ -8,16 +8,16 @@ import numpy as np
 import pytest
 
 from tests.conftest import ALL_SHARED_TRACES, require_shared_traces
-from tpuscope.analysis.facts.waits import RUNTIME_INPUT_PATTERN, USER_INPUT_PATTERN
+from tpuscope.analysis.facts.waits import USER_INPUT_PATTERN
 from tpuscope.analysis.host_names import HostNameIndex
 from tpuscope.opener import open_trace
-from tpuscope.readers.xplane.dialect import COMPILE_PATTERN, LAUNCH_PATTERN, SYNC_PATTERN
+from tpuscope.readers.xplane.dialect import COMPILE_PATTERN, INPUT_PATTERN, LAUNCH_PATTERN, SYNC_PATTERN
 
 PATTERNS = [
     LAUNCH_PATTERN,
     COMPILE_PATTERN,
     SYNC_PATTERN,
-    RUNTIME_INPUT_PATTERN,
+    INPUT_PATTERN,
     r"(?i)" + USER_INPUT_PATTERN,
     r"^aten::",
     r"Execute",  # found anywhere in the name

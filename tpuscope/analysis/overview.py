@@ -41,6 +41,7 @@ from tpuscope.analysis.steps import (
     Steps,
 )
 from tpuscope.model.trace import Trace
+from tpuscope.model.vocabulary import Stat
 
 if TYPE_CHECKING:
     from tpuscope.analysis.diagnose import Report
@@ -275,7 +276,7 @@ def _device_type(device: Device) -> str:
     plane = device.plane
     if plane.device_type:
         return plane.device_type
-    vendor = plane.stats.get("device_vendor")
+    vendor = plane.stats.get(Stat.DEVICE_VENDOR)
     return f"{vendor} {device.kind}" if isinstance(vendor, str) and vendor else device.kind
 
 

@@ -151,6 +151,9 @@ class EventClass(enum.IntFlag):
     # A framework op the host ran itself because the device compiler has no lowering for it.
     CPU_FALLBACK = 1 << 12
     HOST_CALLBACK = 1 << 13  # a host op a compiled graph calls back into (a print inside the graph)
+    # Input work: the input pipeline handing over a batch, infeed, host-to-device copies of inputs.
+    INPUT = 1 << 14
+    DCN_TRANSFER = 1 << 15  # a transfer between slices of a pod over the data-center network
 
 
 class OpFamily:
@@ -256,6 +259,9 @@ class Dialect:
     runtime_version_stats: tuple[str, ...] = ()
     # `Stat.FRAMEWORK_OP` values that name no framework op (the runtime's placeholder for "none").
     no_framework_op: tuple[str, ...] = ()
+    # Device tracks beside the op tracks that hold barriers between devices, and the barriers' names.
+    barrier_tracks: tuple[str, ...] = ()
+    barrier_events: tuple[str, ...] = ()
 
     def compiled_function_of(self, name: str) -> str | None:
         """What the compile event `name` compiled, when its name tells (None: the name is all there is)."""

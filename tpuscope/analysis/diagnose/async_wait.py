@@ -24,7 +24,8 @@ RULE_ID = "async_wait"
 # XProf smart suggestions flag async-done time above 10% (openxla/xprof
 # xprof/convert/smart_suggestion/constants.h, the async-done threshold).
 ASYNC_DONE_PERCENT = 10.0
-# `copy-done`, `copy-done.4`, `all-reduce-done.1`, `send-done`, `async-done`: the waiting halves.
+# `copy-done`, `copy-done.4`, `all-reduce-done.1`, `send-done`, `async-done`: the waiting halves. HLO
+# opcodes, XLA's names in every format that carries HLO ops, so matched here.
 DONE_OP = re.compile(
     r"^(copy|send|recv|all-reduce|all-gather|reduce-scatter|all-to-all|collective-permute"
     r"|collective-broadcast|async)-done(\.\d+)?$"

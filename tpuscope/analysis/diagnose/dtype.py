@@ -28,6 +28,7 @@ MIN_16BIT_PERCENT = 10.0
 MIN_F32_MATMUL_PERCENT = 10.0
 # Promoting reductions must hold this share of device time to be listed. Our heuristic.
 MIN_PROMOTION_PERCENT = 1.0
+# XLA's HLO element types and opcodes: the same in every format that carries HLO ops, so matched here.
 SIXTEEN_BIT = {"bf16", "f16"}
 REDUCTION = re.compile(r"(^|[_.\-])reduce|reduction")
 

@@ -20,6 +20,7 @@ RULE_ID = "embedding_lookup"
 # Gathers and scatters "dominate" at this share of TensorCore time. Our heuristic (the 30% level XProf
 # uses for a dominating collective or data shuffle, openxla/xprof xprof/convert/smart_suggestion/constants.h).
 GATHER_PERCENT = 30.0
+# XLA's HLO opcodes and op categories: the same in every format that carries HLO ops, so matched here.
 GATHER_OP = re.compile(r"(^|[_.\-])(gather|scatter)($|[_.\-])")
 
 ADVICE = {

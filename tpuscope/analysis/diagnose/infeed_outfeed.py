@@ -22,6 +22,7 @@ RULE_ID = "infeed_outfeed"
 # XProf smart suggestions: infeed above 10% of step time (openxla/xprof
 # xprof/convert/smart_suggestion/constants.h, the infeed threshold).
 INFEED_PERCENT = 10.0
+# XLA's HLO opcodes and op categories: the same in every format that carries HLO ops, so matched here.
 FEED_OP = re.compile(r"^(infeed|outfeed)(\.\d+)?$")
 FEED_CATEGORY = re.compile(r"^(infeed|outfeed)$")
 

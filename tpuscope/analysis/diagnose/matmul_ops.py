@@ -14,6 +14,7 @@ from tpuscope.analysis.diagnose.hlo_text import Instruction, parse_instruction
 from tpuscope.analysis.diagnose.tpu_cores import tensorcores
 from tpuscope.analysis.facts.context import Context
 
+# XLA's HLO opcodes and op categories: the same in every format that carries HLO ops, so matched here.
 MATMUL_OPCODES = {"dot", "convolution"}
 MATMUL_CATEGORY = re.compile(r"^(convolution|convolution fusion|output fusion|dot|matmul)$")
 MATMUL_NAME = re.compile(r"(^|[_.\-])(dot|convolution|conv|matmul|einsum)($|[_.\-])")

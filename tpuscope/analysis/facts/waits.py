@@ -19,17 +19,12 @@ from tpuscope.analysis.facts.context import Context, flat_events, intervals_of
 from tpuscope.analysis.facts.intervals import Intervals, difference, empty, intersect, merge_intervals
 from tpuscope.analysis.steps import SOURCE_DEVICE_PROGRAM, SOURCE_DEVICE_STEPS
 from tpuscope.model.trace import Track
+from tpuscope.model.vocabulary import EventClass
 
-# Runtime input events: tf.data consumer waits, infeed, host-to-device copies (host event names in
-# openxla/xla xla/tsl/profiler/utils/xplane_schema.cc; xprof xplane_to_step_events.cc ClassifyCpuEvent).
-RUNTIME_INPUT_PATTERN = (
-    r"^(IteratorGetNext\w*(::DoCompute)?|IteratorGetNextOp::DoCompute|IteratorGetNextAsOptional\w*(::DoCompute)?"
-    r"|InfeedEnqueue\w*|\S*::TransferToDevice|\S*TransferToDevice=>IssueEvent.*|DevicePut\w*"
-    r"|batched_copy_array_to_devices\w*|H2D Dispatch|hipMemcpyHtoD\w*|cuMemcpyHtoD\w*|cudaMemcpy\w*HtoD\w*"
-    r"|TransferH2DRequest|TransferPreprocessedH2DRequest)$"
-)
 # User annotations that name data loading (TraceAnnotation / xp.Trace / record_function names). Only
 # counted on the threads that run the steps: tf.data and loader worker threads prefetch in parallel.
+# The names users give their own code, whatever the format, so they are matched here; the runtime's
+# input events are the reader's (EventClass.INPUT).
 USER_INPUT_PATTERN = (
     r"(data_?load|dataloader|load_?batch|load_?data|next_?batch|get_?batch|read_?batch|input_?pipeline"
     r"|input_fn|__next__|fetch_?batch)"
@@ -38,7 +33,7 @@ USER_INPUT_PATTERN = (
 
 def input_work_events(ctx: Context) -> list[tuple[Track, np.ndarray]]:
     """Input work: runtime input events on any host thread, data-loader annotations on the step threads."""
-    return ctx.host_events(RUNTIME_INPUT_PATTERN) + _user_input_events(ctx)
+    return ctx.host_events_of(EventClass.INPUT) + _user_input_events(ctx)
 
 
 def waiting_intervals(ctx: Context, work: Intervals) -> Intervals:

@@ -1,6 +1,7 @@
 """Which events are collectives: the time a device (or host) spends synchronizing with the others.
 
-Collectives are found by name and by HLO category, never by a format's structure:
+Collectives are found by name and by HLO category, never by a format's structure (the names of
+barriers and DCN transfers are the reader's dialect's):
 - XLA collective ops, as XLA names its HLO instructions (`all-reduce`, `all-gather`,
   `reduce-scatter`, `all-to-all`, `collective-permute`, `collective-broadcast`, `send`/`recv`,
   their `-start`/`-done` halves and fusions such as `all-reduce fusion`), on TPU op lines, GPU
@@ -18,37 +19,35 @@ import numpy as np
 
 from tpuscope.analysis.device_ops import Device, merge_intervals
 from tpuscope.model.strings import StringTable
-from tpuscope.model.trace import Plane, Track
+from tpuscope.model.trace import Trace, Track
+from tpuscope.model.vocabulary import Dialect, EventClass, Stat
 
 # HLO collective opcodes (openxla/xla, xla/hlo/ir/hlo_opcode.h), matched on op names with an optional
-# leading `%`, `.N` suffix, `-start`/`-done` half or ` fusion` kind, and on `hlo_category` values.
+# leading `%`, `.N` suffix, `-start`/`-done` half or ` fusion` kind, and on `hlo_category` values; and
+# NCCL/RCCL kernels. XLA's and the collective libraries' own names, the same in every format that records
+# HLO ops or GPU kernels, so they are matched here rather than in each reader's dialect.
 COLLECTIVE_OP_PATTERN = (
     r"^%?(all-reduce|all-gather|reduce-scatter|all-to-all|ragged-all-to-all|collective-permute"
     r"|collective-broadcast|all-reduce-scatter|barrier-cores)\b"
     r"|^%?(send|recv)(-done)?(\.\d+)?$"
     r"|^(nccl|rccl)[A-Za-z]"
 )
-# Lines that hold TPU barriers beside the op lines (openxla/xprof barrier_cores_rule.h).
-BARRIER_LINES = ("XLA TraceMe",)
-BARRIER_NAME = "barrier-cores"
-# Multi-slice DCN transfers on the host (openxla/xprof, xprof/convert/dcn_utils.cc: prefix "MegaScale:").
-DCN_EVENT_PREFIX = "MegaScale:"
-CATEGORY_STAT = "hlo_category"
 
 
 class CollectiveNames:
-    """The string ids of collective names and categories of one trace, found once."""
+    """The string ids of collective names and categories of one trace, found once, and the tracks
+    that hold barriers (`dialect`: the trace's)."""
 
-    def __init__(self, strings: StringTable):
+    def __init__(self, strings: StringTable, dialect: Dialect):
         self.op_ids = strings.ids_matching(COLLECTIVE_OP_PATTERN, regex=True, ignore_case=False)
-        self.dcn_ids = strings.ids_matching("^" + DCN_EVENT_PREFIX, regex=True, ignore_case=False)
-        barrier = strings.id_of(BARRIER_NAME)
-        self.barrier_ids = np.array([] if barrier is None else [barrier], np.int32)
+        barriers = [strings.id_of(name) for name in dialect.barrier_events]
+        self.barrier_ids = np.array([i for i in barriers if i is not None], np.int32)
+        self.barrier_tracks = dialect.barrier_tracks
 
     def is_collective(self, track: Track, idx: np.ndarray) -> np.ndarray:
         """Mask over `idx`: the op is a collective by its name or its `hlo_category`."""
         mask = np.isin(track.name_id[idx], self.op_ids)
-        category = track.stat_values(CATEGORY_STAT, fill=0)
+        category = track.stat_values(Stat.OP_CATEGORY, fill=0)
         if category is not None and category.dtype.kind in "iu":
             mask |= np.isin(category[idx], self.op_ids)
         return mask
@@ -63,25 +62,16 @@ def device_collective_events(device: Device, names: CollectiveNames) -> list[tup
             found.append((track, hit))
     if device.kind != "CPU" and len(names.barrier_ids):
         for track in device.plane.tracks:
-            if track.name in BARRIER_LINES and len(track):
+            if track.name in names.barrier_tracks and len(track):
                 hit = np.flatnonzero(np.isin(track.name_id, names.barrier_ids))
                 if len(hit):
                     found.append((track, hit))
     return found
 
 
-def dcn_events(planes: list[Plane], names: CollectiveNames) -> list[tuple[Track, np.ndarray]]:
-    """`MegaScale:` DCN transfer events on the host planes."""
-    found: list[tuple[Track, np.ndarray]] = []
-    if len(names.dcn_ids) == 0:
-        return found
-    for plane in planes:
-        for track in plane.tracks:
-            if len(track):
-                hit = np.flatnonzero(np.isin(track.name_id, names.dcn_ids))
-                if len(hit):
-                    found.append((track, hit))
-    return found
+def dcn_events(trace: Trace) -> list[tuple[Track, np.ndarray]]:
+    """DCN transfer events (XPlane: `MegaScale:`) on the host threads."""
+    return trace.events_of_class(EventClass.DCN_TRANSFER)
 
 
 def union_of(events: list[tuple[Track, np.ndarray]]) -> tuple[np.ndarray, np.ndarray]:

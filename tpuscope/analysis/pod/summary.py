@@ -115,8 +115,8 @@ def summarize_host(trace: Trace, host: str | None = None, ctx: Context | None = 
         ctx = Context(trace if list(trace.hosts) == [host] else host_trace(trace, host))
     steps = ctx.steps
     p0, p1 = ctx.periods
-    names = CollectiveNames(ctx.trace.strings)
-    dcn = dcn_events(ctx.trace.host_planes(), names)
+    names = CollectiveNames(ctx.trace.strings, ctx.trace.dialect)
+    dcn = dcn_events(ctx.trace)
     dcn_intervals = union_of(dcn)
     devices = ctx.devices
     n = len(p0)

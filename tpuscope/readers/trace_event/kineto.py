@@ -63,6 +63,8 @@ SYNC_PATTERN = (
     r"|aten::item|aten::_local_scalar_dense)$"
 )
 STEP_PATTERN = r"^ProfilerStep#(\d+)$"
+# Input work: host-to-device copies through the CUDA/HIP runtime and driver calls that name their direction.
+INPUT_PATTERN = r"^(hipMemcpyHtoD\w*|cuMemcpyHtoD\w*|cudaMemcpy\w*HtoD\w*)$"
 # torch.compile's compilation (torch/_dynamo/convert_frame.py, torch/_inductor/compile_fx.py record these).
 COMPILE_PATTERN = (
     r"^(TorchDynamo Cache Lookup|Torch-Compiled Region: \d+/\d+|compile_fx\w*|_compile\.compile_inner)$"
@@ -87,6 +89,7 @@ KINETO_DIALECT = Dialect(
         (EventClass.NUMBERED_STEP, STEP_PATTERN),
         (EventClass.LAUNCH, LAUNCH_PATTERN),
         (EventClass.SYNC, SYNC_PATTERN),
+        (EventClass.INPUT, INPUT_PATTERN),
         (EventClass.COMPILE, COMPILE_FRAMEWORK_PATTERN),
         (EventClass.COMPILE_FRAMEWORK, COMPILE_FRAMEWORK_PATTERN),
     ),

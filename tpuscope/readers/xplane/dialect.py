@@ -146,6 +146,17 @@ CPU_FALLBACK_PATTERN = r"^aten::(?!_local_scalar_dense$)\w+(\.\w+)?$"
 # Host ops that print from inside a TensorFlow graph (tf.print runs PrintV2) or PyTorch/XLA's
 # step closures' prints (torch_xla runs them on the host after the step).
 HOST_CALLBACK_PATTERN = r"^(PrintV2|Print|PrintV2Op::Compute)$"
+# Runtime input events: tf.data consumer waits, infeed, host-to-device copies (host event names in
+# openxla/xla xla/tsl/profiler/utils/xplane_schema.cc; xprof xplane_to_step_events.cc ClassifyCpuEvent).
+INPUT_PATTERN = (
+    r"^(IteratorGetNext\w*(::DoCompute)?|IteratorGetNextOp::DoCompute|IteratorGetNextAsOptional\w*(::DoCompute)?"
+    r"|InfeedEnqueue\w*|\S*::TransferToDevice|\S*TransferToDevice=>IssueEvent.*|DevicePut\w*"
+    r"|batched_copy_array_to_devices\w*|H2D Dispatch|hipMemcpyHtoD\w*|cuMemcpyHtoD\w*|cudaMemcpy\w*HtoD\w*"
+    r"|TransferH2DRequest|TransferPreprocessedH2DRequest)$"
+)
+# DCN transfers of multi-slice TPU runs, on the host (openxla/xprof, xprof/convert/dcn_utils.cc: prefix
+# "MegaScale:").
+DCN_TRANSFER_PATTERN = r"^MegaScale:"
 
 # XLA's op categories (XProf's `hlo_category` stat, or the opcode and fusion kind tpuscope derives
 # where the stat is missing), as the neutral op families. The categories are XLA's
@@ -248,6 +259,8 @@ XPLANE_DIALECT = Dialect(
         (EventClass.GRAPH_WORK, GRAPH_WORK_PATTERN),
         (EventClass.CPU_FALLBACK, CPU_FALLBACK_PATTERN),
         (EventClass.HOST_CALLBACK, HOST_CALLBACK_PATTERN),
+        (EventClass.INPUT, INPUT_PATTERN),
+        (EventClass.DCN_TRANSFER, DCN_TRANSFER_PATTERN),
     ),
     dispatch_function=JAX_DISPATCH_PATTERN,
     # PyTorch/XLA first: its programs may also call JAX (torchax), and its own names never appear
@@ -300,4 +313,8 @@ XPLANE_DIALECT = Dialect(
     runtime_version_stats=("jaxlib_version",),
     # XLA:GPU writes `tf_op` = "XlaModule:" on kernels that come from no framework op.
     no_framework_op=("XlaModule",),
+    # TPU multi-host barriers, which XProf reads on the `XLA TraceMe` line (openxla/xprof,
+    # xprof/convert/smart_suggestion/barrier_cores_rule.h).
+    barrier_tracks=("XLA TraceMe",),
+    barrier_events=("barrier-cores",),
 )
