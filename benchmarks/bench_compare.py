@@ -49,12 +49,13 @@ def timed(command: list[str]) -> float:
 
 def in_process_split(base: Path, new: Path) -> None:
     from tpuscope.analysis.compare.runs import analyze_run, compare_runs
+    from tpuscope.analysis.session import TraceAnalysis
     from tpuscope.opener import open_trace
 
     marks = [("start", time.perf_counter())]
     traces = [open_trace(p, use_cache=False) for p in (base, new)]
     marks.append(("load both", time.perf_counter()))
-    runs = [analyze_run(t) for t in traces]
+    runs = [analyze_run(TraceAnalysis(t)) for t in traces]
     marks.append(("analyze both (overview, diagnose, memory)", time.perf_counter()))
     comparison = compare_runs(*runs)
     marks.append(("compare (statistics, op matching, findings)", time.perf_counter()))

@@ -10,7 +10,7 @@ Peers, in the same run: XProf's converter on the same file, `overview_page` and
 `input_pipeline_analyzer` (`xspace_to_tool_data`; a fresh copy per trial in a temporary folder,
 as it saves a cache beside the file), the tools whose findings our rules cover (step time,
 input-bound verdict, recommendations). Both sides are timed file to result: ours is `open_trace`
-without the cache, then `diagnose`. Trials alternate; the real TPU sample is compared too.
+without the cache, then the analysis' report. Trials alternate; the real TPU sample is compared too.
 """
 
 from __future__ import annotations
@@ -25,8 +25,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from benchmarks.bench_ops import REAL_TPU_SAMPLE, alternate, xprof_tool  # noqa: E402
 from benchmarks.generate_xspace import default_path, generate  # noqa: E402
-from tpuscope.analysis.diagnose import RULES, diagnose  # noqa: E402
-from tpuscope.analysis.facts.context import Context  # noqa: E402
+from tpuscope.analysis.diagnose import RULES  # noqa: E402
+from tpuscope.analysis.session import FRAMEWORK, STEPS, TraceAnalysis  # noqa: E402
 from tpuscope.opener import open_trace  # noqa: E402
 
 XPROF_TOOLS = ("overview_page", "input_pipeline_analyzer")
@@ -36,7 +36,7 @@ def compare_with_xprof(path: Path, repeat: int) -> None:
     """Ours (file -> findings) against each XProf tool on the same file, with the ratios."""
 
     def ours():
-        return diagnose(open_trace(path, use_cache=False))
+        return TraceAnalysis(open_trace(path, use_cache=False)).report
 
     print(f"{path.name}: file -> result, medians of {repeat}, turn about")
     for tool in XPROF_TOOLS:
@@ -60,7 +60,7 @@ def main() -> int:
     runs = []
     for _ in range(args.repeat):
         started = time.perf_counter()
-        report = diagnose(trace)
+        report = TraceAnalysis(trace).report
         runs.append(time.perf_counter() - started)
     steps = f"{len(report.steps)} steps from {report.steps.source}"
     print(
@@ -68,7 +68,7 @@ def main() -> int:
         f"{len(report.findings)} findings, {steps}"
     )
     for rule_id, rule in RULES.items():
-        ctx = Context(trace, report.steps, report.framework)
+        ctx = TraceAnalysis(trace, known={STEPS: report.steps, FRAMEWORK: report.framework}).context
         started = time.perf_counter()
         rule(ctx)  # includes this rule's share of the shared, lazily computed context
         print(f"  {rule_id:<24} {(time.perf_counter() - started) * 1e3:8.0f} ms (cold context)")

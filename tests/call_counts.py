@@ -13,6 +13,7 @@ from collections import Counter
 
 from tpuscope.analysis import device_ops, framework, ops, overview, steps
 from tpuscope.analysis.diagnose import engine
+from tpuscope.analysis.pod import analysis as pod_analysis
 
 # The analyses each view and command shares: each must run once per trace.
 SHARED_ANALYSES = [
@@ -22,6 +23,7 @@ SHARED_ANALYSES = [
     (engine, "diagnose"),
     (ops, "collect_op_events"),
     (overview, "overview_figures"),
+    (pod_analysis, "analyze_pod"),
 ]
 
 

@@ -15,16 +15,15 @@ import pytest
 
 from tests.conftest import GPU_TRACE, SAMPLES, TF_TRACE, TPU_TRACE, require_shared_traces
 from tpuscope.analysis.device_ops import busy_intervals, device_activity, find_devices
-from tpuscope.analysis.diagnose import diagnose
-from tpuscope.analysis.facts.context import Context, intervals_of
+from tpuscope.analysis.facts.context import intervals_of
 from tpuscope.analysis.ops import op_breakdown
 from tpuscope.analysis.overview import (
     PARTS,
     SLICES_WITHOUT_STEPS,
     STEP_TIME_PERCENTILE,
-    compute_overview,
     step_time_stats,
 )
+from tpuscope.analysis.session import TraceAnalysis
 from tpuscope.analysis.steps import find_steps
 from tpuscope.opener import open_trace
 
@@ -38,7 +37,7 @@ def profiles():
     paths = {"tpu": TPU_TRACE, "input": INPUT_BOUND_SAMPLE, "recompile": RECOMPILE_SAMPLE,
              "gpu": GPU_TRACE, "tf": TF_TRACE}  # fmt: skip
     traces = {key: open_trace(path, use_cache=False) for key, path in paths.items()}
-    return {key: (trace, compute_overview(trace)) for key, trace in traces.items()}
+    return {key: (trace, TraceAnalysis(trace).overview) for key, trace in traces.items()}
 
 
 def _periods(trace):
@@ -99,7 +98,7 @@ def test_busy_per_step_and_duty_cycle_match_device_ops(profiles, key):
 
 def test_input_share_is_the_input_bound_findings_number(profiles):
     trace, overview = profiles["input"]
-    finding = next(f for f in diagnose(trace).findings if f.id == "input_bound")
+    finding = next(f for f in TraceAnalysis(trace).report.findings if f.id == "input_bound")
     split = overview.series.split_percent()
     assert split["input"] == pytest.approx(finding.metrics["input_percent_of_step_time"], abs=0.01)
     assert split["input"] == max(split.values()), "the input-bound sample's steps are mostly input waits"
@@ -107,7 +106,7 @@ def test_input_share_is_the_input_bound_findings_number(profiles):
 
 def test_compile_time_sits_in_the_steps_that_compiled(profiles):
     trace, overview = profiles["recompile"]
-    ctx = Context(trace)
+    ctx = TraceAnalysis(trace).context
     c0, c1 = intervals_of(ctx.compiles)
     _, starts, _ = _periods(trace)
     compiled = np.zeros(len(starts), dtype=bool)
@@ -128,7 +127,7 @@ def test_top_ops_and_findings_are_those_of_ops_and_diagnose(profiles):
     got = overview.to_json(top_ops=10)["top_ops"]
     assert [(r["name"], r["program"]) for r in got] == [(r["name"], r["program"]) for r in expected]
     assert [r["self_time_us"] for r in got] == sorted((r["self_time_us"] for r in got), reverse=True)
-    assert [f.id for f in overview.findings] == [f.id for f in diagnose(trace).findings]
+    assert [f.id for f in overview.findings] == [f.id for f in TraceAnalysis(trace).report.findings]
 
 
 def test_device_summary(profiles):

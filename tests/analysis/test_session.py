@@ -10,9 +10,10 @@ import pytest
 from tests.call_counts import SHARED_ANALYSES, count_shared_analyses
 from tests.conftest import TPU_TRACE
 from tpuscope.analysis import ops
+from tpuscope.analysis.compare.runs import RUN_ANALYSIS, analyze_run, compare_runs
 from tpuscope.analysis.diagnose import engine
-from tpuscope.analysis.overview import compute_overview
-from tpuscope.analysis.session import OVERVIEW, Result, TraceAnalysis
+from tpuscope.analysis.overview import overview_figures, with_report
+from tpuscope.analysis.session import HOST_NAMES, OVERVIEW, Result, TraceAnalysis
 from tpuscope.opener import open_trace
 
 
@@ -46,16 +47,37 @@ def test_every_result_is_computed_once_and_shared(tpu_trace, counts):
     assert counts["collect_op_events"] == 2
     # The dependencies came first.
     order = analysis.computed
-    assert order.index("steps") < order.index("context") < order.index("report") < order.index("overview")
+    assert order.index("steps") < order.index("report") < order.index("overview")
+    assert order.index("context") < order.index("pod") < order.index("report")
 
 
 def test_results_equal_the_functions_they_share(tpu_trace):
     analysis = TraceAnalysis(tpu_trace)
-    alone = compute_overview(tpu_trace)
+    fresh = TraceAnalysis(tpu_trace)
+    report = engine.diagnose(fresh.context)
+    alone = with_report(overview_figures(fresh.context, fresh.op_table("op", "all")), report)
     assert analysis.overview.to_json() == alone.to_json()
-    assert analysis.report.to_json() == engine.diagnose(tpu_trace).to_json()
+    assert analysis.report.to_json() == report.to_json()
     by_program = ops.op_breakdown(tpu_trace, 1, "program")
     assert analysis.op_table("program", 1).rows_json() == by_program.rows_json()
+
+
+def test_a_context_computes_nothing_its_analysis_holds(tpu_trace, counts):
+    analysis = TraceAnalysis(tpu_trace)
+    ctx = analysis.context
+    report, overview = analysis.report, analysis.overview
+    comparison = compare_runs(analyze_run(analysis), analyze_run(analysis))
+    assert comparison.findings.to_json() == {"new": [], "resolved": [], "changed": []}
+    # The rules, the overview and the comparison read one context, whose facts are the results.
+    assert ctx.steps is analysis.steps is report.steps is overview.steps
+    assert ctx.framework is analysis.framework and ctx.devices is analysis.devices
+    assert ctx.host_names is analysis.get(HOST_NAMES) and ctx.op_table is analysis.op_table("op", "all")
+    assert ctx.pod is analysis.pod is overview.pod
+    assert analysis.get(RUN_ANALYSIS).overview is overview
+    # Each result once, each analysis function once.
+    assert len(analysis.computed) == len(set(analysis.computed))
+    assert {"context", "pod", "report", "overview", "run_analysis"} <= set(analysis.computed)
+    assert counts == {name: 1 for _, name in SHARED_ANALYSES}
 
 
 def test_threads_asking_at_once_compute_once(tpu_trace, counts):

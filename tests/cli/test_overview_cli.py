@@ -7,8 +7,8 @@ import json
 import pytest
 
 from tests.conftest import GPU_TRACE, SAMPLES, TF_TRACE, TPU_TRACE, require_shared_traces
-from tpuscope.analysis.diagnose import diagnose
 from tpuscope.analysis.ops import op_breakdown
+from tpuscope.analysis.session import TraceAnalysis
 from tpuscope.analysis.steps import find_steps
 from tpuscope.cli import main
 from tpuscope.commands._shared import format_ps
@@ -30,7 +30,7 @@ def test_json_carries_the_summary(capsys):
     assert payload["steps"]["count"] == len(steps) and payload["steps"]["source"] == steps.source
     assert len(payload["per_step"]) == len(steps)
     assert [r["name"] for r in payload["top_ops"]] == [r["name"] for r in op_breakdown(trace).rows_json(3)]
-    assert [f["id"] for f in payload["findings"]] == [f.id for f in diagnose(trace).findings]
+    assert [f["id"] for f in payload["findings"]] == [f.id for f in TraceAnalysis(trace).report.findings]
     assert 0 < payload["duty_cycle"] <= 1
 
 
@@ -38,7 +38,7 @@ def test_text_names_the_problem_and_the_numbers(capsys):
     assert main(["overview", str(INPUT_BOUND_SAMPLE), "--no-cache"]) == 0
     out = capsys.readouterr().out
     trace = open_trace(INPUT_BOUND_SAMPLE)
-    report = diagnose(trace)
+    report = TraceAnalysis(trace).report
     assert out.startswith("Profile:")
     assert f"Steps:       {len(find_steps(trace))} from host step annotations" in out
     assert f"Span:        {format_ps(trace.duration_ps)}" in out

@@ -7,6 +7,7 @@ import pytest
 
 from tests.compare import recordings
 from tpuscope.analysis.compare.runs import RunAnalysis, analyze_run
+from tpuscope.analysis.session import TraceAnalysis
 from tpuscope.opener import open_trace
 
 
@@ -23,7 +24,7 @@ def analyzed(pair_paths):
 
     def get(scenario: str) -> RunAnalysis:
         if scenario not in cache:
-            cache[scenario] = analyze_run(open_trace(pair_paths[scenario], use_cache=False))
+            cache[scenario] = analyze_run(TraceAnalysis(open_trace(pair_paths[scenario], use_cache=False)))
         return cache[scenario]
 
     return get

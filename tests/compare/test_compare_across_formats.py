@@ -27,6 +27,7 @@ from tpuscope.analysis.compare.runs import (
     analyze_run,
     compare_runs,
 )
+from tpuscope.analysis.session import TraceAnalysis
 from tpuscope.cli import main
 from tpuscope.model.vocabulary import OpFamily
 from tpuscope.opener import open_trace
@@ -57,7 +58,7 @@ def runs(tmp_path_factory):
                     "rank1": RANK1,
                     "ptxla": PTXLA_TRACE,
                 }[name]
-            found[name] = analyze_run(open_trace(path, use_cache=False))
+            found[name] = analyze_run(TraceAnalysis(open_trace(path, use_cache=False)))
         return found[name]
 
     return get

@@ -20,6 +20,7 @@ from tpuscope.analysis.compare.runs import (
     compare_runs,
 )
 from tpuscope.analysis.compare.statistics import NOISE_FLOOR_HOST_CPU_PERCENT
+from tpuscope.analysis.session import TraceAnalysis
 from tpuscope.cli import main
 from tpuscope.opener import open_trace
 
@@ -134,8 +135,8 @@ def test_a_profile_against_itself_is_exactly_zero(analyzed):
 def test_tpu_sample_against_itself_matches_every_op_by_its_hlo_text():
     require_shared_traces()
     trace = open_trace(TPU_TRACE, use_cache=False)
-    run = analyze_run(trace)
-    c = compare_runs(run, analyze_run(open_trace(TPU_TRACE, use_cache=False)))
+    run = analyze_run(TraceAnalysis(trace))
+    c = compare_runs(run, analyze_run(TraceAnalysis(open_trace(TPU_TRACE, use_cache=False))))
     assert c.typical.change_percent == 0.0 and c.verdict == VERDICT_NO_CHANGE
     assert c.ops.match_counts() == {MATCH_HLO_TEXT: len(c.ops.rows)}
     assert all(r.delta_ps == 0 for r in c.ops.rows)
@@ -144,8 +145,8 @@ def test_tpu_sample_against_itself_matches_every_op_by_its_hlo_text():
 def test_tpu_sample_against_gpu_sample_lists_the_parity_differences_first():
     require_shared_traces()
     c = compare_runs(
-        analyze_run(open_trace(TPU_TRACE, use_cache=False)),
-        analyze_run(open_trace(GPU_TRACE, use_cache=False)),
+        analyze_run(TraceAnalysis(open_trace(TPU_TRACE, use_cache=False))),
+        analyze_run(TraceAnalysis(open_trace(GPU_TRACE, use_cache=False))),
     )
     aspects = [p.aspect for p in c.parity]
     differing = [p.aspect for p in c.parity if not p.same]

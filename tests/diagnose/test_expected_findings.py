@@ -11,7 +11,8 @@ import pytest
 
 from tests.conftest import ALL_SHARED_TRACES
 from tests.diagnose.recordings import SCENARIOS
-from tpuscope.analysis.diagnose import Severity, diagnose
+from tpuscope.analysis.diagnose import Severity
+from tpuscope.analysis.session import TraceAnalysis
 
 SHARED_EXPECTED = {
     # Eager attention on 8 MI300X: devices idle between small programs; jit__normal etc. compiled before.
@@ -59,7 +60,7 @@ def _found(report, minimum=Severity.INFO):
 
 @pytest.mark.parametrize("path", ALL_SHARED_TRACES, ids=lambda p: p.parent.name)
 def test_shared_trace_gets_exactly_its_expected_findings(shared_traces, path):
-    report = diagnose(shared_traces[path])
+    report = TraceAnalysis(shared_traces[path]).report
     assert report.rule_errors == {}
     assert _found(report) == SHARED_EXPECTED[path.name]
 
@@ -70,7 +71,7 @@ def test_every_recorded_scenario_is_pinned():
 
 @pytest.mark.parametrize("scenario", sorted(RECORDED_WARNINGS))
 def test_recorded_loop_gets_exactly_its_expected_warnings(recorded_trace, scenario):
-    report = diagnose(recorded_trace(scenario))
+    report = TraceAnalysis(recorded_trace(scenario)).report
     assert report.rule_errors == {}
     found = _found(report, Severity.WARNING) - RECORDED_MAY_ALSO_WARN.get(scenario, set())
     assert found == RECORDED_WARNINGS[scenario], [f.title for f in report.findings]
@@ -78,7 +79,7 @@ def test_recorded_loop_gets_exactly_its_expected_warnings(recorded_trace, scenar
 
 @pytest.mark.parametrize("path", ALL_SHARED_TRACES, ids=lambda p: p.parent.name)
 def test_every_rule_says_what_it_checked(shared_traces, path):
-    report = diagnose(shared_traces[path])
+    report = TraceAnalysis(shared_traces[path]).report
     lines = {c["rule"]: c["summary"] for c in report.checked}
     # straggler is being rewritten in another change; every other rule states what it looked at.
     assert all(summary for rule, summary in lines.items() if rule != "straggler"), lines

@@ -12,7 +12,6 @@ import pytest
 from tests.diagnose.xspace_builder import Op, TpuSteps, host_steps, sparsecore_plane, tpu_profile
 from tpuscope.analysis.diagnose import (
     Severity,
-    diagnose,
     dtype,
     embedding_lookup,
     flops_utilization,
@@ -21,7 +20,7 @@ from tpuscope.analysis.diagnose import (
     sparsecore,
     tensorcore_idle,
 )
-from tpuscope.analysis.facts.context import Context
+from tpuscope.analysis.session import TraceAnalysis
 from tpuscope.opener import open_trace
 
 PEAK_FLOPS = 918e12  # the sample's peak_teraflops_per_second
@@ -59,7 +58,7 @@ def _one(outcome, severity=Severity.WARNING):
 
 
 def test_a_healthy_generated_tpu_program_gets_no_finding(tmp_path):
-    report = diagnose(_open(tmp_path, TpuSteps(HEALTHY)))
+    report = TraceAnalysis(_open(tmp_path, TpuSteps(HEALTHY))).report
     assert report.rule_errors == {}
     assert report.findings == [], [f.title for f in report.findings]
     checked = {c["rule"]: c["summary"] for c in report.checked}
@@ -68,7 +67,7 @@ def test_a_healthy_generated_tpu_program_gets_no_finding(tmp_path):
 
 def test_low_flop_rate_names_the_slow_matmul(tmp_path):
     slow = at_utilization(matmul("fusion.3", N, N, N), 0.2)
-    outcome = flops_utilization.run(Context(_open(tmp_path, TpuSteps([HEALTHY[0], slow]))))
+    outcome = flops_utilization.run(TraceAnalysis(_open(tmp_path, TpuSteps([HEALTHY[0], slow]))).context)
     finding = _one(outcome)
     m = finding.metrics
     assert m["utilization_percent"] == pytest.approx(
@@ -84,7 +83,7 @@ def test_misaligned_contracting_dimension_is_named(tmp_path):
     # The matrix units run the padded matmul: its time is that of k = 256 at 80% of the peak.
     odd = matmul("fusion.4", N, 130, N)
     padded_time = at_utilization(matmul("padded", N, 256, N), 0.8)[1]
-    outcome = shape_alignment.run(Context(_open(tmp_path, TpuSteps([(odd, padded_time)]))))
+    outcome = shape_alignment.run(TraceAnalysis(_open(tmp_path, TpuSteps([(odd, padded_time)]))).context)
     finding = _one(outcome)
     (row,) = finding.metrics["ops"]
     assert row["op"] == "fusion.4"
@@ -95,7 +94,7 @@ def test_misaligned_contracting_dimension_is_named(tmp_path):
     assert finding.metrics["wasted_ms_estimate"] == pytest.approx(
         20 * (1 - 130 / 256) * padded_time / 1e9, abs=0.001
     )
-    assert shape_alignment.run(Context(_open(tmp_path, TpuSteps(HEALTHY)))).findings == []
+    assert shape_alignment.run(TraceAnalysis(_open(tmp_path, TpuSteps(HEALTHY))).context).findings == []
 
 
 def test_f32_matmuls_and_promoting_reductions(tmp_path):
@@ -108,13 +107,13 @@ def test_f32_matmuls_and_promoting_reductions(tmp_path):
         N * N,
         2 * N * N + 4 * N,
     )
-    outcome = dtype.run(Context(_open(tmp_path, TpuSteps([f32, (reduce, 20_000_000)]))))
+    outcome = dtype.run(TraceAnalysis(_open(tmp_path, TpuSteps([f32, (reduce, 20_000_000)]))).context)
     matmuls, promotions = outcome.findings
     assert matmuls.severity == Severity.WARNING and promotions.severity == Severity.INFO
     assert matmuls.metrics["ops"][0]["op"] == "fusion.5"
     assert matmuls.metrics["sixteen_bit_percent_of_matmul_time"] == 0
     assert [r["op"] for r in promotions.metrics["reductions"]] == ["reduce_fusion"]
-    assert dtype.run(Context(_open(tmp_path, TpuSteps(HEALTHY)))).findings == []
+    assert dtype.run(TraceAnalysis(_open(tmp_path, TpuSteps(HEALTHY))).context).findings == []
 
 
 def test_infeed_share_of_the_step(tmp_path):
@@ -127,7 +126,7 @@ def test_infeed_share_of_the_step(tmp_path):
     )
     busy = sum(d for _, d in HEALTHY)
     trace = _open(tmp_path, TpuSteps([(infeed, busy // 3), *HEALTHY]))
-    finding = _one(infeed_outfeed.run(Context(trace)))
+    finding = _one(infeed_outfeed.run(TraceAnalysis(trace).context))
     assert finding.metrics["infeed_outfeed_percent_of_step_time"] == pytest.approx(25, abs=0.5)
     assert finding.metrics["steps"] == 19  # the first step is warm-up
 
@@ -139,13 +138,13 @@ def test_tensorcore_idle_after_the_launch_is_not_input(tmp_path):
     def add_host(space):
         host_steps(space, program.step_spans)
 
-    outcome = tensorcore_idle.run(Context(_open(tmp_path, program, add_host)))
+    outcome = tensorcore_idle.run(TraceAnalysis(_open(tmp_path, program, add_host)).context)
     finding = _one(outcome)
     assert finding.metrics["idle_percent_of_step_time"] == pytest.approx(100 / 3, abs=0.5)
     quiet = TpuSteps(HEALTHY, steps_line=False)
     assert (
         tensorcore_idle.run(
-            Context(_open(tmp_path, quiet, lambda s: host_steps(s, quiet.step_spans)))
+            TraceAnalysis(_open(tmp_path, quiet, lambda s: host_steps(s, quiet.step_spans))).context
         ).findings
         == []
     )
@@ -155,13 +154,13 @@ def test_tensorcore_idle_after_the_launch_is_not_input(tmp_path):
 def test_sparsecore_busy_share(tmp_path, busy_share):
     program = TpuSteps(HEALTHY)
     trace = _open(tmp_path, program, lambda space: sparsecore_plane(space, program.step_spans, busy_share))
-    outcome = sparsecore.run(Context(trace))
+    outcome = sparsecore.run(TraceAnalysis(trace).context)
     if busy_share < sparsecore.SPARSECORE_PERCENT / 100:
         assert outcome.findings == []
         return
     finding = _one(outcome)
     assert finding.metrics["sparsecore_percent_of_step_time"] == pytest.approx(100 * busy_share, abs=0.5)
-    assert embedding_lookup.run(Context(trace)).findings == []  # lookups are already offloaded
+    assert embedding_lookup.run(TraceAnalysis(trace).context).findings == []  # lookups are already offloaded
 
 
 def test_gathers_dominating_the_tensorcore_are_embedding_lookups(tmp_path):
@@ -174,6 +173,8 @@ def test_gathers_dominating_the_tensorcore_are_embedding_lookups(tmp_path):
         2 * 2 * N * 256,
     )
     busy = sum(d for _, d in HEALTHY)
-    finding = _one(embedding_lookup.run(Context(_open(tmp_path, TpuSteps([(gather, busy), *HEALTHY])))))
+    finding = _one(
+        embedding_lookup.run(TraceAnalysis(_open(tmp_path, TpuSteps([(gather, busy), *HEALTHY]))).context)
+    )
     assert finding.metrics["gather_scatter_percent_of_device_time"] == pytest.approx(50, abs=0.1)
     assert finding.metrics["ops"][0]["op"] == "gather_fusion"

@@ -7,14 +7,14 @@ import pytest
 
 from tests.conftest import ALL_SHARED_TRACES
 from tests.diagnose import recordings
-from tpuscope.analysis.diagnose import diagnose
+from tpuscope.analysis.session import TraceAnalysis
 
 POD_RULES = {"straggler", "collective_bound"}
 
 
 @pytest.mark.parametrize("path", ALL_SHARED_TRACES, ids=lambda p: p.parent.name)
 def test_shared_profiles_get_no_pod_findings(shared_traces, path):
-    report = diagnose(shared_traces[path])
+    report = TraceAnalysis(shared_traces[path]).report
     assert POD_RULES.isdisjoint(f.id for f in report.findings)
     checked = {c["rule"]: c["summary"] for c in report.checked}
     assert checked["straggler"] and checked["collective_bound"]
@@ -22,6 +22,6 @@ def test_shared_profiles_get_no_pod_findings(shared_traces, path):
 
 @pytest.mark.parametrize("scenario", recordings.SCENARIOS)
 def test_single_host_recordings_get_no_pod_findings(recorded_trace, scenario):
-    report = diagnose(recorded_trace(scenario))
+    report = TraceAnalysis(recorded_trace(scenario)).report
     assert report.rule_errors == {}
     assert POD_RULES.isdisjoint(f.id for f in report.findings)

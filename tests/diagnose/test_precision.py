@@ -22,8 +22,9 @@ from tests.diagnose.recordings import (
     STEPS,
     record_healthy_repeats_in_subprocess,
 )
+from tpuscope.analysis import session
 from tpuscope.analysis.diagnose import Severity, diagnose, step_variance
-from tpuscope.analysis.facts.context import Context
+from tpuscope.analysis.session import TraceAnalysis
 from tpuscope.analysis.steps import SOURCE_HOST_ANNOTATION, Steps
 from tpuscope.opener import open_trace
 
@@ -38,7 +39,7 @@ def healthy_repeats(tmp_path_factory):
 def test_the_healthy_loop_recorded_again_and_again_never_warns(healthy_repeats):
     warned = {}
     for run, trace in enumerate(healthy_repeats):
-        report = diagnose(trace)
+        report = TraceAnalysis(trace).report
         assert not report.rule_errors
         assert len(report.steps) == HEALTHY_REPEAT_STEPS
         warnings = [f.title for f in report.findings if f.severity >= Severity.WARNING]
@@ -50,13 +51,15 @@ def test_the_healthy_loop_recorded_again_and_again_never_warns(healthy_repeats):
 def test_slow_healthy_steps_are_blamed_on_their_real_cause(healthy_repeats):
     """Whatever the machine did to the healthy runs, no slow step is blamed on extra host work or input."""
     for trace in healthy_repeats:
-        for finding in diagnose(trace, {step_variance.RULE_ID: step_variance.run}).findings:
+        for finding in diagnose(
+            TraceAnalysis(trace).context, {step_variance.RULE_ID: step_variance.run}
+        ).findings:
             assert finding.metrics["cause"] in (step_variance.CAUSE_DEVICE, step_variance.CAUSE_HOST_GAP)
             assert finding.severity == Severity.INFO
 
 
 def test_a_stalled_step_names_the_host_work_it_did(recorded_trace):
-    report = diagnose(recorded_trace("stall"))
+    report = TraceAnalysis(recorded_trace("stall")).report
     (finding,) = [f for f in report.findings if f.id == step_variance.RULE_ID]
     m = finding.metrics
     assert finding.severity == Severity.WARNING
@@ -73,13 +76,13 @@ def test_a_stalled_step_names_the_host_work_it_did(recorded_trace):
 
 def test_the_first_step_is_warm_up_unless_the_user_numbered_it_later(recorded_trace):
     trace = recorded_trace("stall")
-    ctx = Context(trace)
+    ctx = TraceAnalysis(trace).context
     assert ctx.steps.source == SOURCE_HOST_ANNOTATION and int(ctx.steps.number[0]) == 0
     assert ctx.warm_up[0]
     steps = ctx.steps
     later = Steps(steps.number + 100, steps.start_ps, steps.end_ps, steps.source, steps.description,
                   steps.name, steps.host, steps.track, steps.event_index)  # fmt: skip
-    relabelled = Context(trace, steps=later)
+    relabelled = TraceAnalysis(trace, known={session.STEPS: later}).context
     # Step 0 compiled here, so it stays warm-up; nothing else in the steady state is.
     assert relabelled.warm_up[0] == bool(relabelled.compiling_steps[0])
     assert relabelled.warm_up[1:].sum() == relabelled.compiling_steps[1:].sum()
@@ -87,19 +90,19 @@ def test_the_first_step_is_warm_up_unless_the_user_numbered_it_later(recorded_tr
 
 def test_fewer_scored_steps_than_the_minimum_make_no_statistical_claim(recorded_trace):
     trace = recorded_trace("stall")
-    steps = Context(trace).steps
+    steps = TraceAnalysis(trace).context.steps
     n = step_variance.MIN_STEPS  # steps 0..MIN_STEPS-1, the stalled step among them; step 0 is warm-up
     assert STALL_STEP < n <= STEPS
     few = Steps(steps.number[:n], steps.start_ps[:n], steps.end_ps[:n], steps.source, steps.description,
                 steps.name, steps.host, steps.track, steps.event_index[:n])  # fmt: skip
-    outcome = step_variance.run(Context(trace, steps=few))
+    outcome = step_variance.run(TraceAnalysis(trace, known={session.STEPS: few}).context)
     assert outcome.findings == []
     assert f"fewer than {step_variance.MIN_STEPS} steps" in outcome.checked
 
 
 def test_tensorflow_first_step_is_warm_up_not_a_slow_step(shared_traces):
     trace = shared_traces[TF_TRACE]
-    ctx = Context(trace)
+    ctx = TraceAnalysis(trace).context
     p0, p1 = ctx.periods
     durations = p1 - p0
     assert int(np.argmax(durations)) == 0  # the first step is the slowest one
@@ -111,7 +114,7 @@ def test_tensorflow_first_step_is_warm_up_not_a_slow_step(shared_traces):
 def test_recompilations_only_the_metadata_shows_are_reported_with_their_shapes(shared_traces):
     """The MI300X profile has no compile event, yet /host:metadata holds 4 programs of `jit__normal`
     (one per random array shape) compiled before the window."""
-    report = diagnose(shared_traces[GPU_TRACE])
+    report = TraceAnalysis(shared_traces[GPU_TRACE]).report
     (finding,) = [f for f in report.findings if f.id == "recompilation"]
     assert finding.severity == Severity.INFO
     rows = {r["function"]: r for r in finding.metrics["functions"]}

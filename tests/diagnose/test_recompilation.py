@@ -12,8 +12,9 @@ import pytest
 
 from tests.conftest import PTXLA_TRACE, TPU_TRACE, require_shared_traces
 from tests.diagnose.recordings import RECOMPILE_EVERY, recompile_shapes
-from tpuscope.analysis.diagnose import Severity, diagnose
+from tpuscope.analysis.diagnose import Severity
 from tpuscope.analysis.diagnose.recompilation import describe_signature_changes
+from tpuscope.analysis.session import TraceAnalysis
 from tpuscope.cli import main
 from tpuscope.model.programs import ProgramSignature, program_signatures
 from tpuscope.opener import open_trace
@@ -29,7 +30,7 @@ def _recompilation(report):
 
 @pytest.fixture(scope="module")
 def recompile_finding(recorded_trace):
-    return _recompilation(diagnose(recorded_trace("recompile")))
+    return _recompilation(TraceAnalysis(recorded_trace("recompile")).report)
 
 
 def test_finding_names_the_argument_shapes_that_changed(recompile_finding):
@@ -82,7 +83,7 @@ def test_json_report_keeps_its_keys_and_adds_the_shapes(recorded_paths, capsys):
 
 
 def test_healthy_loop_shows_its_one_signature(recorded_trace):
-    finding = _recompilation(diagnose(recorded_trace("healthy")))
+    finding = _recompilation(TraceAnalysis(recorded_trace("healthy")).report)
     assert finding.severity == Severity.INFO
     (function,) = finding.metrics["functions"]
     assert function["arguments"] == [f"f32[{FEATURES},{FEATURES}], f32[128,{FEATURES}]"]  # batches of 128
@@ -96,7 +97,7 @@ def test_without_hlo_protos_program_ids_are_what_differed(recorded_paths):
         if plane.kind == "metadata":
             plane.metadata.stats.columns.pop(HLO_PROTO_STAT, None)
     assert program_signatures(trace) == {}
-    finding = _recompilation(diagnose(trace))
+    finding = _recompilation(TraceAnalysis(trace).report)
     assert "signatures" not in finding.metrics and "argument_changes" not in finding.metrics
     (differed,) = finding.metrics["what_differed"]
     assert differed.startswith("program ids of jit_train_step")
@@ -106,7 +107,7 @@ def test_without_hlo_protos_program_ids_are_what_differed(recorded_paths):
 def test_pytorch_xla_graph_hashes_are_the_recorded_digests():
     require_shared_traces()
     trace = open_trace(PTXLA_TRACE, use_cache=False)
-    finding = _recompilation(diagnose(trace))
+    finding = _recompilation(TraceAnalysis(trace).report)
     digests = {
         str(t.all_stats(int(i))["graph_hash"])
         for t, idx in trace.events_named("XLAGraphExecutor::Compile")
@@ -120,7 +121,7 @@ def test_pytorch_xla_graph_hashes_are_the_recorded_digests():
 def test_tpu_warm_up_summary_shows_each_function_arguments():
     require_shared_traces()
     trace = open_trace(TPU_TRACE, use_cache=False)
-    finding = _recompilation(diagnose(trace))
+    finding = _recompilation(TraceAnalysis(trace).report)
     by_module = {s.module_name: s for s in program_signatures(trace).values()}
     for function in finding.metrics["functions"]:
         assert function["arguments"] == [", ".join(by_module[f"jit_{function['function']}"].parameters)]

@@ -16,7 +16,8 @@ from tests.diagnose.recordings import (
     STEPS,
     recompile_shapes,
 )
-from tpuscope.analysis.diagnose import Severity, diagnose
+from tpuscope.analysis.diagnose import Severity
+from tpuscope.analysis.session import TraceAnalysis
 
 
 def _by_id(report, rule_id):
@@ -33,7 +34,7 @@ def reports(recorded_trace):
 
     def get(scenario):
         if scenario not in cache:
-            cache[scenario] = diagnose(recorded_trace(scenario))
+            cache[scenario] = TraceAnalysis(recorded_trace(scenario)).report
         return cache[scenario]
 
     return get

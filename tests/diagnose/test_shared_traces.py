@@ -13,7 +13,8 @@ from tests.conftest import (
     TF_TRACE,
     TPU_TRACE,
 )
-from tpuscope.analysis.diagnose import Severity, diagnose
+from tpuscope.analysis.diagnose import Severity
+from tpuscope.analysis.session import TraceAnalysis
 
 
 @pytest.fixture(scope="module")
@@ -25,7 +26,7 @@ def reports(shared_traces):
 def _report(reports, path):
     trace, report = reports[path]
     if report is None:
-        report = diagnose(trace)
+        report = TraceAnalysis(trace).report
         reports[path] = (trace, report)
     return report
 

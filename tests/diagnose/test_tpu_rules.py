@@ -9,8 +9,8 @@ import pytest
 from tests.conftest import TPU_TRACE
 from tests.diagnose.recordings import STEPS
 from tpuscope.analysis.diagnose import Severity, async_wait, host_callback
-from tpuscope.analysis.facts.context import Context
 from tpuscope.analysis.ops import op_breakdown
+from tpuscope.analysis.session import TraceAnalysis
 
 
 def _only(outcome, rule_id):
@@ -20,7 +20,7 @@ def _only(outcome, rule_id):
 
 def test_tpu_sample_waits_on_copies_from_host_memory(shared_traces):
     trace = shared_traces[TPU_TRACE]
-    outcome = async_wait.run(Context(trace))
+    outcome = async_wait.run(TraceAnalysis(trace).context)
     finding = _only(outcome, async_wait.RULE_ID)
     assert finding.severity == Severity.WARNING
     m = finding.metrics
@@ -54,7 +54,7 @@ def test_tpu_sample_waits_on_copies_from_host_memory(shared_traces):
 )
 def test_callbacks_inside_the_jitted_step_are_found(recorded_trace, scenario, op):
     trace = recorded_trace(scenario)
-    outcome = host_callback.run(Context(trace))
+    outcome = host_callback.run(TraceAnalysis(trace).context)
     finding = _only(outcome, host_callback.RULE_ID)
     m = finding.metrics
     assert m["ops"] == [op]
@@ -74,6 +74,6 @@ def test_callbacks_inside_the_jitted_step_are_found(recorded_trace, scenario, op
 
 def test_loops_without_callbacks_have_none(recorded_trace):
     for scenario in ("healthy", "host_sync", "stall"):
-        outcome = host_callback.run(Context(recorded_trace(scenario)))
+        outcome = host_callback.run(TraceAnalysis(recorded_trace(scenario)).context)
         assert outcome.findings == []
         assert outcome.checked.startswith("0 host-callback device op(s)")

@@ -13,8 +13,8 @@ import pytest
 
 from benchmarks.generate_memory_xspace import generate
 from tests.conftest import ALL_SHARED_TRACES, TPU_TRACE, require_shared_traces
-from tpuscope.analysis.diagnose.engine import diagnose
 from tpuscope.analysis.diagnose.padding_waste import round_up_hint
+from tpuscope.analysis.session import TraceAnalysis
 from tpuscope.opener import open_trace
 from tpuscope.readers.xplane import hlo_pb2
 
@@ -24,7 +24,7 @@ LEAK_BYTES = 64 << 20
 
 
 def _memory_findings(trace):
-    report = diagnose(trace)
+    report = TraceAnalysis(trace).report
     assert not report.rule_errors
     checked = {c["rule"]: c["summary"] for c in report.checked}
     assert all(checked.get(rule) for rule in MEMORY_RULES), checked

@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 from tests.pods import recordings
-from tpuscope.analysis.pod import pod_of_trace
+from tpuscope.analysis.session import TraceAnalysis
 from tpuscope.per_host import analyze_hosts
 from tpuscope.readers.files import resolve_profile_files
 
@@ -28,7 +28,7 @@ def _files(run):
 
 def test_host_by_host_equals_the_run_loaded_as_one_trace(pod_run, pod_trace):
     run = analyze_hosts(_files(pod_run("straggler")))
-    whole = pod_of_trace(pod_trace("straggler"))
+    whole = TraceAnalysis(pod_trace("straggler")).pod
     assert run.pod.hosts == whole.hosts
     assert run.pod.alignment == whole.alignment
     np.testing.assert_array_equal(run.pod.step_number, whole.step_number)

@@ -25,8 +25,7 @@ import numpy as np
 import pytest
 
 from tests.conftest import SHARED_TRACES, require_shared_traces
-from tpuscope.analysis.diagnose import diagnose
-from tpuscope.analysis.overview import compute_overview
+from tpuscope.analysis.session import TraceAnalysis
 from tpuscope.cli import main
 from tpuscope.opener import open_trace
 
@@ -112,7 +111,7 @@ def late(tmp_path_factory):
 def test_the_real_ranks_load_as_a_pod_with_their_nccl_time_per_step(real_ranks):
     trace = open_trace(real_ranks, use_cache=False)
     assert list(trace.hosts) == ["rank 0", "rank 1"]
-    overview = compute_overview(trace)
+    overview = TraceAnalysis(trace).overview
     pod = overview.pod
     assert pod is not None and pod.hosts == ["rank 0", "rank 1"]
     assert pod.alignment == "step number" and pod.step_number.tolist() == [551, 552]
@@ -127,7 +126,7 @@ def test_the_real_ranks_load_as_a_pod_with_their_nccl_time_per_step(real_ranks):
     # What is true of these two ranks: each spends 30.6-32.2% of its steps in NCCL kernels, over
     # XProf's collective-bound threshold (30%), and neither is consistently the last to arrive.
     assert min(shares.values()) >= 30.0
-    report = diagnose(trace)
+    report = TraceAnalysis(trace).report
     bound = [f for f in report.findings if f.id == "collective_bound"]
     assert len(bound) == 1
     assert bound[0].metrics["collective_percent_of_step_time"] == pytest.approx(shares, abs=0.06)
@@ -138,7 +137,7 @@ def test_the_real_ranks_load_as_a_pod_with_their_nccl_time_per_step(real_ranks):
 
 
 def test_ranks_that_behave_alike_have_no_straggler(healthy):
-    report = diagnose(open_trace(healthy, use_cache=False))
+    report = TraceAnalysis(open_trace(healthy, use_cache=False)).report
     assert "straggler" not in {f.id for f in report.findings}
     checked = {c["rule"]: c["summary"] for c in report.checked}
     assert checked["straggler"].startswith("4 hosts over 2 steps aligned by step number")
@@ -146,7 +145,7 @@ def test_ranks_that_behave_alike_have_no_straggler(healthy):
 
 def test_a_rank_late_at_every_collective_is_the_straggler(late):
     trace = open_trace(late, use_cache=False)
-    found = [f for f in diagnose(trace).findings if f.id == "straggler"]
+    found = [f for f in TraceAnalysis(trace).report.findings if f.id == "straggler"]
     assert len(found) == 1, [f.title for f in found]
     metrics = found[0].metrics
     assert metrics["straggler"] == f"rank {LATE_RANK}" and metrics["unit"] == "host"

@@ -7,7 +7,7 @@ import json
 import numpy as np
 
 from tests.pods import recordings
-from tpuscope.analysis.pod import pod_of_trace
+from tpuscope.analysis.session import TraceAnalysis
 from tpuscope.cli import main
 
 LATE_HOST = f"worker{recordings.STRAGGLER}"
@@ -23,7 +23,7 @@ def test_json_has_one_row_per_host_and_a_host_by_step_table(pod_run, pod_trace, 
     table = pod["per_host_step_us"]
     assert set(table) == {"step", "compute", "collective", "input", "compile", "host"}
     assert np.array(table["collective"]).shape == (recordings.PROCESSES, recordings.STEPS)
-    expected = pod_of_trace(pod_trace("straggler"))
+    expected = TraceAnalysis(pod_trace("straggler")).pod
     np.testing.assert_allclose(table["collective"], expected.matrix("collective") / 1e6, atol=1e-3)
     rows = {r["host"]: r for r in pod["per_host"]}
     assert min(rows, key=lambda h: rows[h]["collective_us"]) == LATE_HOST

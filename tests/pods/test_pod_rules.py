@@ -5,14 +5,14 @@ from __future__ import annotations
 import numpy as np
 
 from tests.pods import recordings
-from tpuscope.analysis.diagnose import diagnose
+from tpuscope.analysis.session import TraceAnalysis
 
 LATE_HOST = f"worker{recordings.STRAGGLER}"
 SLEEP_MS = recordings.STRAGGLER_SLEEP_S * 1e3
 
 
 def _findings(trace, rule_id):
-    return [f for f in diagnose(trace).findings if f.id == rule_id]
+    return [f for f in TraceAnalysis(trace).report.findings if f.id == rule_id]
 
 
 def _collective_ms_per_step(trace, host):
@@ -78,7 +78,7 @@ def test_balanced_pod_has_no_straggler(pod_trace):
 
 def test_heavy_collective_on_every_host_is_collective_bound_not_a_straggler(pod_trace):
     trace = pod_trace("collective_heavy")
-    report = diagnose(trace)
+    report = TraceAnalysis(trace).report
     assert "straggler" not in {f.id for f in report.findings}
     bound = [f for f in report.findings if f.id == "collective_bound"]
     assert len(bound) == 1

@@ -8,17 +8,24 @@ import pickle
 import numpy as np
 
 from tests.pods import recordings
-from tpuscope.analysis.pod import analyze_pod, host_trace, pod_of_trace, summarize_host
+from tpuscope.analysis.pod import analyze_pod, host_trace, summarize_host
 from tpuscope.analysis.pod.analysis import ALIGN_BY_NUMBER, ALIGN_BY_ORDER
 from tpuscope.analysis.pod.summary import PARTS
+from tpuscope.analysis.session import TraceAnalysis
 from tpuscope.opener import open_trace
+
+
+def _summary(trace, host=None):
+    """`host`'s summary (default: the trace's only host) from an analysis of its planes alone."""
+    one = trace if host is None else host_trace(trace, host)
+    return summarize_host(TraceAnalysis(one).context, host)
 
 
 def test_each_host_is_summarized_from_its_own_file_alone(pod_run, pod_trace):
     trace = pod_trace("straggler")
     alone = open_trace(pod_run("straggler") / "worker1.xplane.pb", use_cache=False)
-    from_pod = summarize_host(trace, "worker1")
-    from_file = summarize_host(alone)
+    from_pod = _summary(trace, "worker1")
+    from_file = _summary(alone)
     assert from_file.host == alone.hosts[0]  # alone, the host is named by the file itself
     np.testing.assert_array_equal(from_pod.step_number, from_file.step_number)
     for part in PARTS:  # same numbers whether the other hosts were loaded or not
@@ -29,7 +36,7 @@ def test_each_host_is_summarized_from_its_own_file_alone(pod_run, pod_trace):
 
 
 def test_summary_is_small_and_picklable(pod_trace):
-    summary = summarize_host(pod_trace("straggler"), "worker0")
+    summary = _summary(pod_trace("straggler"), "worker0")
     data = pickle.dumps(summary)
     assert len(data) < 64_000
     back = pickle.loads(data)
@@ -38,7 +45,7 @@ def test_summary_is_small_and_picklable(pod_trace):
 
 
 def test_parts_add_up_to_the_step_and_steps_align_by_number(pod_trace):
-    pod = pod_of_trace(pod_trace("straggler"))
+    pod = TraceAnalysis(pod_trace("straggler")).pod
     assert pod.hosts == [f"worker{i}" for i in range(recordings.PROCESSES)]
     assert pod.alignment == ALIGN_BY_NUMBER
     assert pod.step_number.tolist() == list(range(recordings.STEPS))
@@ -53,7 +60,7 @@ def test_parts_add_up_to_the_step_and_steps_align_by_number(pod_trace):
 
 
 def test_a_host_that_missed_the_first_step_is_aligned_by_number(pod_trace):
-    summaries = [summarize_host(pod_trace("straggler"), h) for h in pod_trace("straggler").hosts]
+    summaries = [_summary(pod_trace("straggler"), h) for h in pod_trace("straggler").hosts]
     summaries[0] = _without_first_step(summaries[0])
     pod = analyze_pod(summaries)
     assert pod.alignment == ALIGN_BY_NUMBER
@@ -63,7 +70,7 @@ def test_a_host_that_missed_the_first_step_is_aligned_by_number(pod_trace):
 
 
 def test_without_shared_step_numbers_steps_align_by_order(pod_trace):
-    summaries = [summarize_host(pod_trace("straggler"), h) for h in pod_trace("straggler").hosts]
+    summaries = [_summary(pod_trace("straggler"), h) for h in pod_trace("straggler").hosts]
     summaries[1] = dataclasses.replace(summaries[1], step_number=summaries[1].step_number + 1000)
     pod = analyze_pod(summaries)
     assert pod.alignment == ALIGN_BY_ORDER

@@ -13,9 +13,9 @@ import pytest
 from tests.conftest import SHARED_TRACES
 from tests.jax_recordings import record_training_profile
 from tpuscope.analysis.device_ops import find_devices
-from tpuscope.analysis.facts.context import Context
 from tpuscope.analysis.framework import PYTORCH, detect_framework
 from tpuscope.analysis.ops import op_breakdown
+from tpuscope.analysis.session import TraceAnalysis
 from tpuscope.analysis.steps import find_steps
 from tpuscope.errors import ProfileError
 from tpuscope.model.vocabulary import TrackKind
@@ -63,10 +63,10 @@ def test_profiler_steps_syncs_launches_and_framework():
     )  # fmt: skip
     assert steps.number.tolist() == expected and len(expected) == 5
     assert detect_framework(trace).name == PYTORCH
-    ctx = Context(trace)
+    ctx = TraceAnalysis(trace).context
     launch_names = {t.event_name(int(i)) for t, idx in ctx.launches for i in idx}
     assert "cudaLaunchKernel" in launch_names
-    critical = Context(open_trace(A100, use_cache=False))
+    critical = TraceAnalysis(open_trace(A100, use_cache=False)).context
     sync_names = {t.event_name(int(i)) for t, idx in critical.syncs for i in idx}
     assert "cudaStreamSynchronize" in sync_names
 

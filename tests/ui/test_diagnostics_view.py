@@ -10,8 +10,9 @@ from PySide6.QtTest import QTest
 
 from tests.conftest import GPU_TRACE, PTXLA_TRACE, TF_TRACE, TPU_TRACE, require_shared_traces
 from tests.ui.widgets import show_exposed
-from tpuscope.analysis.diagnose import Severity, diagnose
+from tpuscope.analysis.diagnose import Severity
 from tpuscope.analysis.facts.evidence import evidence_events
+from tpuscope.analysis.session import TraceAnalysis
 from tpuscope.opener import open_trace
 from tpuscope.ui.diagnostics_view import DiagnosticsView, finding_html, format_number
 
@@ -40,7 +41,7 @@ def _load(qtbot, view, trace):
 def test_lists_findings_worst_first_with_severity_icons(qtbot, view, traces):
     trace = traces[PTXLA_TRACE]
     report = _load(qtbot, view, trace)
-    expected = diagnose(trace)
+    expected = TraceAnalysis(trace).report
     titles = [view.findings.item(r).text() for r in range(view.findings.count())]
     assert titles == [f.title for f in expected.findings]
     assert report.findings[0].severity == Severity.WARNING and report.findings[0].id == "host_device_sync"
@@ -168,7 +169,7 @@ def test_list_of_dict_metrics_render_as_a_table_one_row_per_item(qtbot, view, tr
 
 
 def test_long_string_lists_are_one_line_per_item(traces):
-    finding = next(f for f in diagnose(traces[PTXLA_TRACE]).findings if f.id == "recompilation")
+    finding = next(f for f in TraceAnalysis(traces[PTXLA_TRACE]).report.findings if f.id == "recompilation")
     finding.metrics["argument_changes"] = [
         f"argument {k} changed f32[{k},1024,1024] -> f32[{k + 1},1024,1024]" for k in range(3)
     ]

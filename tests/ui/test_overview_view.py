@@ -10,8 +10,8 @@ from PySide6.QtWidgets import QApplication
 from tests.conftest import GPU_TRACE, SAMPLES, TPU_TRACE, require_shared_traces
 from tests.ui.widgets import chart_position, double_click, hover, show_exposed
 from tpuscope.analysis.device_ops import device_activity, find_devices
-from tpuscope.analysis.diagnose import diagnose
 from tpuscope.analysis.ops import op_breakdown
+from tpuscope.analysis.session import TraceAnalysis
 from tpuscope.analysis.steps import find_steps
 from tpuscope.opener import open_trace
 from tpuscope.ui.overview_view import OverviewView
@@ -56,7 +56,7 @@ def test_cards_show_the_profiles_numbers(qtbot, view, traces):
     cards = view.cards
     assert cards["devices"].value.text() == f"{len(planes)} × {planes[0].device_type}"
     assert cards["hosts"].value.text() == str(len(trace.hosts))
-    assert cards["framework"].value.text() == diagnose(trace).framework.name
+    assert cards["framework"].value.text() == TraceAnalysis(trace).report.framework.name
     assert cards["span"].value.text() == format_headline_duration(trace.duration_ps)
     assert cards["steps"].value.text() == f"{len(steps):,}"
     assert cards["step_time"].value.text() == format_headline_duration(periods.mean())

@@ -3,7 +3,8 @@
 Nothing here is measured anew where another module already measures it: devices and duty cycle
 come from `device_ops`/`step_breakdown`, steps from `steps.find_steps`, the framework and the
 findings from the diagnose engine, the top ops from `ops`. What is added is the per-step split
-of step time into four parts that add up to the step:
+of step time into four parts that add up to the step. A trace's overview is
+`TraceAnalysis.overview` (`tpuscope.analysis.session`), made from the results it shares:
 
 - busy: a device ran an op (mean over the devices, as `step_breakdown` counts it);
 - input: no device ran an op while the host was still preparing the step: the same intervals
@@ -28,8 +29,8 @@ from tpuscope.analysis.facts.context import Context
 from tpuscope.analysis.facts.intervals import Intervals, empty, window_total
 from tpuscope.analysis.facts.waits import compile_wait_intervals, input_wait_intervals
 from tpuscope.analysis.framework import Framework
-from tpuscope.analysis.ops import OpTable, aggregate, collect_op_events
-from tpuscope.analysis.pod.analysis import PodAnalysis, pod_of_context
+from tpuscope.analysis.ops import OpTable
+from tpuscope.analysis.pod.analysis import PodAnalysis
 from tpuscope.analysis.step_breakdown import step_breakdown
 from tpuscope.analysis.steps import (
     SOURCE_DEVICE_PROGRAM,
@@ -215,22 +216,6 @@ class Overview:
             "rule_errors": dict(self.report.rule_errors) if self.report is not None else {},
             "pod": None if self.pod is None else self.pod.to_json(),
         }
-
-
-def compute_overview(trace: Trace) -> Overview:
-    """The overview of `trace` on its own (views and commands share one through `TraceAnalysis`)."""
-    ctx = Context(trace, pod_table=pod_of_context)
-    from tpuscope.analysis.diagnose import diagnose  # see `tpuscope.analysis.diagnose`: loads on use
-
-    report = diagnose(trace, context=ctx)  # the rules' steps, framework and pod table are shared here
-    ops = aggregate(collect_op_events(trace, ctx.devices), "op") if ctx.devices else None
-    return build_overview(ctx, report, ops)
-
-
-def build_overview(ctx: Context, report: Report, ops: OpTable | None) -> Overview:
-    """The overview from what other analyses computed: `report` diagnosed with `ctx` (whose steps,
-    framework and devices the overview reuses) and `ops`, the op table by op over all devices."""
-    return with_report(overview_figures(ctx, ops), report)
 
 
 def overview_figures(ctx: Context, ops: OpTable | None) -> Overview:

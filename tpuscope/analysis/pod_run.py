@@ -20,12 +20,11 @@ import numpy as np
 
 import tpuscope.analysis.diagnose as rules_package  # its engine loads when a rule runs
 from tpuscope.analysis.diagnose import RuleOutcome, collective_bound, straggler
-from tpuscope.analysis.facts.context import Context
 from tpuscope.analysis.framework import Framework
-from tpuscope.analysis.ops import aggregate, collect_op_events
 from tpuscope.analysis.pod.analysis import PodAnalysis, analyze_pod
 from tpuscope.analysis.pod.summary import HostSummary, host_trace, summarize_host
 from tpuscope.analysis.roofline import BOUND_NAMES, Peaks, bound_by
+from tpuscope.analysis.session import FRAMEWORK, POD, TraceAnalysis
 from tpuscope.model.trace import Trace
 
 # Rules that compare hosts: they run once over every host's summary, not on each host alone.
@@ -56,17 +55,19 @@ def analyze_host(trace: Trace, host: str, source: str) -> HostResult:
     """What `host` of `trace` contributes to its pod: its summary, its own diagnosis (the pod rules
     left out: they run over every host's summary in `combine`) and its op table."""
     one = trace if list(trace.hosts) == [host] else host_trace(trace, host)
-    ctx = Context(one)
+    analysis = TraceAnalysis(one)
     rules = {k: v for k, v in rules_package.RULES.items() if k not in POD_RULES}
-    report = rules_package.diagnose(one, rules=rules, context=ctx)
-    summary = summarize_host(one, host, ctx)
-    table = aggregate(collect_op_events(one, ctx.devices), "op") if ctx.devices else None
+    ctx = analysis.context
+    with analysis.context_lock:
+        report = rules_package.diagnose(ctx, rules)
+        summary = summarize_host(ctx, host)
+    table = analysis.op_table("op", "all")
     return HostResult(
         source=source,
         host=host,
         origin_ns=int(trace.origin_ns),
         event_count=int(one.event_count),
-        framework=ctx.framework,
+        framework=analysis.framework,
         summary=summary,
         report=report.to_json(),
         op_rows=table.rows_json() if table is not None else [],
@@ -158,8 +159,10 @@ def combine(results: list[HostResult]) -> PodRun:
     summaries = [_shifted(r.summary, (r.origin_ns - origin) * 1000) for r in results]
     pod = analyze_pod(summaries)
     framework = _most_common_framework([r.framework for r in results])
-    # The pod rules read the pod table and the framework only: a trace of host names carries them.
-    ctx = Context(Trace(hosts=[r.host for r in results]), framework=framework, pod_table=lambda _: pod)
+    # The pod rules read the pod table and the framework only: an analysis of the host names that
+    # holds these two has all they ask.
+    analysis = TraceAnalysis(Trace(hosts=[r.host for r in results]), known={POD: pod, FRAMEWORK: framework})
+    ctx = analysis.context
     findings: list[dict[str, Any]] = []
     checked: list[dict[str, str]] = []
     for rule_id in POD_RULES:

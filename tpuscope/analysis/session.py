@@ -1,7 +1,9 @@
 """One trace's analyses, each computed once and shared by every view and every command.
 
 A `TraceAnalysis` holds the results of one loaded trace: steps, framework, devices, the diagnose
-context and report, op events and op tables, step breakdowns, the overview. Each result is a
+context and report, op events and op tables, step breakdowns, the pod table, the overview; an
+analysis package may define more (`tpuscope.analysis.results`: the memory report, the run a
+comparison reads). Each result is a
 `Result` (a name and how to compute it from the other results); `analysis.get(result)` computes it
 on first use, in dependency order (a result asks for the results it needs), and hands every later
 caller the same object. The desktop app computes results in worker threads
@@ -15,13 +17,16 @@ This is the split KDAB Hotspot makes between its parser and its pages (https://g
 Thread safety: `get` may be called from several threads. Each result has its own lock, taken
 before its dependencies' locks (the dependencies form a graph without cycles, so no two threads
 wait on each other); two threads asking for the same result compute it once. The diagnose
-`Context` caches facts in plain attributes, so everything that reads it holds `context_lock`,
-taken only after every result it needs is in hand.
+`Context` (a view over the analysis: its facts are the results) caches the facts only the rules
+and figures ask in plain attributes, so everything that reads it holds `context_lock`, taken only
+after every result it needs that reads the context too is in hand: the report and the overview get
+the pod table first. A rule may ask the context for a result that does not read it (`ctx.get`).
 """
 
 from __future__ import annotations
 
 import threading
+from collections.abc import Mapping
 from functools import cache
 from typing import TYPE_CHECKING, Any, TypeVar, cast
 
@@ -31,7 +36,7 @@ from tpuscope.analysis.framework import Framework, detect_framework
 from tpuscope.analysis.host_names import HostNameIndex
 from tpuscope.analysis.ops import OpEvents, OpTable, aggregate, collect_op_events
 from tpuscope.analysis.overview import Overview, overview_figures, with_report
-from tpuscope.analysis.pod import pod_of_context
+from tpuscope.analysis.pod import PodAnalysis, analyze_pod, host_trace, summarize_host
 from tpuscope.analysis.results import Result
 from tpuscope.analysis.step_breakdown import StepBreakdown, step_breakdown
 from tpuscope.analysis.steps import Steps, find_steps
@@ -47,10 +52,12 @@ DeviceChoice = str | int  # "all", a position in the device list, or a kind ("TP
 class TraceAnalysis:
     """The results of one trace, each computed at most once (see the module docstring)."""
 
-    def __init__(self, trace: Trace):
+    def __init__(self, trace: Trace, known: Mapping[Result[Any], Any] | None = None):
+        """`known`: results already in hand, used as if computed here (the pod table a run analysed
+        host by host combines from its hosts' summaries, steps relabelled by a test)."""
         self.trace: Trace = trace
         self.context_lock = threading.RLock()
-        self._values: dict[str, Any] = {}
+        self._values: dict[str, Any] = {result.name: value for result, value in (known or {}).items()}
         self._locks: dict[str, threading.Lock] = {}
         self._locks_guard = threading.Lock()
         self.computed: list[str] = []  # result names in the order they were computed (tests, benchmarks)
@@ -93,8 +100,16 @@ class TraceAnalysis:
         return self.get(DEVICES)
 
     @property
+    def host_names(self) -> HostNameIndex:
+        return self.get(HOST_NAMES)
+
+    @property
     def context(self) -> Context:
         return self.get(CONTEXT)
+
+    @property
+    def pod(self) -> PodAnalysis:
+        return self.get(POD)
 
     @property
     def report(self) -> Report:
@@ -120,29 +135,31 @@ class TraceAnalysis:
         return self.get(step_breakdown_result(device))
 
 
-def _context(analysis: TraceAnalysis) -> Context:
-    return Context(
-        analysis.trace,
-        steps=analysis.steps,
-        framework=analysis.framework,
-        devices=analysis.devices,
-        host_names=analysis.get(HOST_NAMES),
-        op_table=analysis.op_table("op", "all"),
-        pod_table=pod_of_context,
-        analysis=analysis,
+def _pod(analysis: TraceAnalysis) -> PodAnalysis:
+    """Every host summarized from its own planes, then aligned: a one-host trace from the analysis'
+    own context, each host of several from an analysis of its planes alone."""
+    hosts = list(analysis.trace.hosts) or [""]
+    if len(hosts) == 1:
+        ctx = analysis.context
+        with analysis.context_lock:
+            return analyze_pod([summarize_host(ctx, hosts[0])])
+    return analyze_pod(
+        [summarize_host(TraceAnalysis(host_trace(analysis.trace, h)).context, h) for h in hosts]
     )
 
 
 def _report(analysis: TraceAnalysis) -> Report:
     from tpuscope.analysis.diagnose import diagnose  # the rules load here, in the worker that runs them
 
+    analysis.get(POD)  # the pod rules read it, and it reads the context: in hand before the lock
     ctx = analysis.context
     with analysis.context_lock:
-        return diagnose(analysis.trace, context=ctx)
+        return diagnose(ctx)
 
 
 def _overview_figures(analysis: TraceAnalysis) -> Overview:
     ops, ctx = analysis.op_table("op", "all"), analysis.context
+    analysis.get(POD)  # read by the figures, and it reads the context: in hand before the lock
     with analysis.context_lock:
         return overview_figures(ctx, ops)
 
@@ -155,7 +172,8 @@ HOST_NAMES: Result[HostNameIndex] = Result("host_names", lambda a: HostNameIndex
 STEPS: Result[Steps] = Result("steps", lambda a: find_steps(a.trace))
 FRAMEWORK: Result[Framework] = Result("framework", lambda a: detect_framework(a.trace, a.get(HOST_NAMES)))
 DEVICES: Result[list[Device]] = Result("devices", lambda a: find_devices(a.trace))
-CONTEXT: Result[Context] = Result("context", _context)
+CONTEXT: Result[Context] = Result("context", Context)
+POD: Result[PodAnalysis] = Result("pod", _pod)
 REPORT: Result[Report] = Result("report", _report)
 # The overview's figures come before the report (whose rules take longer than all of them), so that
 # the desktop app paints them first; OVERVIEW is the same figures with the report.

@@ -74,7 +74,7 @@ def compare_paths(base_path, new_path, base_loaded: LoadResult | None = None) ->
     base = base_loaded if base_loaded is not None else prepare(base_path)
     new = prepare(new_path)
     # Each profile's shared analyses: BASE's are the other views' once it becomes the open profile.
-    runs = [analyze_run(loaded.trace, overview=loaded.analysis.overview) for loaded in (base, new)]
+    runs = [analyze_run(loaded.analysis) for loaded in (base, new)]
     comparison = compare_runs(runs[0], runs[1])
     return CompareResult(base, new, comparison)
 

@@ -46,7 +46,9 @@ from tpuscope.analysis.facts.context import Context, intervals_of
 from tpuscope.analysis.facts.intervals import Intervals, difference, empty, merge_intervals, window_total
 from tpuscope.analysis.facts.waits import compile_wait_intervals, input_wait_intervals
 from tpuscope.analysis.memory.report import MEMORY_REPORT, MemoryReport
-from tpuscope.analysis.overview import STEP_SOURCE_LABELS, Overview, compute_overview
+from tpuscope.analysis.overview import STEP_SOURCE_LABELS, Overview
+from tpuscope.analysis.results import Result
+from tpuscope.analysis.session import TraceAnalysis
 from tpuscope.analysis.steps import (
     SOURCE_DEVICE_STEPS,
     SOURCE_HOST_ANNOTATION,
@@ -131,28 +133,38 @@ class RunAnalysis:
         return int(candidates[np.argmin(np.abs(durations[candidates] - median))])
 
 
-def analyze_run(trace: Trace, overview: Overview | None = None) -> RunAnalysis:
-    """The overview of `trace` (computed unless given) and the per-step facts a comparison adds."""
-    overview = compute_overview(trace) if overview is None else overview
-    ctx = Context(trace, steps=overview.steps, framework=overview.framework)
-    p0, p1 = overview.series.start_ps, overview.series.end_ps
-    compile_events = intervals_of(ctx.compiles)
-    compiled = window_total(compile_events, p0, p1) > 0 if len(p0) else np.zeros(0, bool)
-    sync_ps = np.zeros(len(p0), np.float64)
-    if len(p0) and ctx.syncs and ctx.devices:
-        waiting = input_wait_intervals(ctx)
-        accounted = merge_intervals(*_concat(waiting, compile_wait_intervals(ctx, waiting)))
-        sync_wait = difference(_idle_after_syncs(ctx), accounted)
-        sync_ps = np.minimum(window_total(sync_wait, p0, p1).astype(np.float64), overview.series.idle_ps)
+def analyze_run(analysis: TraceAnalysis) -> RunAnalysis:
+    """One side of a comparison: the trace's overview and the per-step facts a comparison adds
+    (`RUN_ANALYSIS`, computed once per trace)."""
+    return analysis.get(RUN_ANALYSIS)
+
+
+def _run_analysis(analysis: TraceAnalysis) -> RunAnalysis:
+    trace = analysis.trace
+    overview, memory, ctx = analysis.overview, analysis.get(MEMORY_REPORT), analysis.context
+    with analysis.context_lock:
+        p0, p1 = overview.series.start_ps, overview.series.end_ps
+        compile_events = intervals_of(ctx.compiles)
+        compiled = window_total(compile_events, p0, p1) > 0 if len(p0) else np.zeros(0, bool)
+        sync_ps = np.zeros(len(p0), np.float64)
+        if len(p0) and ctx.syncs and ctx.devices:
+            waiting = input_wait_intervals(ctx)
+            accounted = merge_intervals(*_concat(waiting, compile_wait_intervals(ctx, waiting)))
+            sync_wait = difference(_idle_after_syncs(ctx), accounted)
+            sync_ps = np.minimum(window_total(sync_wait, p0, p1).astype(np.float64), overview.series.idle_ps)
+        compilations = sum(len(idx) for _, idx in ctx.compiles)
     return RunAnalysis(
         overview=overview,
         compiled=np.asarray(compiled, bool),
         sync_ps=sync_ps,
-        compilations=sum(len(idx) for _, idx in ctx.compiles),
+        compilations=compilations,
         versions=_versions(trace),
-        memory=ctx.get(MEMORY_REPORT),
+        memory=memory,
         dialect=trace.dialect,
     )
+
+
+RUN_ANALYSIS: Result[RunAnalysis] = Result("run_analysis", _run_analysis)
 
 
 def _concat(a: Intervals, b: Intervals) -> Intervals:
@@ -372,7 +384,8 @@ def _distribution_json(run: RunAnalysis) -> dict[str, Any]:
 
 def compare_traces(base: Trace, new: Trace, noise_floor_percent: float | None = None) -> Comparison:
     """BASE against NEW (loaded traces)."""
-    return compare_runs(analyze_run(base), analyze_run(new), noise_floor_percent)
+    runs = analyze_run(TraceAnalysis(base)), analyze_run(TraceAnalysis(new))
+    return compare_runs(*runs, noise_floor_percent)
 
 
 def noise_floor(base: RunAnalysis, new: RunAnalysis) -> float:

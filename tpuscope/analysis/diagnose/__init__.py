@@ -1,7 +1,8 @@
 """Automatic diagnosis of integration problems: one small module per rule, run by `engine`.
 
-Usage: `report = diagnose(trace)`; `report.findings` are worst first, each with numbers,
-evidence (time ranges and events to jump to) and framework-specific advice.
+Usage: `report = TraceAnalysis(trace).report` (`tpuscope.analysis.session`), or
+`diagnose(analysis.context, rules)` for some rules; `report.findings` are worst first, each with
+numbers, evidence (time ranges and events to jump to) and framework-specific advice.
 
 The engine (every rule and what they import) loads on first use of `diagnose`, `Report` or
 `RULES`: the desktop window shows findings but runs the rules in a worker, after its first paint.

@@ -35,9 +35,7 @@ from tpuscope.analysis.diagnose import (
 from tpuscope.analysis.diagnose.finding import Finding, RuleOutcome, Severity
 from tpuscope.analysis.facts.context import Context
 from tpuscope.analysis.framework import Framework
-from tpuscope.analysis.pod import pod_of_context
 from tpuscope.analysis.steps import Steps
-from tpuscope.model.trace import Trace
 
 Rule = Callable[[Context], "list[Finding] | RuleOutcome"]
 
@@ -91,14 +89,14 @@ class Report:
         }
 
 
-def diagnose(trace: Trace, rules: dict[str, Rule] | None = None, context: Context | None = None) -> Report:
-    """All findings of all rules (or of `rules`), sorted worst first, then by rule order.
+def diagnose(ctx: Context, rules: dict[str, Rule] | None = None) -> Report:
+    """All findings of all rules (or of `rules`) on the context's trace, sorted worst first, then by
+    rule order.
 
-    `context` lets a caller share its Context of `trace` (what the rules computed stays there for it;
-    `tpuscope.analysis.session.TraceAnalysis` gives it the steps, framework and devices it has).
+    The context is its analysis' (`TraceAnalysis(trace).context`; `TraceAnalysis.report` is every
+    rule's report, computed once): what the rules compute stays there for the views and commands.
     """
     started = time.perf_counter()
-    ctx = context if context is not None else Context(trace, pod_table=pod_of_context)
     findings: list[Finding] = []
     errors: dict[str, str] = {}
     checked: list[dict[str, str]] = []

@@ -8,82 +8,62 @@ ask the context ("the device-idle intervals", "the outermost events named like X
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
 from functools import cached_property
-from typing import TYPE_CHECKING, Any, TypeVar, cast
+from typing import TYPE_CHECKING, TypeVar
 
 import numpy as np
 
 from tpuscope.analysis import device_ops
 from tpuscope.analysis.facts.intervals import Intervals, difference, empty, merge_intervals, window_total
-from tpuscope.analysis.framework import Framework, detect_framework
+from tpuscope.analysis.framework import Framework
 from tpuscope.analysis.host_names import HostNameIndex
 from tpuscope.analysis.ops import OpTable, aggregate, collect_op_events
-from tpuscope.analysis.results import Result
-from tpuscope.analysis.steps import SOURCE_HOST_ANNOTATION, Steps, find_steps, outermost
+from tpuscope.analysis.steps import SOURCE_HOST_ANNOTATION, Steps, outermost
 from tpuscope.model.trace import Trace, Track
 from tpuscope.model.vocabulary import EventClass
 
 if TYPE_CHECKING:  # the pod table and the session build on these facts
     from tpuscope.analysis.pod.analysis import PodAnalysis
+    from tpuscope.analysis.results import Result
     from tpuscope.analysis.session import TraceAnalysis
 
-# How the pod table is made from a context: the pod package builds on this one, so whoever builds the
-# context hands it in (`tpuscope.analysis.pod.pod_of_context`).
-PodTable = Callable[["Context"], "PodAnalysis"]
 T = TypeVar("T")
 
 
 class Context:
-    """Lazily computed facts about one trace, shared by all rules of one diagnosis run."""
+    """The facts of one trace that rules and figures ask for: a view over the trace's analysis.
 
-    def __init__(
-        self,
-        trace: Trace,
-        steps: Steps | None = None,
-        framework: Framework | None = None,
-        devices: list[device_ops.Device] | None = None,
-        host_names: HostNameIndex | None = None,
-        op_table: OpTable | None = None,
-        pod_table: PodTable | None = None,
-        analysis: TraceAnalysis | None = None,
-    ):
-        """Facts given here (already computed by `tpuscope.analysis.session.TraceAnalysis`) are used as
-        they are; the others are computed on first use. `pod_table` makes the host x step table the
-        first time `pod` is asked for."""
-        self.trace = trace
-        self._steps = steps
-        self._framework = framework
-        self._devices = devices
-        self._host_names = host_names
-        self._op_table = op_table
-        self._pod_table = pod_table
+    What the analysis holds as results (steps, framework, devices, the host-name index, the op table,
+    the pod table, and any other result through `get`) comes from it, computed once per trace for
+    every rule, view and command; what only the rules and figures ask (device busy time, step
+    periods, host events by name or class) is computed here on first use. One context per analysis
+    (`TraceAnalysis.context`); whoever reads it holds the analysis' `context_lock`.
+    """
+
+    def __init__(self, analysis: TraceAnalysis):
+        self.analysis = analysis
+        self.trace: Trace = analysis.trace
         self._host_events: dict[str | EventClass, list[tuple[Track, np.ndarray]]] = {}
-        self.analysis = analysis  # the session's analysis this context belongs to, if any: see `get`
-        self._results: dict[str, Any] = {}
 
     def get(self, result: Result[T]) -> T:
-        """A shared result of the trace (`tpuscope.analysis.results`, e.g. the memory report): the
-        analysis's, computed once for every rule, view and command, when this context belongs to one;
-        else computed once for this context, which stands in for the analysis (the result asks it for
-        the trace, the steps and other results)."""
-        if self.analysis is not None:
-            return self.analysis.get(result)
-        if result.name not in self._results:
-            self._results[result.name] = result.compute(cast("TraceAnalysis", self))
-        return cast(T, self._results[result.name])
+        """A result of the trace's analysis (`tpuscope.analysis.results`, e.g. the memory report).
 
-    @cached_property
+        A rule asks while its thread holds `context_lock`, so a result asked for here must not read
+        the context itself (the lock order of `tpuscope.analysis.session`), or be in hand before the
+        rules run, as the pod table is."""
+        return self.analysis.get(result)
+
+    @property
     def framework(self) -> Framework:
-        return self._framework or detect_framework(self.trace, self.host_names)
+        return self.analysis.framework
 
-    @cached_property
+    @property
     def steps(self) -> Steps:
-        return self._steps if self._steps is not None else find_steps(self.trace)
+        return self.analysis.steps
 
-    @cached_property
+    @property
     def devices(self) -> list[device_ops.Device]:
-        return self._devices if self._devices is not None else device_ops.find_devices(self.trace)
+        return self.analysis.devices
 
     @cached_property
     def device_busy(self) -> Intervals:
@@ -100,10 +80,10 @@ class Context:
 
     @cached_property
     def op_table(self) -> OpTable:
-        """Every device op grouped by op (program and name), over all devices: the Ops view's table."""
-        if self._op_table is not None:
-            return self._op_table
-        return aggregate(collect_op_events(self.trace, self.devices), "op")
+        """Every device op grouped by op (program and name), over all devices: the Ops view's table
+        (an empty one when no device ran an op)."""
+        table = self.analysis.op_table("op", "all")
+        return table if table is not None else aggregate(collect_op_events(self.trace, []), "op")
 
     def op_text(self, row: int) -> str:
         """The name of one of the op row's events: the full HLO instruction text where the profile
@@ -116,12 +96,10 @@ class Context:
     def host_tracks(self) -> list[Track]:
         return [t for p in self.trace.host_planes() for t in p.tracks if len(t)]
 
-    @cached_property
+    @property
     def host_names(self) -> HostNameIndex:
         """The host events indexed by name once, for the dozen patterns the rules look up."""
-        if self._host_names is not None:
-            return self._host_names
-        return HostNameIndex(self.trace, self.host_tracks)
+        return self.analysis.host_names
 
     def host_events(self, pattern: str) -> list[tuple[Track, np.ndarray]]:
         """Outermost host events whose whole name matches `pattern` (nested duplicates dropped).
@@ -156,12 +134,10 @@ class Context:
         """Host events that block on a device result (device-to-host reads, stream syncs)."""
         return self.host_events_of(EventClass.SYNC)
 
-    @cached_property
+    @property
     def pod(self) -> PodAnalysis:
-        """The host x step table of every host (`tpuscope.analysis.pod`), computed once per diagnosis."""
-        if self._pod_table is None:
-            raise ValueError("this context was built without a way to make the pod table (pod_table)")
-        return self._pod_table(self)
+        """The host x step table of every host (`tpuscope.analysis.pod`), computed once per trace."""
+        return self.analysis.pod
 
     @cached_property
     def periods(self) -> tuple[np.ndarray, np.ndarray]:

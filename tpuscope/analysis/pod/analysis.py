@@ -13,9 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from tpuscope.analysis.facts.context import Context
-from tpuscope.analysis.pod.summary import PART_LABELS, PARTS, HostSummary, summarize_host
-from tpuscope.model.trace import Trace
+from tpuscope.analysis.pod.summary import PART_LABELS, PARTS, HostSummary
 
 ALIGN_BY_NUMBER = "step number"
 ALIGN_BY_ORDER = "order"
@@ -119,21 +117,6 @@ def analyze_pod(summaries: list[HostSummary]) -> PodAnalysis:
     count = min(len(s) for s in stepped)
     positions = np.tile(np.arange(count, dtype=np.int64), (len(stepped), 1))
     return PodAnalysis(list(summaries), hosts, ALIGN_BY_ORDER, stepped[0].step_number[:count], positions)
-
-
-def pod_of_trace(trace: Trace, ctx: Context | None = None) -> PodAnalysis:
-    """Every host of `trace` summarized from its own planes, then aligned.
-
-    `ctx` (a diagnosis Context of the whole trace) is reused when the trace has one host only.
-    """
-    hosts = list(trace.hosts) or [""]
-    single = ctx if len(hosts) == 1 else None
-    return analyze_pod([summarize_host(trace, host, single) for host in hosts])
-
-
-def pod_of_context(ctx: Context) -> PodAnalysis:
-    """The pod table of the context's trace: what a `Context` is given to make its `pod`."""
-    return pod_of_trace(ctx.trace, ctx)
 
 
 def _shared_numbers(stepped: list[HostSummary]) -> np.ndarray | None:

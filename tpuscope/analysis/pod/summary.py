@@ -104,15 +104,10 @@ def host_trace(trace: Trace, host: str) -> Trace:
     )
 
 
-def summarize_host(trace: Trace, host: str | None = None, ctx: Context | None = None) -> HostSummary:
-    """The summary of `host` (default: the trace's only host) from its own planes only.
-
-    `ctx` may pass an existing diagnosis context of a one-host trace, so its steps and device
-    intervals are not found twice.
-    """
-    host = host if host is not None else (trace.hosts[0] if trace.hosts else "")
-    if ctx is None:
-        ctx = Context(trace if list(trace.hosts) == [host] else host_trace(trace, host))
+def summarize_host(ctx: Context, host: str | None = None) -> HostSummary:
+    """The summary of `host` (default: the trace's only host) from the context of its own planes
+    (`host_trace`: the context of a pod's trace holds every host's)."""
+    host = host if host is not None else (ctx.trace.hosts[0] if ctx.trace.hosts else "")
     steps = ctx.steps
     p0, p1 = ctx.periods
     names = CollectiveNames(ctx.trace.strings, ctx.trace.dialect)
