@@ -11,7 +11,7 @@ import gc
 import subprocess
 import sys
 
-import tpuscope.commands._shared as shared
+import tpuscope.commands._console as shared
 from tests.conftest import ROOT, SAMPLES
 from tpuscope import gc_policy
 from tpuscope.cli import main

@@ -11,7 +11,7 @@ from tpuscope.analysis.ops import op_breakdown
 from tpuscope.analysis.session import TraceAnalysis
 from tpuscope.analysis.steps import find_steps
 from tpuscope.cli import main
-from tpuscope.commands._shared import format_ps
+from tpuscope.model.units import format_duration
 from tpuscope.opener import open_trace
 
 INPUT_BOUND_SAMPLE = SAMPLES / "jax_cpu_input_bound.xplane.pb"
@@ -41,7 +41,7 @@ def test_text_names_the_problem_and_the_numbers(capsys):
     report = TraceAnalysis(trace).report
     assert out.startswith("Profile:")
     assert f"Steps:       {len(find_steps(trace))} from host step annotations" in out
-    assert f"Span:        {format_ps(trace.duration_ps)}" in out
+    assert f"Span:        {format_duration(trace.duration_ps)}" in out
     assert "waiting for input" in out
     assert f"[CRITICAL] {report.findings[0].title}" in out
     assert "Top ops by self time" in out

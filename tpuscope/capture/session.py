@@ -28,7 +28,7 @@ from tpuscope.capture.targets import SshHost, Target, file_label
 
 # What a profiler server writes and a capture saves: one XPlane file per host (see the module docstring).
 PROFILE_SUFFIX = ".xplane.pb"
-# progress(fraction_done, what_is_happening) -> False to cancel (same contract as model.load)
+# progress(fraction_done, what_is_happening) -> False to cancel (as tpuscope.readers.ProgressCallback)
 ProgressCallback = Callable[[float, str], bool | None]
 
 # tsl's client waits max(60 s, 2 x duration) for the answer (openxla/xla

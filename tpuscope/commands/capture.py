@@ -19,7 +19,7 @@ from tpuscope.capture.grpc_client import TracerLevels
 from tpuscope.capture.session import PROFILE_SUFFIX, CaptureResult, CaptureSettings, capture
 from tpuscope.capture.ssh import SshOptions, trust_host_key
 from tpuscope.capture.targets import parse_duration, parse_ssh_host, parse_targets
-from tpuscope.commands._shared import print_json
+from tpuscope.commands._console import print_json
 
 DEFAULT_LOGDIR = "tpuscope-captures"
 _BAR_WIDTH = 30

@@ -16,7 +16,8 @@ from tpuscope.analysis.compare.ops import OpDelta
 from tpuscope.analysis.compare.runs import SPLIT_LABELS, SPLIT_PARTS, Comparison, compare_traces
 from tpuscope.cli import EXIT_FINDINGS, EXIT_OK, UserFacingError
 from tpuscope.commands import COMMANDS
-from tpuscope.commands._shared import format_ps, load_for_cli, print_json
+from tpuscope.commands._console import load_for_cli, print_json
+from tpuscope.model.units import format_duration
 from tpuscope.readers import path_help
 
 TOP_OPS_TEXT = 15
@@ -107,8 +108,8 @@ def _print_step_time(c: Comparison) -> None:
             print(f"  {label} no steps")
             continue
         print(
-            f"  {label} median {format_ps(float(np.median(steady)))}, p95 "
-            f"{format_ps(float(np.percentile(steady, 95)))}, {len(steady)} steps "
+            f"  {label} median {format_duration(float(np.median(steady)))}, p95 "
+            f"{format_duration(float(np.percentile(steady, 95)))}, {len(steady)} steps "
             f"({int(run.compiled.sum())} compiled, left out)"
         )
     for name, change in (("median", c.typical), ("mean with compilation", c.with_compilation)):
@@ -128,7 +129,8 @@ def _print_split(c: Comparison) -> None:
     print("\nPer-step split (mean per step, BASE -> NEW):")
     for part in SPLIT_PARTS:
         print(
-            f"  {SPLIT_LABELS[part]:<32} {format_ps(s.base_ps[part]):>10} -> {format_ps(s.new_ps[part]):>10}"
+            f"  {SPLIT_LABELS[part]:<32} {format_duration(s.base_ps[part]):>10} -> "
+            f"{format_duration(s.new_ps[part]):>10}"
             f"  ({s.percent('base', part):5.1f}% -> {s.percent('new', part):5.1f}%)"
         )
 
@@ -150,8 +152,10 @@ def _print_ops(c: Comparison, top: int) -> None:
     for r in rows:
         share = c.ops.share_of_change(r) * 100
         print(
-            f"  {_cut(r.name):<{width}}  {format_ps(r.base_self_ps):>10}  {format_ps(r.new_self_ps):>10}  "
-            f"{('+' if r.delta_ps >= 0 else '-') + format_ps(abs(r.delta_ps)):>10}  {share:5.0f}%  {r.match}"
+            f"  {_cut(r.name):<{width}}  {format_duration(r.base_self_ps):>10}  "
+            f"{format_duration(r.new_self_ps):>10}  "
+            f"{('+' if r.delta_ps >= 0 else '-') + format_duration(abs(r.delta_ps)):>10}  "
+            f"{share:5.0f}%  {r.match}"
         )
         if r.base_members or r.new_members:  # a category row: the ops it holds
             for side, members in (("BASE", r.base_members), ("NEW ", r.new_members)):
@@ -166,7 +170,7 @@ def _print_groups(c: Comparison) -> None:
         if not rows:
             continue
         parts = ", ".join(
-            f"{r.name} {('+' if r.delta_ps >= 0 else '-') + format_ps(abs(r.delta_ps))}" for r in rows
+            f"{r.name} {('+' if r.delta_ps >= 0 else '-') + format_duration(abs(r.delta_ps))}" for r in rows
         )
         print(f"By {title}: {parts}")
 

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from tpuscope.commands._shared import add_path_argument, format_ps, load_for_cli, print_json
+from tpuscope.commands._console import add_path_argument, load_for_cli, print_json
 from tpuscope.model.trace import Plane, Trace
+from tpuscope.model.units import format_duration
 
 
 def register(subparsers) -> None:
@@ -50,7 +51,7 @@ def run(args) -> int:
         return 0
     print(f"Profile:  {', '.join(summary['sources'])}")
     print(f"Hosts:    {', '.join(trace.hosts) or '-'}")
-    print(f"Span:     {format_ps(trace.duration_ps)}")
+    print(f"Span:     {format_duration(trace.duration_ps)}")
     print(f"Events:   {trace.event_count:,}")
     for message in trace.errors:
         print(f"Error recorded by the profiler: {message}")

@@ -8,8 +8,8 @@ from tpuscope.analysis.memory.report import MEMORY_REPORT, MemoryReport
 from tpuscope.analysis.session import TraceAnalysis
 from tpuscope.cli import UserFacingError
 from tpuscope.commands import COMMANDS
-from tpuscope.commands._shared import add_path_argument, format_ps, load_for_cli, print_json
-from tpuscope.model.units import format_bytes
+from tpuscope.commands._console import add_path_argument, load_for_cli, print_json
+from tpuscope.model.units import format_bytes, format_duration
 
 # Buffers listed per program in the text output (the JSON has all of them).
 TEXT_BUFFERS = 8
@@ -88,7 +88,7 @@ def _print_allocator(allocator: AllocatorMemory) -> None:
     print(f"  lifetime peak {format_bytes(lifetime)}{_share(lifetime, allocator.capacity_bytes)}")
     print(
         f"  peak in profile {format_bytes(allocator.peak_in_profile_bytes)} "
-        f"at {format_ps(allocator.peak_time_ps)}{step}; "
+        f"at {format_duration(allocator.peak_time_ps)}{step}; "
         f"live allocations {format_bytes(allocator.live_at_peak_bytes)}, "
         f"unattributed {format_bytes(allocator.unattributed_at_peak_bytes)}"
     )

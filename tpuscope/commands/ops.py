@@ -8,8 +8,9 @@ import sys
 from tpuscope.analysis.ops import GROUPINGS
 from tpuscope.analysis.session import TraceAnalysis
 from tpuscope.cli import UserFacingError
+from tpuscope.commands._console import add_path_argument, load_for_cli, print_json
 from tpuscope.commands._per_host import add_per_host_arguments, per_host_run
-from tpuscope.commands._shared import add_path_argument, format_ps, load_for_cli, print_json
+from tpuscope.model.units import format_duration
 
 CSV_FIELDS = (
     "name",
@@ -110,7 +111,7 @@ def run(args) -> int:
 def _print_text(device_label, by, table, rows, breakdown) -> None:
     print(f"Devices:  {device_label}  ({len(table.devices)} device{'s' if len(table.devices) != 1 else ''})")
     print(
-        f"Busy:     {format_ps(table.busy_ps / max(len(table.devices), 1))} per device, "
+        f"Busy:     {format_duration(table.busy_ps / max(len(table.devices), 1))} per device, "
         f"duty cycle {breakdown.duty_cycle * 100:.1f}% of the profile"
     )
     if table.peaks:
@@ -128,8 +129,9 @@ def _print_text(device_label, by, table, rows, breakdown) -> None:
     print(f"{by:<{width}}  {'count':>7}  {'total':>12}  {'self':>12}  {'self %':>6}  {'cum %':>6}  bound by")
     for r in rows:
         print(
-            f"{r['name'][:60]:<{width}}  {r['occurrences']:>7}  {format_ps(r['total_time_us'] * 1e6):>12}  "
-            f"{format_ps(r['self_time_us'] * 1e6):>12}  {r['percent']:>6.2f}  "
+            f"{r['name'][:60]:<{width}}  {r['occurrences']:>7}  "
+            f"{format_duration(r['total_time_us'] * 1e6):>12}  "
+            f"{format_duration(r['self_time_us'] * 1e6):>12}  {r['percent']:>6.2f}  "
             f"{r['cumulative_percent']:>6.2f}  {r['bound_by']}"
         )
 
@@ -149,6 +151,6 @@ def _print_per_host(args, pod) -> int:
     else:
         print(f"Ops of {len(pod.hosts)} hosts, analysed host by host (self time, all devices):")
         for row in rows:
-            print(f"  {row['percent']:5.1f}%  {format_ps(row['self_time_us'] * 1e6):>10}  "
+            print(f"  {row['percent']:5.1f}%  {format_duration(row['self_time_us'] * 1e6):>10}  "
                   f"{row['occurrences']:>8,}  {row['name'][:70]}")  # fmt: skip
     return 0

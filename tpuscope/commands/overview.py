@@ -19,8 +19,9 @@ from tpuscope.analysis.overview import (
 from tpuscope.analysis.pod.summary import PARTS as POD_PARTS
 from tpuscope.analysis.session import TraceAnalysis
 from tpuscope.cli import UserFacingError
+from tpuscope.commands._console import add_path_argument, load_for_cli, print_json
 from tpuscope.commands._per_host import add_per_host_arguments, per_host_run, print_overview
-from tpuscope.commands._shared import add_path_argument, format_ps, load_for_cli, print_json
+from tpuscope.model.units import format_duration
 
 _MARK = {Severity.CRITICAL: "[CRITICAL]", Severity.WARNING: "[WARNING] ", Severity.INFO: "[info]    "}
 NAME_CHARS = 48  # op names are cut to this many characters in the text table
@@ -65,7 +66,7 @@ def print_text(overview: Overview, top_ops: int = TOP_OPS) -> None:
     print(f"Devices:     {devices.label}{active}")
     print(f"Hosts:       {len(o.hosts)} ({', '.join(o.hosts) or '-'})")
     print(f"Framework:   {o.framework.name} ({o.framework.evidence})")
-    print(f"Span:        {format_ps(o.span_ps)}")
+    print(f"Span:        {format_duration(o.span_ps)}")
     if len(o.steps):
         print(f"Steps:       {len(o.steps)} from {o.steps.description}")
     else:
@@ -73,8 +74,8 @@ def print_text(overview: Overview, top_ops: int = TOP_OPS) -> None:
     if o.step_time is not None:
         t = o.step_time
         print(
-            f"Step time:   mean {format_ps(t.mean_ps)}, median {format_ps(t.median_ps)}, "
-            f"p95 {format_ps(t.p95_ps)} (start to next start)"
+            f"Step time:   mean {format_duration(t.mean_ps)}, median {format_duration(t.median_ps)}, "
+            f"p95 {format_duration(t.p95_ps)} (start to next start)"
         )
     if o.duty_cycle is None:
         print("Duty cycle:  - (no device activity recorded)")
@@ -130,7 +131,7 @@ def _print_ops(o: Overview, top: int) -> None:
     print(f"\nTop ops by self time (tpuscope ops for all {len(o.ops):,}):")
     print(f"  {'op':<{width}}  {'self':>12}  {'self %':>6}  {'count':>7}")
     for name, r in zip(names, rows, strict=True):
-        self_time = format_ps(r["self_time_us"] * 1e6)
+        self_time = format_duration(r["self_time_us"] * 1e6)
         print(f"  {name:<{width}}  {self_time:>12}  {r['percent']:>6.2f}  {r['occurrences']:>7,}")
 
 

@@ -11,7 +11,7 @@ import re
 import tempfile
 from pathlib import Path
 
-from tpuscope.commands._shared import add_path_argument, warn_about_missing_parts
+from tpuscope.commands._console import add_path_argument, warn_about_missing_parts
 from tpuscope.ui.registry import VIEW_KEYS
 
 _SIZE = re.compile(r"^(\d{2,5})x(\d{2,5})$")

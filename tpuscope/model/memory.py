@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from tpuscope.model.programs import hlo_proto_blobs
+from tpuscope.model.programs import decode_each_program
 from tpuscope.model.trace import Trace, Track
 from tpuscope.model.vocabulary import AllocatorNames, Stat
 
@@ -155,15 +155,7 @@ def program_buffers(trace: Trace) -> dict[int, ProgramBuffers]:
     Programs without one (or with an unreadable proto) are left out, as is everything in a format
     that keeps no programs.
     """
-    decode = trace.dialect.decode_program_buffers
-    found: dict[int, ProgramBuffers] = {}
-    if decode is None:
-        return found
-    for program_id, blob in hlo_proto_blobs(trace):
-        buffers = decode(blob, program_id)
-        if buffers is not None:
-            found[program_id] = buffers
-    return found
+    return decode_each_program(trace, trace.dialect.decode_program_buffers)
 
 
 def allocation_events(trace: Trace) -> list[AllocationEvents]:

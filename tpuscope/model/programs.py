@@ -13,13 +13,16 @@ is the shared, computed-once result.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
+from typing import TypeVar
 
 import numpy as np
 
 from tpuscope.model.trace import Trace
 from tpuscope.model.vocabulary import KIND_METADATA, Stat
+
+T = TypeVar("T")
 
 PROGRAM_ID_STAT = Stat.PROGRAM_ID
 _MODULE_NAME = re.compile(r"^(.+)\((\d+)\)$")
@@ -44,14 +47,20 @@ def program_signatures(trace: Trace) -> dict[int, ProgramSignature]:
     Modules whose proto is missing or unreadable are left out (the dict may be empty, e.g. for
     TensorFlow CPU profiles, and is for formats that keep no programs).
     """
-    decode = trace.dialect.decode_program_signature
-    found: dict[int, ProgramSignature] = {}
+    return decode_each_program(trace, trace.dialect.decode_program_signature)
+
+
+def decode_each_program(trace: Trace, decode: Callable[[bytes, int], T | None] | None) -> dict[int, T]:
+    """program id -> what `decode` (a reader's, from the trace's dialect) makes of each program's
+    serialized proto; programs it makes nothing of are left out, and so is everything when the
+    format has no decoder."""
+    found: dict[int, T] = {}
     if decode is None:
         return found
     for program_id, blob in hlo_proto_blobs(trace):
-        signature = decode(blob, program_id)
-        if signature is not None:
-            found[program_id] = signature
+        decoded = decode(blob, program_id)
+        if decoded is not None:
+            found[program_id] = decoded
     return found
 
 

@@ -1,4 +1,5 @@
-"""Helpers the subcommands share: loading with a progress line, and JSON output."""
+"""A command's console: its PATH argument, loading the profile with a progress line on stderr, the
+loader's warnings, and JSON on stdout."""
 
 from __future__ import annotations
 
@@ -10,7 +11,6 @@ from typing import Any
 from tpuscope import gc_policy
 from tpuscope.model.plain import plain
 from tpuscope.model.trace import Trace
-from tpuscope.model.units import format_duration as format_ps  # noqa: F401 - the commands' name for it
 from tpuscope.opener import open_trace
 from tpuscope.readers import path_help
 
