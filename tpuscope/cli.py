@@ -19,22 +19,17 @@ import os
 import sys
 
 from tpuscope import gc_policy
-from tpuscope.commands import COMMANDS
+from tpuscope.commands import COMMANDS, EXIT_ERROR, EXIT_OK, UserFacingError
 from tpuscope.errors import LoadCancelled, ProfileError
 from tpuscope.readers import path_help
-from tpuscope.storage.urls import is_url
+from tpuscope.urls import is_url
 
-EXIT_OK, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
 # How alike a mistyped word and a command must be to suggest it (difflib's ratio; its default, our heuristic).
 SUGGESTION_CUTOFF = 0.6
 # numpy's OpenBLAS starts one thread per core, with its buffers, when numpy is imported: 60-90 ms of
 # every start on a 2-core machine, more with more cores (numpy/numpy#29193). tpuscope does no BLAS
 # work (no matrix products), so one thread costs nothing; a value the user set is kept.
 BLAS_THREADS = {"OPENBLAS_NUM_THREADS": "1"}
-
-
-class UserFacingError(Exception):
-    """Any other failure whose message is already one clear sentence for the user."""
 
 
 def command_names() -> list[str]:

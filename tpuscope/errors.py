@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tpuscope.storage.urls import is_url
+from tpuscope.urls import is_url
 
 
 class ProfileError(Exception):

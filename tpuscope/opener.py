@@ -13,7 +13,7 @@ from tpuscope.model import cache
 from tpuscope.model.trace import Trace
 from tpuscope.readers.files import choose_reader, one_format, resolve_profile_files
 from tpuscope.readers.registry import ProgressCallback
-from tpuscope.storage.urls import is_url
+from tpuscope.urls import is_url
 
 
 def open_trace(

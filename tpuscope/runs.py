@@ -13,7 +13,7 @@ from pathlib import Path
 
 from tpuscope.readers.files import one_format, resolve_profile_files
 from tpuscope.storage.remote import ProgressCallback, choose_run, fetch_run, list_remote_runs
-from tpuscope.storage.urls import is_url
+from tpuscope.urls import is_url
 
 
 def host_file_count(path: str | Path, run: str | None = None) -> int:

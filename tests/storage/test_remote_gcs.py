@@ -17,7 +17,7 @@ from tests.storage.conftest import BUCKET, GPU_SAMPLE, TPU_SAMPLE, cli_env, uplo
 from tpuscope.errors import LoadCancelled, ProfileError
 from tpuscope.opener import open_trace
 from tpuscope.storage.remote import fetch_run, list_remote_runs
-from tpuscope.storage.urls import is_url
+from tpuscope.urls import is_url
 
 pytestmark = pytest.mark.skipif(not TPU_SAMPLE.exists(), reason="needs the shared traces (tests/paths.py)")
 

@@ -4,10 +4,19 @@ COMMANDS is the registration: the command's name (its module's name) and the one
 `tpuscope --help` shows for it (an argparse help string: a literal % is written %%). The
 command line is parsed from this table alone, and only the chosen command's module is
 imported, so `tpuscope info` never pays for what `capture` (SSH, gRPC) or `screenshot` (Qt)
-import. A new command is one module plus one line here.
+import. A new command is one module plus one line here. What a command may end with (its exit
+codes, `UserFacingError`) is here too, so that the commands and `tpuscope.cli`, which runs them,
+both take it from below.
 """
 
 from __future__ import annotations
+
+EXIT_OK, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
+
+
+class UserFacingError(Exception):
+    """Any other failure whose message is already one clear sentence for the user."""
+
 
 COMMANDS: dict[str, str] = {
     "info": "summarize a profile: hosts, planes, tracks, event counts",

@@ -42,7 +42,7 @@ def add_per_host_arguments(parser) -> None:
 def per_host_run(args) -> PodRun | None:
     """The host-by-host analysis when asked for (or when the run has many hosts), else None."""
     from tpuscope.analysis.pod_run import MANY_HOSTS
-    from tpuscope.cli import UserFacingError
+    from tpuscope.commands import UserFacingError
     from tpuscope.per_host import analyze_hosts
 
     if args.workers < 0:

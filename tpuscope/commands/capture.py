@@ -97,7 +97,7 @@ def settings_from_args(args) -> CaptureSettings:
 
 
 def run(args) -> int:
-    from tpuscope.cli import UserFacingError
+    from tpuscope.commands import UserFacingError
 
     try:
         settings = settings_from_args(args)

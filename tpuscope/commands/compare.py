@@ -14,8 +14,7 @@ import numpy as np
 
 from tpuscope.analysis.compare.ops import OpDelta
 from tpuscope.analysis.compare.runs import SPLIT_LABELS, SPLIT_PARTS, Comparison, compare_traces
-from tpuscope.cli import EXIT_FINDINGS, EXIT_OK, UserFacingError
-from tpuscope.commands import COMMANDS
+from tpuscope.commands import COMMANDS, EXIT_FINDINGS, EXIT_OK, UserFacingError
 from tpuscope.commands._console import load_for_cli, print_json
 from tpuscope.model.units import format_duration
 from tpuscope.readers import path_help

@@ -10,7 +10,7 @@ import textwrap
 
 from tpuscope.analysis.diagnose import Report, Severity
 from tpuscope.analysis.session import TraceAnalysis
-from tpuscope.cli import EXIT_FINDINGS, EXIT_OK
+from tpuscope.commands import EXIT_FINDINGS, EXIT_OK
 from tpuscope.commands._console import add_path_argument, load_for_cli, print_json
 from tpuscope.commands._per_host import add_per_host_arguments, per_host_run, print_findings
 

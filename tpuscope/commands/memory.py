@@ -6,8 +6,7 @@ from tpuscope.analysis.memory.over_time import AllocatorMemory
 from tpuscope.analysis.memory.programs import ProgramMemory
 from tpuscope.analysis.memory.report import MEMORY_REPORT, MemoryReport
 from tpuscope.analysis.session import TraceAnalysis
-from tpuscope.cli import UserFacingError
-from tpuscope.commands import COMMANDS
+from tpuscope.commands import COMMANDS, UserFacingError
 from tpuscope.commands._console import add_path_argument, load_for_cli, print_json
 from tpuscope.model.units import format_bytes, format_duration
 

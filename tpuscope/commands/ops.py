@@ -7,7 +7,7 @@ import sys
 
 from tpuscope.analysis.ops import GROUPINGS
 from tpuscope.analysis.session import TraceAnalysis
-from tpuscope.cli import UserFacingError
+from tpuscope.commands import UserFacingError
 from tpuscope.commands._console import add_path_argument, load_for_cli, print_json
 from tpuscope.commands._per_host import add_per_host_arguments, per_host_run
 from tpuscope.model.units import format_duration

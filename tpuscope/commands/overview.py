@@ -18,7 +18,7 @@ from tpuscope.analysis.overview import (
 )
 from tpuscope.analysis.pod.summary import PARTS as POD_PARTS
 from tpuscope.analysis.session import TraceAnalysis
-from tpuscope.cli import UserFacingError
+from tpuscope.commands import UserFacingError
 from tpuscope.commands._console import add_path_argument, load_for_cli, print_json
 from tpuscope.commands._per_host import add_per_host_arguments, per_host_run, print_overview
 from tpuscope.model.units import format_duration

@@ -35,7 +35,7 @@ def register(subparsers) -> None:
 
 
 def parse_size(text: str) -> tuple[int, int]:
-    from tpuscope.cli import UserFacingError
+    from tpuscope.commands import UserFacingError
 
     match = _SIZE.match(text.strip())
     if not match:
@@ -50,7 +50,7 @@ def parse_size(text: str) -> tuple[int, int]:
 
 def parse_window(text: str | None) -> tuple[float, float] | None:
     """`START:END` in ms from the trace start, as picoseconds; None when not given."""
-    from tpuscope.cli import UserFacingError
+    from tpuscope.commands import UserFacingError
 
     if text is None:
         return None
@@ -66,7 +66,7 @@ def parse_window(text: str | None) -> tuple[float, float] | None:
 
 
 def run(args) -> int:
-    from tpuscope.cli import UserFacingError
+    from tpuscope.commands import UserFacingError
 
     size = parse_size(args.size)
     window_ps = parse_window(args.window_ms)

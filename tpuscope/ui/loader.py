@@ -20,8 +20,8 @@ from PySide6.QtCore import QThread, Signal
 from tpuscope.analysis.session import TraceAnalysis
 from tpuscope.errors import LoadCancelled, ProfileError
 from tpuscope.model.trace import Trace
-from tpuscope.storage.urls import is_url
 from tpuscope.ui.timeline.palette import Colours
+from tpuscope.urls import is_url
 
 if TYPE_CHECKING:
     from tpuscope.ui.timeline.lod import TimelineLod

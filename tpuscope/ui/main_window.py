@@ -27,7 +27,6 @@ from tpuscope.analysis.session import STEPS
 from tpuscope.analysis.steps import Steps
 from tpuscope.model.trace import Trace, Track
 from tpuscope.readers import dialog_filters
-from tpuscope.storage.urls import is_url
 from tpuscope.ui.analysis_hub import AnalysisHub
 from tpuscope.ui.details import DETAILS_START_WIDTH_PX, DetailsPanel
 from tpuscope.ui.jobs import LatestJobs
@@ -41,6 +40,7 @@ from tpuscope.ui.search import SearchBar, SearchResults
 from tpuscope.ui.timeline.view import PICKED_LAYER, SEARCH_LAYER, TimelineView
 from tpuscope.ui.views import View
 from tpuscope.ui.welcome import WelcomePage, bundled_sample
+from tpuscope.urls import is_url
 
 if TYPE_CHECKING:  # imported when File > Compare is first used: a faster start
     from tpuscope.ui.compare_view import CompareView

@@ -23,8 +23,8 @@ from PySide6.QtWidgets import (
 
 from tpuscope.errors import ProfileError
 from tpuscope.storage.remote import RemoteRun, list_remote_runs
-from tpuscope.storage.urls import is_url
 from tpuscope.ui.jobs import LatestJobs
+from tpuscope.urls import is_url
 
 _COLUMNS = ("Run", "Hosts", "Size")
 

@@ -16,8 +16,8 @@ from tpuscope.analysis.pod_run import MANY_HOSTS, HostResult, PodRun
 from tpuscope.errors import LoadCancelled
 from tpuscope.per_host import analyze_hosts
 from tpuscope.runs import host_file_count, host_files
-from tpuscope.storage.urls import is_url
 from tpuscope.ui.loader import LoadResult, prepare
+from tpuscope.urls import is_url
 
 POD_PAGE_MIN_HOSTS = MANY_HOSTS
 # A bucket's run: downloading reports this share of the progress, the summaries the rest.
