@@ -12,7 +12,7 @@ from tpuscope.errors import LoadCancelled, ProfileError
 from tpuscope.model import cache
 from tpuscope.model.trace import Trace
 from tpuscope.readers.files import choose_reader, one_format, resolve_profile_files
-from tpuscope.readers.registry import ProgressCallback
+from tpuscope.readers.registry import ProgressCallback, report_progress
 from tpuscope.urls import is_url
 
 
@@ -39,7 +39,7 @@ def open_trace(
             cached.sources = list(files)  # as the caller named them this time, not as first cached
             if strict and cached.load_warnings:
                 raise ProfileError(None, cached.load_warnings[0].rstrip("."))
-            _report(progress, 1.0, "loaded from cache")
+            report_progress(progress, 1.0, "loaded from cache")
             return cached
     trace = choose_reader(files).load_files(files, progress, strict)
     trace.warnings.extend(notes)
@@ -73,11 +73,6 @@ def _open_remote(
         raise ProfileError(where, error.cause) from None
     trace.sources = [urls.get(Path(s), s) for s in trace.sources]
     return trace
-
-
-def _report(progress: ProgressCallback | None, fraction: float, message: str) -> None:
-    if progress is not None and progress(min(1.0, fraction), message) is False:
-        raise LoadCancelled()
 
 
 __all__ = ["LoadCancelled", "ProfileError", "ProgressCallback", "open_trace"]

@@ -30,16 +30,14 @@ def listed_suffixes() -> tuple[str, ...]:
 
 def named_suffixes() -> tuple[str, ...]:
     """Every ending a profile file may have when named directly, longest first."""
-    return tuple(
-        sorted({s for r in READERS.values() for s in r.suffixes + r.named_suffixes}, key=len, reverse=True)
-    )
+    return tuple(sorted({s for r in READERS.values() for s in r.all_suffixes}, key=len, reverse=True))
 
 
 def reader_by_name(name: str) -> Reader | None:
     """The reader whose suffix the file name ends with (the longest matching suffix wins)."""
     best: tuple[int, Reader] | None = None
     for reader in READERS.values():
-        for suffix in reader.suffixes + reader.named_suffixes:
+        for suffix in reader.all_suffixes:
             if name.endswith(suffix) and (best is None or len(suffix) > best[0]):
                 best = (len(suffix), reader)
     return best[1] if best else None
@@ -61,7 +59,7 @@ def dialog_filters() -> str:
     """The file dialog's filter string: all profiles, then one filter per format, then all files."""
 
     def patterns(reader: Reader) -> str:
-        return " ".join(f"*{s}" for s in reader.suffixes + reader.named_suffixes)
+        return " ".join(f"*{s}" for s in reader.all_suffixes)
 
     every = " ".join(dict.fromkeys(p for r in READERS.values() for p in patterns(r).split()))
     parts = [f"Profiles ({every})"] + [f"{r.title} files ({patterns(r)})" for r in READERS.values()]

@@ -30,11 +30,6 @@ _MAX_SEARCH_DEPTH = 6  # logdir/<sub>/plugins/profile/<run>/<host>.xplane.pb and
 _HEAD_BYTES = 4096
 
 
-def is_profile_file(path: Path) -> bool:
-    """A file a run folder lists as a profile: its name ends with a registered reader's suffix."""
-    return path.name.endswith(listed_suffixes())
-
-
 def read_head(path: Path) -> bytes:
     """A file's first bytes, gunzipped when it is gzip, for a reader's sniff (b"" if unreadable)."""
     try:
@@ -103,8 +98,9 @@ class Run:
 
 
 def _profile_files_in(folder: Path) -> list[Path]:
+    suffixes = listed_suffixes()
     try:
-        return sorted(p for p in folder.iterdir() if p.is_file() and is_profile_file(p))
+        return sorted(p for p in folder.iterdir() if p.is_file() and p.name.endswith(suffixes))
     except PermissionError:
         raise ProfileError(folder, "permission denied while listing the folder") from None
     except OSError as exc:
@@ -127,11 +123,12 @@ def list_runs(path: str | Path) -> list[Run]:
     if direct:
         runs[root] = direct
     else:
+        suffixes = listed_suffixes()
         for folder, subfolders, files in os.walk(root):
             depth = len(Path(folder).relative_to(root).parts)
             if depth >= _MAX_SEARCH_DEPTH:
                 subfolders[:] = []
-            found = sorted(Path(folder) / f for f in files if f.endswith(listed_suffixes()))
+            found = sorted(Path(folder) / f for f in files if f.endswith(suffixes))
             if found:
                 runs[Path(folder)] = found
     if not runs:

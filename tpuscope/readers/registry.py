@@ -13,6 +13,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from tpuscope.errors import LoadCancelled
+
 if TYPE_CHECKING:
     from tpuscope.model.trace import Trace
 
@@ -48,5 +50,13 @@ class Reader:
         loaded: LoadFunction = getattr(importlib.import_module(module), function)
         return loaded(files, progress, strict)
 
-    def claims_name(self, name: str) -> bool:
-        return name.endswith(self.suffixes + self.named_suffixes)
+    @property
+    def all_suffixes(self) -> tuple[str, ...]:
+        """Every ending a file of this format may have: listed ones and those only named directly."""
+        return self.suffixes + self.named_suffixes
+
+
+def report_progress(progress: ProgressCallback | None, fraction: float, message: str) -> None:
+    """Tells `progress` how far a load is (at most 1.0); LoadCancelled when it answers False."""
+    if progress is not None and progress(min(1.0, fraction), message) is False:
+        raise LoadCancelled()

@@ -84,14 +84,15 @@ def list_remote_runs(url: str) -> list[RemoteRun]:
         except FileNotFoundError:
             raise ProfileError(url, _why_missing(fs, url)) from None
         if info.get("type") == "file":
-            if not _is_profile_name(root):
+            if not root.endswith(listed_suffixes()):
                 raise ProfileError(url, f"it is not a profile file (profiles are {formats_help()})")
             remote = _remote_file(fs, root, info)
             return [RemoteRun(remote.host, _parent_url(fs, root), (remote,))]
         found = fs.find(root, maxdepth=MAX_SEARCH_DEPTH, detail=True)
     per_folder: dict[str, list[RemoteFile]] = {}
+    suffixes = listed_suffixes()  # the registry's, once for the whole listing
     for path, detail in sorted(found.items()):
-        if detail.get("type") == "file" and _is_profile_name(path):
+        if detail.get("type") == "file" and path.endswith(suffixes):
             folder = str(PurePosixPath(path).parent)
             per_folder.setdefault(folder, []).append(_remote_file(fs, path, detail))
     if not per_folder:
@@ -179,8 +180,9 @@ def fetch_run(
 
 
 def _remove_stale(folder: Path, keep: set[str]) -> None:
+    suffixes = listed_suffixes()
     for entry in folder.iterdir():
-        if _is_profile_name(entry.name) and entry.name not in keep:
+        if entry.name.endswith(suffixes) and entry.name not in keep:
             entry.unlink(missing_ok=True)
             _version_file(entry).unlink(missing_ok=True)
 
@@ -247,10 +249,6 @@ def _why_missing(fs, url: str) -> str:
         if not exists:
             return f"the bucket {bucket!r} does not exist"
     return "nothing exists at this URL"
-
-
-def _is_profile_name(path: str) -> bool:
-    return path.endswith(listed_suffixes())
 
 
 def _remote_file(fs, path: str, detail: dict[str, Any]) -> RemoteFile:

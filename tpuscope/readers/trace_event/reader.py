@@ -4,10 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tpuscope.errors import LoadCancelled
 from tpuscope.model.trace import Trace
 from tpuscope.readers.files import read_profile_bytes
-from tpuscope.readers.registry import ProgressCallback
+from tpuscope.readers.registry import ProgressCallback, report_progress
 from tpuscope.readers.trace_event.build import Mapping, load_json_files
 from tpuscope.readers.trace_event.kineto import KinetoMapping, is_kineto
 from tpuscope.readers.trace_event.parse import TraceEventFile, read_json_bytes
@@ -30,9 +29,6 @@ def load_trace_event_files(
 ) -> Trace:
     """Loads trace-event JSON files (one per host or rank) into one Trace. A JSON document cut short
     cannot be salvaged, so `strict` changes nothing here: such a file is always an error."""
-
-    def report(fraction: float, what: str) -> None:
-        if progress is not None and progress(min(1.0, fraction), what) is False:
-            raise LoadCancelled()
-
-    return load_json_files(files, _read, _choose, report)
+    return load_json_files(
+        files, _read, _choose, lambda fraction, what: report_progress(progress, fraction, what)
+    )

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import numpy as np
 
-from tpuscope.errors import LoadCancelled, ProfileError
+from tpuscope.errors import ProfileError
 from tpuscope.model import _kernels
 from tpuscope.model.flows import correlation_flows
 from tpuscope.model.hosts import host_labels
@@ -23,7 +23,7 @@ from tpuscope.model.stats import StatColumn, StatTable
 from tpuscope.model.trace import EventMetadataTable, Plane, Trace, Track
 from tpuscope.readers import host_from_filename
 from tpuscope.readers.files import GZIP_MAGIC, map_file, read_profile_bytes, release_mapped
-from tpuscope.readers.registry import ProgressCallback
+from tpuscope.readers.registry import ProgressCallback, report_progress
 from tpuscope.readers.xplane.decode import (
     DecodedLine,
     DecodedPlane,
@@ -51,7 +51,7 @@ def load_xplane_files(
         file_share = _size(file) / total_bytes
 
         def on_line(done: int, total: int, base=read_so_far / total_bytes, share=file_share, name=file.name):
-            _report(progress, 0.9 * (base + share * done / total), f"decoding {name}")
+            report_progress(progress, 0.9 * (base + share * done / total), f"decoding {name}")
 
         # The file's bytes live only inside _decode: freed before the next file and the assembly.
         space = _decode_file(file, on_line, preparer)
@@ -75,15 +75,15 @@ def load_xplane_files(
         raise ProfileError(
             files[0].parent, "every file of the run is cut short before its first complete event"
         )
-    _report(progress, 0.9, "building the timeline")
+    report_progress(progress, 0.9, "building the timeline")
     trace = assemble(
         spaces,
-        lambda done, total: _report(progress, 0.9 + 0.09 * done / total, "building the timeline"),
+        lambda done, total: report_progress(progress, 0.9 + 0.09 * done / total, "building the timeline"),
         preparer.prepared,
     )
     trace.load_warnings = load_warnings
     _kernels.return_freed_memory_to_os()  # the load's freed temporaries: keeps RSS near the model
-    _report(progress, 1.0, "done")
+    report_progress(progress, 1.0, "done")
     return trace
 
 
@@ -92,11 +92,6 @@ def _size(path: Path) -> int:
         return path.stat().st_size
     except OSError:
         return 0
-
-
-def _report(progress: ProgressCallback | None, fraction: float, message: str) -> None:
-    if progress is not None and progress(min(1.0, fraction), message) is False:
-        raise LoadCancelled()
 
 
 # Below this size a plain read costs about what mapping does; above it the file is mapped.
