@@ -90,3 +90,59 @@ def record_memory_profile(logdir: Path) -> Path:
     if not found:
         raise RuntimeError(f"JAX wrote no .xplane.pb under {logdir}")
     return found[-1]
+
+
+# A program run from a file, so that XLA records its source lines: one jitted function whose big
+# matmul (256x512 @ 512x512, on the line marked BIG_MATMUL) dwarfs the rest: a tanh and slice,
+# and a small 256x64 @ 64x64 matmul with its sum.
+SOURCE_PROGRAM = textwrap.dedent(
+    """
+    import sys
+    import jax
+    import jax.numpy as jnp
+
+
+    def layer(w_big, w_small, x):
+        h = jnp.tanh(x @ w_big)  # BIG_MATMUL
+        y = h[:, :64] @ w_small
+        return jnp.sum(y * 2.0)
+
+
+    def main(logdir):
+        step = jax.jit(layer)
+        w_big = jnp.ones((512, 512))
+        w_small = jnp.ones((64, 64))
+        x = jnp.ones((256, 512))
+        step(w_big, w_small, x).block_until_ready()  # compile outside the profile
+        jax.profiler.start_trace(logdir)
+        for _ in range(3):
+            out = step(w_big, w_small, x)
+        out.block_until_ready()
+        jax.profiler.stop_trace()
+
+
+    if __name__ == "__main__":
+        main(sys.argv[1])
+    """
+)
+
+
+def record_source_profile(folder: Path) -> tuple[Path, Path]:
+    """Writes SOURCE_PROGRAM to `folder`/model.py and records it running from there; returns
+    (the program file, the written .xplane.pb file)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    program = folder / "model.py"
+    program.write_text(SOURCE_PROGRAM)
+    logdir = folder / "logs"
+    subprocess.run(
+        [sys.executable, str(program), str(logdir)],
+        check=True,
+        timeout=240,
+        env={"JAX_PLATFORMS": "cpu", "PATH": "/usr/bin:/bin"},
+        capture_output=True,
+        cwd=folder,
+    )
+    found = sorted(logdir.glob("plugins/profile/*/*.xplane.pb"))
+    if not found:
+        raise RuntimeError(f"JAX wrote no .xplane.pb under {logdir}")
+    return program, found[-1]

@@ -1,16 +1,22 @@
-"""The compiled programs of a trace as a shared result: their signatures, decoded once per trace.
+"""The compiled programs of a trace as shared results: their signatures and code, decoded once per trace.
 
-Each program's proto can be tens of kilobytes, and a diagnosis and the views may ask for the
-signatures more than once: `PROGRAM_SIGNATURES` decodes them once per `TraceAnalysis`
-(`tpuscope.model.programs.program_signatures` decodes them anew on each call).
+Each program's proto can be tens of kilobytes (the code of a large model's programs, megabytes),
+and a diagnosis and the views may ask for them more than once: `PROGRAM_SIGNATURES` and
+`PROGRAM_CODE` decode them once per `TraceAnalysis` (`tpuscope.model.programs.program_signatures`
+and `tpuscope.model.code.program_code` decode them anew on each call).
 """
 
 from __future__ import annotations
 
 from tpuscope.analysis.results import Result
+from tpuscope.model.code import ProgramCode, program_code
 from tpuscope.model.programs import ProgramSignature, program_signatures
 
 # program id -> signature of every module whose proto the profile holds.
 PROGRAM_SIGNATURES: Result[dict[int, ProgramSignature]] = Result(
     "program_signatures", lambda a: program_signatures(a.trace)
 )
+
+# program id -> the code of each instruction (framework op, source line, stack, text) of every
+# module whose proto the profile holds.
+PROGRAM_CODE: Result[dict[int, ProgramCode]] = Result("program_code", lambda a: program_code(a.trace))

@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 if TYPE_CHECKING:
+    from tpuscope.model.code import ProgramCode
     from tpuscope.model.memory import ProgramBuffers
     from tpuscope.model.programs import ProgramSignature
 
@@ -121,6 +122,8 @@ class Stat:
     STEP_GROUP = "group_id"  # the step an event was grouped into, when no step number is written
     FRAMEWORK_OP = "tf_op"  # the framework op an op came from
     NAME_SCOPE = "name"  # the framework's name scope of an op
+    SOURCE = "source"  # the op's source line, `file:line` (XPlane: XLA:TPU op metadata)
+    SOURCE_STACK = "source_stack"  # its stack, one `file:line:column` per line, as the runtime wrote it
     CORRELATION_ID = "correlation_id"  # ties a host launch to the device op it launched
     GRAPH_HASH = "graph_hash"  # identifies a compiled graph (PyTorch/XLA)
     # A call of a staged (traced) function; its value says whether this call traced it anew.
@@ -233,12 +236,13 @@ class Dialect:
     # A regex over NUMBERED_STEP names whose group 1 is the step number ("ProfilerStep#(\d+)").
     step_number: str = ""
     # Compiled programs: the bytes stat of a metadata-plane row that holds one program's serialized
-    # proto, and the reader's decoders of such a proto into the program's signature and its buffer
-    # assignment (None: the format keeps no programs). Module-level functions, so that a pickled
-    # dialect names them instead of copying them.
+    # proto, and the reader's decoders of such a proto into the program's signature, its buffer
+    # assignment and its instructions' code (None: the format keeps no programs). Module-level
+    # functions, so that a pickled dialect names them instead of copying them.
     program_proto_stat: str = ""
     decode_program_signature: Callable[[bytes, int | None], ProgramSignature | None] | None = None
     decode_program_buffers: Callable[[bytes, int | None], ProgramBuffers | None] | None = None
+    decode_program_code: Callable[[bytes, int | None], ProgramCode | None] | None = None
     # The allocators' events (None: the format has none), and the device planes' stat of their
     # memory size in bytes.
     allocator_names: AllocatorNames | None = None

@@ -31,6 +31,7 @@ from tpuscope.model.vocabulary import (
 )
 
 if TYPE_CHECKING:
+    from tpuscope.model.code import ProgramCode
     from tpuscope.model.memory import ProgramBuffers
     from tpuscope.model.programs import ProgramSignature
 
@@ -229,7 +230,7 @@ XPLANE_ALLOCATOR_NAMES = AllocatorNames(
 )
 
 
-# The decoders of a program's HloProto (tpuscope.readers.xplane.hlo, hlo_memory), imported when the
+# The decoders of a program's HloProto (tpuscope.readers.xplane.hlo, hlo_memory, hlo_code), imported when the
 # first program is read: protobuf and the HLO schema are not loaded to open a file.
 def decode_program_signature(blob: bytes, program_id: int | None = None) -> ProgramSignature | None:
     from tpuscope.readers.xplane import hlo
@@ -241,6 +242,12 @@ def decode_program_buffers(blob: bytes, program_id: int | None = None) -> Progra
     from tpuscope.readers.xplane import hlo_memory
 
     return hlo_memory.decode_program_buffers(blob, program_id)
+
+
+def decode_program_code(blob: bytes, program_id: int | None = None) -> ProgramCode | None:
+    from tpuscope.readers.xplane import hlo_code
+
+    return hlo_code.decode_program_code(blob, program_id)
 
 
 XPLANE_DIALECT = Dialect(
@@ -295,6 +302,7 @@ XPLANE_DIALECT = Dialect(
     program_proto_stat=HLO_PROTO_STAT,
     decode_program_signature=decode_program_signature,
     decode_program_buffers=decode_program_buffers,
+    decode_program_code=decode_program_code,
     allocator_names=XPLANE_ALLOCATOR_NAMES,
     device_memory_size_stat=DEVICE_MEMORY_SIZE_STAT,
     # "jit_f(1219...)" on `XLA Modules` lines and /host:metadata entries.

@@ -141,40 +141,217 @@ class HloProto(_message.Message):
     def __init__(self, hlo_module: _Optional[_Union[HloModuleProto, _Mapping]] = ...) -> None: ...
 
 class OpMetadata(_message.Message):
-    __slots__ = ("op_type", "op_name", "source_file", "source_line")
+    __slots__ = ("op_type", "op_name", "source_file", "source_line", "deduplicated_name", "stack_frame_id", "source_end_line", "source_column", "source_end_column")
     OP_TYPE_FIELD_NUMBER: _ClassVar[int]
     OP_NAME_FIELD_NUMBER: _ClassVar[int]
     SOURCE_FILE_FIELD_NUMBER: _ClassVar[int]
     SOURCE_LINE_FIELD_NUMBER: _ClassVar[int]
+    DEDUPLICATED_NAME_FIELD_NUMBER: _ClassVar[int]
+    STACK_FRAME_ID_FIELD_NUMBER: _ClassVar[int]
+    SOURCE_END_LINE_FIELD_NUMBER: _ClassVar[int]
+    SOURCE_COLUMN_FIELD_NUMBER: _ClassVar[int]
+    SOURCE_END_COLUMN_FIELD_NUMBER: _ClassVar[int]
     op_type: str
     op_name: str
     source_file: str
     source_line: int
-    def __init__(self, op_type: _Optional[str] = ..., op_name: _Optional[str] = ..., source_file: _Optional[str] = ..., source_line: _Optional[int] = ...) -> None: ...
+    deduplicated_name: str
+    stack_frame_id: int
+    source_end_line: int
+    source_column: int
+    source_end_column: int
+    def __init__(self, op_type: _Optional[str] = ..., op_name: _Optional[str] = ..., source_file: _Optional[str] = ..., source_line: _Optional[int] = ..., deduplicated_name: _Optional[str] = ..., stack_frame_id: _Optional[int] = ..., source_end_line: _Optional[int] = ..., source_column: _Optional[int] = ..., source_end_column: _Optional[int] = ...) -> None: ...
+
+class SliceDimensions(_message.Message):
+    __slots__ = ("start", "limit", "stride")
+    START_FIELD_NUMBER: _ClassVar[int]
+    LIMIT_FIELD_NUMBER: _ClassVar[int]
+    STRIDE_FIELD_NUMBER: _ClassVar[int]
+    start: int
+    limit: int
+    stride: int
+    def __init__(self, start: _Optional[int] = ..., limit: _Optional[int] = ..., stride: _Optional[int] = ...) -> None: ...
+
+class DotDimensionNumbers(_message.Message):
+    __slots__ = ("lhs_contracting_dimensions", "rhs_contracting_dimensions", "lhs_batch_dimensions", "rhs_batch_dimensions")
+    LHS_CONTRACTING_DIMENSIONS_FIELD_NUMBER: _ClassVar[int]
+    RHS_CONTRACTING_DIMENSIONS_FIELD_NUMBER: _ClassVar[int]
+    LHS_BATCH_DIMENSIONS_FIELD_NUMBER: _ClassVar[int]
+    RHS_BATCH_DIMENSIONS_FIELD_NUMBER: _ClassVar[int]
+    lhs_contracting_dimensions: _containers.RepeatedScalarFieldContainer[int]
+    rhs_contracting_dimensions: _containers.RepeatedScalarFieldContainer[int]
+    lhs_batch_dimensions: _containers.RepeatedScalarFieldContainer[int]
+    rhs_batch_dimensions: _containers.RepeatedScalarFieldContainer[int]
+    def __init__(self, lhs_contracting_dimensions: _Optional[_Iterable[int]] = ..., rhs_contracting_dimensions: _Optional[_Iterable[int]] = ..., lhs_batch_dimensions: _Optional[_Iterable[int]] = ..., rhs_batch_dimensions: _Optional[_Iterable[int]] = ...) -> None: ...
+
+class ReplicaGroup(_message.Message):
+    __slots__ = ("replica_ids",)
+    REPLICA_IDS_FIELD_NUMBER: _ClassVar[int]
+    replica_ids: _containers.RepeatedScalarFieldContainer[int]
+    def __init__(self, replica_ids: _Optional[_Iterable[int]] = ...) -> None: ...
+
+class IotaReplicaGroupListProto(_message.Message):
+    __slots__ = ("num_replica_groups", "num_devices_per_group", "iota_reshape_dims", "iota_transpose_perm")
+    NUM_REPLICA_GROUPS_FIELD_NUMBER: _ClassVar[int]
+    NUM_DEVICES_PER_GROUP_FIELD_NUMBER: _ClassVar[int]
+    IOTA_RESHAPE_DIMS_FIELD_NUMBER: _ClassVar[int]
+    IOTA_TRANSPOSE_PERM_FIELD_NUMBER: _ClassVar[int]
+    num_replica_groups: int
+    num_devices_per_group: int
+    iota_reshape_dims: _containers.RepeatedScalarFieldContainer[int]
+    iota_transpose_perm: _containers.RepeatedScalarFieldContainer[int]
+    def __init__(self, num_replica_groups: _Optional[int] = ..., num_devices_per_group: _Optional[int] = ..., iota_reshape_dims: _Optional[_Iterable[int]] = ..., iota_transpose_perm: _Optional[_Iterable[int]] = ...) -> None: ...
+
+class CollectiveDeviceListProto(_message.Message):
+    __slots__ = ("replica_groups", "iota_replica_group_list")
+    REPLICA_GROUPS_FIELD_NUMBER: _ClassVar[int]
+    IOTA_REPLICA_GROUP_LIST_FIELD_NUMBER: _ClassVar[int]
+    replica_groups: _containers.RepeatedCompositeFieldContainer[ReplicaGroup]
+    iota_replica_group_list: IotaReplicaGroupListProto
+    def __init__(self, replica_groups: _Optional[_Iterable[_Union[ReplicaGroup, _Mapping]]] = ..., iota_replica_group_list: _Optional[_Union[IotaReplicaGroupListProto, _Mapping]] = ...) -> None: ...
+
+class FrontendAttributes(_message.Message):
+    __slots__ = ("map",)
+    class MapEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: str
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[str] = ...) -> None: ...
+    MAP_FIELD_NUMBER: _ClassVar[int]
+    map: _containers.ScalarMap[str, str]
+    def __init__(self, map: _Optional[_Mapping[str, str]] = ...) -> None: ...
 
 class HloInstructionProto(_message.Message):
-    __slots__ = ("name", "opcode", "shape", "metadata", "id")
+    __slots__ = ("name", "opcode", "shape", "metadata", "parameter_number", "fusion_kind", "tuple_index", "dimensions", "slice_dimensions", "dynamic_slice_sizes", "channel_id", "custom_call_target", "dot_dimension_numbers", "id", "operand_ids", "control_predecessor_ids", "called_computation_ids", "replica_groups", "is_stable", "comparison_direction", "custom_call_has_side_effect", "indices_are_sorted", "frontend_attributes", "unique_indices", "use_global_device_ids", "comparison_type", "custom_call_api_version", "cross_program_prefetch_index", "collective_device_list")
     NAME_FIELD_NUMBER: _ClassVar[int]
     OPCODE_FIELD_NUMBER: _ClassVar[int]
     SHAPE_FIELD_NUMBER: _ClassVar[int]
     METADATA_FIELD_NUMBER: _ClassVar[int]
+    PARAMETER_NUMBER_FIELD_NUMBER: _ClassVar[int]
+    FUSION_KIND_FIELD_NUMBER: _ClassVar[int]
+    TUPLE_INDEX_FIELD_NUMBER: _ClassVar[int]
+    DIMENSIONS_FIELD_NUMBER: _ClassVar[int]
+    SLICE_DIMENSIONS_FIELD_NUMBER: _ClassVar[int]
+    DYNAMIC_SLICE_SIZES_FIELD_NUMBER: _ClassVar[int]
+    CHANNEL_ID_FIELD_NUMBER: _ClassVar[int]
+    CUSTOM_CALL_TARGET_FIELD_NUMBER: _ClassVar[int]
+    DOT_DIMENSION_NUMBERS_FIELD_NUMBER: _ClassVar[int]
     ID_FIELD_NUMBER: _ClassVar[int]
+    OPERAND_IDS_FIELD_NUMBER: _ClassVar[int]
+    CONTROL_PREDECESSOR_IDS_FIELD_NUMBER: _ClassVar[int]
+    CALLED_COMPUTATION_IDS_FIELD_NUMBER: _ClassVar[int]
+    REPLICA_GROUPS_FIELD_NUMBER: _ClassVar[int]
+    IS_STABLE_FIELD_NUMBER: _ClassVar[int]
+    COMPARISON_DIRECTION_FIELD_NUMBER: _ClassVar[int]
+    CUSTOM_CALL_HAS_SIDE_EFFECT_FIELD_NUMBER: _ClassVar[int]
+    INDICES_ARE_SORTED_FIELD_NUMBER: _ClassVar[int]
+    FRONTEND_ATTRIBUTES_FIELD_NUMBER: _ClassVar[int]
+    UNIQUE_INDICES_FIELD_NUMBER: _ClassVar[int]
+    USE_GLOBAL_DEVICE_IDS_FIELD_NUMBER: _ClassVar[int]
+    COMPARISON_TYPE_FIELD_NUMBER: _ClassVar[int]
+    CUSTOM_CALL_API_VERSION_FIELD_NUMBER: _ClassVar[int]
+    CROSS_PROGRAM_PREFETCH_INDEX_FIELD_NUMBER: _ClassVar[int]
+    COLLECTIVE_DEVICE_LIST_FIELD_NUMBER: _ClassVar[int]
     name: str
     opcode: str
     shape: ShapeProto
     metadata: OpMetadata
+    parameter_number: int
+    fusion_kind: str
+    tuple_index: int
+    dimensions: _containers.RepeatedScalarFieldContainer[int]
+    slice_dimensions: _containers.RepeatedCompositeFieldContainer[SliceDimensions]
+    dynamic_slice_sizes: _containers.RepeatedScalarFieldContainer[int]
+    channel_id: int
+    custom_call_target: str
+    dot_dimension_numbers: DotDimensionNumbers
     id: int
-    def __init__(self, name: _Optional[str] = ..., opcode: _Optional[str] = ..., shape: _Optional[_Union[ShapeProto, _Mapping]] = ..., metadata: _Optional[_Union[OpMetadata, _Mapping]] = ..., id: _Optional[int] = ...) -> None: ...
+    operand_ids: _containers.RepeatedScalarFieldContainer[int]
+    control_predecessor_ids: _containers.RepeatedScalarFieldContainer[int]
+    called_computation_ids: _containers.RepeatedScalarFieldContainer[int]
+    replica_groups: _containers.RepeatedCompositeFieldContainer[ReplicaGroup]
+    is_stable: bool
+    comparison_direction: str
+    custom_call_has_side_effect: bool
+    indices_are_sorted: bool
+    frontend_attributes: FrontendAttributes
+    unique_indices: bool
+    use_global_device_ids: bool
+    comparison_type: str
+    custom_call_api_version: int
+    cross_program_prefetch_index: int
+    collective_device_list: CollectiveDeviceListProto
+    def __init__(self, name: _Optional[str] = ..., opcode: _Optional[str] = ..., shape: _Optional[_Union[ShapeProto, _Mapping]] = ..., metadata: _Optional[_Union[OpMetadata, _Mapping]] = ..., parameter_number: _Optional[int] = ..., fusion_kind: _Optional[str] = ..., tuple_index: _Optional[int] = ..., dimensions: _Optional[_Iterable[int]] = ..., slice_dimensions: _Optional[_Iterable[_Union[SliceDimensions, _Mapping]]] = ..., dynamic_slice_sizes: _Optional[_Iterable[int]] = ..., channel_id: _Optional[int] = ..., custom_call_target: _Optional[str] = ..., dot_dimension_numbers: _Optional[_Union[DotDimensionNumbers, _Mapping]] = ..., id: _Optional[int] = ..., operand_ids: _Optional[_Iterable[int]] = ..., control_predecessor_ids: _Optional[_Iterable[int]] = ..., called_computation_ids: _Optional[_Iterable[int]] = ..., replica_groups: _Optional[_Iterable[_Union[ReplicaGroup, _Mapping]]] = ..., is_stable: _Optional[bool] = ..., comparison_direction: _Optional[str] = ..., custom_call_has_side_effect: _Optional[bool] = ..., indices_are_sorted: _Optional[bool] = ..., frontend_attributes: _Optional[_Union[FrontendAttributes, _Mapping]] = ..., unique_indices: _Optional[bool] = ..., use_global_device_ids: _Optional[bool] = ..., comparison_type: _Optional[str] = ..., custom_call_api_version: _Optional[int] = ..., cross_program_prefetch_index: _Optional[int] = ..., collective_device_list: _Optional[_Union[CollectiveDeviceListProto, _Mapping]] = ...) -> None: ...
 
 class HloComputationProto(_message.Message):
-    __slots__ = ("name", "instructions", "id")
+    __slots__ = ("name", "instructions", "id", "root_id", "is_fusion_computation")
     NAME_FIELD_NUMBER: _ClassVar[int]
     INSTRUCTIONS_FIELD_NUMBER: _ClassVar[int]
     ID_FIELD_NUMBER: _ClassVar[int]
+    ROOT_ID_FIELD_NUMBER: _ClassVar[int]
+    IS_FUSION_COMPUTATION_FIELD_NUMBER: _ClassVar[int]
     name: str
     instructions: _containers.RepeatedCompositeFieldContainer[HloInstructionProto]
     id: int
-    def __init__(self, name: _Optional[str] = ..., instructions: _Optional[_Iterable[_Union[HloInstructionProto, _Mapping]]] = ..., id: _Optional[int] = ...) -> None: ...
+    root_id: int
+    is_fusion_computation: bool
+    def __init__(self, name: _Optional[str] = ..., instructions: _Optional[_Iterable[_Union[HloInstructionProto, _Mapping]]] = ..., id: _Optional[int] = ..., root_id: _Optional[int] = ..., is_fusion_computation: _Optional[bool] = ...) -> None: ...
+
+class StackFrameIndexProto(_message.Message):
+    __slots__ = ("file_names", "function_names", "file_locations", "stack_frames")
+    class FileLocation(_message.Message):
+        __slots__ = ("file_name_id", "function_name_id", "line", "column", "end_line", "end_column")
+        FILE_NAME_ID_FIELD_NUMBER: _ClassVar[int]
+        FUNCTION_NAME_ID_FIELD_NUMBER: _ClassVar[int]
+        LINE_FIELD_NUMBER: _ClassVar[int]
+        COLUMN_FIELD_NUMBER: _ClassVar[int]
+        END_LINE_FIELD_NUMBER: _ClassVar[int]
+        END_COLUMN_FIELD_NUMBER: _ClassVar[int]
+        file_name_id: int
+        function_name_id: int
+        line: int
+        column: int
+        end_line: int
+        end_column: int
+        def __init__(self, file_name_id: _Optional[int] = ..., function_name_id: _Optional[int] = ..., line: _Optional[int] = ..., column: _Optional[int] = ..., end_line: _Optional[int] = ..., end_column: _Optional[int] = ...) -> None: ...
+    class StackFrame(_message.Message):
+        __slots__ = ("file_location_id", "parent_frame_id")
+        FILE_LOCATION_ID_FIELD_NUMBER: _ClassVar[int]
+        PARENT_FRAME_ID_FIELD_NUMBER: _ClassVar[int]
+        file_location_id: int
+        parent_frame_id: int
+        def __init__(self, file_location_id: _Optional[int] = ..., parent_frame_id: _Optional[int] = ...) -> None: ...
+    FILE_NAMES_FIELD_NUMBER: _ClassVar[int]
+    FUNCTION_NAMES_FIELD_NUMBER: _ClassVar[int]
+    FILE_LOCATIONS_FIELD_NUMBER: _ClassVar[int]
+    STACK_FRAMES_FIELD_NUMBER: _ClassVar[int]
+    file_names: _containers.RepeatedScalarFieldContainer[str]
+    function_names: _containers.RepeatedScalarFieldContainer[str]
+    file_locations: _containers.RepeatedCompositeFieldContainer[StackFrameIndexProto.FileLocation]
+    stack_frames: _containers.RepeatedCompositeFieldContainer[StackFrameIndexProto.StackFrame]
+    def __init__(self, file_names: _Optional[_Iterable[str]] = ..., function_names: _Optional[_Iterable[str]] = ..., file_locations: _Optional[_Iterable[_Union[StackFrameIndexProto.FileLocation, _Mapping]]] = ..., stack_frames: _Optional[_Iterable[_Union[StackFrameIndexProto.StackFrame, _Mapping]]] = ...) -> None: ...
+
+class HloModuleCodeProto(_message.Message):
+    __slots__ = ("name", "entry_computation_name", "computations", "id", "stack_frame_index")
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    ENTRY_COMPUTATION_NAME_FIELD_NUMBER: _ClassVar[int]
+    COMPUTATIONS_FIELD_NUMBER: _ClassVar[int]
+    ID_FIELD_NUMBER: _ClassVar[int]
+    STACK_FRAME_INDEX_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    entry_computation_name: str
+    computations: _containers.RepeatedCompositeFieldContainer[HloComputationProto]
+    id: int
+    stack_frame_index: StackFrameIndexProto
+    def __init__(self, name: _Optional[str] = ..., entry_computation_name: _Optional[str] = ..., computations: _Optional[_Iterable[_Union[HloComputationProto, _Mapping]]] = ..., id: _Optional[int] = ..., stack_frame_index: _Optional[_Union[StackFrameIndexProto, _Mapping]] = ...) -> None: ...
+
+class HloCodeProto(_message.Message):
+    __slots__ = ("hlo_module",)
+    HLO_MODULE_FIELD_NUMBER: _ClassVar[int]
+    hlo_module: HloModuleCodeProto
+    def __init__(self, hlo_module: _Optional[_Union[HloModuleCodeProto, _Mapping]] = ...) -> None: ...
 
 class HloModuleMemoryProto(_message.Message):
     __slots__ = ("name", "entry_computation_name", "computations", "id")
