@@ -22,18 +22,25 @@ are the ops. GPU kernels without an `hlo_op` stat (driver copies) are kept, name
 from __future__ import annotations
 
 import re
+import threading
+from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
 from tpuscope.analysis.device_ops import Device, busy_intervals, find_devices, select_devices
+from tpuscope.analysis.op_source import OpCode, op_code
 from tpuscope.analysis.roofline import BOUND_NAMES, BOUND_UNKNOWN, Peaks, bound_by, device_peaks
+from tpuscope.model.code import ProgramCode
 from tpuscope.model.strings import StringTable
 from tpuscope.model.trace import Trace, Track
 from tpuscope.model.vocabulary import Stat, TrackKind
 
-GROUPINGS = ("op", "category", "program", "framework")
+GROUPINGS = ("op", "category", "program", "framework", "source")
 NO_LABEL = "(none)"
+NO_SOURCE = "(no source)"  # the row of ops without a source line, by source
+CODE_GROUPINGS = ("framework", "source")  # the groupings that read the programs' code
 
 _OPCODE = re.compile(r" = .*? ([a-z][a-z0-9-]*)\(")  # "%x = f32[2]{0} add(...)" -> "add"
 _NUMBER_SUFFIX = re.compile(r"(\.\d+|\.clone)+$")  # "fusion.3.clone" -> "fusion"
@@ -72,19 +79,25 @@ def derived_category(text: str) -> str:
 class _Labels:
     """A small local interner for the labels of one breakdown (op names, categories, ...).
 
-    Kept apart from the trace's string table so analysis never mutates a loaded trace.
+    Kept apart from the trace's string table so analysis never mutates a loaded trace. Tables
+    grouped by source or framework op add their labels to the shared events' interner, possibly
+    from several worker threads at once: adding takes a lock.
     """
 
     def __init__(self) -> None:
         self.texts: list[str] = [NO_LABEL]
         self._index: dict[str, int] = {NO_LABEL: 0}
+        self._lock = threading.Lock()
 
     def add(self, text: str) -> int:
         found = self._index.get(text)
         if found is None:
-            found = len(self.texts)
-            self.texts.append(text)
-            self._index[text] = found
+            with self._lock:
+                found = self._index.get(text)
+                if found is None:
+                    found = len(self.texts)
+                    self.texts.append(text)
+                    self._index[text] = found
         return found
 
     def map_ids(self, values: np.ndarray, to_text) -> np.ndarray:
@@ -123,6 +136,13 @@ class OpEvents:
     flops: np.ndarray  # float64 per occurrence, NaN unknown
     bytes_accessed: np.ndarray  # float64 per occurrence, NaN unknown
     segments: list[tuple[Track, np.ndarray, int]] = field(default_factory=list)  # (track, indices, offset)
+    # For each op's code (tpuscope.analysis.op_source): its program id, and trace string ids (0: none)
+    # of its full text and of the source line and stack the event itself carries.
+    program_id: np.ndarray = field(default_factory=lambda: np.empty(0, np.uint64))
+    text: np.ndarray = field(default_factory=lambda: np.empty(0, np.int64))
+    source: np.ndarray = field(default_factory=lambda: np.empty(0, np.int64))
+    stack: np.ndarray = field(default_factory=lambda: np.empty(0, np.int64))
+    strings: StringTable | None = None
 
     def __len__(self) -> int:
         return len(self.op)
@@ -214,7 +234,8 @@ def collect_op_events(trace: Trace, devices: list[Device] | None = None) -> OpEv
     devices = find_devices(trace) if devices is None else devices
     labels = _Labels()
     strings: StringTable = trace.strings
-    keys = ("device", "op", "category", "program", "framework", "time", "self", "flops", "bytes")
+    keys = ("device", "op", "category", "program", "framework", "time", "self", "flops", "bytes",
+            "pid", "text", "source", "stack")  # fmt: skip
     parts: dict[str, list[np.ndarray]] = {k: [] for k in keys}
     segments = []
     offset = 0
@@ -247,6 +268,10 @@ def collect_op_events(trace: Trace, devices: list[Device] | None = None) -> OpEv
             parts["self"].append(self_times(start, time))
             parts["flops"].append(_float_stat(track, Stat.FLOPS, idx))
             parts["bytes"].append(_float_stat(track, Stat.BYTES_ACCESSED, idx))
+            parts["pid"].append(program_id)
+            parts["text"].append(op_text.astype(np.int64, copy=False))
+            parts["source"].append(_string_stat(track, Stat.SOURCE, idx).astype(np.int64, copy=False))
+            parts["stack"].append(_string_stat(track, Stat.SOURCE_STACK, idx).astype(np.int64, copy=False))
             segments.append((track, idx, offset))
             offset += n
 
@@ -266,6 +291,11 @@ def collect_op_events(trace: Trace, devices: list[Device] | None = None) -> OpEv
         flops=cat("flops", np.float64),
         bytes_accessed=cat("bytes", np.float64),
         segments=segments,
+        program_id=cat("pid", np.uint64),
+        text=cat("text", np.int64),
+        source=cat("source", np.int64),
+        stack=cat("stack", np.int64),
+        strings=strings,
     )
 
 
@@ -331,6 +361,10 @@ class OpTable:
     peaks: Peaks | None
     row_of_event: np.ndarray  # per OpEvents row: the table row it belongs to
     events: OpEvents
+    first_event: np.ndarray = field(default_factory=lambda: np.empty(0, np.int64))  # an event of each row
+    code: Mapping[int, ProgramCode] | None = None  # the programs' code the table was grouped with
+    functions: list[str] = field(default_factory=list)  # by source: the function of each row's line
+    folded_ops: list[list[str]] = field(default_factory=list)  # by source: each row's ops, most self first
 
     def __len__(self) -> int:
         return len(self.name)
@@ -380,12 +414,23 @@ class OpTable:
         """The row's events, per track, for highlighting them in the timeline."""
         return self.events.events_of(self.row_of_event == row)
 
-    def rows_json(self, top: int | None = None) -> list[dict]:
-        """Rows as JSON-ready dicts (times in microseconds), largest self time first."""
+    def op_code(self, row: int, code: Mapping[int, ProgramCode] | None = None) -> OpCode | None:
+        """By op: the code behind the row's op (`code`: the programs' code, else the table's own);
+        None for other groupings."""
+        if self.by != "op" or not len(self.first_event):
+            return None
+        return op_code(self.events, int(self.first_event[row]), self.code if code is None else code)
+
+    def rows_json(self, top: int | None = None, code: Mapping[int, ProgramCode] | None = None) -> list[dict]:
+        """Rows as JSON-ready dicts (times in microseconds), largest self time first.
+
+        `code` (the programs' code) adds to rows by op their program id, framework op, op text,
+        source line and stack; rows by source always name their line's function and their ops.
+        """
         count = len(self) if top is None else min(top, len(self))
         avg, pct, cum = self.avg_ps, self.percent, self.cumulative_percent
         rate, bw, oi = self.flop_rate, self.bytes_rate, self.intensity
-        rows = []
+        rows: list[dict[str, Any]] = []
         for r in range(count):
             rows.append(
                 {
@@ -406,6 +451,12 @@ class OpTable:
                     "bound_by": BOUND_NAMES[int(self.bound[r])],
                 }
             )
+            if code is not None and self.by == "op":
+                found = self.op_code(r, code)
+                rows[-1].update((found or OpCode(None)).to_json())
+            if self.by == "source" and self.folded_ops:
+                rows[-1]["function"] = self.functions[r]
+                rows[-1]["ops"] = list(self.folded_ops[r])
         return rows
 
 
@@ -443,12 +494,37 @@ def _group(key: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return first, inverse.reshape(-1)
 
 
-def aggregate(events: OpEvents, by: str = "op") -> OpTable:
-    """Groups op events into a table sorted by self time (largest first)."""
+def _op_key(events: OpEvents) -> np.ndarray:
+    """One int per (program, op): ops are identified per program, as XProf does."""
+    return events.program.astype(np.int64) * (len(events.labels.texts) + 1) + events.op
+
+
+def aggregate(events: OpEvents, by: str = "op", code: Mapping[int, ProgramCode] | None = None) -> OpTable:
+    """Groups op events into a table sorted by self time (largest first).
+
+    `code` (the programs' code, `tpuscope.model.code`) is what `by="source"` reads the lines of ops
+    without their own from, and what `by="framework"` names ops without a framework-op stat by.
+    """
     if by not in GROUPINGS:
         raise ValueError(f"unknown grouping {by!r}; expected one of {', '.join(GROUPINGS)}")
+    grouped_by = events.framework
+    op_codes: list[OpCode] = []
+    op_first = op_inverse = np.empty(0, np.int64)
+    if by in ("source", "framework"):
+        # Each distinct op's code, once: its source line or framework op labels all its events.
+        op_first, op_inverse = _group(_op_key(events))
+        op_codes = [op_code(events, int(i), code) for i in op_first]
+        if by == "source":
+            labels = np.fromiter((events.labels.add(c.source or NO_SOURCE) for c in op_codes), np.int32)
+            grouped_by = labels[op_inverse] if len(op_inverse) else np.empty(0, np.int32)
+        else:
+            labels = np.fromiter((events.labels.add(c.framework_op or NO_LABEL) for c in op_codes), np.int32)
+            filled = labels[op_inverse] if len(op_inverse) else np.empty(0, np.int32)
+            grouped_by = np.where(events.framework != 0, events.framework, filled).astype(np.int32)
     if by == "op":
-        key = events.program.astype(np.int64) * (len(events.labels.texts) + 1) + events.op
+        key = _op_key(events)
+    elif by in ("source", "framework"):
+        key = grouped_by.astype(np.int64)
     else:
         key = getattr(events, by).astype(np.int64)
     first, inverse = _group(key)
@@ -458,7 +534,9 @@ def aggregate(events: OpEvents, by: str = "op") -> OpTable:
     self_ps = np.bincount(inverse, weights=events.self_ps, minlength=n).astype(np.int64)
     flops = _sum_known(events.flops, inverse, n)
     bytes_accessed = _sum_known(events.bytes_accessed, inverse, n)
-    name = (events.op if by == "op" else getattr(events, by))[first]
+    name = (
+        events.op if by == "op" else grouped_by if by in ("source", "framework") else getattr(events, by)
+    )[first]
     category = events.category[first] if by in ("op", "category") else np.zeros(n, np.int32)
     program = events.program[first] if by == "op" else np.zeros(n, np.int32)
 
@@ -468,6 +546,10 @@ def aggregate(events: OpEvents, by: str = "op") -> OpTable:
     rank = np.empty(n, dtype=np.int64)
     rank[order] = np.arange(n)
     busy = sum(int((e - s).sum()) for s, e in (busy_intervals(d) for d in events.devices))
+    functions: list[str] = []
+    folded: list[list[str]] = []
+    if by == "source":
+        functions, folded = _folded_ops(events, op_first, op_inverse, op_codes, rank[inverse], n)
     return OpTable(
         by=by,
         devices=events.devices,
@@ -485,7 +567,34 @@ def aggregate(events: OpEvents, by: str = "op") -> OpTable:
         peaks=peaks,
         row_of_event=rank[inverse],
         events=events,
+        first_event=first[order],
+        code=code,
+        functions=functions,
+        folded_ops=folded,
     )
+
+
+def _folded_ops(
+    events: OpEvents,
+    op_first: np.ndarray,
+    op_inverse: np.ndarray,
+    op_codes: list[OpCode],
+    row_of_event: np.ndarray,
+    n_rows: int,
+) -> tuple[list[str], list[list[str]]]:
+    """By source: each row's function and the ops on its line, most self time first."""
+    functions = [""] * n_rows
+    folded: list[list[str]] = [[] for _ in range(n_rows)]
+    if not len(op_first):
+        return functions, folded
+    op_self = np.bincount(op_inverse, weights=events.self_ps, minlength=len(op_first))
+    op_row = row_of_event[op_first]
+    for k in np.lexsort((np.arange(len(op_first)), -op_self)):  # per distinct op, not per event
+        row = int(op_row[k])
+        folded[row].append(events.labels.texts[int(events.op[op_first[k]])])
+        if not functions[row] and op_codes[k].function:
+            functions[row] = op_codes[k].function
+    return functions, folded
 
 
 def _common_peaks(devices: list[Device]) -> Peaks | None:

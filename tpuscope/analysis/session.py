@@ -34,9 +34,10 @@ from tpuscope.analysis.device_ops import Device, find_devices, select_devices
 from tpuscope.analysis.facts.context import Context
 from tpuscope.analysis.framework import Framework, detect_framework
 from tpuscope.analysis.host_names import HostNameIndex
-from tpuscope.analysis.ops import OpEvents, OpTable, aggregate, collect_op_events
+from tpuscope.analysis.ops import CODE_GROUPINGS, OpEvents, OpTable, aggregate, collect_op_events
 from tpuscope.analysis.overview import Overview, overview_figures, with_report
 from tpuscope.analysis.pod import PodAnalysis, analyze_pod, host_trace, summarize_host
+from tpuscope.analysis.programs import PROGRAM_CODE
 from tpuscope.analysis.results import Result
 from tpuscope.analysis.step_breakdown import StepBreakdown, step_breakdown
 from tpuscope.analysis.steps import Steps, find_steps
@@ -198,7 +199,11 @@ def op_events_result(device: DeviceChoice = "all") -> Result[OpEvents | None]:
 def op_table_result(by: str = "op", device: DeviceChoice = "all") -> Result[OpTable | None]:
     def compute(a: TraceAnalysis) -> OpTable | None:
         events = a.op_events(device)
-        return aggregate(events, by) if events is not None else None
+        if events is None:
+            return None
+        # By source or framework op, ops without their own take them from their program's code.
+        code = a.get(PROGRAM_CODE) if by in CODE_GROUPINGS else None
+        return aggregate(events, by, code)
 
     return Result(f"op_table[{by},{_device_key(device)}]", compute)
 

@@ -1,4 +1,5 @@
-"""`tpuscope ops PATH`: where the device time goes, by HLO op, category, program or framework op."""
+"""`tpuscope ops PATH`: where the device time goes, by HLO op, category, program, framework op or
+source line."""
 
 from __future__ import annotations
 
@@ -6,6 +7,7 @@ import csv
 import sys
 
 from tpuscope.analysis.ops import GROUPINGS
+from tpuscope.analysis.programs import PROGRAM_CODE
 from tpuscope.analysis.session import TraceAnalysis
 from tpuscope.commands import UserFacingError
 from tpuscope.commands._console import add_path_argument, load_for_cli, print_json
@@ -45,7 +47,7 @@ def register(subparsers) -> None:
         "--by",
         choices=GROUPINGS,
         default="op",
-        help="group by HLO op (default), category, program or framework op",
+        help="group by HLO op (default), category, program, framework op or source line (file:line)",
     )
     parser.add_argument("--top", type=int, default=None, help="show only the N rows with most self time")
     output = parser.add_mutually_exclusive_group()
@@ -73,7 +75,7 @@ def run(args) -> int:
         raise UserFacingError(f"--device {args.device} matches no device; the profile has: {names}.")
     table = analysis.op_table(args.by, args.device)
     assert table is not None  # the chosen devices exist, so they have op events
-    rows = table.rows_json(args.top)
+    rows = table.rows_json(args.top, code=analysis.get(PROGRAM_CODE) if args.by == "op" else None)
     device_label = (
         "all" if len(chosen) == len(devices) and len(devices) > 1 else ", ".join(d.name for d in chosen)
     )
@@ -125,6 +127,9 @@ def _print_text(device_label, by, table, rows, breakdown) -> None:
             f"busy {breakdown.step_duty_cycle * 100:.1f}% of step time"
         )
     print()
+    if by == "source":
+        _print_source_rows(rows)
+        return
     width = max([len(by)] + [min(len(r["name"]), 60) for r in rows])
     print(f"{by:<{width}}  {'count':>7}  {'total':>12}  {'self':>12}  {'self %':>6}  {'cum %':>6}  bound by")
     for r in rows:
@@ -133,6 +138,30 @@ def _print_text(device_label, by, table, rows, breakdown) -> None:
             f"{format_duration(r['total_time_us'] * 1e6):>12}  "
             f"{format_duration(r['self_time_us'] * 1e6):>12}  {r['percent']:>6.2f}  "
             f"{r['cumulative_percent']:>6.2f}  {r['bound_by']}"
+        )
+
+
+# The longest source path shown whole; longer ones keep their end (the file name and line).
+SOURCE_WIDTH = 60
+FOLDED_OPS_SHOWN = 3  # ops named per source line; the rest are counted
+
+
+def _print_source_rows(rows) -> None:
+    """By source: one line per `file:line`, with its function, self time, share and ops."""
+    names = [
+        r["name"] if len(r["name"]) <= SOURCE_WIDTH else "…" + r["name"][-SOURCE_WIDTH + 1 :] for r in rows
+    ]
+    width = max([len("source")] + [len(n) for n in names])
+    fwidth = max([len("function")] + [min(len(r.get("function") or ""), 30) for r in rows])
+    print(f"{'source':<{width}}  {'function':<{fwidth}}  {'self':>12}  {'self %':>6}  ops")
+    for name, r in zip(names, rows, strict=True):
+        ops = r.get("ops") or []
+        shown = ", ".join(ops[:FOLDED_OPS_SHOWN]) + (
+            f" (+{len(ops) - FOLDED_OPS_SHOWN})" if len(ops) > FOLDED_OPS_SHOWN else ""
+        )
+        print(
+            f"{name:<{width}}  {(r.get('function') or '')[:30]:<{fwidth}}  "
+            f"{format_duration(r['self_time_us'] * 1e6):>12}  {r['percent']:>6.2f}  {shown}"
         )
 
 
