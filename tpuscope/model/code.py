@@ -13,7 +13,8 @@ first (innermost) frame of its stack; no file, or an unknown line (-1), is no so
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
+from typing import Protocol
 
 from tpuscope.model.programs import decode_each_program
 from tpuscope.model.trace import Trace
@@ -86,18 +87,57 @@ class InstructionCode:
         return [frame.location for frame in self.stack]
 
 
+class InstructionIndex(Protocol):
+    """A reader's instructions of one program, each decoded when first asked for.
+
+    Large programs have tens of thousands of instructions and a profile names a few hundred of
+    them as ops: the reader resolves (and prints) only those asked for, once each.
+    """
+
+    def names(self) -> list[str]: ...
+
+    def get(self, name: str) -> InstructionCode | None: ...
+
+    def notes(self) -> list[str]: ...
+
+
+class _NoInstructions:
+    def names(self) -> list[str]:
+        return []
+
+    def get(self, name: str) -> InstructionCode | None:
+        return None
+
+    def notes(self) -> list[str]:
+        return []
+
+
 @dataclass(frozen=True)
 class ProgramCode:
     """Every instruction of one compiled program (fused computations included), by name."""
 
     module_name: str
     program_id: int | None
-    instructions: dict[str, InstructionCode] = field(default_factory=dict)
+    index: InstructionIndex = _NoInstructions()
     has_stack_index: bool = False  # the program carries a stack-frame index
-    notes: list[str] = field(default_factory=list)  # what could not be decoded, in words
 
     def get(self, name: str) -> InstructionCode | None:
-        return self.instructions.get(name)
+        return self.index.get(name)
+
+    @property
+    def instructions(self) -> dict[str, InstructionCode]:
+        """Every instruction, by name (decodes all of them: `get` decodes one)."""
+        found = {}
+        for name in self.index.names():
+            instruction = self.index.get(name)
+            if instruction is not None:
+                found[name] = instruction
+        return found
+
+    @property
+    def notes(self) -> list[str]:
+        """What could not be decoded, in words (decodes every instruction to know)."""
+        return self.index.notes()
 
 
 def program_code(trace: Trace) -> dict[int, ProgramCode]:

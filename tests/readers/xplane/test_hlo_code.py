@@ -203,3 +203,12 @@ def test_ops_on_a_profile_with_broken_stacks_answers_in_part(recording, tmp_path
     rows = json.loads(capsys.readouterr().out)["rows"]
     assert rows and all(isinstance(r["stack"], list) for r in rows)
     assert main(["ops", str(broken), "--by", "source"]) == 0
+
+
+def test_program_code_pickles_as_its_bytes(tpu_trace):
+    """Results may cross processes (host-by-host runs): a pickled program's code decodes the same."""
+    import pickle
+
+    for program in program_code(tpu_trace).values():
+        copy = pickle.loads(pickle.dumps(program))
+        assert copy.instructions == program.instructions and copy.notes == program.notes

@@ -18,12 +18,17 @@ target, called computations, frontend attributes, control predecessors), in XLA'
 (xla/hlo/ir/hlo_instruction.cc, `ExtraAttributesToString`). Attributes it does not decode
 (sharding, convolution windows, gather/scatter dimension numbers, literals) are left out.
 
+The proto is parsed once; each instruction is decoded (its stack walked, its text printed) when
+first asked for: a large program has tens of thousands of instructions and a profile names a few
+hundred of them as ops (50k instructions: 0.09 s to parse and index, 80 us per instruction asked).
+
 Bad input is expected: decoding never raises; what it could not make sense of is listed in the
 result's `notes`, and the rest is returned.
 """
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterable
 
 from google.protobuf.message import DecodeError
@@ -61,20 +66,20 @@ OPERAND_INDEX_INTERVAL = 5
 def decode_program_code(blob: bytes, program_id: int | None = None) -> ProgramCode | None:
     """The code of every instruction in one serialized `xla.HloProto`, or None when it is not one.
 
+    The proto is parsed here; each instruction is decoded when first asked for (`ProgramCode.get`).
     Never raises: damage inside a readable proto gives a partial result with `notes`.
     """
     if not isinstance(blob, (bytes, bytearray, memoryview)) or len(blob) == 0:
         return None
     try:
-        proto = hlo_pb2.HloCodeProto.FromString(bytes(blob))
+        module = _ModuleCode(bytes(blob))
     except (DecodeError, ValueError, RecursionError):
         return None
-    if not proto.HasField("hlo_module") or not proto.hlo_module.name:
+    if not module.name:
         return None
-    try:
-        return _decode(proto.hlo_module, program_id)
-    except RecursionError:
-        return ProgramCode(proto.hlo_module.name, program_id, notes=["the module nests too deeply to read"])
+    return ProgramCode(
+        module_name=module.name, program_id=program_id, index=module, has_stack_index=module.has_stack_index
+    )
 
 
 class _Stacks:
@@ -131,76 +136,154 @@ class _Stacks:
         return chain
 
 
-def _decode(module: hlo_pb2.HloModuleCodeProto, program_id: int | None) -> ProgramCode:
-    notes: list[str] = []
-    computations = {c.id: c for c in module.computations}
-    computation_names = {c.id: c.name for c in module.computations}
-    # Instruction ids are unique in a module in current XLA; older protos number each computation
-    # from 0, so operands are looked up in their own computation first.
-    module_ids = {i.id: i for c in module.computations for i in c.instructions}
-    stacks = _Stacks(module.stack_frame_index)
-    has_index = module.HasField("stack_frame_index") and len(module.stack_frame_index.stack_frames) > 0
-    missing_calls = 0
-    missing_operands = 0
-    shape_texts: dict[str, str] = {}
+class _ModuleCode:
+    """One program's instructions (`tpuscope.model.code.InstructionIndex`), decoded on first use.
 
-    def shape_of(instruction: hlo_pb2.HloInstructionProto) -> str:
-        key = instruction.name  # unique in a module
-        text = shape_texts.get(key)
+    Holds the serialized proto and, parsed from it, the module; a pickled copy keeps only the bytes
+    and parses them again when asked.
+    """
+
+    def __init__(self, blob: bytes) -> None:
+        self._blob = blob
+        self._load()
+
+    def __getstate__(self) -> dict:
+        return {"_blob": self._blob}
+
+    def __setstate__(self, state: dict) -> None:
+        self._blob = state["_blob"]
+        self._load()
+
+    def _load(self) -> None:
+        proto = hlo_pb2.HloCodeProto.FromString(self._blob)
+        module = proto.hlo_module
+        self._module = module
+        self.name = module.name if proto.HasField("hlo_module") else ""
+        self.has_stack_index = (
+            module.HasField("stack_frame_index") and len(module.stack_frame_index.stack_frames) > 0
+        )
+        self._lock = threading.Lock()
+        self._decoded: dict[str, InstructionCode] = {}
+        self._where: dict[str, tuple[int, int]] | None = None
+        self._ids: dict[int, hlo_pb2.HloInstructionProto] | None = None
+        self._unique_ids = True
+        self._local_ids: dict[int, dict[int, hlo_pb2.HloInstructionProto]] = {}
+        self._computations: dict[int, hlo_pb2.HloComputationProto] = {}
+        self._stacks = _Stacks(module.stack_frame_index)
+        self._shape_texts: dict[str, str] = {}
+        self._missing_calls = 0
+        self._missing_operands = 0
+
+    def _index(self) -> dict[str, tuple[int, int]]:
+        """name -> (computation, position): one pass over the module, on first use."""
+        if self._where is None:
+            module = self._module
+            self._computations = {c.id: c for c in module.computations}
+            self._where = {
+                instruction.name: (k, j)
+                for k, computation in enumerate(module.computations)
+                for j, instruction in enumerate(computation.instructions)
+            }
+        return self._where
+
+    def _operand(self, computation_index: int, instruction_id: int) -> hlo_pb2.HloInstructionProto | None:
+        """The instruction an operand or control predecessor id names.
+
+        Instruction ids are unique in a module in current XLA; older protos number each computation
+        from 0, so there ids are looked up in their own computation first.
+        """
+        if self._ids is None:
+            self._ids = {i.id: i for c in self._module.computations for i in c.instructions}
+            self._unique_ids = len(self._ids) == len(self._index())
+        if self._unique_ids:
+            return self._ids.get(instruction_id)
+        local = self._local_ids.get(computation_index)
+        if local is None:
+            instructions = self._module.computations[computation_index].instructions
+            local = self._local_ids[computation_index] = {i.id: i for i in instructions}
+        return local.get(instruction_id) or self._ids.get(instruction_id)
+
+    def names(self) -> list[str]:
+        return list(self._index())
+
+    def get(self, name: str) -> InstructionCode | None:
+        found = self._decoded.get(name)
+        if found is not None:
+            return found
+        with self._lock:  # the analysis may ask from several worker threads
+            found = self._decoded.get(name)
+            if found is None:
+                where = self._index().get(name)
+                if where is None:
+                    return None
+                try:
+                    found = self._decode(*where)
+                except RecursionError:
+                    return None
+                self._decoded[name] = found
+        return found
+
+    def notes(self) -> list[str]:
+        for name in self.names():
+            self.get(name)
+        notes = []
+        stacks = self._stacks
+        if stacks.dangling:
+            where = (
+                "the index does not have them"
+                if self.has_stack_index
+                else "the module has no stack-frame index"
+            )
+            notes.append(f"{stacks.dangling} stack frame ids point at frames that do not exist ({where})")
+        if stacks.loops:
+            notes.append(f"{stacks.loops} stacks loop back to a frame they passed; each is cut there")
+        if self._missing_calls:
+            notes.append(f"{self._missing_calls} calls name a computation the module does not have")
+        if self._missing_operands:
+            notes.append(f"{self._missing_operands} operands name an instruction the module does not have")
+        return notes
+
+    def _shape_of(self, instruction: hlo_pb2.HloInstructionProto) -> str:
+        text = self._shape_texts.get(instruction.name)  # names are unique in a module
         if text is None:
-            text = shape_texts[key] = format_shape_with_layout(instruction.shape)
+            text = self._shape_texts[instruction.name] = format_shape_with_layout(instruction.shape)
         return text
 
-    instructions: dict[str, InstructionCode] = {}
-    for computation in module.computations:
-        local = {i.id: i for i in computation.instructions}
-        for instruction in computation.instructions:
-            operands = []
-            for operand_id in instruction.operand_ids:
-                operand = local.get(operand_id) or module_ids.get(operand_id)
-                if operand is None:
-                    missing_operands += 1
-                operands.append(operand)
-            called = []
-            for computation_id in instruction.called_computation_ids:
-                name = computation_names.get(computation_id)
-                if name is None:
-                    missing_calls += 1
-                called.append(name)
-            fused: tuple[str, ...] = ()
-            if instruction.opcode == "fusion" and called and called[0] is not None:
-                callee = computations[instruction.called_computation_ids[0]]
-                fused = tuple(i.name for i in callee.instructions)
-            predecessors = [local.get(i) or module_ids.get(i) for i in instruction.control_predecessor_ids]
-            metadata = instruction.metadata
-            instructions[instruction.name] = InstructionCode(
-                name=instruction.name,
-                opcode=instruction.opcode,
-                text=instruction_text(instruction, operands, called, predecessors, shape_of)[:MAX_TEXT_CHARS],
-                framework_op=metadata.op_name,
-                op_type=metadata.op_type,
-                source_file=metadata.source_file,
-                source_line=metadata.source_line,
-                stack=stacks.chain(metadata.stack_frame_id) if metadata.stack_frame_id else (),
-                computation=computation.name,
-                fused=fused,
+    def _decode(self, computation_index: int, position: int) -> InstructionCode:
+        computation = self._module.computations[computation_index]
+        instruction = computation.instructions[position]
+        operands = []
+        for operand_id in instruction.operand_ids:
+            operand = self._operand(computation_index, operand_id)
+            if operand is None:
+                self._missing_operands += 1
+            operands.append(operand)
+        called: list[str | None] = []
+        for computation_id in instruction.called_computation_ids:
+            callee = self._computations.get(computation_id)
+            if callee is None:
+                self._missing_calls += 1
+            called.append(callee.name if callee is not None else None)
+        fused: tuple[str, ...] = ()
+        if instruction.opcode == "fusion" and called and called[0] is not None:
+            fused = tuple(
+                i.name for i in self._computations[instruction.called_computation_ids[0]].instructions
             )
-    if stacks.dangling:
-        where = "the module has no stack-frame index" if not has_index else "the index does not have them"
-        notes.append(f"{stacks.dangling} stack frame ids point at frames that do not exist ({where})")
-    if stacks.loops:
-        notes.append(f"{stacks.loops} stacks loop back to a frame they passed; each is cut there")
-    if missing_calls:
-        notes.append(f"{missing_calls} calls name a computation the module does not have")
-    if missing_operands:
-        notes.append(f"{missing_operands} operands name an instruction the module does not have")
-    return ProgramCode(
-        module_name=module.name,
-        program_id=program_id,
-        instructions=instructions,
-        has_stack_index=has_index,
-        notes=notes,
-    )
+        predecessors = [self._operand(computation_index, i) for i in instruction.control_predecessor_ids]
+        metadata = instruction.metadata
+        text = instruction_text(instruction, operands, called, predecessors, self._shape_of)
+        return InstructionCode(
+            name=instruction.name,
+            opcode=instruction.opcode,
+            text=text[:MAX_TEXT_CHARS],
+            framework_op=metadata.op_name,
+            op_type=metadata.op_type,
+            source_file=metadata.source_file,
+            source_line=metadata.source_line,
+            stack=self._stacks.chain(metadata.stack_frame_id) if metadata.stack_frame_id else (),
+            computation=computation.name,
+            fused=fused,
+        )
 
 
 def _ints(values: Iterable[int]) -> str:
