@@ -1,4 +1,4 @@
-"""Op-level breakdown: where device time goes, by HLO op, category, program or framework op.
+"""Op-level breakdown: where device time goes, by HLO op, category, program, framework op or source line.
 
 Per event, columns are gathered once (`collect_op_events`) and then grouped with numpy
 (`aggregate`), so a table of any grouping costs one `np.unique` and a few `np.bincount`s.
@@ -11,6 +11,8 @@ Times agree with XProf's hlo_stats tool on purpose:
 - Self time = time not covered by nested ops on the same line, nesting judged on those same
   device times (`device_offset_ps` + `device_duration_ps`).
 - Ops are identified by (program, op name): `fusion.3` of two programs are two rows, as in XProf.
+- By source line, each op's line is its code's (`tpuscope.analysis.op_source`): every event of an
+  op is on that line or in `(no source)`, so the lines' self times add up to the ops' exactly.
 - "percent" is the share of all ops' total self time (XProf's "Total self time (%)"), which is
   the share of device busy time when ops do not overlap (one TPU core, one GPU stream); when
   ops run in parallel (several GPU streams, CPU thunks on several threads) busy time is smaller
@@ -582,7 +584,8 @@ def _folded_ops(
     row_of_event: np.ndarray,
     n_rows: int,
 ) -> tuple[list[str], list[list[str]]]:
-    """By source: each row's function and the ops on its line, most self time first."""
+    """By source: each row's function and the names of the ops on its line, most self time first
+    (an op name of several programs once, where its largest part ranks)."""
     functions = [""] * n_rows
     folded: list[list[str]] = [[] for _ in range(n_rows)]
     if not len(op_first):
@@ -591,7 +594,9 @@ def _folded_ops(
     op_row = row_of_event[op_first]
     for k in np.lexsort((np.arange(len(op_first)), -op_self)):  # per distinct op, not per event
         row = int(op_row[k])
-        folded[row].append(events.labels.texts[int(events.op[op_first[k]])])
+        name = events.labels.texts[int(events.op[op_first[k]])]
+        if name not in folded[row]:
+            folded[row].append(name)
         if not functions[row] and op_codes[k].function:
             functions[row] = op_codes[k].function
     return functions, folded
