@@ -7,6 +7,7 @@ import json
 import pytest
 
 from tests.conftest import PTXLA_TRACE, require_shared_traces
+from tests.paths import SAMPLES
 from tpuscope.cli import main
 
 
@@ -16,8 +17,10 @@ def test_json_shape_and_exit_zero_without_fail_on(recorded_paths, capsys):
     assert payload["framework"] == "JAX"
     assert payload["steps"]["count"] == 12 and payload["steps"]["source"] == "host_step_annotation"
     first = payload["findings"][0]
-    assert first["id"] == "recompilation" and first["severity"] == "warning"
-    assert {"id", "severity", "title", "metrics", "evidence", "advice"} <= set(first)
+    assert first["id"] == "recompilation" and first["severity"] == "critical"
+    assert {"id", "severity", "title", "impact", "metrics", "evidence", "advice"} <= set(first)
+    impact = first["impact"]
+    assert impact["percent_of_step_time"] >= 20 and impact["ms_per_step"] > 0 and impact["basis"]
 
 
 @pytest.mark.parametrize(
@@ -25,7 +28,8 @@ def test_json_shape_and_exit_zero_without_fail_on(recorded_paths, capsys):
     [
         ("healthy", "warning", 0),
         ("recompile", "warning", 1),
-        ("recompile", "critical", 0),
+        ("recompile", "critical", 1),
+        ("host_sync", "warning", 0),
         ("input_bound", "critical", 1),
     ],
 )
@@ -40,8 +44,9 @@ def test_text_output_names_the_problem_and_the_advice(capsys):
     assert main(["diagnose", str(PTXLA_TRACE), "--no-cache"]) == 0
     out = capsys.readouterr().out
     assert "Framework: PyTorch/XLA" in out
-    assert "[WARNING]  Host-device sync in the step loop" in out
-    assert "xm.add_step_closure" in out  # PyTorch/XLA-specific advice
+    # One loss.item() per step costs about 2% of step time: info, with its cost, and no advice.
+    assert "[info]     15 blocking device-to-host read(s)" in out
+    assert "Costs 2.33% of each step" in out
 
 
 def test_bad_path_is_one_sentence_and_exit_2(tmp_path, capsys):
@@ -72,3 +77,12 @@ def test_no_problems_found_comes_with_what_was_checked(capsys):
     payload = json.loads(capsys.readouterr().out)
     assert [c["rule"] for c in payload["checked"]] == list(RULES)
     assert all(set(c) == {"rule", "summary"} for c in payload["checked"])
+
+
+def test_a_costly_sync_warns_with_its_cost_and_the_advice(capsys):
+    # Reads that cut the PyTorch/XLA graph and leave the device idle a fifth of each step.
+    assert main(["diagnose", str(SAMPLES / "ptxla_cpu_fallback.xplane.pb"), "--no-cache"]) == 0
+    out = capsys.readouterr().out
+    assert "[WARNING]  Host-device sync in the step loop: 19.5% of step time lost" in out
+    assert "Costs 19.5% of each step" in out
+    assert "xm.add_step_closure" in out  # PyTorch/XLA-specific advice

@@ -16,15 +16,16 @@ from tpuscope.analysis.session import TraceAnalysis
 
 SHARED_EXPECTED = {
     # Eager attention on 8 MI300X: devices idle between small programs; jit__normal etc. compiled before.
-    "jax_mi300x_attention.xplane.pb": {("low_device_utilization", "warning"), ("recompilation", "info")},
-    # loss.item() every step; two graph compilations in warm-up.
-    "ptxla_cpu_host_sync.xplane.pb": {("host_device_sync", "warning"), ("recompilation", "info")},
+    # No steps, so the idle time cannot be weighed against a step: info.
+    "jax_mi300x_attention.xplane.pb": {("low_device_utilization", "info"), ("recompilation", "info")},
+    # loss.item() every step, costing about 2% of step time: info; two graph compilations in warm-up.
+    "ptxla_cpu_host_sync.xplane.pb": {("host_device_sync", "info"), ("recompilation", "info")},
     # A prefetched tf.data pipeline on CPU: nothing to report.
     "tf_keras_cpu_prefetch.xplane.pb": set(),
     # Four copy-done ops waiting on host memory hold 96% of device time; warm-up compiles; reads after
     # the loop.
     "tpu_v6e_inference_4chip.xplane.pb": {
-        ("async_wait", "warning"),
+        ("async_wait", "critical"),
         ("recompilation", "info"),
         ("host_device_sync", "info"),
     },
@@ -35,11 +36,14 @@ RECORDED_WARNINGS = {
     "healthy_unannotated": set(),
     "input_bound": {("input_bound", "critical")},
     "input_bound_unannotated": {("input_bound", "critical")},
-    "recompile": {("recompilation", "warning")},
-    "host_sync": {("host_device_sync", "warning")},
-    "stall": {("step_time_variance", "warning")},
-    "debug_print": {("host_callback", "warning")},
-    "io_callback": {("host_callback", "warning")},
+    # Three recompilations after the first step take over half the step time.
+    "recompile": {("recompilation", "critical")},
+    # On XLA:CPU one float(loss) per step, a debug print or a logging io_callback costs the step about a
+    # percent: reported as info, not as a warning.
+    "host_sync": set(),
+    "stall": {("step_time_variance", "critical")},
+    "debug_print": set(),
+    "io_callback": set(),
 }
 
 
@@ -48,7 +52,9 @@ RECORDED_WARNINGS = {
 # sleeps every step on a loaded machine sometimes oversleeps in a few steps (input wait: a real
 # variance of an input-bound program, not a false alarm on a healthy one).
 RECORDED_MAY_ALSO_WARN = {
-    "debug_print": {("host_device_sync", "warning")},
+    # A debug print stops the XLA:CPU program while the host formats it: a few percent of a short step,
+    # at or under the 5% level depending on the machine.
+    "debug_print": {("host_device_sync", "warning"), ("host_callback", "warning")},
     "input_bound": {("step_time_variance", "warning")},
     "input_bound_unannotated": {("step_time_variance", "warning")},
 }

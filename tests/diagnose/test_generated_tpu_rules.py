@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import pytest
 
+from tests.diagnose.costs import assert_costed
 from tests.diagnose.xspace_builder import Op, TpuSteps, host_steps, sparsecore_plane, tpu_profile
 from tpuscope.analysis.diagnose import (
     Severity,
@@ -51,8 +52,9 @@ def _open(tmp_path, program: TpuSteps, extra=None):
 
 
 def _one(outcome, severity=Severity.WARNING):
+    """The outcome's one finding, at least `severity`, and as severe as its impact makes it."""
     (finding,) = outcome.findings
-    assert finding.severity == severity
+    assert_costed(finding, severity)
     assert finding.evidence and finding.advice
     return finding
 
@@ -109,7 +111,10 @@ def test_f32_matmuls_and_promoting_reductions(tmp_path):
     )
     outcome = dtype.run(TraceAnalysis(_open(tmp_path, TpuSteps([f32, (reduce, 20_000_000)]))).context)
     matmuls, promotions = outcome.findings
-    assert matmuls.severity == Severity.WARNING and promotions.severity == Severity.INFO
+    assert_costed(matmuls)
+    # Half the promoting reduction's time (what bf16 accumulation would save) is under 5% of a step.
+    assert promotions.severity == Severity.INFO and promotions.impact is not None
+    assert promotions.impact.percent_of_step_time < 5
     assert matmuls.metrics["ops"][0]["op"] == "fusion.5"
     assert matmuls.metrics["sixteen_bit_percent_of_matmul_time"] == 0
     assert [r["op"] for r in promotions.metrics["reductions"]] == ["reduce_fusion"]

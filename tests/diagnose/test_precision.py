@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 
 from tests.conftest import GPU_TRACE, TF_TRACE
+from tests.diagnose.costs import assert_costed
 from tests.diagnose.recordings import (
     HEALTHY_REPEAT_STEPS,
     HEALTHY_REPEATS,
@@ -62,7 +63,7 @@ def test_a_stalled_step_names_the_host_work_it_did(recorded_trace):
     report = TraceAnalysis(recorded_trace("stall")).report
     (finding,) = [f for f in report.findings if f.id == step_variance.RULE_ID]
     m = finding.metrics
-    assert finding.severity == Severity.WARNING
+    assert_costed(finding)
     assert m["cause"] == step_variance.CAUSE_HOST_EVENTS
     assert m["slow_steps"][int(np.argmax(m["slow_step_ms"]))] == f"step {STALL_STEP}"
     assert "save_checkpoint" in m["extra_host_events"]

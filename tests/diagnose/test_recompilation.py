@@ -11,6 +11,7 @@ import json
 import pytest
 
 from tests.conftest import PTXLA_TRACE, TPU_TRACE, require_shared_traces
+from tests.diagnose.costs import assert_costed
 from tests.diagnose.recordings import RECOMPILE_EVERY, recompile_shapes
 from tpuscope.analysis.diagnose import Severity
 from tpuscope.analysis.diagnose.recompilation import describe_signature_changes
@@ -36,7 +37,7 @@ def recompile_finding(recorded_trace):
 def test_finding_names_the_argument_shapes_that_changed(recompile_finding):
     rows = recompile_shapes()
     m = recompile_finding.metrics
-    assert recompile_finding.severity == Severity.WARNING
+    assert_costed(recompile_finding)
     expected = [
         f"argument 1 changed f32[{a},{FEATURES}] -> f32[{b},{FEATURES}] (step {RECOMPILE_EVERY * (k + 1)})"
         for k, (a, b) in enumerate(zip(rows, rows[1:], strict=False))

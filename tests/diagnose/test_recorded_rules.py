@@ -9,6 +9,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from tests.diagnose.costs import assert_costed
 from tests.diagnose.recordings import (
     LOADER_SLEEP_S,
     STALL_SLEEP_S,
@@ -17,6 +18,7 @@ from tests.diagnose.recordings import (
     recompile_shapes,
 )
 from tpuscope.analysis.diagnose import Severity
+from tpuscope.analysis.diagnose.finding import STEP_TIME_BANDS
 from tpuscope.analysis.session import TraceAnalysis
 
 
@@ -77,7 +79,7 @@ def test_sleeping_data_loader_is_input_bound(reports, recorded_trace):
 def test_changing_input_shape_recompiles_exactly_once_per_shape(reports, recorded_trace):
     report = reports("recompile")
     (finding,) = _by_id(report, "recompilation")
-    assert finding.severity == Severity.WARNING
+    assert_costed(finding)
     shapes = recompile_shapes()
     m = finding.metrics
     assert m["function"] == "train_step"
@@ -97,7 +99,10 @@ def test_changing_input_shape_recompiles_exactly_once_per_shape(reports, recorde
 def test_reading_the_loss_every_step_is_a_host_device_sync(reports, recorded_trace):
     report = reports("host_sync")
     (finding,) = _by_id(report, "host_device_sync")
-    assert finding.severity == Severity.WARNING
+    # One float(loss) per step on XLA:CPU leaves the device idle about a percent of the step: found,
+    # counted, and info, because what it costs is below the warning level.
+    assert finding.severity == Severity.INFO
+    assert finding.impact is not None and finding.impact.percent_of_step_time < STEP_TIME_BANDS.warning
     m = finding.metrics
     assert m["syncs_in_steps"] == STEPS
     assert m["steps_with_sync"] == STEPS
@@ -133,7 +138,7 @@ def test_findings_are_sorted_worst_first(reports):
 def test_one_stalled_step_is_a_step_time_outlier(reports):
     report = reports("stall")
     (finding,) = [f for f in report.findings if f.id == "step_time_variance"]
-    assert finding.severity == Severity.WARNING
+    assert_costed(finding)
     m = finding.metrics
     slowest = m["slow_steps"][int(np.argmax(m["slow_step_ms"]))]
     assert slowest == f"step {STALL_STEP}"

@@ -51,7 +51,9 @@ def test_every_rule_runs_and_the_report_is_json(reports, path):
 def test_pytorch_xla_host_syncs_are_found_once_per_step(reports):
     report = _report(reports, PTXLA_TRACE)
     sync = _one(report, "host_device_sync")
-    assert sync.severity == Severity.WARNING
+    # One loss.item() per step costs the step about 2%: found and counted, but info.
+    assert sync.severity == Severity.INFO
+    assert sync.impact is not None and 1 < sync.impact.percent_of_step_time < 5
     assert sync.metrics["syncs"] == 15  # 15 PjRtComputationClient::TransferFromDevice (loss.item())
     assert sync.metrics["syncs_per_step"] == 1.0
     compiles = _one(report, "recompilation")
@@ -81,5 +83,7 @@ def test_tpu_devices_wait_equally_so_no_straggler(reports):
 def test_eager_gpu_attention_has_low_utilization(reports):
     report = _report(reports, GPU_TRACE)
     low = _one(report, "low_device_utilization")
-    assert low.severity == Severity.WARNING
+    # The profile has no steps: its idle time cannot be weighed against one, so it is info and says why.
+    assert low.severity == Severity.INFO
+    assert low.impact is None and "no steps" in low.impact_note
     assert low.metrics["max_duty_cycle_percent"] < 50

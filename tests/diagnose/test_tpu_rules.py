@@ -22,7 +22,9 @@ def test_tpu_sample_waits_on_copies_from_host_memory(shared_traces):
     trace = shared_traces[TPU_TRACE]
     outcome = async_wait.run(TraceAnalysis(trace).context)
     finding = _only(outcome, async_wait.RULE_ID)
-    assert finding.severity == Severity.WARNING
+    # Each core blocks in the copies for almost all of its step: critical, first in the list.
+    assert finding.severity == Severity.CRITICAL
+    assert finding.impact is not None and finding.impact.percent_of_step_time > 90
     m = finding.metrics
     # The same share, grouped by XLA's own op category instead of by op name.
     by_category = op_breakdown(trace, by="category")
@@ -64,10 +66,8 @@ def test_callbacks_inside_the_jitted_step_are_found(recorded_trace, scenario, op
     ]
     assert m["calls"] == sum(len(idx) for _, idx in thunks) == STEPS  # one round trip per step
     assert m["calls_per_step"] == 1.0
-    share = m["device_callback_percent_of_device_time"]
-    assert finding.severity == (
-        Severity.WARNING if share >= host_callback.DEBUG_PRINT_PERCENT else Severity.INFO
-    )
+    assert finding.impact is not None
+    assert finding.severity == host_callback.IMPACT_THRESHOLDS.severity(finding.impact)
     assert all(e["label"] == f"host callback: {op}" for e in finding.evidence)
     assert len(finding.evidence) == min(STEPS, host_callback.EVIDENCE_PER_OP)
 

@@ -12,6 +12,7 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from tpuscope.commands._console import cost_line
 from tpuscope.model.units import format_duration
 
 if TYPE_CHECKING:
@@ -92,6 +93,7 @@ def print_findings(run: PodRun) -> None:
         print("\nNo problems found.")
     for finding in findings:
         print(f"\n{_MARK.get(finding['severity'], '')} {finding['title']}")
+        print(f"    {cost_line(finding.get('impact'), finding.get('impact_note', ''))}")
         print(f"    {finding['explanation']}")
     print("\nChecked:")
     for item in run.checked():

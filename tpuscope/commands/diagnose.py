@@ -11,7 +11,7 @@ import textwrap
 from tpuscope.analysis.diagnose import Report, Severity
 from tpuscope.analysis.session import TraceAnalysis
 from tpuscope.commands import EXIT_FINDINGS, EXIT_OK
-from tpuscope.commands._console import add_path_argument, load_for_cli, print_json
+from tpuscope.commands._console import add_path_argument, cost_line, load_for_cli, print_json
 from tpuscope.commands._per_host import add_per_host_arguments, per_host_run, print_findings
 
 _MARK = {Severity.CRITICAL: "[CRITICAL]", Severity.WARNING: "[WARNING] ", Severity.INFO: "[info]    "}
@@ -64,6 +64,7 @@ def print_text(report: Report) -> None:
         print("\nNo problems found.")
     for finding in report.findings:
         print(f"\n{_MARK[finding.severity]} {finding.title}")
+        print(f"    {cost_line(finding.impact.to_json() if finding.impact else None, finding.impact_note)}")
         for line in textwrap.wrap(finding.explanation, 100):
             print(f"    {line}")
         numbers = ", ".join(f"{k}={_short(v)}" for k, v in finding.metrics.items() if _is_scalar(v))

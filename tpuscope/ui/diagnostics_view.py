@@ -135,8 +135,8 @@ class DiagnosticsView(View):
         self.findings.clear()
         style = self.style()
         for finding in report.findings:
-            item = QListWidgetItem(severity_icon(style, finding.severity), finding.title)
-            item.setToolTip(f"{finding.severity.label}: {finding.id}")
+            item = QListWidgetItem(severity_icon(style, finding.severity), _list_text(finding))
+            item.setToolTip(f"{finding.severity.label}: {finding.id} · {_basis(finding)}")
             self.findings.addItem(item)
         self.summary.setText(_summary_text(report))
         self._fill_checked(report)
@@ -252,12 +252,24 @@ def _summary_text(report: Report) -> str:
     return text
 
 
+def _list_text(finding: Finding) -> str:
+    """The list's line: what the finding costs first (what users triage by), then its title."""
+    cost = finding.impact.short() if finding.impact is not None else ""
+    return f"{cost} · {finding.title}" if cost else finding.title
+
+
+def _basis(finding: Finding) -> str:
+    """What the finding's cost measures, or why it has none."""
+    return finding.impact.basis if finding.impact is not None else (finding.impact_note or "not measured")
+
+
 def finding_html(finding: Finding) -> str:
     """The detail pane: title, explanation, numbers, advice, evidence links."""
     esc = html.escape
     out = [
         f"<h3>{esc(finding.title)}</h3>",
         f"<p><i>{esc(finding.severity.label)}</i> · <code>{esc(finding.id)}</code></p>",
+        f"<p><b>{esc(finding.cost_words.capitalize())}</b>: {esc(_basis(finding))}</p>",
         f"<p>{esc(finding.explanation)}</p>",
     ]
     scalars = {k: v for k, v in finding.metrics.items() if not _is_records(v)}

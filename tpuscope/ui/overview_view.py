@@ -456,7 +456,7 @@ class OverviewView(View):
             item = QListWidgetItem(severity_icon(style, finding.severity), finding.title)
             item.setToolTip(_finding_tooltip(finding))
             item.setData(Qt.ItemDataRole.UserRole, position)
-            item.setData(EXPLANATION_ROLE, finding.explanation)
+            item.setData(EXPLANATION_ROLE, f"{finding.cost_words.capitalize()}. {finding.explanation}")
             self.findings_list.addItem(item)
         if len(findings) > TOP_FINDINGS_ROWS:
             more = QListWidgetItem(f"… {len(findings) - TOP_FINDINGS_ROWS} more in Diagnostics")

@@ -13,14 +13,21 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from tpuscope.analysis.diagnose.finding import Finding, RuleOutcome, Severity, ms, percent
+from tpuscope.analysis.diagnose.finding import (
+    STEP_TIME_BANDS,
+    RuleOutcome,
+    costed_outcome,
+    device_time_impact,
+    ms,
+    percent,
+)
 from tpuscope.analysis.diagnose.hlo_text import HOST_MEMORY_SPACE, parse_instruction
 from tpuscope.analysis.diagnose.op_evidence import longest_op_events
 from tpuscope.analysis.facts.context import Context
-from tpuscope.analysis.facts.evidence import largest_first
 from tpuscope.analysis.framework import JAX, PYTORCH_XLA, TENSORFLOW
 
 RULE_ID = "async_wait"
+IMPACT_THRESHOLDS = STEP_TIME_BANDS
 # XProf smart suggestions flag async-done time above 10% (openxla/xprof
 # xprof/convert/smart_suggestion/constants.h, the async-done threshold).
 ASYNC_DONE_PERCENT = 10.0
@@ -129,8 +136,12 @@ def run(ctx: Context) -> RuleOutcome:
     advice = ctx.advice_for(ADVICE_COPIES) if any(r["op"].startswith("copy") for r in rows) else []
     if any(not r["op"].startswith("copy") for r in rows):
         advice += ctx.advice_for(ADVICE_COLLECTIVES)
-    finding = Finding(RULE_ID, Severity.WARNING, title, explanation, metrics, largest_first(evidence), advice)
-    return RuleOutcome([finding], checked)
+    impact = device_time_impact(
+        ctx.periods, done_ps, len(table.devices), "device time blocked in async -done ops, per device"
+    )
+    return costed_outcome(
+        RULE_ID, title, explanation, metrics, evidence, advice, checked, impact, IMPACT_THRESHOLDS
+    )
 
 
 def _what_is_waited_for(text: str, name: str) -> tuple[str, int]:

@@ -22,14 +22,21 @@ from typing import Any
 
 import numpy as np
 
-from tpuscope.analysis.diagnose.finding import Finding, RuleOutcome, Severity, ms
+from tpuscope.analysis.diagnose.finding import (
+    STEP_TIME_BANDS,
+    RuleOutcome,
+    costed_outcome,
+    ms,
+    step_time_impact,
+)
 from tpuscope.analysis.facts.context import Context
-from tpuscope.analysis.facts.evidence import event_evidence, largest_first
+from tpuscope.analysis.facts.evidence import event_evidence
 from tpuscope.analysis.framework import PYTORCH
 from tpuscope.model.trace import Track
 from tpuscope.model.vocabulary import EventClass
 
 RULE_ID = "cpu_fallback"
+IMPACT_THRESHOLDS = STEP_TIME_BANDS
 # The events of a round trip, in time order per thread: a transfer pair with graph work between them
 # is a graph boundary, not a CPU-side op.
 ROUND_TRIP_EVENTS = EventClass.D2H | EventClass.H2D | EventClass.GRAPH_WORK
@@ -75,9 +82,15 @@ def run(ctx: Context) -> RuleOutcome:
             "because XLA cannot lower it (or of host code computing a tensor from device values). Each "
             "one cuts the XLA graph and stalls the device. The profile does not name the op."
         )
-    evidence = largest_first(named["evidence"] + trips["evidence"])
-    finding = Finding(RULE_ID, Severity.WARNING, title, explanation, metrics, evidence, list(ADVICE))
-    return RuleOutcome([finding], checked)
+    impact = step_time_impact(
+        ctx.periods,
+        named["total_ps"] + trips["ps"],
+        "host time in CPU-fallback ops and device-to-host-to-device round trips, while the graph waits",
+    )
+    evidence = named["evidence"] + trips["evidence"]
+    return costed_outcome(
+        RULE_ID, title, explanation, metrics, evidence, list(ADVICE), checked, impact, IMPACT_THRESHOLDS
+    )
 
 
 def _named_fallbacks(ctx: Context) -> dict[str, Any]:
@@ -97,7 +110,8 @@ def _named_fallbacks(ctx: Context) -> dict[str, Any]:
         name: {"count": c, "ms": ms(t)} for name, (c, t) in sorted(counts.items(), key=lambda kv: -kv[1][1])
     }
     total_ms = round(sum(v["ms"] for v in ops.values()), 3)
-    return {"ops": ops, "total_ms": total_ms, "evidence": items}
+    total_ps = sum(t for _, t in counts.values())
+    return {"ops": ops, "total_ms": total_ms, "total_ps": total_ps, "evidence": items}
 
 
 def round_trip_pairs(ctx: Context) -> list[tuple[Track, np.ndarray, np.ndarray]]:
@@ -141,4 +155,4 @@ def _round_trips(ctx: Context) -> dict[str, Any]:
             item = event_evidence("CPU fallback: device-to-host-to-device round trip", track, d)
             item["end_ps"] = int(track.end_ps[h])
             items.append(item)
-    return {"count": count, "ms": ms(total_ps), "per_step": per_step, "evidence": items}
+    return {"count": count, "ms": ms(total_ps), "ps": total_ps, "per_step": per_step, "evidence": items}

@@ -12,7 +12,15 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from tpuscope.analysis.diagnose.finding import Finding, RuleOutcome, Severity, ms, percent
+from tpuscope.analysis.diagnose.finding import (
+    NO_STEPS_NOTE,
+    STEP_TIME_BANDS,
+    Finding,
+    RuleOutcome,
+    device_time_impact,
+    ms,
+    percent,
+)
 from tpuscope.analysis.diagnose.hlo_text import FLOAT_TYPES, parse_instruction
 from tpuscope.analysis.diagnose.matmul_ops import tpu_matmuls
 from tpuscope.analysis.diagnose.op_evidence import longest_op_events
@@ -29,6 +37,11 @@ MIN_F32_MATMUL_PERCENT = 10.0
 # Promoting reductions must hold this share of device time to be listed. Our heuristic.
 MIN_PROMOTION_PERCENT = 1.0
 # XLA's HLO element types and opcodes: the same in every format that carries HLO ops, so matched here.
+# The share of an f32 matmul's (or a promoting reduction's) time that 16-bit inputs would save: our
+# heuristic, the lower bound of what halving the bytes moved gives (the MXU also takes several passes per
+# f32 product, so the saving is usually larger).
+SIXTEEN_BIT_SAVING = 0.5
+IMPACT_THRESHOLDS = STEP_TIME_BANDS
 SIXTEEN_BIT = {"bf16", "f16"}
 REDUCTION = re.compile(r"(^|[_.\-])reduce|reduction")
 
@@ -91,18 +104,27 @@ def run(ctx: Context) -> RuleOutcome:
             e for op in f32[:5] for e in longest_op_events(table, op.row, f"f32 matmul: {op.name}", 5)
         ]
         title = f"f32 matmuls on TPU: {f32_share:.1f}% of device time, {sixteen_share:.1f}% of it in 16-bit"
+        impact = device_time_impact(
+            ctx.periods,
+            SIXTEEN_BIT_SAVING * f32_ps,
+            len(table.devices),
+            "half the device time of f32 matmuls, the least bf16 inputs would save",
+        )
         findings.append(
             Finding(
                 RULE_ID,
-                Severity.WARNING,
+                IMPACT_THRESHOLDS.severity(impact),
                 title,
                 explanation,
                 metrics,
                 largest_first(evidence),
                 ctx.advice_for(ADVICE),
+                impact,
+                "" if impact is not None else NO_STEPS_NOTE,
             )  # fmt: skip
         )
     if promotions:
+        rows = [int(p["_row"]) for p in promotions]
         share = round(sum(p["percent"] for p in promotions), 2)
         explanation = (
             f"{len(promotions)} reduction(s) take bf16 inputs and produce f32 ({share}% of device time; "
@@ -117,15 +139,21 @@ def run(ctx: Context) -> RuleOutcome:
         for p in promotions:
             p.pop("_row", None)
         title = f"bf16 -> f32 promotion in {len(promotions)} reduction(s) ({share:.1f}% of device time)"
+        promoted_ps = SIXTEEN_BIT_SAVING * sum(int(table.self_ps[r]) for r in rows)
+        impact = device_time_impact(
+            ctx.periods, promoted_ps, len(table.devices), "half the device time of the promoting reductions"
+        )
         findings.append(
             Finding(
                 RULE_ID,
-                Severity.INFO,
+                IMPACT_THRESHOLDS.severity(impact),
                 title,
                 explanation,
                 {"reductions": promotions},
                 largest_first(evidence),
                 ctx.advice_for(ADVICE)[1:] or ctx.advice_for(ADVICE),
+                impact,
+                "" if impact is not None else NO_STEPS_NOTE,
             )  # fmt: skip
         )
     return RuleOutcome(findings, checked)

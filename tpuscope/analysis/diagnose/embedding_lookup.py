@@ -10,13 +10,21 @@ from __future__ import annotations
 
 import re
 
-from tpuscope.analysis.diagnose.finding import RuleOutcome, ms, percent, warning_outcome
+from tpuscope.analysis.diagnose.finding import (
+    STEP_TIME_BANDS,
+    RuleOutcome,
+    costed_outcome,
+    device_time_impact,
+    ms,
+    percent,
+)
 from tpuscope.analysis.diagnose.op_evidence import longest_op_events
 from tpuscope.analysis.diagnose.tpu_cores import sparsecores, tensorcores
 from tpuscope.analysis.facts.context import Context
 from tpuscope.analysis.framework import JAX, PYTORCH_XLA, TENSORFLOW
 
 RULE_ID = "embedding_lookup"
+IMPACT_THRESHOLDS = STEP_TIME_BANDS
 # Gathers and scatters "dominate" at this share of TensorCore time. Our heuristic (the 30% level XProf
 # uses for a dominating collective or data shuffle, openxla/xprof xprof/convert/smart_suggestion/constants.h).
 GATHER_PERCENT = 30.0
@@ -82,4 +90,12 @@ def run(ctx: Context) -> RuleOutcome:
     )
     evidence = [e for r in rows[:5] for e in longest_op_events(table, r, f"lookup: {names[r]}", 5)]
     title = f"Embedding lookups on the TensorCore: gathers/scatters {share:.1f}% of device time"
-    return warning_outcome(RULE_ID, title, explanation, metrics, evidence, ctx.advice_for(ADVICE), checked)
+    impact = device_time_impact(
+        ctx.periods,
+        gather_ps,
+        len(table.devices),
+        "TensorCore time in gathers and scatters, which SparseCore offload would free",
+    )
+    return costed_outcome(
+        RULE_ID, title, explanation, metrics, evidence, ctx.advice_for(ADVICE), checked, impact
+    )

@@ -32,12 +32,38 @@ from tpuscope.analysis.diagnose import (
     straggler,
     tensorcore_idle,
 )
-from tpuscope.analysis.diagnose.finding import Finding, RuleOutcome, Severity
+from tpuscope.analysis.diagnose.finding import Finding, ImpactThresholds, RuleOutcome, Severity
 from tpuscope.analysis.facts.context import Context
 from tpuscope.analysis.framework import Framework
 from tpuscope.analysis.steps import Steps
 
 Rule = Callable[[Context], "list[Finding] | RuleOutcome"]
+
+_RULE_MODULES = (
+    input_bound,
+    recompilation,
+    host_device_sync,
+    low_utilization,
+    step_variance,
+    straggler,
+    cpu_fallback,
+    memory_pressure,
+    padding_waste,
+    memory_growth,
+    collective_bound,
+    async_wait,
+    host_callback,
+    infeed_outfeed,
+    tensorcore_idle,
+    flops_utilization,
+    shape_alignment,
+    dtype,
+    sparsecore,
+    embedding_lookup,
+)
+# Each rule's impact levels: a warning or critical finding of the rule has an impact at or above its
+# `warning` level (tests hold every rule to it on every real profile).
+IMPACT_THRESHOLDS: dict[str, ImpactThresholds] = {m.RULE_ID: m.IMPACT_THRESHOLDS for m in _RULE_MODULES}
 
 RULES: dict[str, Rule] = {
     input_bound.RULE_ID: input_bound.run,
@@ -89,9 +115,14 @@ class Report:
         }
 
 
+def _impact_percent(finding: Finding) -> float:
+    """What findings of one severity sort by: their impact, those without one last."""
+    return finding.impact.percent if finding.impact is not None else -1.0
+
+
 def diagnose(ctx: Context, rules: dict[str, Rule] | None = None) -> Report:
     """All findings of all rules (or of `rules`) on the context's trace, sorted worst first, then by
-    rule order.
+    impact (the largest cost first), then by rule order.
 
     The context is its analysis' (`TraceAnalysis(trace).context`; `TraceAnalysis.report` is every
     rule's report, computed once): what the rules compute stays there for the views and commands.
@@ -112,5 +143,5 @@ def diagnose(ctx: Context, rules: dict[str, Rule] | None = None) -> Report:
         except Exception as error:  # noqa: BLE001 - one broken rule must not hide the others' findings
             errors[rule_id] = f"{type(error).__name__}: {error}"
     order = {rule_id: k for k, rule_id in enumerate(RULES)}
-    findings.sort(key=lambda f: (-int(f.severity), order.get(f.id, len(order))))
+    findings.sort(key=lambda f: (-int(f.severity), -_impact_percent(f), order.get(f.id, len(order))))
     return Report(ctx.framework, ctx.steps, findings, errors, time.perf_counter() - started, checked)

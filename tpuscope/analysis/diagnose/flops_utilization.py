@@ -11,13 +11,21 @@ from __future__ import annotations
 
 import numpy as np
 
-from tpuscope.analysis.diagnose.finding import RuleOutcome, ms, percent, warning_outcome
+from tpuscope.analysis.diagnose.finding import (
+    STEP_TIME_BANDS,
+    RuleOutcome,
+    costed_outcome,
+    device_time_impact,
+    ms,
+    percent,
+)
 from tpuscope.analysis.diagnose.op_evidence import longest_op_events
 from tpuscope.analysis.facts.context import Context
 from tpuscope.analysis.framework import JAX, PYTORCH_XLA, TENSORFLOW
 from tpuscope.analysis.roofline import BOUND_COMPUTE
 
 RULE_ID = "flops_utilization"
+IMPACT_THRESHOLDS = STEP_TIME_BANDS
 # XProf smart suggestions: MXU utilization low below 50% (openxla/xprof
 # xprof/convert/smart_suggestion/constants.h, the MXU/HBM low and high levels 50 / 70).
 LOW_UTILIZATION_PERCENT = 50.0
@@ -92,4 +100,12 @@ def run(ctx: Context) -> RuleOutcome:
     )
     evidence = [e for r in order for e in longest_op_events(table, int(r), f"low FLOP/s: {names[r]}", 5)]
     title = f"Low FLOP/s utilization: compute-bound ops at {utilization:.1f}% of peak"
-    return warning_outcome(RULE_ID, title, explanation, metrics, evidence, ctx.advice_for(ADVICE), checked)
+    impact = device_time_impact(
+        ctx.periods,
+        float(gap_ps.sum()),
+        len(table.devices),
+        "device time compute-bound ops would save at the chip's peak FLOP/s",
+    )
+    return costed_outcome(
+        RULE_ID, title, explanation, metrics, evidence, ctx.advice_for(ADVICE), checked, impact
+    )

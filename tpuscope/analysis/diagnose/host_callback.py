@@ -14,7 +14,16 @@ import re
 
 import numpy as np
 
-from tpuscope.analysis.diagnose.finding import Finding, RuleOutcome, Severity, ms, percent
+from tpuscope.analysis.diagnose.finding import (
+    NO_STEPS_NOTE,
+    STEP_TIME_BANDS,
+    Finding,
+    ImpactThresholds,
+    RuleOutcome,
+    ms,
+    percent,
+    step_time_impact,
+)
 from tpuscope.analysis.diagnose.op_evidence import EVIDENCE_PER_OP, longest_op_events
 from tpuscope.analysis.facts.context import Context
 from tpuscope.analysis.facts.evidence import event_evidence, largest_first
@@ -25,6 +34,11 @@ RULE_ID = "host_callback"
 # XProf smart suggestions flag `debug_print` time at or above 5% (openxla/xprof
 # xprof/convert/smart_suggestion/constants.h, the debug-print threshold).
 DEBUG_PRINT_PERCENT = 5.0
+IMPACT_THRESHOLDS = ImpactThresholds(
+    DEBUG_PRINT_PERCENT,
+    STEP_TIME_BANDS.critical,
+    "XProf's debug-print suggestion (5%), critical from 20% (our heuristic)",
+)
 # Device ops of JAX's callback primitives (jax/_src/debugging.py, jax/_src/callback.py) and the custom
 # call targets they lower to (jaxlib xla_python_*_callback / xla_ffi_python_*_callback). These are HLO
 # instruction names, XLA's vocabulary in any format that carries HLO ops, so they stay here; the host
@@ -86,7 +100,13 @@ def run(ctx: Context) -> RuleOutcome:
     calls = sum(occurrences) + host_count
     ops = [table_names[r] for r in device_rows] + sorted({t.event_name(int(i[0])) for t, i in host})
     per_step = round(calls / len(p0), 2) if len(p0) else None
-    severity = Severity.WARNING if share >= DEBUG_PRINT_PERCENT else Severity.INFO
+    devices = len(ctx.op_table.devices) if device_rows else 1
+    impact = step_time_impact(
+        ctx.periods,
+        max(device_ps / max(devices, 1), host_ps),
+        "device time stopped in host callbacks (per device), or host time in print ops if longer",
+    )
+    severity = IMPACT_THRESHOLDS.severity(impact)
     metrics = {
         "ops": ops,
         "calls": calls,
@@ -106,5 +126,7 @@ def run(ctx: Context) -> RuleOutcome:
     )
     title = f"Host callbacks in the step: {', '.join(ops[:3])} ({share:.1f}% of the time)"
     advice = ctx.advice_for(ADVICE)
-    finding = Finding(RULE_ID, severity, title, explanation, metrics, largest_first(evidence), advice)
+    finding = Finding(RULE_ID, severity, title, explanation, metrics, largest_first(evidence), advice, impact)
+    if impact is None:
+        finding.impact_note = NO_STEPS_NOTE
     return RuleOutcome([finding], checked)

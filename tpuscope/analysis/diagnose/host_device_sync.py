@@ -6,25 +6,39 @@ for the host to dispatch the next step: async dispatch is lost. The events are t
 blocking reads each framework annotates (JAX `jax/_src/array.py`, pytorch/xla `torch_xla/csrc`): JAX
 `np.asarray(jax.Array)`, PyTorch/XLA `PjRtComputationClient::TransferFromDevice` and
 `_local_scalar_dense`, TPU `TfrtTpuBuffer::ToLiteral`. For each one the rule measures how
-long the device then sat idle before it ran its next op.
+long the device then sat idle before it ran its next op: that idle time, inside the steps, is what
+the reads cost and what decides the severity (the reads per step are evidence, not the trigger). In
+PyTorch/XLA a read also forces the lazy graph to run while the host waits, so the host cannot trace
+the next step meanwhile: there the blocked time counts too.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from tpuscope.analysis.diagnose.finding import Finding, RuleOutcome, Severity, ms, percent
+from tpuscope.analysis.diagnose.finding import (
+    NO_STEPS_NOTE,
+    STEP_TIME_BANDS,
+    Finding,
+    Impact,
+    RuleOutcome,
+    Severity,
+    ms,
+    step_time_impact,
+)
 from tpuscope.analysis.facts.context import Context, flat_events, intervals_of
 from tpuscope.analysis.facts.evidence import MAX_EVIDENCE, event_evidence, largest_first
 from tpuscope.analysis.facts.evidence import range_evidence as range_ev
-from tpuscope.analysis.facts.intervals import window_total
+from tpuscope.analysis.facts.intervals import intersect, merge_intervals, total, window_total
 from tpuscope.analysis.framework import JAX, PYTORCH, PYTORCH_XLA, TENSORFLOW
 
 RULE_ID = "host_device_sync"
-# PyTorch/XLA's metrics analysis flags TransferFromDeviceTime samples per step above 0.5
-# (torch_xla/csrc/runtime/metrics_analysis.cpp MetricFrequency("TransferFromDeviceTime", 0.5f);
-# pytorch/xla). Fewer syncs (a final read, a periodic log) are reported as info.
-SYNCS_PER_STEP_WARNING = 0.5
+# The severity comes from the time the reads cost (STEP_TIME_BANDS), not from their count: PyTorch/XLA's
+# metrics analysis flags TransferFromDeviceTime above 0.5 samples per step (torch_xla/csrc/runtime/
+# metrics_analysis.cpp, pytorch/xla), but one logging read per step that costs nothing is healthy.
+IMPACT_THRESHOLDS = STEP_TIME_BANDS
+# Frameworks whose host read executes the pending lazy graph while the host waits.
+LAZY_GRAPH_FRAMEWORKS = frozenset({PYTORCH_XLA})
 
 ADVICE = {
     JAX: [
@@ -73,7 +87,10 @@ def run(ctx: Context) -> RuleOutcome:
         in_step = np.zeros(len(starts), bool)
         per_step = np.zeros(0, np.int64)
         syncs_in_steps, rate, step_time = 0, 0.0, 0
-    severity = Severity.WARNING if rate > SYNCS_PER_STEP_WARNING else Severity.INFO
+    impact = _impact(
+        ctx, starts[in_step], ends[in_step], idle_after[in_step] if idle_after is not None else None
+    )
+    severity = IMPACT_THRESHOLDS.severity(impact)
     sync_ps = int((ends - starts).sum())
     idle_ps = int(idle_after.sum()) if idle_after is not None else None
     name_ids = np.unique(np.concatenate([t.name_id[idx] for t, idx in ctx.syncs]))
@@ -90,8 +107,8 @@ def run(ctx: Context) -> RuleOutcome:
     if idle_after is not None and idle_ps is not None:
         metrics["device_idle_after_ms"] = ms(idle_ps)
         metrics["median_device_idle_after_ms"] = ms(float(np.median(idle_after)))
-        if step_time:
-            metrics["device_idle_after_percent_of_step_time"] = percent(idle_ps, step_time)
+        if step_time and impact is not None:  # once where idle spans overlap, inside the steps only
+            metrics["device_idle_after_percent_of_step_time"] = impact.percent_of_step_time
     if n_steps:
         explanation = (
             f"The host blocked on {len(starts)} device-to-host read(s) ({', '.join(names)}), "
@@ -106,17 +123,44 @@ def run(ctx: Context) -> RuleOutcome:
             f"(median; {ms(idle_ps)} ms in total) until the host dispatched more work."
         )
     explanation += " Each read drains the device queue, so the host can no longer run ahead of the device."
-    if severity == Severity.WARNING:
-        title = f"Host-device sync in the step loop: {rate:.2f} blocking reads per step"
+    if severity > Severity.INFO and impact is not None:
+        title = (
+            f"Host-device sync in the step loop: {impact.percent_of_step_time:.1f}% of step time lost "
+            f"({rate:.2f} blocking reads per step)"
+        )
     else:
         title = f"{len(starts)} blocking device-to-host read(s)"
     evidence = _evidence(ctx, tracks, which, index, ends, idle_after)
     advice = ctx.advice_for(ADVICE) if severity > Severity.INFO else []
+    cost = f"costing {impact.percent_of_step_time:g}% of step time" if impact is not None else "cost unknown"
     checked = (
         f"{len(starts)} blocking device-to-host read(s), {syncs_in_steps} in {n_steps} steps "
-        f"({rate:.2f} per step; a warning above {SYNCS_PER_STEP_WARNING:g})"
+        f"({rate:.2f} per step), {cost}; {IMPACT_THRESHOLDS.words()}"
     )
-    return RuleOutcome([Finding(RULE_ID, severity, title, explanation, metrics, evidence, advice)], checked)
+    finding = Finding(RULE_ID, severity, title, explanation, metrics, evidence, advice, impact)
+    if impact is None:
+        finding.impact_note = NO_STEPS_NOTE if not n_steps else "its cost cannot be measured: no device plane"
+    return RuleOutcome([finding], checked)
+
+
+def _impact(
+    ctx: Context, starts: np.ndarray, ends: np.ndarray, idle_after: np.ndarray | None
+) -> Impact | None:
+    """The step time the in-step reads `starts`..`ends` cost: the device idle after each (once where
+    the idle spans overlap), and for a lazy-graph framework the host's wait in the read as well."""
+    lazy = ctx.framework.name in LAZY_GRAPH_FRAMEWORKS
+    if idle_after is None and not lazy:
+        return None
+    span_start = starts if lazy else ends
+    span_end = ends + (idle_after if idle_after is not None else 0)
+    lost = intersect(merge_intervals(span_start, span_end), ctx.periods)
+    if lazy:
+        basis = (
+            "the host waiting in the reads while the graph runs, then the device idle until the next dispatch"
+        )
+    else:
+        basis = "device idle after the blocking reads until the host dispatched more work"
+    return step_time_impact(ctx.periods, total(lost), basis)
 
 
 def _idle_after(ctx: Context, ends: np.ndarray) -> np.ndarray | None:

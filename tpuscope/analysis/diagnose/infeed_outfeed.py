@@ -11,7 +11,15 @@ import re
 
 import numpy as np
 
-from tpuscope.analysis.diagnose.finding import RuleOutcome, ms, percent, warning_outcome
+from tpuscope.analysis.diagnose.finding import (
+    STEP_TIME_BANDS,
+    Impact,
+    ImpactThresholds,
+    RuleOutcome,
+    costed_outcome,
+    ms,
+    percent,
+)
 from tpuscope.analysis.diagnose.op_evidence import intervals_per_device, longest_op_events
 from tpuscope.analysis.diagnose.tpu_cores import tensorcores
 from tpuscope.analysis.facts.context import Context
@@ -22,6 +30,11 @@ RULE_ID = "infeed_outfeed"
 # XProf smart suggestions: infeed above 10% of step time (openxla/xprof
 # xprof/convert/smart_suggestion/constants.h, the infeed threshold).
 INFEED_PERCENT = 10.0
+IMPACT_THRESHOLDS = ImpactThresholds(
+    INFEED_PERCENT,
+    STEP_TIME_BANDS.critical,
+    "XProf's infeed suggestion (10%), critical from 20% (our heuristic)",
+)
 # XLA's HLO opcodes and op categories: the same in every format that carries HLO ops, so matched here.
 FEED_OP = re.compile(r"^(infeed|outfeed)(\.\d+)?$")
 FEED_CATEGORY = re.compile(r"^(infeed|outfeed)$")
@@ -91,4 +104,12 @@ def run(ctx: Context) -> RuleOutcome:
     )
     evidence = [e for r in rows for e in longest_op_events(table, r, f"feed: {names[r]}")]
     title = f"Infeed/outfeed: {share:.1f}% of TPU step time"
-    return warning_outcome(RULE_ID, title, explanation, metrics, evidence, ctx.advice_for(ADVICE), checked)
+    impact = Impact(
+        "TPU time in infeed/outfeed ops inside the steps (busiest core per step)",
+        share,
+        ms(feed_ps / steady.sum()),
+    )
+    advice = ctx.advice_for(ADVICE)
+    return costed_outcome(
+        RULE_ID, title, explanation, metrics, evidence, advice, checked, impact, IMPACT_THRESHOLDS
+    )

@@ -14,7 +14,15 @@ from __future__ import annotations
 
 import numpy as np
 
-from tpuscope.analysis.diagnose.finding import Finding, RuleOutcome, Severity, ms, percent
+from tpuscope.analysis.diagnose.finding import (
+    Finding,
+    ImpactThresholds,
+    RuleOutcome,
+    Severity,
+    ms,
+    percent,
+    step_time_impact,
+)
 from tpuscope.analysis.facts.context import Context, intervals_of
 from tpuscope.analysis.facts.evidence import MAX_EVIDENCE, event_evidence, largest_first
 from tpuscope.analysis.facts.evidence import range_evidence as range_ev
@@ -28,6 +36,9 @@ RULE_ID = "input_bound"
 # kModeratelyInfeedBoundThresholdInPercent, openxla/xprof).
 HIGHLY_INPUT_BOUND_PERCENT = 20.0
 MODERATELY_INPUT_BOUND_PERCENT = 5.0
+IMPACT_THRESHOLDS = ImpactThresholds(
+    MODERATELY_INPUT_BOUND_PERCENT, HIGHLY_INPUT_BOUND_PERCENT, "XProf's input-pipeline bands (5% / 20%)"
+)
 
 # Idle ranges shorter than this fraction of the longest one are left out of the evidence list.
 MIN_EVIDENCE_FRACTION = 0.1
@@ -111,16 +122,19 @@ def run(ctx: Context) -> RuleOutcome:
     )
     evidence = _evidence(ctx, input_events, waiting)
     title = f"Input-bound: device waits for the host {share:.1f}% of step time"
-    finding = Finding(RULE_ID, severity, title, explanation, metrics, evidence, ctx.advice_for(ADVICE))
+    impact = step_time_impact(ctx.periods, waiting_ps, "device idle inside the steps, waiting for the host")
+    finding = Finding(
+        RULE_ID, severity, title, explanation, metrics, evidence, ctx.advice_for(ADVICE), impact
+    )
     return RuleOutcome([finding], checked)
 
 
 def _severity(share: float) -> Severity | None:
-    if share >= HIGHLY_INPUT_BOUND_PERCENT:
-        return Severity.CRITICAL
-    if share >= MODERATELY_INPUT_BOUND_PERCENT:
-        return Severity.WARNING
-    return None
+    """The severity of an input wait of `share` percent of step time; None below the moderate band,
+    where the wait is not worth a finding at all."""
+    if share < MODERATELY_INPUT_BOUND_PERCENT:
+        return None
+    return Severity.CRITICAL if share >= HIGHLY_INPUT_BOUND_PERCENT else Severity.WARNING
 
 
 def _without_devices(ctx: Context, input_events: list, inside: Intervals, step_time: int) -> RuleOutcome:
@@ -148,7 +162,10 @@ def _without_devices(ctx: Context, input_events: list, inside: Intervals, step_t
     )
     title = f"Input-bound: {share:.1f}% of step time is spent waiting for input"
     evidence = _evidence(ctx, input_events, inside)
-    finding = Finding(RULE_ID, severity, title, explanation, metrics, evidence, ctx.advice_for(ADVICE))
+    impact = step_time_impact(ctx.periods, input_ps, "time inside the steps spent in input events")
+    finding = Finding(
+        RULE_ID, severity, title, explanation, metrics, evidence, ctx.advice_for(ADVICE), impact
+    )
     return RuleOutcome([finding], checked)
 
 

@@ -12,7 +12,16 @@ from __future__ import annotations
 import numpy as np
 
 from tpuscope.analysis import device_ops
-from tpuscope.analysis.diagnose.finding import Finding, RuleOutcome, Severity, ms, percent
+from tpuscope.analysis.diagnose.finding import (
+    NO_STEPS_NOTE,
+    Finding,
+    Impact,
+    ImpactThresholds,
+    RuleOutcome,
+    Severity,
+    ms,
+    percent,
+)
 from tpuscope.analysis.facts.context import Context, intervals_of
 from tpuscope.analysis.facts.evidence import largest_first
 from tpuscope.analysis.facts.evidence import range_evidence as range_ev
@@ -23,6 +32,13 @@ RULE_ID = "low_device_utilization"
 # xprof check_host_boundness (xprof 2.24.2 xprof/cli/tools/check_host_boundness_tool.py): a duty cycle
 # above 50 % means "not host-bound". Below it the devices idle more than work.
 LOW_DUTY_CYCLE_PERCENT = 50.0
+# The impact is the busiest device's idle share of the steady state: a warning from XProf's 50% (the duty
+# cycle's complement), critical from 80% idle (a duty cycle under 20%; our heuristic).
+IMPACT_THRESHOLDS = ImpactThresholds(
+    100 - LOW_DUTY_CYCLE_PERCENT,
+    80.0,
+    "XProf's host-boundness level (duty cycle 50%), critical from 80% idle",
+)
 # Ops shorter than this are "tiny": about the cost of issuing one (HTA flags GPU kernels that run shorter
 # than their CPU launch: facebookresearch/HolisticTraceAnalysis). Suggested heuristic.
 TINY_OP_PS = 10_000_000  # 10 us
@@ -102,15 +118,35 @@ def run(ctx: Context) -> RuleOutcome:
             "before the host issues the next one."
         )
     evidence = _idle_evidence(ctx, window)
-    severity = Severity.WARNING
+    impact = _impact(ctx, window_ps, best)
+    severity = IMPACT_THRESHOLDS.severity(impact)
     if all(d.kind == HOST_DEVICE_KIND for d in ctx.devices):
         severity = Severity.INFO
         explanation += (
             " The devices here are XLA:CPU, which runs on the host's own cores: their idle time is host "
             "work (Python, the profiler's own tracing), not an accelerator waiting, so this is only info."
         )
-    finding = Finding(RULE_ID, severity, title, explanation, metrics, evidence, ctx.advice_for(ADVICE))
+    finding = Finding(
+        RULE_ID, severity, title, explanation, metrics, evidence, ctx.advice_for(ADVICE), impact
+    )
+    if impact is None:
+        finding.impact_note = NO_STEPS_NOTE
     return RuleOutcome([finding], checked)
+
+
+def _impact(ctx: Context, window_ps: int, duty_percent: float) -> Impact | None:
+    """The busiest device's idle share of the steady state: the most a step could shrink if the device
+    were kept busy. None without steps: the span of device ops is not a step time."""
+    steps = len(ctx.periods[0])
+    if steps == 0:
+        return None
+    idle_ps = window_ps * (100.0 - duty_percent) / 100.0
+    counted = steps - 1 if steps >= MIN_STEPS_FOR_STEADY_STATE else steps
+    return Impact(
+        "the busiest device idle in the steady-state steps (compilation left out)",
+        round(100.0 - duty_percent, 2),
+        ms(idle_ps / max(counted, 1)),
+    )
 
 
 def _window(ctx: Context) -> tuple[tuple[np.ndarray, np.ndarray], int]:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from tpuscope.analysis.diagnose.finding import Finding, RuleOutcome, Severity
+from tpuscope.analysis.diagnose.finding import Finding, Impact, ImpactThresholds, RuleOutcome
 from tpuscope.analysis.facts.context import Context
 from tpuscope.analysis.facts.evidence import range_evidence
 from tpuscope.analysis.framework import JAX, PYTORCH_XLA, TENSORFLOW
@@ -25,6 +25,11 @@ MIN_RISING_SHARE = 0.75
 # ... by at least this much over the profile, and by this share of the first step's floor. Our heuristic.
 MIN_GROWTH_BYTES = 16 << 20
 MIN_GROWTH_SHARE = 0.05
+# A leak warns when what it kept over the profile is this share of the allocator's capacity (at that
+# rate a run a hundred times the profile's length fills the device), critical from the next. Our heuristic.
+IMPACT_THRESHOLDS = ImpactThresholds(
+    1.0, 10.0, "our heuristic: growth over the profile at 1% / 10% of capacity"
+)
 
 ADVICE = {
     JAX: [
@@ -106,4 +111,11 @@ def _finding(allocator, floors, growth, rising_share, p0, p1, ctx: Context) -> F
         "steps": int(len(floors)),
         "rising_percent": round(100 * rising_share, 1),
     }
-    return Finding(RULE_ID, Severity.WARNING, title, explanation, metrics, evidence, ctx.advice_for(ADVICE))
+    capacity = int(allocator.capacity_bytes or 0)
+    impact = Impact(
+        "memory kept alive over the profile's steps, against the allocator's capacity",
+        bytes=int(growth),
+        percent_of_capacity=round(100 * growth / capacity, 2) if capacity else None,
+    )
+    severity = IMPACT_THRESHOLDS.severity(impact)
+    return Finding(RULE_ID, severity, title, explanation, metrics, evidence, ctx.advice_for(ADVICE), impact)

@@ -7,7 +7,7 @@ defragment. The finding names the biggest buffers at the peak, since they are wh
 
 from __future__ import annotations
 
-from tpuscope.analysis.diagnose.finding import Finding, RuleOutcome, Severity
+from tpuscope.analysis.diagnose.finding import Finding, Impact, ImpactThresholds, RuleOutcome
 from tpuscope.analysis.facts.context import Context
 from tpuscope.analysis.facts.evidence import event_evidence, range_evidence
 from tpuscope.analysis.framework import JAX, PYTORCH_XLA, TENSORFLOW
@@ -23,6 +23,11 @@ RULE_ID = "memory_pressure"
 WARNING_SHARE = 0.90
 # At or above this share it is critical: a few percent more and the program does not fit. Our heuristic.
 CRITICAL_SHARE = 0.97
+IMPACT_THRESHOLDS = ImpactThresholds(
+    100 * WARNING_SHARE,
+    100 * CRITICAL_SHARE,
+    "our heuristic: headroom an allocator needs (90% / 97% of capacity)",
+)
 BUFFERS_NAMED = 3
 EVIDENCE_RUNS = 5
 
@@ -73,8 +78,9 @@ def run(ctx: Context) -> RuleOutcome:
     return RuleOutcome(findings, checked)
 
 
-def _severity(share: float) -> Severity:
-    return Severity.CRITICAL if share >= CRITICAL_SHARE else Severity.WARNING
+def _impact(peak_bytes: int, share: float) -> Impact:
+    return Impact("memory in use at the peak against the device's capacity", bytes=int(peak_bytes),
+                  percent_of_capacity=round(100 * share, 2))  # fmt: skip
 
 
 def _program_finding(ctx: Context, program, share: float) -> Finding:
@@ -96,8 +102,9 @@ def _program_finding(ctx: Context, program, share: float) -> Finding:
         "share_percent": round(100 * share, 2),
         "biggest_buffers": [b.to_json() for b in biggest],
     }
-    return Finding(RULE_ID, _severity(share), title, explanation, metrics, evidence[:EVIDENCE_RUNS],
-                   ctx.advice_for(ADVICE))  # fmt: skip
+    impact = _impact(program.peak_heap_bytes, share)
+    return Finding(RULE_ID, IMPACT_THRESHOLDS.severity(impact), title, explanation, metrics,
+                   evidence[:EVIDENCE_RUNS], ctx.advice_for(ADVICE), impact)  # fmt: skip
 
 
 def _allocator_finding(ctx: Context, allocator, share: float) -> Finding:
@@ -119,4 +126,6 @@ def _allocator_finding(ctx: Context, allocator, share: float) -> Finding:
         "capacity_bytes": allocator.capacity_bytes,
         "share_percent": round(100 * share, 2),
     }
-    return Finding(RULE_ID, _severity(share), title, explanation, metrics, evidence, ctx.advice_for(ADVICE))
+    impact = _impact(allocator.peak_bytes_in_use, share)
+    return Finding(RULE_ID, IMPACT_THRESHOLDS.severity(impact), title, explanation, metrics, evidence,
+                   ctx.advice_for(ADVICE), impact)  # fmt: skip

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import re
 
-from tpuscope.analysis.diagnose.finding import Finding, RuleOutcome, Severity
+from tpuscope.analysis.diagnose.finding import Finding, Impact, ImpactThresholds, RuleOutcome
 from tpuscope.analysis.facts.context import Context
 from tpuscope.analysis.facts.evidence import event_evidence
 from tpuscope.analysis.framework import JAX, PYTORCH_XLA, TENSORFLOW
@@ -27,6 +27,9 @@ RULE_ID = "padding_waste"
 MIN_PADDING_SHARE = 0.25
 # ... and at least this many bytes: below it there is nothing worth reshaping for. Our heuristic.
 MIN_PADDING_BYTES = 64 << 20
+# Padding warns from this share of the device's memory, critical from the next: our heuristic (memory a
+# program could give to a bigger batch; the same 5% / 20% bands the time costs use).
+IMPACT_THRESHOLDS = ImpactThresholds(5.0, 20.0, "our heuristic: padding at 5% / 20% of device memory")
 SHAPES_NAMED = 3
 _SHAPE = re.compile(r"^\w+\[([\d,<=]*)\]\{([\d,]*)(?::(.*))?\}")
 _FIRST_TILE = re.compile(r"T\(([\d,]+)\)")
@@ -111,6 +114,18 @@ def _finding(ctx: Context, program, share: float) -> Finding:
             {"shape": b.shape, "bytes": b.bytes, "unpadded_bytes": b.unpadded_bytes} for b in wasteful
         ],
     }
-    return Finding(
-        RULE_ID, Severity.WARNING, title, explanation, metrics, evidence[:5], ctx.advice_for(ADVICE)
+    capacity = program.capacity_bytes or 0
+    impact = Impact(
+        "layout padding in the program's peak memory, against the device's capacity",
+        bytes=int(program.padding_bytes),
+        percent_of_capacity=round(100 * program.padding_bytes / capacity, 2) if capacity else None,
     )
+    finding = Finding(
+        RULE_ID, IMPACT_THRESHOLDS.severity(impact), title, explanation, metrics, evidence[:5],
+        ctx.advice_for(ADVICE), impact,
+    )  # fmt: skip
+    if not capacity:
+        finding.impact_note = (
+            "the device's memory capacity is not in the profile, so the padding's share of it is unknown"
+        )
+    return finding

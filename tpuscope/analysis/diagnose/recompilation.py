@@ -22,10 +22,20 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from tpuscope.analysis.diagnose.finding import Finding, RuleOutcome, Severity, ms, percent
+from tpuscope.analysis.diagnose.finding import (
+    NO_STEPS_NOTE,
+    STEP_TIME_BANDS,
+    Finding,
+    Impact,
+    RuleOutcome,
+    Severity,
+    ms,
+    percent,
+    step_time_impact,
+)
 from tpuscope.analysis.facts.context import Context
 from tpuscope.analysis.facts.evidence import event_evidence, largest_first
-from tpuscope.analysis.facts.intervals import merge_intervals, total
+from tpuscope.analysis.facts.intervals import intersect, merge_intervals, total
 from tpuscope.analysis.framework import JAX, PYTORCH_XLA, TENSORFLOW
 from tpuscope.analysis.programs import PROGRAM_SIGNATURES
 from tpuscope.model.programs import ProgramSignature, signatures_of_module
@@ -36,11 +46,10 @@ RULE_ID = "recompilation"
 # More than this many compilations of one function after the first step is a warning (the issue's rule:
 # "compiled more than once after the first step"); the first step legitimately compiles everything.
 MAX_COMPILES_AFTER_FIRST_STEP = 1
-# PyTorch/XLA's own analysis flags "CompileTime too frequent" when compilations per step exceed 0.5 after
-# more than 10 steps (torch_xla/csrc/runtime/metrics_analysis.cpp MetricFrequency("CompileTime", 0.5f, 10);
-# pytorch/xla). Used here for critical.
-CRITICAL_COMPILES_PER_STEP = 0.5
-CRITICAL_MIN_STEPS = 10
+# The severity of a repeated compilation comes from the step time its compilations after the first step
+# take (STEP_TIME_BANDS), not from their count: PyTorch/XLA's own analysis counts ("CompileTime too
+# frequent" above 0.5 per step, torch_xla/csrc/runtime/metrics_analysis.cpp), kept here as evidence.
+IMPACT_THRESHOLDS = STEP_TIME_BANDS
 
 ADVICE = {
     JAX: [
@@ -91,7 +100,8 @@ def run(ctx: Context) -> RuleOutcome:
     if not groups:
         checked = f"no compile events on host threads{unseen_words or ', no function with several programs'}"
         return RuleOutcome(findings, checked)
-    p0, _ = ctx.periods
+    p0, p1 = ctx.periods
+    after_warm_up = (p0[1:2], p1[-1:]) if len(p0) > 1 else (p0[:0], p1[:0])
     first_step_end = int(p0[1]) if len(p0) > 1 else (int(ctx.steps.end_ps[0]) if len(p0) else None)
     profile_ps = max(ctx.trace.duration_ps, 1)
     quiet = []
@@ -116,11 +126,12 @@ def run(ctx: Context) -> RuleOutcome:
         most_after = max(most_after, after_first)
         if after_first > MAX_COMPILES_AFTER_FIRST_STEP:
             per_step = after_first / steps_after if steps_after else float(after_first)
-            critical = steps_after > CRITICAL_MIN_STEPS and per_step > CRITICAL_COMPILES_PER_STEP
             metrics["compilations_per_step_after_first"] = round(per_step, 3)
-            findings.append(
-                _repeated(ctx, group, metrics, Severity.CRITICAL if critical else Severity.WARNING)
+            late_ps = total(intersect(merge_intervals(starts, ends), after_warm_up))
+            impact = step_time_impact(
+                ctx.periods, late_ps, "time compiling inside the steps after the first (the device waits)"
             )
+            findings.append(_repeated(ctx, group, metrics, impact))
         else:
             quiet.append((group, metrics))
     if quiet:
@@ -179,10 +190,11 @@ def _compiled_outside_window(unseen: list[tuple[str, list[ProgramSignature]]], m
     count = sum(len(signatures) for _, signatures in unseen)
     metrics = {"functions": rows, "programs": count}
     title = f"{len(rows)} function(s) compiled for several shapes before or around the profile"
-    return Finding(RULE_ID, Severity.INFO, title, explanation, metrics, [], [])
+    note = "its cost cannot be measured: the compilations happened outside the profile window"
+    return Finding(RULE_ID, Severity.INFO, title, explanation, metrics, [], [], None, note)
 
 
-def _repeated(ctx: Context, group: _Group, metrics: dict, severity: Severity) -> Finding:
+def _repeated(ctx: Context, group: _Group, metrics: dict, impact: Impact | None) -> Finding:
     n, after = metrics["compilations"], metrics["compiled_after_first_step"]
     differed = metrics.get("what_differed")
     explanation = (
@@ -199,7 +211,13 @@ def _repeated(ctx: Context, group: _Group, metrics: dict, severity: Severity) ->
         explanation += f" The compilations differ in: {'; '.join(differed)}."
     title = f"Recompilation: `{group.name}` compiled {n} times ({after} after the first step)"
     evidence = largest_first([event_evidence(f"compile {group.name}", t, i) for t, i in group.events])
-    return Finding(RULE_ID, severity, title, explanation, metrics, evidence, ctx.advice_for(ADVICE))
+    severity = IMPACT_THRESHOLDS.severity(impact)
+    finding = Finding(
+        RULE_ID, severity, title, explanation, metrics, evidence, ctx.advice_for(ADVICE), impact
+    )
+    if impact is None:
+        finding.impact_note = NO_STEPS_NOTE
+    return finding
 
 
 def _summary(ctx: Context, quiet: list) -> Finding:
@@ -213,7 +231,8 @@ def _summary(ctx: Context, quiet: list) -> Finding:
     )
     items = [event_evidence(f"compile {g.name}", t, i) for g, _ in quiet for t, i in g.events]
     title = f"{count} compilation(s) during warm-up ({compile_ms} ms)"
-    return Finding(RULE_ID, Severity.INFO, title, explanation, metrics, largest_first(items), [])
+    note = "warm-up compilation is paid once per process: nothing a step would get back"
+    return Finding(RULE_ID, Severity.INFO, title, explanation, metrics, largest_first(items), [], None, note)
 
 
 def _add_signature_metrics(group: _Group, metrics: dict, starts: np.ndarray, ends: np.ndarray) -> None:

@@ -12,7 +12,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from tpuscope.analysis.diagnose.finding import RuleOutcome, ms, percent, warning_outcome
+from tpuscope.analysis.diagnose.finding import (
+    STEP_TIME_BANDS,
+    RuleOutcome,
+    costed_outcome,
+    device_time_impact,
+    ms,
+    percent,
+)
 from tpuscope.analysis.diagnose.hlo_text import ELEMENT_BYTES, FLOAT_TYPES, Shape
 from tpuscope.analysis.diagnose.matmul_ops import tpu_matmuls
 from tpuscope.analysis.diagnose.op_evidence import longest_op_events
@@ -20,6 +27,7 @@ from tpuscope.analysis.facts.context import Context
 from tpuscope.analysis.framework import JAX, PYTORCH_XLA, TENSORFLOW
 
 RULE_ID = "shape_alignment"
+IMPACT_THRESHOLDS = STEP_TIME_BANDS
 # The TPU tile, second-minor x minor (cloud.google.com/tpu/docs/performance-guide: "tile data into
 # 128x8 chunks"); used when an operand's layout names no tile.
 DEFAULT_TILE = (8, 128)
@@ -105,7 +113,12 @@ def run(ctx: Context) -> RuleOutcome:
         f"({first['padding_percent']}% padding): {first['change']}."
     )
     title = f"Misaligned matmul shapes: padding costs about {share:.1f}% of device time"
-    return warning_outcome(RULE_ID, title, explanation, metrics, evidence, ctx.advice_for(ADVICE), checked)
+    impact = device_time_impact(
+        ctx.periods, wasted_ps, len(table.devices), "device time matmuls spend on padded rows and columns"
+    )
+    return costed_outcome(
+        RULE_ID, title, explanation, metrics, evidence, ctx.advice_for(ADVICE), checked, impact
+    )
 
 
 def _shape_text(shape: Shape) -> str:

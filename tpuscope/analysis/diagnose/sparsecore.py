@@ -10,7 +10,15 @@ from __future__ import annotations
 import numpy as np
 
 from tpuscope.analysis import device_ops
-from tpuscope.analysis.diagnose.finding import RuleOutcome, ms, percent, warning_outcome
+from tpuscope.analysis.diagnose.finding import (
+    STEP_TIME_BANDS,
+    ImpactThresholds,
+    RuleOutcome,
+    costed_outcome,
+    ms,
+    percent,
+    step_time_impact,
+)
 from tpuscope.analysis.diagnose.tpu_cores import sparsecores
 from tpuscope.analysis.facts.context import Context
 from tpuscope.analysis.facts.evidence import range_evidence as range_ev
@@ -21,6 +29,11 @@ RULE_ID = "sparsecore"
 # XProf smart suggestions: SparseCore time above 10% of the step (openxla/xprof
 # xprof/convert/smart_suggestion/constants.h, the SparseCore threshold; SparseCoreBoundRule).
 SPARSECORE_PERCENT = 10.0
+IMPACT_THRESHOLDS = ImpactThresholds(
+    SPARSECORE_PERCENT,
+    STEP_TIME_BANDS.critical,
+    "XProf's SparseCore suggestion (10%), critical from 20% (our heuristic)",
+)
 
 ADVICE = {
     TENSORFLOW: [
@@ -86,4 +99,11 @@ def run(ctx: Context) -> RuleOutcome:
         f"XProf flags SparseCore time above {SPARSECORE_PERCENT:g}%."
     )
     title = f"SparseCore-bound: embeddings busy {share:.1f}% of step time"
-    return warning_outcome(RULE_ID, title, explanation, metrics, evidence, ctx.advice_for(ADVICE), checked)
+    steps = (w0, w1) if len(p0) and steady.any() else (w0[:0], w1[:0])
+    impact = step_time_impact(
+        steps, busiest_ps, "busiest SparseCore's busy time inside the steady-state steps"
+    )
+    advice = ctx.advice_for(ADVICE)
+    return costed_outcome(
+        RULE_ID, title, explanation, metrics, evidence, advice, checked, impact, IMPACT_THRESHOLDS
+    )

@@ -23,7 +23,15 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from tpuscope.analysis.diagnose.finding import Finding, RuleOutcome, Severity, ms, percent
+from tpuscope.analysis.diagnose.finding import (
+    STEP_TIME_BANDS,
+    Finding,
+    RuleOutcome,
+    Severity,
+    ms,
+    percent,
+    step_time_impact,
+)
 from tpuscope.analysis.facts.context import Context, intervals_of
 from tpuscope.analysis.facts.evidence import event_evidence, largest_first
 from tpuscope.analysis.facts.evidence import range_evidence as range_ev
@@ -44,6 +52,7 @@ MIN_RELATIVE_EXCESS = 0.2
 # "moderately input-bound" level (openxla/xprof xprof/convert/op_stats_to_input_pipeline_analysis.cc,
 # kModeratelyInfeedBoundThresholdInPercent = 5), reused as the bar for "matters".
 WARNING_EXCESS_PERCENT = 5.0
+IMPACT_THRESHOLDS = STEP_TIME_BANDS  # its warning level is WARNING_EXCESS_PERCENT
 # Host events count as the cause when the extra ones cover at least this share of the excess. Our heuristic.
 EXTRA_HOST_SHARE = 0.5
 # A host event name is "usual" when at least this share of the typical steps run it. Our heuristic.
@@ -130,7 +139,8 @@ def run(ctx: Context) -> RuleOutcome:
     cause = _cause(excess_by_part, extra.total_ps, excess_ps)
     share = percent(excess_ps, float(times.sum()))
     actionable = cause in (CAUSE_INPUT, CAUSE_HOST_EVENTS)
-    severity = Severity.WARNING if actionable and share >= WARNING_EXCESS_PERCENT else Severity.INFO
+    impact = step_time_impact(ctx.periods, excess_ps, "time the slow steps took beyond the median step")
+    severity = IMPACT_THRESHOLDS.severity(impact) if actionable else Severity.INFO
     labels = [ctx.step_label(int(i)) for i in outliers]
     metrics = {
         "steps": len(p0),
@@ -169,7 +179,7 @@ def run(ctx: Context) -> RuleOutcome:
     ]
     evidence += [event_evidence(f"extra host work: {t.event_name(i)}", t, i) for t, i in extra.events]
     advice = ctx.advice_for(ADVICE[cause]) if severity > Severity.INFO or cause == CAUSE_HOST_GAP else []
-    finding = Finding(RULE_ID, severity, title, explanation, metrics, largest_first(evidence), advice)
+    finding = Finding(RULE_ID, severity, title, explanation, metrics, largest_first(evidence), advice, impact)
     return RuleOutcome([finding], f"{spread}: {len(outliers)} slow step(s), cause {cause}")
 
 

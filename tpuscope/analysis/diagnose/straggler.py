@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from tpuscope.analysis.diagnose.finding import Finding, RuleOutcome, Severity, ms
+from tpuscope.analysis.diagnose.finding import STEP_TIME_BANDS, Finding, Impact, RuleOutcome, ms
 from tpuscope.analysis.facts.context import Context
 from tpuscope.analysis.framework import JAX, PYTORCH_XLA, TENSORFLOW
 from tpuscope.analysis.pod import late as late_units
@@ -23,6 +23,7 @@ RULE_ID = "straggler"
 # Evidence items per kind: the late host's own events of what it did instead, and the others' waits.
 CAUSE_EVIDENCE = 30
 WAIT_EVIDENCE_PER_HOST = 5
+IMPACT_THRESHOLDS = STEP_TIME_BANDS
 
 ADVICE = {
     JAX: [
@@ -104,8 +105,14 @@ def _finding(ctx: Context, pod: PodAnalysis, units, unit: late_units.LateUnit) -
     title = f"Straggler: the other {kind}s wait {ms(unit.wait_per_step_ps)} ms per step for {unit.name}" + (
         f", which is {_short_cause(unit.cause)}" if unit.cause else ""
     )
+    impact = Impact(
+        f"the other {kind}s' wait per step for {unit.name} at the collectives",
+        round(share, 2),
+        ms(unit.wait_per_step_ps),
+    )
+    severity = IMPACT_THRESHOLDS.severity(impact)
     return Finding(
-        RULE_ID, Severity.WARNING, title, explanation, metrics, _evidence(pod, unit), ctx.advice_for(ADVICE)
+        RULE_ID, severity, title, explanation, metrics, _evidence(pod, unit), ctx.advice_for(ADVICE), impact
     )
 
 

@@ -12,7 +12,15 @@ from __future__ import annotations
 import numpy as np
 
 from tpuscope.analysis import device_ops
-from tpuscope.analysis.diagnose.finding import RuleOutcome, ms, percent, warning_outcome
+from tpuscope.analysis.diagnose.finding import (
+    STEP_TIME_BANDS,
+    Impact,
+    ImpactThresholds,
+    RuleOutcome,
+    costed_outcome,
+    ms,
+    percent,
+)
 from tpuscope.analysis.diagnose.tpu_cores import tensorcores
 from tpuscope.analysis.facts.context import Context, intervals_of
 from tpuscope.analysis.facts.evidence import range_evidence as range_ev
@@ -24,6 +32,11 @@ RULE_ID = "tensorcore_idle"
 # XProf smart suggestions: TensorCore idle above 10% of step time (openxla/xprof
 # xprof/convert/smart_suggestion/constants.h, the TensorCore idle threshold).
 IDLE_PERCENT = 10.0
+IMPACT_THRESHOLDS = ImpactThresholds(
+    IDLE_PERCENT,
+    STEP_TIME_BANDS.critical,
+    "XProf's TensorCore idle suggestion (10%), critical from 20% (our heuristic)",
+)
 
 ADVICE = {
     JAX: [
@@ -91,4 +104,12 @@ def run(ctx: Context) -> RuleOutcome:
         f"device its next program in time. XProf flags TensorCore idle above {IDLE_PERCENT:g}%."
     )
     title = f"TensorCore idle: {share:.1f}% of step time beyond input and compilation"
-    return warning_outcome(RULE_ID, title, explanation, metrics, evidence, ctx.advice_for(ADVICE), checked)
+    impact = Impact(
+        "TensorCore idle inside steady-state steps that no input wait or compilation explains",
+        share,
+        ms(idle_ps / len(steady)),
+    )
+    advice = ctx.advice_for(ADVICE)
+    return costed_outcome(
+        RULE_ID, title, explanation, metrics, evidence, advice, checked, impact, IMPACT_THRESHOLDS
+    )

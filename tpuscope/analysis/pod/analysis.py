@@ -75,6 +75,11 @@ class PodAnalysis:
             rows.append(values[pos])
         return np.array(rows, dtype=np.float64).reshape(len(self.hosts), self.step_count)
 
+    def exposed_collective_matrix(self) -> np.ndarray:
+        """(hosts, steps) ps of collective time no compute overlapped (HostSummary.exposed_collective_ps)."""
+        rows = [s.exposed_collective_ps[p] for s, p in zip(self.host_summaries, self.positions, strict=True)]
+        return np.array(rows, dtype=np.float64).reshape(len(self.hosts), self.step_count)
+
     def start_matrix(self) -> np.ndarray:
         rows = [s.start_ps[p] for s, p in zip(self.host_summaries, self.positions, strict=True)]
         return np.array(rows, dtype=np.int64).reshape(len(self.hosts), self.step_count)

@@ -61,6 +61,9 @@ class HostSummary:
     devices: list[str] = field(default_factory=list)
     device_collective_ps: np.ndarray = field(default_factory=lambda: np.zeros((0, 0)))  # (devices, steps)
     device_compute_ps: np.ndarray = field(default_factory=lambda: np.zeros((0, 0)))  # (devices, steps)
+    # Per step, collective time no non-collective op of the same device overlaps (mean over devices):
+    # what communication costs the step, as opposed to collectives hidden behind compute.
+    exposed_collective_ps: np.ndarray = field(default_factory=lambda: np.zeros(0))
     device_kind: str = ""
     busiest_op: str = ""  # the non-collective op with the most device time
     busiest_op_ps: float = 0.0
@@ -117,6 +120,7 @@ def summarize_host(ctx: Context, host: str | None = None) -> HostSummary:
     n = len(p0)
     collective = np.zeros((len(devices), n))
     compute = np.zeros((len(devices), n))
+    exposed = np.zeros((len(devices), n))
     collective_events = list(dcn)
     for row, device in enumerate(devices):
         events = device_collective_events(device, names)
@@ -124,8 +128,12 @@ def summarize_host(ctx: Context, host: str | None = None) -> HostSummary:
         inside = merge_intervals(*_concat(union_of(events), dcn_intervals))
         collective[row] = window_total(inside, p0, p1)
         compute[row] = window_total(difference(busy_intervals(device), inside), p0, p1)
+        exposed[row] = window_total(
+            difference(inside, union_of(_non_collective_ops([device], names))), p0, p1
+        )
     if not devices and len(dcn_intervals[0]):
         collective = window_total(dcn_intervals, p0, p1)[None, :].astype(np.float64)
+        exposed = collective
     input_wait = input_wait_intervals(ctx)
     compile_wait = compile_wait_intervals(ctx, input_wait)
     step_ps = (p1 - p0).astype(np.float64)
@@ -149,6 +157,7 @@ def summarize_host(ctx: Context, host: str | None = None) -> HostSummary:
         devices=[d.label for d in devices],
         device_collective_ps=collective if len(devices) else np.zeros((0, n)),
         device_compute_ps=compute,
+        exposed_collective_ps=exposed.mean(axis=0) if len(exposed) else np.zeros(n),
         device_kind=devices[0].kind if devices else "",
         busiest_op=busiest,
         busiest_op_ps=busiest_ps,
