@@ -13,8 +13,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tests.conftest import TPU_TRACE, require_shared_traces
+from tests.conftest import GPU_TRACE, TPU_TRACE, require_shared_traces
 from tests.jax_recordings import record_source_profile
+from tests.model.test_fuzz_loader import _mutate, edits_strategy
 from tpuscope.cli import main
 from tpuscope.model.code import program_code
 from tpuscope.model.programs import hlo_proto_blobs
@@ -212,3 +213,34 @@ def test_program_code_pickles_as_its_bytes(tpu_trace):
     for program in program_code(tpu_trace).values():
         copy = pickle.loads(pickle.dumps(program))
         assert copy.instructions == program.instructions and copy.notes == program.notes
+
+
+def _shared_blobs() -> dict[str, bytes]:
+    found = {}
+    for path in (TPU_TRACE, GPU_TRACE):
+        if path.exists():
+            for program_id, blob in list(hlo_proto_blobs(open_trace(path)))[:3]:
+                found[f"{path.parent.name}:{program_id}"] = blob
+    return found
+
+
+SHARED_BLOBS = _shared_blobs()
+
+
+@pytest.mark.timeout(600)
+@settings(max_examples=150, deadline=None)
+@given(
+    seed=st.sampled_from(sorted(SHARED_BLOBS) or ["none"]),
+    edits=edits_strategy,
+    cut=st.none() | st.integers(0, 2**31),
+)
+def test_fuzzed_real_protos_give_code_or_none(seed, edits, cut):
+    """The loader's fuzzer's edits (tests/model/test_fuzz_loader.py) on real TPU and GPU protos:
+    every instruction decodes or the program is not one, never an exception or a hang."""
+    if seed == "none":
+        pytest.skip("the shared profiles are missing")
+    code = decode_program_code(_mutate(SHARED_BLOBS[seed], edits, cut), 1)
+    if code is not None:
+        for instruction in code.instructions.values():
+            assert isinstance(instruction.text, str) and len(instruction.stack) <= 10**6
+        assert isinstance(code.notes, list)
