@@ -10,6 +10,14 @@ version (the object's generation or etag, and its size) is not fetched again.
 Every failure becomes one ProfileError sentence naming the URL: no credentials, a bucket that does not
 exist, permission denied, a network that drops mid-download, a URL scheme nobody installed.
 `fsspec` and the scheme's filesystem (`gcsfs` for gs://) are the optional `cloud` extra.
+
+Retry policy. A storage server that cannot be reached at all is not retried: before any request the
+server's name is resolved and one TCP connection is opened to it (`probe_endpoint`, CONNECT_TIMEOUT_S
+for each step), so no network, a name that does not resolve or a refused connection is one sentence
+within seconds, where gcsfs would retry each request 6 times over about 30 s of back-off. Once the
+server answers, failures keep gcsfs's own policy (gcsfs/retry.py): HTTP 408, 429 and 5xx and dropped
+connections are retried up to 6 times with exponential back-off (1, 2, 4, 8, 16 s plus jitter);
+401, 403 and 404 are not retried.
 """
 
 from __future__ import annotations
@@ -18,12 +26,14 @@ import hashlib
 import logging
 import os
 import re
+import socket
 import threading
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from types import TracebackType
 from typing import Any, Literal
+from urllib.parse import urlsplit
 
 from tpuscope.errors import LoadCancelled, ProfileError
 from tpuscope.readers import formats_help, host_from_filename, listed_suffixes
@@ -286,9 +296,83 @@ def _quiet_storage_loggers() -> None:
 _GCSFS_BUCKET_TYPE_PROBE_ENV = "GCSFS_EXPERIMENTAL_ZB_HNS_SUPPORT"
 
 
+# The endpoint probe's limit for resolving the server's name and, again, for connecting to it.
+CONNECT_TIMEOUT_S = 4.0
+# Where gs:// requests go: the emulator variable Google's client libraries and gcsfs honour, else the
+# JSON API's host in the configured universe (gcsfs/core.py `_location`).
+_EMULATOR_ENV = "STORAGE_EMULATOR_HOST"
+_UNIVERSE_ENV = "GOOGLE_CLOUD_UNIVERSE_DOMAIN"
+
+
+def storage_endpoint(url: str) -> tuple[str, int] | None:
+    """(host, port) that requests for `url` go to, where it is known (gs:// and http(s)://)."""
+    scheme = url.split("://", 1)[0].lower()
+    if scheme in ("gs", "gcs"):
+        emulator = os.environ.get(_EMULATOR_ENV, "")
+        if emulator not in ("", "default"):
+            target = emulator if "://" in emulator else f"http://{emulator}"
+        else:
+            target = f"https://storage.{os.environ.get(_UNIVERSE_ENV) or 'googleapis.com'}"
+    elif scheme in ("http", "https"):
+        target = url
+    else:
+        return None
+    parts = urlsplit(target)
+    try:
+        port = parts.port or (443 if parts.scheme == "https" else 80)
+    except ValueError:
+        return None
+    return (parts.hostname, port) if parts.hostname else None
+
+
+def probe_endpoint(url: str, timeout_s: float = CONNECT_TIMEOUT_S) -> None:
+    """Raises ProfileError at once when the storage server of `url` cannot be reached (see the
+    module's retry policy): its name does not resolve, it refuses the connection, or it does not
+    answer within `timeout_s`. Reaching it proves nothing more; requests then follow gcsfs's retries."""
+    endpoint = storage_endpoint(url)
+    if endpoint is None:
+        return
+    host, port = endpoint
+    found: list = []
+    failed: list[BaseException] = []
+
+    def resolve() -> None:
+        try:
+            found.extend(socket.getaddrinfo(host, port, type=socket.SOCK_STREAM))
+        except OSError as error:
+            failed.append(error)
+
+    resolver = threading.Thread(target=resolve, daemon=True)  # getaddrinfo has no timeout of its own
+    resolver.start()
+    resolver.join(timeout_s)
+    if failed or not found:
+        detail = f" ({failed[0]})" if failed else f" (no answer within {timeout_s:.0f} s)"
+        raise ProfileError(
+            url,
+            f"the storage server's name {host} does not resolve (no network, no DNS or no such server)"
+            f"{detail}",
+        )
+    family, kind, proto, _, address = found[0]
+    try:
+        with socket.socket(family, kind, proto) as connection:
+            connection.settimeout(timeout_s)
+            connection.connect(address)
+    except ConnectionRefusedError:
+        raise ProfileError(url, f"the storage server {host}:{port} refused the connection") from None
+    except TimeoutError:
+        raise ProfileError(
+            url, f"the storage server {host}:{port} did not answer within {timeout_s:.0f} s (no network?)"
+        ) from None
+    except OSError as error:
+        raise ProfileError(
+            url, f"the network connection to {host}:{port} failed ({error.strerror or error})"
+        ) from None
+
+
 def _filesystem(url: str):
     _quiet_storage_loggers()
     os.environ.setdefault(_GCSFS_BUCKET_TYPE_PROBE_ENV, "false")
+    probe_endpoint(url)
     try:
         import fsspec
     except ImportError:
