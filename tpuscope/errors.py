@@ -7,9 +7,24 @@ print it and exit 2 and the GUI can show it in a dialog, never a traceback.
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 from tpuscope.urls import is_url
+
+
+def display_path(path: str | Path) -> str:
+    """A path as a message shows it: a name that is not UTF-8 (the OS hands Python its bytes as
+    surrogate escapes) with its bytes written as \\xNN escapes, so printing it can never fail."""
+    text = str(path)
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        try:
+            return os.fsencode(text).decode("utf-8", errors="backslashreplace")
+        except UnicodeEncodeError:  # a surrogate no file name holds
+            return text.encode("utf-8", errors="backslashreplace").decode("utf-8")
+    return text
 
 
 class ProfileError(Exception):
@@ -19,7 +34,7 @@ class ProfileError(Exception):
         # A URL stays as written: Path("gs://b/x") would fold it into "gs:/b/x".
         self.path: str | Path | None = path if path is None or is_url(path) else Path(path)
         self.cause = cause
-        where = f"{self.path}" if self.path is not None else "profile"
+        where = display_path(self.path) if self.path is not None else "profile"
         super().__init__(f"Cannot open {where}: {cause}.")
 
 

@@ -35,10 +35,10 @@ def open_trace(
     files, notes = one_format(resolve_profile_files(path, run))
     if use_cache:
         cached = cache.load(files)
-        if cached is not None:
+        # A cached trace that lost something is read again under `strict`: its reader's error is the
+        # one sentence, worded as it is without the cache.
+        if cached is not None and not (strict and cached.load_warnings):
             cached.sources = list(files)  # as the caller named them this time, not as first cached
-            if strict and cached.load_warnings:
-                raise ProfileError(None, cached.load_warnings[0].rstrip("."))
             report_progress(progress, 1.0, "loaded from cache")
             return cached
     trace = choose_reader(files).load_files(files, progress, strict)

@@ -60,7 +60,8 @@ def _key(files: list[Path]) -> str | None:
         except OSError:
             return None
         parts.append(f"{file.resolve()}|{st.st_size}|{st.st_mtime_ns}")
-    identity = "\n".join(parts).encode()
+    # A file name that is not UTF-8 reaches Python as surrogate escapes: they encode back to its bytes.
+    identity = "\n".join(parts).encode("utf-8", errors="surrogateescape")
     # Two independent 32-bit checksums of the identity: a 64-bit name for a handful of local files.
     # Why not hashlib: loading OpenSSL for it was 5 ms of every cold start (python -X importtime).
     return f"{zlib.crc32(identity):08x}{zlib.adler32(identity):08x}"

@@ -8,13 +8,15 @@ an XPlane and a JSON file for every host) loads the preferred format's files onl
 
 from __future__ import annotations
 
+import errno
 import mmap
 import os
+import stat
 import zlib
 from dataclasses import dataclass
 from pathlib import Path
 
-from tpuscope.errors import ProfileError
+from tpuscope.errors import ProfileError, display_path
 from tpuscope.readers import (
     fallback_reader,
     formats_help,
@@ -114,8 +116,9 @@ def list_runs(path: str | Path) -> list[Run]:
     or holds no profile at all.
     """
     root = Path(path)
-    if not root.exists():
-        raise ProfileError(root, "the path does not exist")
+    kind = _path_kind(root)
+    if kind is not None:
+        raise ProfileError(root, kind)
     if root.is_file():
         return [Run(host_from_filename(root), root.parent, (root,))]
     runs: dict[Path, list[Path]] = {}
@@ -145,6 +148,35 @@ def list_runs(path: str | Path) -> list[Run]:
     return [Run(_run_name(root, folder), folder, tuple(files)) for folder, files in ordered]
 
 
+# What a path that is neither a file nor a folder is, by its stat mode (stat(2)).
+_SPECIAL_KINDS = (
+    (stat.S_ISFIFO, "it is a named pipe (FIFO), not a profile file"),
+    (stat.S_ISCHR, "it is a character device, not a profile file"),
+    (stat.S_ISBLK, "it is a block device, not a profile file"),
+    (stat.S_ISSOCK, "it is a socket, not a profile file"),
+)
+
+
+def _path_kind(root: Path) -> str | None:
+    """Why `root` cannot be opened as a profile file or folder, named by what it is; None if it can."""
+    try:
+        mode = os.stat(root).st_mode
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            return "it is a symbolic link loop (following its links never reaches a file)"
+        if os.path.islink(root):
+            return f"it is a symbolic link to {display_path(os.readlink(root))}, which does not exist"
+        if isinstance(exc, FileNotFoundError):
+            return "the path does not exist"
+        if isinstance(exc, PermissionError):
+            return "permission denied (a folder on the path is not readable)"
+        return f"the path cannot be read ({exc.strerror or exc})"
+    for is_kind, sentence in _SPECIAL_KINDS:
+        if is_kind(mode):
+            return sentence
+    return None
+
+
 def _run_name(root: Path, folder: Path) -> str:
     return folder.name if folder != root else root.name
 
@@ -168,11 +200,13 @@ def resolve_profile_files(path: str | Path, run: str | None = None) -> list[Path
     raise ProfileError(path, f"there is no run named {run!r} (runs: {names})")
 
 
-def read_profile_bytes(path: Path) -> tuple[bytes, bool]:
+def read_profile_bytes(path: Path, skip_leading_blanks: bool = False) -> tuple[bytes, bool]:
     """A profile file's bytes, gunzipped for `.gz`, and whether a gzip stream ended early.
 
     Every OS or gzip failure becomes ProfileError. A gzip stream cut short
     (a partial copy, a full disk) yields what decompresses before the cut.
+    `skip_leading_blanks` (text formats): a gzip stream's leading whitespace is dropped as it
+    decompresses, so a document after gigabytes of blanks costs the document's memory only.
     """
     try:
         with open(path, "rb") as handle:
@@ -189,32 +223,86 @@ def read_profile_bytes(path: Path) -> tuple[bytes, bool]:
         raise ProfileError(path, "the file is empty")
     if data[:2] != GZIP_MAGIC:
         return data, False
-    data, ends_early = gunzip_salvaging(path, data)
+    data, ends_early = gunzip_salvaging(path, data, skip_leading_blanks)
     if not data:
         if ends_early:
             raise ProfileError(path, "the gzip data is cut short before any of it decompresses")
+        if skip_leading_blanks:
+            raise ProfileError(path, "the file holds no JSON (it is empty or blank)")
         raise ProfileError(path, "the compressed file holds no data")
     return data, ends_early
 
 
 GZIP_MAGIC = b"\x1f\x8b"
 _GZIP_WBITS = 16 + zlib.MAX_WBITS  # zlib's window bits for a gzip header and trailer
+# Decompressed per step: the bound below is checked between steps, so no step overshoots it by more.
+_GZIP_STEP_BYTES = 64 << 20
+# What a profile may expand to, relative to its compressed size: deflate's own ceiling is 1032:1
+# (zlib's technical details, zlib.net/zlib_tech.html); real profiles compress 3-20:1 (the Kineto
+# traces of tests/ 9-18:1), so a stream past this (blanks excepted) is not a profile.
+MAX_GZIP_EXPANSION = 256
+# ...and relative to the memory free now: the decoded file needs several times its bytes again.
+GZIP_MEMORY_SHARE = 0.5
+_UTF8_BOM = b"\xef\xbb\xbf"
+_BLANKS = b" \t\n\r"
 
 
-def gunzip_salvaging(path: Path, data: bytes) -> tuple[bytes, bool]:
+def available_memory() -> int | None:
+    """Bytes of memory free for a new allocation now (Linux: MemAvailable), None where unknown."""
+    try:
+        with open("/proc/meminfo", "rb") as handle:
+            for line in handle:
+                if line.startswith(b"MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    try:
+        return os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    except (ValueError, OSError, AttributeError):
+        return None
+
+
+def gunzip_salvaging(path: Path, data: bytes, skip_leading_blanks: bool = False) -> tuple[bytes, bool]:
     """All gzip members of `data` decompressed, and whether the last one ends before its trailer.
 
     Why not gzip.decompress: it raises on a cut stream and throws away all it
-    decompressed, which for a profile cut short is everything there is.
+    decompressed, which for a profile cut short is everything there is. Why in steps: the output is
+    bounded (MAX_GZIP_EXPANSION times the input, GZIP_MEMORY_SHARE of free memory) before it is
+    held, and leading blanks (with `skip_leading_blanks`) are never held at all.
     """
+    limit = len(data) * MAX_GZIP_EXPANSION
+    free = available_memory()
+    if free is not None:
+        limit = min(limit, int(free * GZIP_MEMORY_SHARE))
     parts: list[bytes] = []
+    held = 0
+    skipping = skip_leading_blanks
     rest = data
     try:
         while rest:
             stream = zlib.decompressobj(_GZIP_WBITS)
-            parts.append(stream.decompress(rest))
+            chunk = stream.decompress(rest, _GZIP_STEP_BYTES)
+            while True:
+                more = not stream.eof and (bool(stream.unconsumed_tail) or len(chunk) == _GZIP_STEP_BYTES)
+                if skipping and chunk:
+                    if held == 0 and not parts and chunk.startswith(_UTF8_BOM):
+                        chunk = chunk[len(_UTF8_BOM) :]
+                    stripped = chunk.lstrip(_BLANKS)
+                    if stripped:
+                        skipping = False
+                    chunk = stripped
+                if chunk:
+                    held += len(chunk)
+                    if held > limit:
+                        raise ProfileError(path, _too_big(held, len(data), free, limit))
+                    parts.append(chunk)
+                if not more:
+                    break
+                chunk = stream.decompress(stream.unconsumed_tail, _GZIP_STEP_BYTES)
             if not stream.eof:
-                parts.append(stream.flush())
+                tail = stream.flush()
+                if tail and not (skipping and not tail.lstrip(_BLANKS)):
+                    parts.append(tail.lstrip(_BLANKS) if skipping else tail)
                 return _joined(parts), True
             rest = stream.unused_data.lstrip(b"\0")  # gzip allows zero padding between members
             if rest and rest[:2] != GZIP_MAGIC:
@@ -222,6 +310,19 @@ def gunzip_salvaging(path: Path, data: bytes) -> tuple[bytes, bool]:
     except zlib.error as exc:
         raise ProfileError(path, f"the gzip data is corrupted ({exc})") from None
     return _joined(parts), False
+
+
+def _too_big(held: int, compressed: int, free: int | None, limit: int) -> str:
+    gib = 1 << 30
+    if free is not None and limit < compressed * MAX_GZIP_EXPANSION:
+        return (
+            f"its gzip data expands past {limit / gib:.1f} GiB, more than the {free / gib:.1f} GiB "
+            "of free memory can hold"
+        )
+    return (
+        f"its gzip data expands more than {MAX_GZIP_EXPANSION} times its compressed size "
+        f"({compressed:,} bytes), which no profile does (it may be a decompression bomb)"
+    )
 
 
 def _joined(parts: list[bytes]) -> bytes:

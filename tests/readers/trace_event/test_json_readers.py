@@ -11,7 +11,6 @@ import numpy as np
 import pytest
 
 from tests.conftest import SHARED_TRACES
-from tests.jax_recordings import record_training_profile
 from tpuscope.analysis.device_ops import find_devices
 from tpuscope.analysis.framework import PYTORCH, detect_framework
 from tpuscope.analysis.ops import op_breakdown
@@ -84,13 +83,6 @@ def test_launch_to_kernel_flows_pair_the_ac2g_records():
         source, target = tracks[flows.source_track[k]], tracks[flows.target_track[k]]
         assert source.kind == TrackKind.HOST_THREAD and target.kind == TrackKind.DEVICE_OPS
         assert source.event_name(int(flows.source_event[k])).startswith(("hip", "cuda"))
-
-
-@pytest.fixture(scope="session")
-def jax_run_folder(tmp_path_factory):
-    xplane = record_training_profile(tmp_path_factory.mktemp("jax_json"), steps=3)
-    assert (xplane.parent / xplane.name.replace(".xplane.pb", ".trace.json.gz")).exists()
-    return xplane.parent
 
 
 def test_run_folder_with_both_files_loads_each_host_once_from_xplane(jax_run_folder):

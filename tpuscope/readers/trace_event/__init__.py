@@ -13,8 +13,9 @@ _KINETO_KEYS = (b'"schemaVersion"', b'"deviceProperties"', b'"distributedInfo"')
 
 
 def looks_like_json(head: bytes) -> bool:
-    """The first bytes of a (decompressed) file open a JSON object or array."""
-    return head.lstrip()[:1] in (b"{", b"[")
+    """The first bytes of a (decompressed) file open a JSON object or array (after a UTF-8
+    byte-order mark and blanks, which the reader skips too)."""
+    return head.removeprefix(b"\xef\xbb\xbf").lstrip()[:1] in (b"{", b"[")
 
 
 def looks_like_kineto(head: bytes) -> bool:

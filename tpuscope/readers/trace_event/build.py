@@ -23,7 +23,7 @@ from tpuscope.model.flows import Flows, bind_flows
 from tpuscope.model.stats import StatColumn
 from tpuscope.model.trace import Plane, Trace
 from tpuscope.model.vocabulary import Dialect, PlaneIdentity, TrackKind
-from tpuscope.readers.trace_event.parse import ARG_COLUMNS, PHASE_FLOW_END, TraceEventFile, read_trace_events
+from tpuscope.readers.trace_event.parse import ARG_COLUMNS, PHASE_FLOW_END, TraceEventFile
 
 Progress = Callable[[float, str], None]
 
@@ -75,23 +75,32 @@ class Mapping(Protocol):
 
 def load_json_files(
     files: list[Path],
-    read: Callable[[Path], bytes],
+    read: Callable[[Path], TraceEventFile],
     choose: Callable[[TraceEventFile], Mapping],
     progress: Progress | None = None,
+    strict: bool = False,
 ) -> Trace:
-    """Decodes each file, maps it with `choose(file)`, and assembles all into one Trace."""
+    """Decodes each file with `read`, maps it with `choose(file)`, and assembles all into one Trace.
+    What a file lost (dropped records, a cut) is a load warning, or with `strict` a ProfileError."""
     decoded: list[tuple[TraceEventFile, Mapping]] = []
+    load_warnings: list[str] = []
     for position, path in enumerate(files):
         if progress is not None:
             progress(0.8 * position / max(len(files), 1), f"decoding {path.name}")
-        file = read_trace_events(path, read(path))
+        file = read(path)
         if len(file.events) == 0:
             raise ProfileError(path, "it holds no trace events (no complete or instant events)")
+        for warning, cause in file.losses:
+            if strict:
+                raise ProfileError(path, cause)
+            load_warnings.append(warning)
         decoded.append((file, choose(file)))
     if progress is not None:
         progress(0.85, "building the timeline")
     origin_us = min(float(f.events.ts_us.min()) for f, _ in decoded)
+    _check_clocks(decoded, origin_us)
     trace = Trace(sources=list(files), dialect=decoded[0][1].dialect)
+    trace.load_warnings = load_warnings
     trace.origin_ns = int(math.floor(origin_us * 1000))
     hosts = _host_names(decoded)
     for (file, mapping), host in zip(decoded, hosts, strict=True):
@@ -100,6 +109,19 @@ def load_json_files(
         mapping.retype(trace)
     finish(trace)
     return trace
+
+
+def _check_clocks(decoded: list[tuple[TraceEventFile, Mapping]], origin_us: float) -> None:
+    """Files whose clocks are too far apart for int64 picoseconds from one origin are refused (each
+    file's own times were checked as it was read: this is only files against each other)."""
+    ends_us = [float(np.max(f.events.ts_us + np.nan_to_num(f.events.dur_us))) for f, _ in decoded]
+    span_us = max(ends_us) - origin_us
+    if span_us * 1e6 >= 2.0**63:
+        first = decoded[0][0].path
+        raise ProfileError(
+            first.parent,
+            f"its files' clocks are {span_us / 86_400e6:,.0f} days apart, more than one timeline holds",
+        )
 
 
 def _host_names(decoded: list[tuple[TraceEventFile, Mapping]]) -> list[str]:

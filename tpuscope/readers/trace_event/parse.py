@@ -16,10 +16,11 @@ skipped in C, and each column is then pulled out with C-level iteration (`map`/`
 from __future__ import annotations
 
 import gzip
+import re
 import zlib
-from collections import defaultdict
+from collections import Counter, defaultdict
 from dataclasses import dataclass, field
-from itertools import repeat
+from itertools import compress, repeat
 from operator import attrgetter, is_not
 from pathlib import Path
 from typing import Any
@@ -27,7 +28,7 @@ from typing import Any
 import msgspec
 import numpy as np
 
-from tpuscope.errors import ProfileError
+from tpuscope.errors import ProfileError, display_path
 from tpuscope.readers.files import GZIP_MAGIC
 
 
@@ -206,12 +207,24 @@ class TraceEventFile:
     display_time_unit: str | None
     base_time_ns: int | None
     counters_skipped: int = 0
+    # What the reader could not keep: (the load warning, the cause of the error `--strict` makes of it).
+    losses: list[tuple[str, str]] = field(default_factory=list)
 
 
-def read_trace_events(path: Path, data: bytes) -> TraceEventFile:
-    """Decodes a trace-event JSON document; every malformation is a one-sentence ProfileError."""
-    document = _decode_document(path, data)
-    records = document.traceEvents
+def read_trace_events(
+    path: Path, data: bytes | bytearray | memoryview, gzip_cut: bool = False
+) -> TraceEventFile:
+    """Decodes a trace-event JSON document into columns.
+
+    A record whose field fails its check (type, or a time the model cannot hold) is dropped and
+    counted in `losses`, as is a document cut short (the records before the cut are kept); a
+    document that cannot be read at all is a one-sentence ProfileError. `gzip_cut`: the gzip stream
+    around `data` ended early, which the cut's sentence names.
+    """
+    losses: list[tuple[str, str]] = []
+    decoded = _decode_document(path, _utf8_text(path, data), gzip_cut, losses)
+    records = decoded.records
+    drops: Counter[str] = Counter(decoded.drops)
     get = attrgetter
     codes = np.fromiter(map(_PHASE_CODES.__getitem__, map(get("ph"), records)), np.uint8, len(records))
     is_event = (codes == PHASE_X) | (codes == PHASE_INSTANT)
@@ -220,45 +233,93 @@ def read_trace_events(path: Path, data: bytes) -> TraceEventFile:
     flows = list(map(records.__getitem__, np.flatnonzero(is_flow).tolist()))
     meta = list(map(records.__getitem__, np.flatnonzero(codes == PHASE_META).tolist()))
     counters = int((codes == PHASE_COUNTER).sum())
-    del records
-    names, categories, threads = Interner(), Interner(), Interner()
-    n = len(events)
+    event_phase, flow_phase = codes[is_event], codes[is_flow]
+    del records, codes
+    threads = Interner()
+    n, m = len(events), len(flows)
+    event_thread = threads.many(zip(map(get("pid"), events), map(get("tid"), events), strict=True), n)
+    flow_thread = threads.many(zip(map(get("pid"), flows), map(get("tid"), flows), strict=True), m)
+    ts_us = np.fromiter(map(get("ts"), events), np.float64, n)
+    dur_us = np.fromiter(map(get("dur"), events), np.float64, n)
+    flow_ts_us = np.fromiter(map(get("ts"), flows), np.float64, m)
+    # Checks on whole columns: times the model can hold, threads whose ids are in range.
+    bad_thread = _bad_threads(threads.strings())
+    event_keep = _times_in_range(ts_us, dur_us, bad_thread[event_thread], drops, _middle(ts_us))
+    flow_keep = _times_in_range(flow_ts_us, None, bad_thread[flow_thread], drops, _middle(ts_us[event_keep]))
+    if not event_keep.all():
+        events = list(compress(events, event_keep.tolist()))
+        event_phase, event_thread, ts_us, dur_us = (
+            event_phase[event_keep],
+            event_thread[event_keep],
+            ts_us[event_keep],
+            dur_us[event_keep],
+        )
+        n = len(events)
+    if not flow_keep.all():
+        flows = list(compress(flows, flow_keep.tolist()))
+        flow_phase, flow_thread, flow_ts_us = (
+            flow_phase[flow_keep],
+            flow_thread[flow_keep],
+            flow_ts_us[flow_keep],
+        )
+        m = len(flows)
+    thread_list = threads.strings()
+    if bad_thread.any():  # the bad (pid, tid) pairs leave the thread table: ids renumbered densely
+        used = np.flatnonzero(~bad_thread)
+        renumber = np.full(len(bad_thread), -1, np.int64)
+        renumber[used] = np.arange(len(used))
+        event_thread, flow_thread = renumber[event_thread], renumber[flow_thread]
+        thread_list = [thread_list[i] for i in used.tolist()]
+    names, categories = Interner(), Interner()
     event_columns = EventColumns(
-        phase=codes[is_event],
+        phase=event_phase,
         name=names.many(map(get("name"), events), n),
         category=categories.many(map(get("cat"), events), n),
-        thread=threads.many(zip(map(get("pid"), events), map(get("tid"), events), strict=True), n),
-        ts_us=np.fromiter(map(get("ts"), events), np.float64, n),
-        dur_us=np.fromiter(map(get("dur"), events), np.float64, n),
+        thread=event_thread,
+        ts_us=ts_us,
+        dur_us=dur_us,
         names=[],
         categories=[],
-        threads=[],
+        threads=thread_list,
         args=_arg_columns(events),
     )
-    m = len(flows)
     flow_ids = Interner()
     flow_columns = FlowColumns(
-        phase=codes[is_flow],
+        phase=flow_phase,
         flow_id=flow_ids.many(zip(map(get("cat"), flows), map(get("id"), flows), strict=True), m),
         category=categories.many(map(get("cat"), flows), m),
-        thread=threads.many(zip(map(get("pid"), flows), map(get("tid"), flows), strict=True), m),
-        ts_us=np.fromiter(map(get("ts"), flows), np.float64, m),
+        thread=flow_thread,
+        ts_us=flow_ts_us,
         binds_enclosing=np.fromiter(map(_BINDS_ENCLOSING.__getitem__, map(get("bp"), flows)), bool, m),
     )
     event_columns.names = names.strings()
     event_columns.categories = categories.strings()
-    event_columns.threads = threads.strings()
     process_names: dict[int | str, str] = {}
     process_labels: dict[int | str, str] = {}
     thread_names: dict[tuple[int | str, int | str], str] = {}
-    for record in meta:
-        value = record.args.name if record.args is not None else None
-        if record.name == "process_name" and value is not None:
+    for record in meta:  # a handful per process and thread
+        args = record.args
+        if args is None or record.name not in _META_FIELDS:
+            continue
+        key = _META_FIELDS[record.name]
+        value = getattr(args, key)
+        if value is None:
+            continue
+        if not isinstance(value, str):
+            drops[f"metadata `args.{key}` is not a string"] += 1
+        elif record.name == "process_name":
             process_names[record.pid] = value
-        elif record.name == "thread_name" and value is not None:
+        elif record.name == "thread_name":
             thread_names[(record.pid, record.tid)] = value
-        elif record.name == "process_labels" and record.args is not None and record.args.labels:
-            process_labels[record.pid] = record.args.labels
+        elif value:
+            process_labels[record.pid] = value
+    if drops:
+        cause = _drop_sentence(drops)
+        losses.insert(0, (f"{display_path(path)}: {cause}.", cause))
+    if decoded.cut is not None and len(event_columns) == 0:
+        raise ProfileError(path, f"the file is cut short before its first complete event ({decoded.cut})")
+    if drops and len(event_columns) == 0:
+        raise ProfileError(path, f"it is not a trace-event JSON file ({_drop_sentence(drops)}, none kept)")
     return TraceEventFile(
         path=path,
         events=event_columns,
@@ -266,13 +327,75 @@ def read_trace_events(path: Path, data: bytes) -> TraceEventFile:
         process_names=process_names,
         process_labels=process_labels,
         thread_names=thread_names,
-        schema_version=document.schemaVersion,
-        device_properties=list(document.deviceProperties or []),
-        distributed_info=dict(document.distributedInfo or {}),
-        display_time_unit=document.displayTimeUnit,
-        base_time_ns=document.baseTimeNanoseconds,
+        schema_version=decoded.schema_version,
+        device_properties=decoded.device_properties,
+        distributed_info=decoded.distributed_info,
+        display_time_unit=decoded.display_time_unit,
+        base_time_ns=decoded.base_time_ns,
         counters_skipped=counters,
+        losses=losses,
     )
+
+
+# The model's clock (tpuscope.model.trace): int64 picoseconds from the trace's start, whose absolute
+# time is int64 nanoseconds (Trace.origin_ns). A time outside these cannot be held: it is dropped.
+_INT64 = 2**63
+_MAX_ABS_TS_US = _INT64 / 1e3  # an absolute time in nanoseconds fits int64
+# Each start lies within this of the file's middle, and each duration below twice it: a start, an end
+# (start + duration) and the distance between two events all fit int64 picoseconds (2**61 ps: 26 days).
+_MAX_FROM_MIDDLE_US = 2.0**61 / 1e6
+_MAX_DURATION_US = 2.0**62 / 1e6
+
+
+def _middle(ts_us: np.ndarray) -> float:
+    """The median of the times that are numbers the model can hold (0 when there is none)."""
+    usable = ts_us[np.isfinite(ts_us) & (np.abs(ts_us) < _MAX_ABS_TS_US)]
+    return float(np.median(usable)) if len(usable) else 0.0
+
+
+def _times_in_range(
+    ts_us: np.ndarray, dur_us: np.ndarray | None, bad_thread: np.ndarray, drops: Counter[str], middle: float
+) -> np.ndarray:
+    """Which records to keep; the others are counted in `drops` under their first failing field."""
+    keep = ~bad_thread
+    if bad_thread.any():
+        drops["`pid` or `tid` out of range"] += int(bad_thread.sum())
+    with np.errstate(invalid="ignore", over="ignore"):
+        ts_ok = (
+            np.isfinite(ts_us)
+            & (np.abs(ts_us) < _MAX_ABS_TS_US)
+            & (np.abs(ts_us - middle) < _MAX_FROM_MIDDLE_US)
+        )
+        failed = keep & ~ts_ok
+        if failed.any():
+            drops["`ts` out of range"] += int(failed.sum())
+        keep &= ts_ok
+        if dur_us is not None:  # NaN reads as no duration (as before); anything else must fit
+            dur_ok = np.isnan(dur_us) | (np.abs(dur_us) < _MAX_DURATION_US)
+            failed = keep & ~dur_ok
+            if failed.any():
+                drops["`dur` out of range"] += int(failed.sum())
+            keep &= dur_ok
+    return keep
+
+
+def _bad_threads(threads: list) -> np.ndarray:
+    """Per distinct (pid, tid): an integer id outside int64 (strings are names, kept as they are)."""
+    bad = [
+        any(type(v) is int and not -_INT64 <= v < _INT64 for v in pair) for pair in threads
+    ]  # one check per thread, not per event
+    return np.array(bad, dtype=bool).reshape(len(threads))
+
+
+def _drop_sentence(drops: Counter[str]) -> str:
+    """'312 events dropped: `ts` out of range' (the reasons, most frequent first)."""
+    total = sum(drops.values())
+    noun = "record" if total == 1 else "records"
+    if len(drops) == 1:
+        (reason,) = drops
+        return f"{total:,} {noun} dropped: {reason}"
+    reasons = ", ".join(f"{reason} ({count:,})" for reason, count in drops.most_common())
+    return f"{total:,} {noun} dropped: {reasons}"
 
 
 def _arg_columns(events: list[_Event]) -> dict[str, tuple[np.ndarray, list]]:
@@ -291,29 +414,328 @@ def _arg_columns(events: list[_Event]) -> dict[str, tuple[np.ndarray, list]]:
         if not present.any():
             continue
         positions = np.flatnonzero(present)
-        out[attribute] = (rows_of_args[positions], list(map(values.__getitem__, positions.tolist())))
+        kept = list(map(values.__getitem__, positions.tolist()))
+        nested = np.fromiter(map(isinstance, kept, repeat((list, dict))), bool, len(kept))
+        for k in np.flatnonzero(nested).tolist():  # rare: an arg that is an array or an object
+            kept[k] = _text_of(kept[k])
+        out[attribute] = (rows_of_args[positions], kept)
     return out
 
 
-def _decode_document(path: Path, data: bytes) -> _Document:
-    stripped = data[:64].lstrip()
-    if not stripped:
-        raise ProfileError(path, "the file holds no JSON (it is empty or blank)")
+def _text_of(value: Any) -> str:
+    """An array or object arg as text (the stat column holds strings), however deeply it nests."""
     try:
-        if stripped[:1] == b"[":  # the format's array form: the records alone
-            return _Document(traceEvents=_EVENT_LIST.decode(data))
-        return _DOCUMENT.decode(data)
-    except msgspec.ValidationError as exc:
-        raise ProfileError(path, f"it is not a trace-event JSON file ({_lower_first(str(exc))})") from None
-    except msgspec.DecodeError as exc:
-        text = str(exc)
-        if "truncated" in text.lower():
-            raise ProfileError(path, "the JSON is cut short (the file was truncated)") from None
-        raise ProfileError(path, f"the file is not valid JSON ({_lower_first(text)})") from None
+        return str(value)
+    except RecursionError:
+        return "(nested too deeply to show)"
+
+
+@dataclass
+class _Decoded:
+    """The document's records (typed `_Event`s) and top-level fields, and what decoding them cost."""
+
+    records: list
+    schema_version: int | None = None
+    device_properties: list[dict[str, Any]] = field(default_factory=list)
+    distributed_info: dict[str, Any] = field(default_factory=dict)
+    display_time_unit: str | None = None
+    base_time_ns: int | None = None
+    drops: Counter[str] = field(default_factory=Counter)
+    cut: str | None = None  # the cut's sentence ("it ends after 12 complete records; ..."), if cut
+
+
+class _LooseDocument(msgspec.Struct, gc=False):
+    """The top level with every field untyped: for a document the typed decoder refused."""
+
+    traceEvents: Any = msgspec.field(default_factory=list)  # noqa: N815 (the format's names)
+    schemaVersion: Any = None  # noqa: N815
+    deviceProperties: Any = None  # noqa: N815
+    distributedInfo: Any = None  # noqa: N815
+    displayTimeUnit: Any = None  # noqa: N815
+    baseTimeNanoseconds: Any = None  # noqa: N815
+
+
+# Numbers beyond float64 (1e400) become inf (then a time out of range) instead of failing the document.
+_LOOSE_DOCUMENT = msgspec.json.Decoder(_LooseDocument, float_hook=float)
+_LOOSE_ARRAY = msgspec.json.Decoder(Any, float_hook=float)
+# Deeper than any trace-event field nests (an arg's value holds a few levels at most): values below
+# this are replaced before decoding when the decoder would recurse too deep (and in the untyped decode).
+MAX_NESTING = 64
+_BLANK = re.compile(rb"[^ \t\n\r]")  # JSON's whitespace (RFC 8259, section 2)
+_UTF8_BOM = b"\xef\xbb\xbf"
+# Byte-order marks and, without one, the zero bytes around a first ASCII character (RFC 4627, section 3).
+_WIDE_ENCODINGS = (
+    (b"\x00\x00\xfe\xff", "utf-32-be", "UTF-32 (big-endian)"),
+    (b"\xff\xfe\x00\x00", "utf-32-le", "UTF-32 (little-endian)"),
+    (b"\xfe\xff", "utf-16-be", "UTF-16 (big-endian)"),
+    (b"\xff\xfe", "utf-16-le", "UTF-16 (little-endian)"),
+)
+
+
+def _wide_encoding(head: bytes) -> tuple[int, str, str] | None:
+    """(bytes of byte-order mark, codec, name) of a UTF-16 or UTF-32 document, else None."""
+    for mark, codec, name in _WIDE_ENCODINGS:
+        if head.startswith(mark):
+            return len(mark), codec, name
+    if len(head) >= 4 and head[:3] == b"\0\0\0" and head[3]:
+        return 0, "utf-32-be", "UTF-32 (big-endian)"
+    if len(head) >= 4 and head[0] and head[1:4] == b"\0\0\0":
+        return 0, "utf-32-le", "UTF-32 (little-endian)"
+    if len(head) >= 2 and head[0] == 0 and head[1]:
+        return 0, "utf-16-be", "UTF-16 (big-endian)"
+    if len(head) >= 2 and head[0] and head[1] == 0:
+        return 0, "utf-16-le", "UTF-16 (little-endian)"
+    return None
+
+
+def _utf8_text(path: Path, data: bytes | bytearray | memoryview) -> memoryview:
+    """The document as UTF-8 from its first non-blank byte: a UTF-8 byte-order mark skipped, UTF-16 and
+    UTF-32 (which JSON's RFC 8259 forbids, and Windows tools write) converted."""
+    view = memoryview(data)
+    head = bytes(view[:4])
+    if head.startswith(_UTF8_BOM):
+        view = view[len(_UTF8_BOM) :]
+    else:
+        wide = _wide_encoding(head)
+        if wide is not None:
+            skip, codec, name = wide
+            try:
+                view = memoryview(str(view[skip:], codec).encode("utf-8"))
+            except (UnicodeDecodeError, UnicodeEncodeError) as exc:
+                raise ProfileError(
+                    path, f"the file is {name} text that does not decode ({exc.reason})"
+                ) from None
+    first = _BLANK.search(view)
+    if first is None:
+        raise ProfileError(path, "the file holds no JSON (it is empty or blank)")
+    return view[first.start() :]
+
+
+def _decode_document(
+    path: Path, text: memoryview | bytes | bytearray, gzip_cut: bool, losses: list
+) -> _Decoded:
+    """The typed decode; where it refuses, the repair that lets the document load (once each)."""
+    array_form = bytes(text[:1]) == b"["  # the format's array form: the records alone
+    loose = bounded = utf8_fixed = closed = False
+    while True:
+        try:
+            if loose:
+                document = (_LOOSE_ARRAY if array_form else _LOOSE_DOCUMENT).decode(text)
+                decoded = _from_loose(path, document, array_form)
+            elif array_form:
+                decoded = _Decoded(_EVENT_LIST.decode(text))
+            else:
+                decoded = _from_typed(_DOCUMENT.decode(text))
+            if closed:
+                decoded.cut = cut = _cut_sentence(len(decoded.records), gzip_cut)
+                losses.append((f"{display_path(path)} is cut short: {cut}.", f"the file is cut short: {cut}"))
+            return decoded
+        except RecursionError:
+            if bounded:
+                raise ProfileError(path, f"its JSON nests deeper than {MAX_NESTING} levels") from None
+            text, bounded = _bound_nesting(text), True
+        except msgspec.ValidationError as exc:
+            if loose:
+                raise ProfileError(
+                    path, f"it is not a trace-event JSON file ({_lower_first(str(exc))})"
+                ) from None
+            loose = True
+            if not bounded:  # the untyped decode builds every value: none may nest deep
+                text, bounded = _bound_nesting(text), True
+        except msgspec.DecodeError as exc:
+            message = str(exc)
+            if "utf-8" in message.lower() and not utf8_fixed:
+                text, replaced = _replace_invalid_utf8(text)
+                utf8_fixed = True
+                noun = "sequence" if replaced == 1 else "sequences"
+                cause = f"{replaced:,} invalid UTF-8 {noun} replaced by U+FFFD"
+                losses.append((f"{display_path(path)}: {cause}.", cause))
+            elif "truncated" in message.lower() and not closed:
+                text, closed = _close_cut(path, text, array_form, gzip_cut), True
+            elif "truncated" in message.lower():
+                raise ProfileError(path, f"the file is cut short: {_cut_sentence(0, gzip_cut)}") from None
+            else:
+                raise ProfileError(path, f"the file is not valid JSON ({_lower_first(message)})") from None
+
+
+def _from_typed(document: _Document) -> _Decoded:
+    return _Decoded(
+        records=document.traceEvents,
+        schema_version=document.schemaVersion,
+        device_properties=list(document.deviceProperties or []),
+        distributed_info=dict(document.distributedInfo or {}),
+        display_time_unit=document.displayTimeUnit,
+        base_time_ns=document.baseTimeNanoseconds,
+    )
+
+
+def _from_loose(path: Path, document: Any, array_form: bool) -> _Decoded:
+    """Records of any shape made typed records, or counted as dropped under their first bad field
+    (a Python pass per record: only documents the typed decode refused come here)."""
+    raw = document if array_form else document.traceEvents
+    if not isinstance(raw, list):
+        raise ProfileError(path, "it is not a trace-event JSON file (`traceEvents` is not a list)")
+    drops: Counter[str] = Counter()
+    records = []
+    for record in raw:
+        coerced = _coerce(record)
+        if isinstance(coerced, str):
+            drops[coerced] += 1
+        else:
+            records.append(coerced)
+    if raw and not records:
+        raise ProfileError(path, f"it is not a trace-event JSON file ({_drop_sentence(drops)}, none kept)")
+    decoded = _Decoded(records=records, drops=drops)
+    if not array_form:
+        if isinstance(document.schemaVersion, int) and not isinstance(document.schemaVersion, bool):
+            decoded.schema_version = document.schemaVersion
+        if isinstance(document.deviceProperties, list):
+            decoded.device_properties = [p for p in document.deviceProperties if isinstance(p, dict)]
+        if isinstance(document.distributedInfo, dict):
+            decoded.distributed_info = document.distributedInfo
+        if isinstance(document.displayTimeUnit, str):
+            decoded.display_time_unit = document.displayTimeUnit
+        base = document.baseTimeNanoseconds
+        if type(base) is int and -_INT64 <= base < _INT64:
+            decoded.base_time_ns = base
+    return decoded
+
+
+_KNOWN_PHASES = frozenset(_PHASE_CODES) - {"C"}
+_META_FIELDS = {"process_name": "name", "thread_name": "name", "process_labels": "labels"}
+
+
+def _coerce(record: Any) -> _Event | str:
+    """One record as an `_Event`, or why it cannot be one (a sentence fragment naming the field)."""
+    if not isinstance(record, dict):
+        return "a record is not a JSON object"
+    ph = record.get("ph", "")
+    if not isinstance(ph, str):
+        return "`ph` is not a string"
+    if ph not in _KNOWN_PHASES:
+        return _Event(ph=ph)  # phases the reader skips: their other fields are not read
+    fields: dict[str, Any] = {"ph": ph}
+    for key in ("name", "cat", "bp"):
+        value = record.get(key, "")
+        if not isinstance(value, str):
+            return f"`{key}` is not a string"
+        fields[key] = value
+    for key in ("pid", "tid"):
+        value = record.get(key, 0)
+        if type(value) not in (int, str):
+            return f"`{key}` is not a number or a string"
+        fields[key] = value
+    for key in ("ts", "dur"):
+        value = record.get(key, 0.0)
+        if type(value) not in (int, float):
+            return f"`{key}` is not a number"
+        try:
+            fields[key] = float(value)
+        except OverflowError:  # an integer beyond float64: out of range, as the range check says
+            fields[key] = float("inf")
+    flow_id = record.get("id")
+    if flow_id is not None and type(flow_id) not in (int, str):
+        return "`id` is not a number or a string"
+    fields["id"] = flow_id
+    args = record.get("args")
+    if args is not None:
+        if not isinstance(args, dict):
+            return "`args` is not an object"
+        fields["args"] = msgspec.convert(args, _Args, str_keys=True)
+    return _Event(**fields)
+
+
+def _cut_sentence(complete: int, gzip_cut: bool) -> str:
+    """What is missing, as the end of one sentence, in the XPlane reader's words."""
+    ends = "its gzip data ends" if gzip_cut else "it ends"
+    if complete == 0:
+        return f"{ends} inside its first record"
+    noun = "record" if complete == 1 else "records"
+    return f"{ends} after {complete:,} complete {noun}; any records after them are missing"
+
+
+# Byte classes for the structure scan: 1 `{`, 2 `[`, 3 `}`, 4 `]`, 5 `"`, 6 `\`.
+_CLASSES = np.zeros(256, np.uint8)
+for _code, _char in enumerate(b'{[}]"\\', start=1):
+    _CLASSES[_char] = _code
+
+
+def _structure(text: memoryview | bytes | bytearray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The brackets outside strings: their byte offsets, kinds (1-4 as in _CLASSES) and the nesting depth
+    after each. numpy passes over the bytes; used only for documents the decoder refused."""
+    kinds = _CLASSES[np.frombuffer(text, np.uint8)]
+    position = np.flatnonzero(kinds)
+    kind = kinds[position]
+    del kinds
+    backslash = kind == 6
+    escaped = np.zeros(len(kind), bool)
+    if backslash.any():  # a quote is escaped by an odd run of backslashes right before it
+        index = np.arange(len(kind))
+        follows = np.zeros(len(kind), bool)
+        follows[1:] = backslash[:-1] & (position[1:] == position[:-1] + 1)
+        run_start = np.maximum.accumulate(np.where(backslash & ~follows, index, 0))
+        run = index - run_start + 1
+        escaped[1:] = follows[1:] & (run[:-1] % 2 == 1)
+    quote = (kind == 5) & ~escaped
+    outside = (np.cumsum(quote) & 1) == 0
+    bracket = (kind <= 4) & outside
+    position, kind = position[bracket], kind[bracket]
+    depth = np.cumsum(np.where(kind <= 2, 1, -1))
+    return position, kind, depth
+
+
+def _bound_nesting(text: memoryview | bytes | bytearray) -> bytearray | memoryview | bytes:
+    """The document with every value nested deeper than MAX_NESTING replaced by 0 (and blanks), so
+    the decoder never recurses past it: an unknown key's deep value is skipped as before, a kept
+    field's is then of the wrong type."""
+    position, kind, depth = _structure(text)
+    deep = np.flatnonzero((kind <= 2) & (depth == MAX_NESTING + 1))
+    if not len(deep):
+        return text
+    back = np.flatnonzero((kind > 2) & (depth == MAX_NESTING))
+    after = np.searchsorted(back, deep)  # each deep value ends at the first return to MAX_NESTING
+    closed = after < len(back)
+    ends = np.full(len(deep), len(text) - 1, np.int64)  # a value the cut leaves open: to the end
+    ends[closed] = position[back[after[closed]]]
+    out = bytearray(text)
+    for start, end in zip(position[deep].tolist(), ends.tolist(), strict=True):  # one per deep value
+        out[start : end + 1] = b"0" + b" " * (end - start)
+    return out
+
+
+def _close_cut(path: Path, text: memoryview | bytes | bytearray, array_form: bool, gzip_cut: bool) -> bytes:
+    """A document cut short, ended after its last complete record (or top-level entry) and closed."""
+    position, kind, depth = _structure(text)
+    if len(depth) and depth[-1] == 0:  # balanced: not cut, malformed (e.g. a lone surrogate escape)
+        raise ProfileError(path, "the file is not valid JSON (a string or number in it is malformed)")
+    records_depth = 1 if array_form else 2
+    complete = np.flatnonzero((kind > 2) & (depth >= 1) & (depth <= records_depth))
+    if not len(complete):
+        raise ProfileError(
+            path, f"the file is cut short before its first complete event ({_cut_sentence(0, gzip_cut)})"
+        )
+    last = int(complete[-1])
+    closers = []
+    opens = np.flatnonzero(kind[:last] <= 2)
+    for level in range(int(depth[last]), 0, -1):
+        opener = opens[depth[opens] == level][-1]
+        closers.append(b"}" if kind[opener] == 1 else b"]")
+    return bytes(text[: int(position[last]) + 1]) + b"".join(closers)
+
+
+def _replace_invalid_utf8(text: memoryview | bytes | bytearray) -> tuple[bytes, int]:
+    """The text with each invalid UTF-8 sequence replaced by U+FFFD, and how many were."""
+    raw = bytes(text)
+    fixed = raw.decode("utf-8", errors="replace")
+    replaced = fixed.count("\ufffd") - raw.count("\ufffd".encode())
+    return fixed.encode("utf-8"), max(replaced, 1)
 
 
 def _lower_first(text: str) -> str:
-    return text[:1].lower() + text[1:] if text else text
+    """A message's first letter in lower case, unless it starts an acronym ("JSON is malformed")."""
+    if not text or text[1:2].isupper():
+        return text
+    return text[:1].lower() + text[1:]
 
 
 def read_json_bytes(path: Path, data: bytes) -> bytes:
@@ -323,6 +745,6 @@ def read_json_bytes(path: Path, data: bytes) -> bytes:
     try:
         return gzip.decompress(data)
     except EOFError:
-        raise ProfileError(path, "the gzip data is cut short (the file was truncated)") from None
+        raise ProfileError(path, "the file is cut short: its gzip data ends before its end") from None
     except (OSError, zlib.error) as exc:
         raise ProfileError(path, f"the gzip data is corrupted ({exc})") from None
