@@ -1,0 +1,243 @@
+"""A fuzz test of the trace-event JSON readers: structured mutations of real Kineto traces and a real
+JAX `trace.json.gz` (wrong types per field, extreme numbers, deep nesting, encodings, invalid UTF-8,
+ids out of range, cut and corrupted gzip, records that are not records) must each load (salvaged,
+with warnings) or raise the project's ProfileError; any other exception or a numpy warning fails.
+
+Seeded, so a failure names a mutant that reproduces. It goes through `open_trace`, so it covers
+whatever reader the registry picks for these files.
+"""
+
+from __future__ import annotations
+
+import copy
+import gzip
+import json
+import random
+import warnings
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from tests.readers.trace_event.conftest import A100, AMD, CPU_ONLY
+from tpuscope.errors import ProfileError
+from tpuscope.opener import open_trace
+
+SEED = 26
+MUTANTS_PER_FILE = 112  # 8 of each mutation
+RAW = "__raw__"  # a value whose JSON text is then replaced by a literal json cannot write (1e400, NaN, deep)
+VALUES = [
+    None, True, 0, -1, 1.5, "", "x", [], [1, [2]], {}, {"k": {"k": 1}}, 2**63, 2**64, -(2**63) - 1,
+    10**30, 1e308, -1e308, 1e20, -1e20, 2**53 + 1,
+]  # fmt: skip
+RAW_NUMBERS = ["1e400", "-1e400", "NaN", "Infinity", "1" + "0" * 400, "-0", "1e-400"]
+RECORD_FIELDS = ["ph", "name", "cat", "pid", "tid", "ts", "dur", "id", "bp", "args", "s"]
+ARG_FIELDS = [
+    "name", "labels", "External id", "correlation", "stream", "device", "hlo_op", "step_num", "bytes",
+    "tf_op", "group_id", "program_id", "Collective name",
+]  # fmt: skip
+TOP_FIELDS = ["traceEvents", "schemaVersion", "deviceProperties", "distributedInfo", "displayTimeUnit",
+              "baseTimeNanoseconds"]  # fmt: skip
+DEPTH = 100_000
+INVALID_UTF8 = [b"\xff", b"\xc3", b"\xed\xa0\x80", b"\xf8\x88\x80\x80\x80", b"\xe2\x82", b"\x80"]
+
+Mutation = Callable[[random.Random, dict], bytes]
+
+
+def _records(document: dict, rng: random.Random, k: int) -> list[dict]:
+    records = [r for r in document["traceEvents"] if isinstance(r, dict)]
+    return rng.sample(records, min(k, len(records)))
+
+
+def _dump(document: dict, raw: str = "") -> bytes:
+    return json.dumps(document).replace(json.dumps(RAW), raw).encode()
+
+
+def wrong_type_in_records(rng: random.Random, document: dict) -> bytes:
+    for record in _records(document, rng, rng.randint(1, 5)):
+        record[rng.choice(RECORD_FIELDS)] = copy.deepcopy(rng.choice(VALUES))
+    return _dump(document)
+
+
+def wrong_type_in_args(rng: random.Random, document: dict) -> bytes:
+    for record in _records(document, rng, rng.randint(1, 5)):
+        args = record.get("args") if isinstance(record.get("args"), dict) else record.setdefault("args", {})
+        if isinstance(args, dict):
+            args[rng.choice(ARG_FIELDS)] = copy.deepcopy(rng.choice(VALUES))
+    return _dump(document)
+
+
+def wrong_type_in_metadata(rng: random.Random, document: dict) -> bytes:
+    meta = [r for r in document["traceEvents"] if isinstance(r, dict) and r.get("ph") == "M"]
+    for record in rng.sample(meta, min(len(meta), rng.randint(1, 4))):
+        args = record.setdefault("args", {})
+        args[rng.choice(["name", "labels"])] = copy.deepcopy(rng.choice(VALUES))
+    return _dump(document)
+
+
+def wrong_type_at_the_top(rng: random.Random, document: dict) -> bytes:
+    key = rng.choice(TOP_FIELDS)
+    document[key] = copy.deepcopy(rng.choice(VALUES + [[1, "x", None], [{"id": "x", "name": 3}]]))
+    return _dump(document)
+
+
+def extreme_numbers(rng: random.Random, document: dict) -> bytes:
+    records = _records(document, rng, rng.randint(1, 20))
+    for record in records:
+        record[rng.choice(["ts", "dur"])] = rng.choice([1e308, -1e308, 1e20, -1e20, 2**63, 2**64, 1e15, -1.0])
+    if rng.random() < 0.5:
+        records[0][rng.choice(["ts", "dur", "pid", "tid", "id"])] = RAW
+        return _dump(document, rng.choice(RAW_NUMBERS))
+    return _dump(document)
+
+
+def ids_out_of_range(rng: random.Random, document: dict) -> bytes:
+    for record in _records(document, rng, rng.randint(1, 10)):
+        record[rng.choice(["pid", "tid", "id"])] = rng.choice([2**63, -(2**63) - 1, 2**64, 10**30, -(10**30)])
+    return _dump(document)
+
+
+def deep_nesting(rng: random.Random, document: dict) -> bytes:
+    where = rng.choice(["top", "record", "args unknown", "args kept", "metadata"])
+    if where == "top":
+        document["unknown"] = RAW
+    else:
+        record = _records(document, rng, 1)[0]
+        if where == "record":
+            record["unknown"] = RAW
+        else:
+            args = record.setdefault("args", {}) if isinstance(record.get("args"), dict) else {}
+            record["args"] = args
+            key = {"args unknown": "unknown", "args kept": rng.choice(ARG_FIELDS), "metadata": "name"}[where]
+            args[key] = RAW
+            if where == "metadata":
+                record.update(ph="M", name=rng.choice(["thread_name", "process_name", "process_labels"]))
+    opener, closer = rng.choice([("[", "]"), ('{"a":', "}")])
+    value = opener * DEPTH + ("1" if opener != "[" else "") + closer * DEPTH
+    if rng.random() < 0.2:
+        value = opener * DEPTH  # never closed: deep and cut
+    return _dump(document, value)
+
+
+def encodings(rng: random.Random, document: dict) -> bytes:
+    text = json.dumps(document)
+    choice = rng.choice(
+        ["bom", "utf-16", "utf-16-le", "utf-16-be", "utf-32", "utf-32-be", "blanks", "bom+blanks"]
+    )
+    blanks = " \n\t\r" * rng.randint(16, 25_000)
+    if choice == "bom":
+        return b"\xef\xbb\xbf" + text.encode()
+    if choice == "blanks":
+        return blanks.encode() + text.encode()
+    if choice == "bom+blanks":
+        return b"\xef\xbb\xbf" + blanks.encode() + text.encode()
+    data = text.encode(choice)
+    return data[: rng.randint(1, len(data))] if rng.random() < 0.2 else data
+
+
+def invalid_utf8(rng: random.Random, document: dict) -> bytes:
+    for record in _records(document, rng, rng.randint(1, 5)):
+        record[rng.choice(["name", "cat"])] = "__bad__"
+        if isinstance(record.get("args"), dict):
+            record["args"]["name"] = "__bad__"
+    data = json.dumps(document).encode()
+    while b"__bad__" in data:
+        data = data.replace(b"__bad__", b"x" + rng.choice(INVALID_UTF8) + b"y", 1)
+    return data
+
+
+def cut(rng: random.Random, document: dict) -> bytes:
+    data = json.dumps(document).encode()
+    return data[: rng.randint(0, len(data) - 1)]
+
+
+def cut_gzip(rng: random.Random, document: dict) -> bytes:
+    data = gzip.compress(json.dumps(document).encode())
+    return data[: rng.randint(1, len(data) - 1)]
+
+
+def corrupted_gzip(rng: random.Random, document: dict) -> bytes:
+    data = bytearray(gzip.compress(json.dumps(document).encode()))
+    for _ in range(rng.randint(1, 8)):
+        data[rng.randrange(10, len(data))] = rng.randrange(256)
+    if rng.random() < 0.3:
+        data += rng.choice([b"\x00" * 10, b"garbage", gzip.compress(b"   ")])
+    return bytes(data)
+
+
+def flipped_bytes(rng: random.Random, document: dict) -> bytes:
+    data = bytearray(json.dumps(document).encode())
+    for _ in range(rng.randint(1, 4)):
+        data[rng.randrange(len(data))] = rng.choice(b'{}[]",:0\\ \x00\xff')
+    return bytes(data)
+
+
+def not_records(rng: random.Random, document: dict) -> bytes:
+    events = document["traceEvents"]
+    for _ in range(rng.randint(1, 5)):
+        events[rng.randrange(len(events))] = copy.deepcopy(rng.choice(VALUES))
+    if rng.random() < 0.3:
+        return json.dumps(events).encode()  # the array form
+    return _dump(document)
+
+
+MUTATIONS: list[Mutation] = [
+    wrong_type_in_records, wrong_type_in_args, wrong_type_in_metadata, wrong_type_at_the_top,
+    extreme_numbers, ids_out_of_range, deep_nesting, encodings, invalid_utf8, cut, cut_gzip,
+    corrupted_gzip, flipped_bytes, not_records,
+]  # fmt: skip
+
+
+def _load_or_refuse(path: Path, strict: bool) -> str:
+    """'loaded' or 'refused'; raises on anything that is neither (an exception, a numpy warning)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        try:
+            trace = open_trace(path, use_cache=False, strict=strict)
+        except ProfileError as error:
+            message = str(error)
+            assert "\n" not in message and message.endswith(".")
+            return "refused"
+        for track in trace.tracks():  # times the model holds: from the origin, no overflow
+            if len(track.start_ps):
+                assert track.start_ps.dtype == np.int64 and int(track.start_ps.min()) >= 0
+                ends = track.start_ps.astype(np.float64) + track.duration_ps.astype(np.float64)
+                assert float(ends.max()) < 2.0**63
+        assert not strict or not trace.load_warnings
+        return "loaded"
+
+
+def _fuzz(base: Path, tmp_path: Path, seed: int) -> dict[str, int]:
+    original = json.loads(gzip.decompress(base.read_bytes()))
+    rng = random.Random(seed)
+    outcomes: dict[str, int] = {}
+    failures = []
+    for k in range(MUTANTS_PER_FILE):
+        mutation = MUTATIONS[k % len(MUTATIONS)]
+        data = mutation(rng, copy.deepcopy(original))
+        gzipped = data[:2] == b"\x1f\x8b"
+        path = tmp_path / f"m{k}.{'pt.trace.json.gz' if gzipped else 'pt.trace.json'}"
+        path.write_bytes(data)
+        try:
+            outcome = _load_or_refuse(path, strict=rng.random() < 0.25)
+        except BaseException as error:  # noqa: BLE001 - every failure is collected, then reported
+            failures.append(
+                f"mutant {k} ({mutation.__name__}, seed {seed}): {type(error).__name__}: {error!s:.300}"
+            )
+            continue
+        outcomes[outcome] = outcomes.get(outcome, 0) + 1
+        path.unlink()
+    assert not failures, "\n".join(failures)
+    return outcomes
+
+
+@pytest.mark.parametrize("base", [AMD, CPU_ONLY, A100], ids=["amd", "cpu-only", "a100"])
+def test_mutants_of_kineto_traces_load_or_are_one_sentence(base, tmp_path):
+    outcomes = _fuzz(base, tmp_path, SEED)
+    assert outcomes.get("loaded", 0) > MUTANTS_PER_FILE // 3  # most damage is salvaged, not refused
+
+
+def test_mutants_of_a_jax_trace_json_load_or_are_one_sentence(jax_trace_json, tmp_path):
+    outcomes = _fuzz(jax_trace_json, tmp_path, SEED + 1)
+    assert outcomes.get("loaded", 0) > MUTANTS_PER_FILE // 3
