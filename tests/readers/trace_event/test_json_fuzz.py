@@ -39,7 +39,8 @@ ARG_FIELDS = [
 ]  # fmt: skip
 TOP_FIELDS = ["traceEvents", "schemaVersion", "deviceProperties", "distributedInfo", "displayTimeUnit",
               "baseTimeNanoseconds"]  # fmt: skip
-DEPTH = 100_000
+# Past any decoder's recursion limit, and just below Python's (what the decoder builds, repr must follow).
+DEPTHS = (100_000, 950)
 INVALID_UTF8 = [b"\xff", b"\xc3", b"\xed\xa0\x80", b"\xf8\x88\x80\x80\x80", b"\xe2\x82", b"\x80"]
 
 Mutation = Callable[[random.Random, dict], bytes]
@@ -114,9 +115,10 @@ def deep_nesting(rng: random.Random, document: dict) -> bytes:
             if where == "metadata":
                 record.update(ph="M", name=rng.choice(["thread_name", "process_name", "process_labels"]))
     opener, closer = rng.choice([("[", "]"), ('{"a":', "}")])
-    value = opener * DEPTH + ("1" if opener != "[" else "") + closer * DEPTH
+    depth = rng.choice(DEPTHS)
+    value = opener * depth + ("1" if opener != "[" else "") + closer * depth
     if rng.random() < 0.2:
-        value = opener * DEPTH  # never closed: deep and cut
+        value = opener * depth  # never closed: deep and cut
     return _dump(document, value)
 
 

@@ -231,18 +231,28 @@ def _typed(trace: Trace, values: list, numeric: bool) -> tuple[str, np.ndarray]:
     if numeric:
         try:
             as_float = np.array(values, dtype=np.float64)
-        except (TypeError, ValueError, OverflowError):
+        except (TypeError, ValueError, OverflowError, RecursionError):
             as_float = None
         if as_float is not None and as_float.ndim == 1:
             integral = np.isfinite(as_float).all() and (as_float == np.rint(as_float)).all()
             if integral and (np.abs(as_float) < 2**53).all():
                 return "int", as_float.astype(np.int64)
             return "float", as_float
-    texts = [v if isinstance(v, str) else str(v) for v in values]
+    try:
+        texts = [v if isinstance(v, str) else str(v) for v in values]
+    except RecursionError:  # an array or object arg nested deeper than repr follows
+        texts = [v if isinstance(v, str) else _text_of(v) for v in values]
     distinct = list(dict.fromkeys(texts))
     ids = trace.strings.intern_many(distinct)
     lookup = dict(zip(distinct, ids.tolist(), strict=True))
     return "str", np.fromiter(map(lookup.__getitem__, texts), np.int32, len(texts))
+
+
+def _text_of(value: object) -> str:
+    try:
+        return str(value)
+    except RecursionError:
+        return "(nested too deeply to show)"
 
 
 def _split_stats(

@@ -414,20 +414,8 @@ def _arg_columns(events: list[_Event]) -> dict[str, tuple[np.ndarray, list]]:
         if not present.any():
             continue
         positions = np.flatnonzero(present)
-        kept = list(map(values.__getitem__, positions.tolist()))
-        nested = np.fromiter(map(isinstance, kept, repeat((list, dict))), bool, len(kept))
-        for k in np.flatnonzero(nested).tolist():  # rare: an arg that is an array or an object
-            kept[k] = _text_of(kept[k])
-        out[attribute] = (rows_of_args[positions], kept)
+        out[attribute] = (rows_of_args[positions], list(map(values.__getitem__, positions.tolist())))
     return out
-
-
-def _text_of(value: Any) -> str:
-    """An array or object arg as text (the stat column holds strings), however deeply it nests."""
-    try:
-        return str(value)
-    except RecursionError:
-        return "(nested too deeply to show)"
 
 
 @dataclass
