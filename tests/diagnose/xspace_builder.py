@@ -28,6 +28,7 @@ class Op:
     category: str
     flops: int = 0
     bytes_accessed: int = 0
+    source: str = ""  # `file:line`, as XLA:TPU writes the `source` stat on op metadata
 
 
 class PlaneBuilder:
@@ -78,6 +79,8 @@ class PlaneBuilder:
     def op(self, op: Op) -> int:
         stats = {"hlo_category": op.category, "program_id": PROGRAM_ID, "flops": op.flops}
         stats["bytes_accessed"] = op.bytes_accessed
+        if op.source:
+            stats["source"] = op.source
         return self.metadata(op.hlo, op.name, stats)
 
     def line(self, line_id: int, name: str, events: list[tuple[int, int, int]], stats=None) -> None:

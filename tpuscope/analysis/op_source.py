@@ -23,13 +23,17 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from tpuscope.model.code import InstructionCode, ProgramCode
+from tpuscope.model.code import UNKNOWN_LINE, InstructionCode, ProgramCode, SourceFrame, SourceLine
 from tpuscope.model.vocabulary import Stat
 
 if TYPE_CHECKING:
     from tpuscope.analysis.ops import OpEvents
 
 _TEXT_MARK = " = "  # an op's full text (`%x = f32[2]{0} add(...)`), not just its name
+# Instructions of a program whose stacks are compared to find the line that called it: a bounded,
+# evenly spread sample, so that a 50k-instruction program costs as little as a small one (each
+# instruction asked for is decoded, ~80 us).
+CALLER_SAMPLE = 256
 
 
 @dataclass(frozen=True)
@@ -52,6 +56,26 @@ class OpCode:
             "source": self.source,
             "stack": list(self.stack),
         }
+
+
+@dataclass(frozen=True)
+class OpDetails:
+    """What the app shows of one op: its code, its stack as a traceback, the instructions it fused."""
+
+    code: OpCode
+    traceback: str = ""  # `format_traceback` of its stack, "" without one
+    fused_texts: list[str] = field(default_factory=list)  # a fusion: each fused instruction's text
+
+
+def op_details(events: OpEvents, row: int, code: Mapping[int, ProgramCode] | None) -> OpDetails:
+    """The details of the op event at `row` (see `OpDetails`)."""
+    found = op_code(events, row, code)
+    instruction = instruction_of(events, row, code)
+    frames = frames_of(found, instruction)
+    program = code.get(found.program_id) if code and found.program_id is not None else None
+    fused = [program.get(name) for name in found.fused] if program is not None else []
+    texts = [f.text for f in fused if f is not None]
+    return OpDetails(found, format_traceback(frames) if frames else "", texts)
 
 
 def instruction_of(
@@ -112,3 +136,69 @@ def op_code(events: OpEvents, row: int, code: Mapping[int, ProgramCode] | None) 
         stack = instruction.stack_locations
     fused = list(instruction.fused) if instruction is not None else []
     return OpCode(program_id, framework, hlo_text, source, function, stack, fused)
+
+
+def caller_line(program: ProgramCode, function: str = "", sample: int = CALLER_SAMPLE) -> SourceLine | None:
+    """The line that called the traced function a program was compiled from, when its stacks say.
+
+    Every instruction's stack ends in the same frames: those of the call that traced the function
+    (`y = step(x)` and its callers). The innermost frame they all share that lies outside the
+    traced code is that call; traced code is a frame in a function some instruction's innermost
+    frame is in, or, when `function` (the traced function's name, e.g. `train_step`) is given, in it
+    or in a function defined inside it (`main.<locals>.f.<locals>.<listcomp>` for `f`). None when
+    the program has no stacks, or its stacks share no such frame.
+    """
+    names = program.index.names()
+    if not names:
+        return None
+    step = max(len(names) // sample, 1)
+    stacks = []
+    for name in names[::step][:sample]:
+        found = program.get(name)
+        if found is not None and found.stack:
+            stacks.append(found.stack)
+    if not stacks:
+        return None
+    shared: list[SourceFrame] = []  # outermost first
+    for frames in zip(*(reversed(stack) for stack in stacks), strict=False):
+        if any(frame != frames[0] for frame in frames[1:]):
+            break
+        shared.append(frames[0])
+    traced = {stack[0].function for stack in stacks}
+
+    def in_traced_code(qualified: str) -> bool:
+        return qualified in traced or bool(function) and function in qualified.split(".")
+
+    for frame in reversed(shared):  # innermost first
+        if in_traced_code(frame.function) or not frame.file or frame.line == UNKNOWN_LINE:
+            continue
+        return SourceLine(frame.file, frame.line, frame.function)
+    return None
+
+
+def format_traceback(frames: list[SourceFrame]) -> str:
+    """A stack (innermost frame first) as Python prints a traceback: outermost call first, one
+    `File "...", line N, in function` per frame, so it reads like every other stack a Python user sees."""
+    lines = ["Traceback (most recent call last):"]
+    for frame in reversed(frames):
+        line = str(frame.line) if frame.line != UNKNOWN_LINE else "?"
+        where = f", in {frame.function}" if frame.function else ""
+        lines.append(f'  File "{frame.file or "?"}", line {line}{where}')
+    return "\n".join(lines)
+
+
+def frames_of(code: OpCode, instruction: InstructionCode | None) -> list[SourceFrame]:
+    """The op's stack as frames, innermost first: its instruction's (with function names) where
+    the program's code has it, else the locations its event carries (XLA:TPU writes them
+    outermost first, `file:line:column`)."""
+    if instruction is not None and instruction.stack:
+        return list(instruction.stack)
+    frames = []
+    for location in reversed(code.stack):
+        file, _, rest = location.rpartition(":")
+        file, _, line = file.rpartition(":") if file else ("", "", rest)
+        try:
+            frames.append(SourceFrame(file, int(line), int(rest)))
+        except ValueError:
+            frames.append(SourceFrame(location, UNKNOWN_LINE, UNKNOWN_LINE))
+    return frames

@@ -32,7 +32,7 @@ from typing import Any
 import numpy as np
 
 from tpuscope.analysis.device_ops import Device, busy_intervals, find_devices, select_devices
-from tpuscope.analysis.op_source import OpCode, op_code
+from tpuscope.analysis.op_source import OpCode, OpDetails, op_code, op_details
 from tpuscope.analysis.roofline import BOUND_NAMES, BOUND_UNKNOWN, Peaks, bound_by, device_peaks
 from tpuscope.model.code import ProgramCode
 from tpuscope.model.strings import StringTable
@@ -607,6 +607,26 @@ def _common_peaks(devices: list[Device]) -> Peaks | None:
     over mixed chips would have no single ridge point."""
     found = {device_peaks(d.plane) if d.plane.is_device else None for d in devices}
     return found.pop() if len(found) == 1 else None
+
+
+def op_details_of_event(
+    devices: list[Device], track: Track, index: int, code: Mapping[int, ProgramCode] | None
+) -> OpDetails | None:
+    """The code behind one event (the details of a clicked op), None when it is no device's op.
+
+    The event is gathered alone into op columns, so its code is found exactly as for the op table's
+    rows (`op_source.op_code`), not by a second reading of its stats."""
+    for device in devices:
+        for events_track, indices in device.events:
+            if events_track is not track:
+                continue
+            at = int(np.searchsorted(indices, index))
+            if at < len(indices) and int(indices[at]) == index:
+                alone = Device(
+                    device.name, device.kind, device.host, device.plane, [(track, indices[at : at + 1])]
+                )
+                return op_details(collect_op_events(track.plane.trace, [alone]), 0, code)
+    return None
 
 
 def op_breakdown(trace: Trace, device: str | int | None = "all", by: str = "op") -> OpTable:

@@ -22,7 +22,7 @@ from tpuscope.analysis.diagnose.finding import (
     percent,
 )
 from tpuscope.analysis.diagnose.hlo_text import HOST_MEMORY_SPACE, parse_instruction
-from tpuscope.analysis.diagnose.op_evidence import longest_op_events
+from tpuscope.analysis.diagnose.op_evidence import lines_words, longest_op_events, op_source
 from tpuscope.analysis.facts.context import Context
 from tpuscope.analysis.framework import JAX, PYTORCH_XLA, TENSORFLOW
 
@@ -97,6 +97,7 @@ def run(ctx: Context) -> RuleOutcome:
         kinds[waits_for] = kinds.get(waits_for, 0) + self_ps
         row: dict[str, Any] = {
             "op": names[r],
+            "source": op_source(ctx, r),
             "waits_for": waits_for,
             "occurrences": int(table.occurrences[r]),
             "self_ms": ms(self_ps),
@@ -120,6 +121,7 @@ def run(ctx: Context) -> RuleOutcome:
         "waiting_for": {k: ms(v) for k, v in kinds.items()},
     }
     top = ", ".join(f"`{r['op']}` {r['percent_of_device_time']}%" for r in rows[:4])
+    top += lines_words([r["source"] for r in rows[:4]])
     explanation = (
         f"The devices spent {share}% of their op time ({ms(done_ps)} ms) in async -done ops, which block "
         f"until a transfer started earlier has finished: {top}. Mostly waited for: {main_wait}. "

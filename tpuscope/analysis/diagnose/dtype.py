@@ -23,7 +23,7 @@ from tpuscope.analysis.diagnose.finding import (
 )
 from tpuscope.analysis.diagnose.hlo_text import FLOAT_TYPES, parse_instruction
 from tpuscope.analysis.diagnose.matmul_ops import tpu_matmuls
-from tpuscope.analysis.diagnose.op_evidence import longest_op_events
+from tpuscope.analysis.diagnose.op_evidence import lines_words, longest_op_events, op_source
 from tpuscope.analysis.diagnose.tpu_cores import tensorcores
 from tpuscope.analysis.facts.context import Context
 from tpuscope.analysis.facts.evidence import largest_first
@@ -86,7 +86,12 @@ def run(ctx: Context) -> RuleOutcome:
     if f32 and f32_share >= MIN_F32_MATMUL_PERCENT and sixteen_share < MIN_16BIT_PERCENT:
         f32.sort(key=lambda op: -op.self_ps)
         ops = [
-            {"op": op.name, "self_ms": ms(op.self_ps), "percent": percent(op.self_ps, total)}
+            {
+                "op": op.name,
+                "source": op_source(ctx, op.row),
+                "self_ms": ms(op.self_ps),
+                "percent": percent(op.self_ps, total),
+            }
             for op in f32[:10]
         ]
         metrics = {
@@ -96,7 +101,8 @@ def run(ctx: Context) -> RuleOutcome:
         }
         explanation = (
             f"Matmuls and convolutions with f32 inputs hold {f32_share}% of device time "
-            f"({', '.join(op.name for op in f32[:4])}), and only {sixteen_share}% of matmul time is 16-bit. "
+            f"({', '.join(op.name for op in f32[:4])}{lines_words([str(o['source']) for o in ops[:4]])}), "
+            f"and only {sixteen_share}% of matmul time is 16-bit. "
             "The TPU's matrix units are built for bf16: f32 inputs take several passes and twice the memory "
             f"traffic. XProf recommends 16-bit compute when under {MIN_16BIT_PERCENT:g}% of it is 16-bit."
         )
@@ -128,7 +134,9 @@ def run(ctx: Context) -> RuleOutcome:
         share = round(sum(p["percent"] for p in promotions), 2)
         explanation = (
             f"{len(promotions)} reduction(s) take bf16 inputs and produce f32 ({share}% of device time; "
-            f"{', '.join(p['op'] for p in promotions[:4])}): the bf16 values are promoted to f32 before "
+            f"{', '.join(p['op'] for p in promotions[:4])}"
+            f"{lines_words([p['source'] for p in promotions[:4]])}): "
+            "the bf16 values are promoted to f32 before "
             "reducing, which doubles the bytes the reduction reads when done on whole arrays."
         )
         evidence = [
@@ -178,6 +186,9 @@ def _promoting_reductions(ctx: Context, total: int) -> list[dict[str, Any]]:
         outputs = {s.element_type for s in instruction.results if s.element_type in FLOAT_TYPES}
         if inputs and inputs <= SIXTEEN_BIT and "f32" in outputs:
             share = percent(table.self_ps[r], total)
-            found.append({"op": name, "self_ms": ms(table.self_ps[r]), "percent": share, "_row": r})
+            found.append(
+                {"op": name, "source": op_source(ctx, r), "self_ms": ms(table.self_ps[r]), "percent": share,
+                 "_row": r}
+            )  # fmt: skip
     found.sort(key=lambda p: -p["percent"])
     return found

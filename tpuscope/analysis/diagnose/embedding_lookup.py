@@ -18,13 +18,14 @@ from tpuscope.analysis.diagnose.finding import (
     ms,
     percent,
 )
-from tpuscope.analysis.diagnose.op_evidence import longest_op_events
+from tpuscope.analysis.diagnose.op_evidence import lines_words, longest_op_events, op_source
 from tpuscope.analysis.diagnose.tpu_cores import sparsecores, tensorcores
 from tpuscope.analysis.facts.context import Context
 from tpuscope.analysis.framework import JAX, PYTORCH_XLA, TENSORFLOW
 
 RULE_ID = "embedding_lookup"
 IMPACT_THRESHOLDS = STEP_TIME_BANDS
+TOP_OPS_NAMED = 10  # ops the metrics list
 # Gathers and scatters "dominate" at this share of TensorCore time. Our heuristic (the 30% level XProf
 # uses for a dominating collective or data shuffle, openxla/xprof xprof/convert/smart_suggestion/constants.h).
 GATHER_PERCENT = 30.0
@@ -75,17 +76,23 @@ def run(ctx: Context) -> RuleOutcome:
         return RuleOutcome([], checked)
     rows.sort(key=lambda r: -int(table.self_ps[r]))
     ops = [
-        {"op": names[r], "self_ms": ms(table.self_ps[r]), "percent": percent(table.self_ps[r], total)}
-        for r in rows
+        {
+            "op": names[r],
+            "source": op_source(ctx, r),
+            "self_ms": ms(table.self_ps[r]),
+            "percent": percent(table.self_ps[r], total),
+        }
+        for r in rows[:TOP_OPS_NAMED]
     ]
     metrics = {
         "gather_scatter_percent_of_device_time": share,
         "gather_scatter_ms": ms(gather_ps),
-        "ops": ops[:10],
+        "ops": ops,
     }
     explanation = (
         f"Gathers and scatters hold {share}% of TensorCore op time ({ms(gather_ps)} ms; "
-        f"{', '.join(names[r] for r in rows[:4])}) and no SparseCore ran anything: embedding-style lookups "
+        f"{', '.join(names[r] for r in rows[:4])}{lines_words([str(o['source']) for o in ops[:4]])}) "
+        "and no SparseCore ran anything: embedding-style lookups "
         "run on the TensorCore, which is built for dense matmuls."
     )
     evidence = [e for r in rows[:5] for e in longest_op_events(table, r, f"lookup: {names[r]}", 5)]

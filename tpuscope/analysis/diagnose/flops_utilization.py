@@ -19,7 +19,7 @@ from tpuscope.analysis.diagnose.finding import (
     ms,
     percent,
 )
-from tpuscope.analysis.diagnose.op_evidence import longest_op_events
+from tpuscope.analysis.diagnose.op_evidence import lines_words, longest_op_events, op_source
 from tpuscope.analysis.facts.context import Context
 from tpuscope.analysis.framework import JAX, PYTORCH_XLA, TENSORFLOW
 from tpuscope.analysis.roofline import BOUND_COMPUTE
@@ -76,6 +76,7 @@ def run(ctx: Context) -> RuleOutcome:
     ops = [
         {
             "op": names[r],
+            "source": op_source(ctx, int(r)),
             "self_ms": ms(table.self_ps[r]),
             "percent_of_device_time": percent(table.self_ps[r], total),
             "achieved_tflops": round(float(table.flop_rate[r]) / 1e12, 2),
@@ -96,6 +97,7 @@ def run(ctx: Context) -> RuleOutcome:
         "(XProf calls "
         f"MXU utilization below {LOW_UTILIZATION_PERCENT:g}% low). The biggest gaps: "
         + ", ".join(f"`{o['op']}` at {o['utilization_percent']}%" for o in ops[:3])
+        + lines_words([o["source"] for o in ops[:3]])
         + "."
     )
     evidence = [e for r in order for e in longest_op_events(table, int(r), f"low FLOP/s: {names[r]}", 5)]

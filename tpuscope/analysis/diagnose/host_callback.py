@@ -24,7 +24,7 @@ from tpuscope.analysis.diagnose.finding import (
     percent,
     step_time_impact,
 )
-from tpuscope.analysis.diagnose.op_evidence import EVIDENCE_PER_OP, longest_op_events
+from tpuscope.analysis.diagnose.op_evidence import EVIDENCE_PER_OP, lines_words, longest_op_events, op_source
 from tpuscope.analysis.facts.context import Context
 from tpuscope.analysis.facts.evidence import event_evidence, largest_first
 from tpuscope.analysis.framework import JAX, PYTORCH_XLA, TENSORFLOW
@@ -99,6 +99,7 @@ def run(ctx: Context) -> RuleOutcome:
     occurrences = [int(ctx.op_table.occurrences[r]) for r in device_rows]
     calls = sum(occurrences) + host_count
     ops = [table_names[r] for r in device_rows] + sorted({t.event_name(int(i[0])) for t, i in host})
+    sources = [{"op": table_names[r], "source": op_source(ctx, r)} for r in device_rows]
     per_step = round(calls / len(p0), 2) if len(p0) else None
     devices = len(ctx.op_table.devices) if device_rows else 1
     impact = step_time_impact(
@@ -109,6 +110,7 @@ def run(ctx: Context) -> RuleOutcome:
     severity = IMPACT_THRESHOLDS.severity(impact)
     metrics = {
         "ops": ops,
+        "op_sources": sources,  # the device ops' source lines ("" without one)
         "calls": calls,
         "calls_per_step": per_step,
         "device_callback_ms": ms(device_ps),
@@ -118,7 +120,8 @@ def run(ctx: Context) -> RuleOutcome:
     }
     rate = f" ({per_step} per step)" if per_step is not None else ""
     explanation = (
-        f"The compiled program calls back into the host {calls} time(s){rate}: {', '.join(ops[:5])}. "
+        f"The compiled program calls back into the host {calls} time(s){rate}: {', '.join(ops[:5])}"
+        f"{lines_words([s['source'] for s in sources])}. "
         f"Each call stops the device program, runs Python on the host and waits for it: "
         f"{ms(device_ps)} ms of device time ({device_share}%)"
         + (f", and {ms(host_ps)} ms of host print ops ({host_share}% of step time)" if host_count else "")

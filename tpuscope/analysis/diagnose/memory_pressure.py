@@ -8,6 +8,7 @@ defragment. The finding names the biggest buffers at the peak, since they are wh
 from __future__ import annotations
 
 from tpuscope.analysis.diagnose.finding import Finding, Impact, ImpactThresholds, RuleOutcome
+from tpuscope.analysis.diagnose.op_evidence import instruction_source, lines_words
 from tpuscope.analysis.facts.context import Context
 from tpuscope.analysis.facts.evidence import event_evidence, range_evidence
 from tpuscope.analysis.framework import JAX, PYTORCH_XLA, TENSORFLOW
@@ -86,11 +87,12 @@ def _impact(peak_bytes: int, share: float) -> Impact:
 def _program_finding(ctx: Context, program, share: float) -> Finding:
     biggest = program.buffers_largest_first()[:BUFFERS_NAMED]
     named = "; ".join(f"{format_bytes(b.bytes)} {b.shape} ({b.name}, {b.category.lower()})" for b in biggest)
+    sources = [instruction_source(ctx, program.program_id, b.defined_by) for b in biggest]
     title = f"{program.name} needs {100 * share:.1f}% of device memory at its peak"
     explanation = (
         f"XLA planned a peak of {format_bytes(program.peak_heap_bytes)} for {program.name} "
         f"({program.memory_space_name}), {100 * share:.1f}% of the {format_bytes(program.capacity_bytes)} "
-        f"available per device. The biggest buffers live at the peak: {named}."
+        f"available per device. The biggest buffers live at the peak: {named}{lines_words(sources)}."
     )
     evidence = []
     for track, rows in program_runs(ctx.trace, program.name):
@@ -100,7 +102,7 @@ def _program_finding(ctx: Context, program, share: float) -> Finding:
         "peak_heap_bytes": program.peak_heap_bytes,
         "capacity_bytes": program.capacity_bytes,
         "share_percent": round(100 * share, 2),
-        "biggest_buffers": [b.to_json() for b in biggest],
+        "biggest_buffers": [dict(b.to_json(), source=s) for b, s in zip(biggest, sources, strict=True)],
     }
     impact = _impact(program.peak_heap_bytes, share)
     return Finding(RULE_ID, IMPACT_THRESHOLDS.severity(impact), title, explanation, metrics,

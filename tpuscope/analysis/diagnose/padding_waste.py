@@ -14,6 +14,7 @@ from __future__ import annotations
 import re
 
 from tpuscope.analysis.diagnose.finding import Finding, Impact, ImpactThresholds, RuleOutcome
+from tpuscope.analysis.diagnose.op_evidence import instruction_source, short_source
 from tpuscope.analysis.facts.context import Context
 from tpuscope.analysis.facts.evidence import event_evidence
 from tpuscope.analysis.framework import JAX, PYTORCH_XLA, TENSORFLOW
@@ -89,10 +90,12 @@ def _finding(ctx: Context, program, share: float) -> Finding:
     wasteful: list[PeakBuffer] = sorted(program.buffers_at_peak, key=lambda b: -(b.bytes - b.unpadded_bytes))
     wasteful = [b for b in wasteful if b.bytes > b.unpadded_bytes][:SHAPES_NAMED]
     parts = []
-    for buffer in wasteful:
+    sources = [instruction_source(ctx, program.program_id, b.defined_by) for b in wasteful]
+    for buffer, source in zip(wasteful, sources, strict=True):
         hint = round_up_hint(buffer.shape)
+        made_at = f", from {short_source(source)}" if source else ""
         parts.append(
-            f"{buffer.shape} ({buffer.name}): {format_bytes(buffer.bytes)} for "
+            f"{buffer.shape} ({buffer.name}{made_at}): {format_bytes(buffer.bytes)} for "
             f"{format_bytes(buffer.unpadded_bytes)} of data" + (f"; round {hint}" if hint else "")
         )
     title = f"{program.name}: {100 * share:.0f}% of its peak memory is layout padding"
@@ -111,7 +114,8 @@ def _finding(ctx: Context, program, share: float) -> Finding:
         "padding_bytes": program.padding_bytes,
         "padding_percent": round(100 * share, 2),
         "shapes": [
-            {"shape": b.shape, "bytes": b.bytes, "unpadded_bytes": b.unpadded_bytes} for b in wasteful
+            {"shape": b.shape, "bytes": b.bytes, "unpadded_bytes": b.unpadded_bytes, "source": s}
+            for b, s in zip(wasteful, sources, strict=True)
         ],
     }
     capacity = program.capacity_bytes or 0

@@ -33,11 +33,13 @@ from tpuscope.analysis.diagnose.finding import (
     percent,
     step_time_impact,
 )
+from tpuscope.analysis.diagnose.op_evidence import short_source
 from tpuscope.analysis.facts.context import Context
 from tpuscope.analysis.facts.evidence import event_evidence, largest_first
 from tpuscope.analysis.facts.intervals import intersect, merge_intervals, total
 from tpuscope.analysis.framework import JAX, PYTORCH_XLA, TENSORFLOW
-from tpuscope.analysis.programs import PROGRAM_SIGNATURES
+from tpuscope.analysis.op_source import caller_line
+from tpuscope.analysis.programs import PROGRAM_CODE, PROGRAM_SIGNATURES
 from tpuscope.model.programs import ProgramSignature, signatures_of_module
 from tpuscope.model.trace import Track
 from tpuscope.model.vocabulary import KIND_METADATA, EventClass, Stat
@@ -123,6 +125,9 @@ def run(ctx: Context) -> RuleOutcome:
         if group.details:
             metrics["what_differed"] = sorted(group.details)
         _add_signature_metrics(group, metrics, starts, ends)
+        caller = _caller(ctx, group)
+        if caller:
+            metrics["caller"] = caller
         most_after = max(most_after, after_first)
         if after_first > MAX_COMPILES_AFTER_FIRST_STEP:
             per_step = after_first / steps_after if steps_after else float(after_first)
@@ -204,6 +209,8 @@ def _repeated(ctx: Context, group: _Group, metrics: dict, impact: Impact | None)
         "A function compiled again after warm-up means its input shapes, dtypes or static arguments "
         "keep changing."
     )
+    if metrics.get("caller"):
+        explanation += f" It is called from {short_source(metrics['caller'])}."
     changes = metrics.get("argument_changes")
     if changes:
         explanation += f" What changed between the compilations: {'; '.join(changes)}."
@@ -218,6 +225,20 @@ def _repeated(ctx: Context, group: _Group, metrics: dict, impact: Impact | None)
     if impact is None:
         finding.impact_note = NO_STEPS_NOTE
     return finding
+
+
+def _caller(ctx: Context, group: _Group) -> str:
+    """`file:line` of the call that traced the group's function (its programs' stacks), "" unknown."""
+    ids = [s.program_id for s in group.signatures if s.program_id is not None]
+    if not ids:
+        return ""
+    code = ctx.get(PROGRAM_CODE)
+    for program_id in reversed(ids):  # the latest compilation first
+        program = code.get(int(program_id))
+        line = caller_line(program, group.name) if program is not None else None
+        if line is not None:
+            return line.text
+    return ""
 
 
 def _summary(ctx: Context, quiet: list) -> Finding:

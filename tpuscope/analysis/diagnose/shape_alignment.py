@@ -22,7 +22,7 @@ from tpuscope.analysis.diagnose.finding import (
 )
 from tpuscope.analysis.diagnose.hlo_text import ELEMENT_BYTES, FLOAT_TYPES, Shape
 from tpuscope.analysis.diagnose.matmul_ops import tpu_matmuls
-from tpuscope.analysis.diagnose.op_evidence import longest_op_events
+from tpuscope.analysis.diagnose.op_evidence import longest_op_events, op_source, short_source
 from tpuscope.analysis.facts.context import Context
 from tpuscope.analysis.framework import JAX, PYTORCH_XLA, TENSORFLOW
 
@@ -76,6 +76,7 @@ def run(ctx: Context) -> RuleOutcome:
         rows.append(
             {
                 "op": op.name,
+                "source": op_source(ctx, op.row),
                 "operand": _shape_text(worst),
                 "change": _what_to_change(worst),
                 "padding_percent": round(100 * (worst_ratio - 1), 2),
@@ -109,7 +110,8 @@ def run(ctx: Context) -> RuleOutcome:
     explanation = (
         f"{len(rows)} matmul/convolution op(s) run on operands whose minor dimensions are not multiples "
         f"of the TPU tile (8 x 128), so part of each is padding: about {ms(wasted_ps)} ms ({share}% of "
-        f"device time) goes to padded rows and columns. Worst: `{first['op']}` on {first['operand']} "
+        f"device time) goes to padded rows and columns. Worst: `{first['op']}`{_at(first['source'])} on "
+        f"{first['operand']} "
         f"({first['padding_percent']}% padding): {first['change']}."
     )
     title = f"Misaligned matmul shapes: padding costs about {share:.1f}% of device time"
@@ -119,6 +121,10 @@ def run(ctx: Context) -> RuleOutcome:
     return costed_outcome(
         RULE_ID, title, explanation, metrics, evidence, ctx.advice_for(ADVICE), checked, impact
     )
+
+
+def _at(source: str) -> str:
+    return f" (from {short_source(source)})" if source else ""
 
 
 def _shape_text(shape: Shape) -> str:
