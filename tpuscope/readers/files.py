@@ -236,7 +236,8 @@ def read_profile_bytes(path: Path, skip_leading_blanks: bool = False) -> tuple[b
 GZIP_MAGIC = b"\x1f\x8b"
 _GZIP_WBITS = 16 + zlib.MAX_WBITS  # zlib's window bits for a gzip header and trailer
 # Decompressed per step: the bound below is checked between steps, so no step overshoots it by more.
-_GZIP_STEP_BYTES = 64 << 20
+_GZIP_STEP_BYTES = 16 << 20
+_GZIP_INPUT_BYTES = 1 << 20  # compressed bytes fed per piece
 # What a profile may expand to, relative to its compressed size: deflate's own ceiling is 1032:1
 # (zlib's technical details, zlib.net/zlib_tech.html); real profiles compress 3-20:1 (the Kineto
 # traces of tests/ 9-18:1), so a stream past this (blanks excepted) is not a profile.
@@ -277,42 +278,52 @@ def gunzip_salvaging(path: Path, data: bytes, skip_leading_blanks: bool = False)
     parts: list[bytes] = []
     held = 0
     skipping = skip_leading_blanks
-    rest = data
+
+    def keep(chunk: bytes) -> None:
+        nonlocal held, skipping
+        if skipping and chunk:
+            if not parts and chunk.startswith(_UTF8_BOM):
+                chunk = chunk[len(_UTF8_BOM) :]
+            chunk = chunk.lstrip(_BLANKS)
+            skipping = not chunk
+        if chunk:
+            held += len(chunk)
+            if held > limit:
+                raise ProfileError(path, _too_big(len(data), free, limit))
+            parts.append(chunk)
+
+    view = memoryview(data)
+    offset = 0
     try:
-        while rest:
+        while offset < len(data):
             stream = zlib.decompressobj(_GZIP_WBITS)
-            chunk = stream.decompress(rest, _GZIP_STEP_BYTES)
-            while True:
-                more = not stream.eof and (bool(stream.unconsumed_tail) or len(chunk) == _GZIP_STEP_BYTES)
-                if skipping and chunk:
-                    if held == 0 and not parts and chunk.startswith(_UTF8_BOM):
-                        chunk = chunk[len(_UTF8_BOM) :]
-                    stripped = chunk.lstrip(_BLANKS)
-                    if stripped:
-                        skipping = False
-                    chunk = stripped
-                if chunk:
-                    held += len(chunk)
-                    if held > limit:
-                        raise ProfileError(path, _too_big(held, len(data), free, limit))
-                    parts.append(chunk)
-                if not more:
+            while not stream.eof and offset < len(data):
+                # Input in pieces, output in steps: neither the compressed rest nor a step's output is
+                # copied again per step, and the bound is checked after each step.
+                piece: bytes | memoryview = view[offset : offset + _GZIP_INPUT_BYTES]
+                offset += len(piece)
+                while piece and not stream.eof:
+                    keep(stream.decompress(piece, _GZIP_STEP_BYTES))
+                    piece = stream.unconsumed_tail
+            while not stream.eof:  # the input is all in: drain what zlib still holds
+                chunk = stream.decompress(b"", _GZIP_STEP_BYTES)
+                if not chunk:
                     break
-                chunk = stream.decompress(stream.unconsumed_tail, _GZIP_STEP_BYTES)
+                keep(chunk)
             if not stream.eof:
-                tail = stream.flush()
-                if tail and not (skipping and not tail.lstrip(_BLANKS)):
-                    parts.append(tail.lstrip(_BLANKS) if skipping else tail)
+                keep(stream.flush())
                 return _joined(parts), True
-            rest = stream.unused_data.lstrip(b"\0")  # gzip allows zero padding between members
-            if rest and rest[:2] != GZIP_MAGIC:
+            offset -= len(stream.unused_data)
+            while offset < len(data) and data[offset] == 0:  # gzip allows zero padding between members
+                offset += 1
+            if offset < len(data) and data[offset : offset + 2] != GZIP_MAGIC:
                 raise ProfileError(path, "the gzip data is corrupted (unexpected bytes after a gzip member)")
     except zlib.error as exc:
         raise ProfileError(path, f"the gzip data is corrupted ({exc})") from None
     return _joined(parts), False
 
 
-def _too_big(held: int, compressed: int, free: int | None, limit: int) -> str:
+def _too_big(compressed: int, free: int | None, limit: int) -> str:
     gib = 1 << 30
     if free is not None and limit < compressed * MAX_GZIP_EXPANSION:
         return (
