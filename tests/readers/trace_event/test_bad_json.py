@@ -302,3 +302,11 @@ def test_files_whose_clocks_are_too_far_apart_are_one_sentence(tmp_path, capsys)
         "its files' clocks are 11,574 days apart, more than one timeline holds",
         "--no-cache",
     )
+
+
+def test_a_file_compressed_twice_loads_and_a_cut_inside_is_named(tmp_path, capsys):
+    inner = gzip.compress(json.dumps(ORIGINAL).encode())
+    path = _write(tmp_path, gzip.compress(inner), "twice.pt.trace.json.gz")
+    assert open_trace(path, use_cache=False).event_count == ORIGINAL_EVENTS
+    cut = _write(tmp_path, gzip.compress(inner[: len(inner) // 2]), "cut.pt.trace.json.gz")
+    _salvaged(capsys, cut, "is cut short: its gzip data ends after ")

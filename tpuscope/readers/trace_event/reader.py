@@ -16,7 +16,8 @@ from tpuscope.readers.trace_event.tsl import ChromeMapping, is_tsl
 def _read(path: Path) -> TraceEventFile:
     # OS and gzip errors as ProfileErrors; gunzipped as a stream, its leading blanks skipped.
     data, gzip_cut = read_profile_bytes(path, skip_leading_blanks=True)
-    return read_trace_events(path, read_json_bytes(path, data), gzip_cut)
+    data, inner_cut = read_json_bytes(path, data)
+    return read_trace_events(path, data, gzip_cut or inner_cut)
 
 
 def _choose(file: TraceEventFile) -> Mapping:
