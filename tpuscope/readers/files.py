@@ -324,16 +324,19 @@ def gunzip_salvaging(path: Path, data: bytes, skip_leading_blanks: bool = False)
 
 
 def _too_big(compressed: int, free: int | None, limit: int) -> str:
-    gib = 1 << 30
     if free is not None and limit < compressed * MAX_GZIP_EXPANSION:
         return (
-            f"its gzip data expands past {limit / gib:.1f} GiB, more than the {free / gib:.1f} GiB "
-            "of free memory can hold"
+            f"its gzip data expands past {_size(limit)}, more than a load may take of the "
+            f"{_size(free)} of free memory"
         )
     return (
         f"its gzip data expands more than {MAX_GZIP_EXPANSION} times its compressed size "
         f"({compressed:,} bytes), which no profile does (it may be a decompression bomb)"
     )
+
+
+def _size(count: int) -> str:
+    return f"{count / (1 << 30):.1f} GiB" if count >= 1 << 30 else f"{count / (1 << 20):.0f} MiB"
 
 
 def _joined(parts: list[bytes]) -> bytes:

@@ -310,3 +310,11 @@ def test_a_file_compressed_twice_loads_and_a_cut_inside_is_named(tmp_path, capsy
     assert open_trace(path, use_cache=False).event_count == ORIGINAL_EVENTS
     cut = _write(tmp_path, gzip.compress(inner[: len(inner) // 2]), "cut.pt.trace.json.gz")
     _salvaged(capsys, cut, "is cut short: its gzip data ends after ")
+
+
+def test_gzip_that_would_take_more_than_its_share_of_free_memory_is_refused(tmp_path, capsys, monkeypatch):
+    from tpuscope.readers import files
+
+    monkeypatch.setattr(files, "GZIP_MEMORY_SHARE", 1e-6)  # the share of this machine's real free memory
+    path = _write(tmp_path, gzip.compress(json.dumps(ORIGINAL).encode()), "t.pt.trace.json.gz")
+    _refused(capsys, path, "more than a load may take of the ")
