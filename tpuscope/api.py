@@ -1,0 +1,98 @@
+"""The Python API for notebooks and scripts: `tpuscope.open(path)` and `tpuscope.compare(a, b)`.
+
+A `Profile` holds one loaded trace and its `TraceAnalysis`, so every method computes its result once
+and returns the records the matching command prints with `--json` (the same code builds both):
+
+    import tpuscope
+    p = tpuscope.open("prof/")                # a file, run folder, logdir or gs:// URL
+    p.sql("SELECT name, sum(dur_ps) FROM events GROUP BY name").df()
+    p.ops()[0]["name"], p.diagnose()["findings"], p.memory()["programs"]
+
+`sql` returns a DuckDB relation (`.df()`, `.pl()`, `.arrow()`, `.fetchall()`), read-only as the
+`sql` command's queries are (`tpuscope.query.session`).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from tpuscope.analysis.session import DeviceChoice, TraceAnalysis
+from tpuscope.model.trace import Trace
+from tpuscope.opener import open_trace
+
+
+class Profile:
+    """One profile and its analyses (see the module docstring)."""
+
+    def __init__(self, trace: Trace):
+        self.trace = trace
+        self.analysis = TraceAnalysis(trace)
+        self._session: Any = None
+
+    def __repr__(self) -> str:
+        sources = ", ".join(str(s) for s in self.trace.sources)
+        return f"<tpuscope.Profile {sources}: {self.trace.event_count:,} events>"
+
+    @property
+    def query(self):
+        """The profile's `QuerySession` (its DuckDB connection), made on first use."""
+        if self._session is None:
+            from tpuscope.query.session import QuerySession
+
+            self._session = QuerySession(self.analysis)
+        return self._session
+
+    def sql(self, query: str):
+        """The query's result as a DuckDB relation; `tpuscope.query.session.QueryError` when refused
+        or failing (one sentence)."""
+        return self.query.sql(query)
+
+    def table(self, name: str):
+        """One of the `sql` tables (`tpuscope sql PATH --schema`) as a pyarrow Table."""
+        return self.query.arrow(name)
+
+    def ops(self, by: str = "op", device: DeviceChoice = "all") -> list[dict[str, Any]]:
+        """The rows of `tpuscope ops --by BY --device DEVICE --json` (empty when no device ran ops)."""
+        from tpuscope.analysis.ops import GROUPINGS
+        from tpuscope.query.tables import ops_records
+
+        if by not in GROUPINGS:
+            raise ValueError(f"by must be one of {', '.join(GROUPINGS)}, not {by!r}")
+        return ops_records(self.analysis, by, device)
+
+    def steps(self, device: DeviceChoice = "all") -> list[dict[str, Any]]:
+        """The step rows of `tpuscope ops --json` (`steps.rows`), with each step's `ts_ps` and `dur_ps`."""
+        from tpuscope.query.tables import steps_records
+
+        return steps_records(self.analysis, device)
+
+    def diagnose(self) -> dict[str, Any]:
+        """What `tpuscope diagnose --json` prints: framework, steps, findings worst first, checked rules."""
+        return self.analysis.report.to_json()
+
+    def memory(self) -> dict[str, Any]:
+        """What `tpuscope memory --json` prints: programs at their peak, allocators over time."""
+        from tpuscope.analysis.memory.report import MEMORY_REPORT
+
+        return self.analysis.get(MEMORY_REPORT).to_json()
+
+    def overview(self) -> dict[str, Any]:
+        """What `tpuscope overview --json` prints (one trace)."""
+        return self.analysis.overview.to_json()
+
+
+def open(path: str | Path, run: str | None = None, use_cache: bool = True) -> Profile:  # noqa: A001
+    """Opens a profile as the commands do (`.xplane.pb`, Kineto/Chrome JSON, run folder, logdir, gs://);
+    `tpuscope.errors.ProfileError` (one sentence) when it cannot be read."""
+    return Profile(open_trace(str(path), run=run, use_cache=use_cache))
+
+
+def compare(base: str | Path | Profile, new: str | Path | Profile, noise_floor: float | None = None) -> dict:
+    """What `tpuscope compare BASE NEW --json` prints (every op row)."""
+    from tpuscope.analysis.compare.runs import compare_traces
+
+    def trace_of(x: str | Path | Profile) -> Trace:
+        return x.trace if isinstance(x, Profile) else open_trace(str(x))
+
+    return compare_traces(trace_of(base), trace_of(new), noise_floor).to_json(top_ops=None)
