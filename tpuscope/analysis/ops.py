@@ -629,6 +629,41 @@ def op_details_of_event(
     return None
 
 
+@dataclass
+class RooflinePoints:
+    """The ops of an op table by op that a roofline can place: each with known FLOPs, bytes and
+    self time (XProf's roofline_model rows), as parallel columns over those rows."""
+
+    table: OpTable
+    rows: np.ndarray  # table rows
+    intensity: np.ndarray  # FLOPs per byte accessed
+    flop_rate: np.ndarray  # FLOP/s over self time (XProf's measured_flop_rate, in FLOP/s)
+    self_ps: np.ndarray
+    programs: list[str]  # the programs the table's ops ran in, most self time first
+
+    def __len__(self) -> int:
+        return len(self.rows)
+
+
+def roofline_points(table: OpTable, program: str | None = None) -> RooflinePoints:
+    """The roofline's dots: every op row by op (of `program`, a program label, when given) with
+    FLOPs > 0, bytes accessed > 0 and self time > 0. Ops XProf places at zero FLOPs (copies) have no
+    place on log axes and are left out, as they are of XProf's chart."""
+    if table.by != "op":
+        raise ValueError("a roofline places ops: it needs the op table by op")
+    known = np.isfinite(table.flops) & (table.flops > 0)
+    known &= np.isfinite(table.bytes_accessed) & (table.bytes_accessed > 0) & (table.self_ps > 0)
+    program_self = np.bincount(table.program, weights=table.self_ps, minlength=len(table.labels))
+    programs = [table.labels[int(p)] for p in np.argsort(-program_self, kind="stable") if program_self[p] > 0]
+    if program is not None:
+        wanted = table.labels.index(program) if program in table.labels else -1
+        known &= table.program == wanted
+    rows = np.flatnonzero(known)
+    return RooflinePoints(
+        table, rows, table.intensity[rows], table.flop_rate[rows], table.self_ps[rows].copy(), programs
+    )
+
+
 def op_breakdown(trace: Trace, device: str | int | None = "all", by: str = "op") -> OpTable:
     """The op table of the chosen devices ("all", a position, or a kind) grouped `by`."""
     devices = select_devices(find_devices(trace), device)
