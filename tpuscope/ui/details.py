@@ -1,4 +1,10 @@
-"""The details panel: everything known about the selected event, or a summary of a selected range."""
+"""The details panel: everything known about the selected event, or a summary of a selected range.
+
+For a device op it also shows the user's code behind it (`tpuscope.analysis.op_source`): the
+framework op, the source line, the stack as Python prints a traceback, the op's HLO text and, for
+a fusion, the instructions it fused. The programs' code is decoded in a worker thread (once per
+trace, `PROGRAM_CODE`), so the event's times and stats show at once and its code a moment later.
+"""
 
 from __future__ import annotations
 
@@ -8,8 +14,13 @@ import numpy as np
 from PySide6.QtCore import Signal
 from PySide6.QtWidgets import QTextBrowser, QWidget
 
+from tpuscope.analysis.op_source import OpDetails
+from tpuscope.analysis.ops import op_details_of_event
+from tpuscope.analysis.programs import PROGRAM_CODE
 from tpuscope.model.trace import Trace, Track
 from tpuscope.model.units import SHORT_SPEC, format_duration
+from tpuscope.ui.analysis_hub import AnalysisHub
+from tpuscope.ui.jobs import LatestJobs
 from tpuscope.ui.range_summary import RangeSummary
 from tpuscope.ui.timeline.palette import short_name
 
@@ -19,6 +30,7 @@ MAX_FLOW_LINKS = 20  # a launch has one kernel; an event with more flows lists t
 DETAILS_START_WIDTH_PX = 360  # room for stat names such as `raw_bytes_accessed` and 20-digit values
 MAX_RANGE_ROWS = 200  # names listed for a range; the rest are counted in one line
 MAX_STAT_TEXT = 2000  # characters of one stat value shown (long HLO texts and source stacks)
+MAX_FUSED_SHOWN = 200  # instructions of a fusion listed; a large fusion's rest is counted
 
 
 def format_stat(name: str, value: object) -> str:
@@ -38,6 +50,36 @@ def format_stat(name: str, value: object) -> str:
     return text if len(text) <= MAX_STAT_TEXT else text[:MAX_STAT_TEXT] + "\u2026"
 
 
+def code_html(details: OpDetails) -> str:
+    """The code section of an op's details (module docstring)."""
+    code = details.code
+    rows = []
+    if code.framework_op:
+        rows.append(("Framework op", code.framework_op))
+    if code.source:
+        rows.append(("Source", code.source + (f"  in {code.function}" if code.function else "")))
+    else:
+        rows.append(("Source", "none recorded for this op"))
+    if code.program_id is not None:
+        rows.append(("Program", str(code.program_id)))
+    parts = ["<p style='margin:8px 0 2px 0'><b>Code</b></p>", _table(rows)]
+    if details.traceback:
+        parts.append("<p style='margin:8px 0 2px 0'><b>Stack</b></p>")
+        parts.append(f"<pre style='white-space:pre-wrap'>{html.escape(details.traceback)}</pre>")
+    if code.hlo_text:
+        parts.append("<p style='margin:8px 0 2px 0'><b>HLO</b></p>")
+        parts.append(f"<pre style='white-space:pre-wrap'>{html.escape(format_stat('', code.hlo_text))}</pre>")
+    if details.fused_texts:
+        parts.append(
+            f"<p style='margin:8px 0 2px 0'><b>Fused instructions ({len(details.fused_texts)})</b></p>"
+        )
+        fused = "\n".join(details.fused_texts[:MAX_FUSED_SHOWN])
+        more = len(details.fused_texts) - MAX_FUSED_SHOWN
+        fused += f"\n\u2026 and {more} more" if more > 0 else ""
+        parts.append(f"<pre style='white-space:pre-wrap'>{html.escape(fused)}</pre>")
+    return "".join(parts)
+
+
 def _table(rows: list[tuple[str, str]]) -> str:
     cells = "".join(
         f"<tr><td nowrap style='color:#5b6473;padding-right:10px;vertical-align:top'>{html.escape(k)}</td>"
@@ -55,15 +97,21 @@ class DetailsPanel(QTextBrowser):
 
     flowTargetClicked = Signal(object, int)
 
-    def __init__(self, parent: QWidget | None = None):
+    def __init__(self, parent: QWidget | None = None, hub: AnalysisHub | None = None):
         super().__init__(parent)
         self.setOpenLinks(False)
         self.anchorClicked.connect(self._on_anchor)
         self._trace: Trace | None = None
+        self.hub = hub  # the open trace's analyses: where an op's code comes from (None: no code shown)
+        self._code_jobs = LatestJobs(self)
+        self._event_parts: list[str] = []
+        self.code: OpDetails | None = None  # the code of the op shown, once it arrived
         self.setMinimumWidth(DETAILS_MIN_WIDTH_PX)
         self.clear_details()
 
     def clear_details(self) -> None:
+        self._code_jobs.supersede()
+        self.code = None
         self.setHtml(
             "<p style='color:#5b6473'>Click an event to see its details; "
             "Shift-drag on the timeline to summarize a time range.</p>"
@@ -78,6 +126,7 @@ class DetailsPanel(QTextBrowser):
 
     def show_event(self, track: Track, index: int) -> None:
         self._trace = track.plane.trace
+        self.code = None
         name = track.event_name(index)
         start = int(track.start_ps[index])
         duration = int(track.duration_ps[index])
@@ -107,6 +156,35 @@ class DetailsPanel(QTextBrowser):
             parts.append("<p style='margin:8px 0 2px 0'><b>Op metadata stats</b></p>")
             parts.append(_table([(k, format_stat(k, v)) for k, v in sorted(meta.items())]))
         parts.append(self._flow_links(track, index))
+        self._event_parts = parts
+        self.setHtml("".join(parts))
+        self._ask_code(track, index)
+
+    def _ask_code(self, track: Track, index: int) -> None:
+        """Finds the op's code in a worker; shown when it arrives, unless another event was picked."""
+        self._code_jobs.supersede()
+        analysis = self.hub.analysis if self.hub is not None else None
+        if analysis is None or analysis.trace is not track.plane.trace:
+            return
+
+        def work() -> OpDetails | None:
+            return op_details_of_event(analysis.devices, track, index, analysis.get(PROGRAM_CODE))
+
+        self._code_jobs.start(work, self._show_code, lambda _error: None)  # no code: the event shows as is
+
+    def wait_for_code(self) -> None:
+        """Blocks until the code asked for last has been computed (tests; deliver with processEvents)."""
+        self._code_jobs.wait()
+
+    def _show_code(self, details: OpDetails | None) -> None:
+        if details is None:
+            return
+        self.code = details
+        parts = list(self._event_parts)
+        if details.code.hlo_text and len(parts) > 1 and "<b>HLO</b>" in parts[1]:
+            del parts[1]  # the op's own text, shown in the code section instead
+        times = 2 if len(parts) > 1 and "<b>HLO</b>" in parts[1] else 1  # the times table's part
+        parts.insert(times + 1, code_html(details))  # under the times, above the raw stats
         self.setHtml("".join(parts))
 
     def _flow_links(self, track: Track, index: int) -> str:

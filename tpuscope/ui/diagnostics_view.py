@@ -201,7 +201,12 @@ class DiagnosticsView(View):
         if self.report is None or self.trace is None or not 0 <= row < len(self.report.findings):
             return
         self._highlighted_row = row
-        self.highlightRequested.emit(evidence_events(self.trace, self.report.findings[row].evidence))
+        evidence = self.report.findings[row].evidence
+        self.highlightRequested.emit(evidence_events(self.trace, evidence))
+        # The finding's first event (for an op: its code) in the Details dock.
+        first = evidence_events(self.trace, [e for e in evidence if e.get("event_index") is not None][:1])
+        if first:
+            self.eventPicked.emit(first[0][0], int(first[0][1][0]))
 
     def _zoom_to_finding(self) -> None:
         finding = self.current_finding

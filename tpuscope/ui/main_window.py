@@ -109,7 +109,7 @@ class MainWindow(QMainWindow):
         central_column.addWidget(self.stack, 1)
         self.setCentralWidget(central)
 
-        self.details = DetailsPanel(self)
+        self.details = DetailsPanel(self, self.hub)
         self.details_dock = QDockWidget("Details", self)
         self.details_dock.setObjectName("details")
         self.details_dock.setWidget(self.details)
@@ -172,6 +172,8 @@ class MainWindow(QMainWindow):
             view.zoomRequested.connect(self.zoom_timeline)
             view.trackRequested.connect(self.timeline.scroll_to_track)
             view.openRequested.connect(self.open_view)
+            view.eventPicked.connect(self.details.show_event)
+            view.opsOutlined.connect(self.outline_ops)
             made[spec.key] = view
             self.tabs.insertTab(len(made) - 1, view, spec.title)
         self._views = made
@@ -472,6 +474,12 @@ class MainWindow(QMainWindow):
                 OUTLINE_MESSAGE_MS,
             )
 
+    def outline_ops(self, names: set[str]) -> None:
+        """Marks the ops named (picked in one view, e.g. a source line's) in every view listing ops."""
+        for view in self._views.values():
+            if isinstance(view, View):
+                view.outline_ops(names)
+
     def zoom_timeline(self, t0_ps, t1_ps) -> None:
         self.show_view("timeline")
         self.timeline.zoom_to_range(float(t0_ps), float(t1_ps), margin=0.0)
@@ -585,6 +593,7 @@ class MainWindow(QMainWindow):
             worker.wait()
         self.search.shutdown()
         self.jobs.wait()
+        self.details.wait_for_code()
         self.hub.wait(deliver=False)
         for view in self._views.values():  # views never made have nothing to wait for
             if isinstance(view, View):

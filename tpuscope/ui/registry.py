@@ -44,5 +44,7 @@ VIEWS: tuple[ViewSpec, ...] = (
     ViewSpec("ops", "Op breakdown", "tpuscope.ui.ops.view", "OpsView"),
     ViewSpec("diagnostics", "Diagnostics", "tpuscope.ui.diagnostics_view", "DiagnosticsView"),
     ViewSpec("memory", "Memory", "tpuscope.ui.memory_view", "MemoryView"),
+    ViewSpec("source", "Source", "tpuscope.ui.source_view", "SourceView"),
+    ViewSpec("roofline", "Roofline", "tpuscope.ui.roofline_view", "RooflineView"),
 )
 VIEW_KEYS: tuple[str, ...] = tuple(spec.key for spec in VIEWS)

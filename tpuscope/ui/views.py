@@ -41,10 +41,14 @@ class View(QWidget):
     Signals carry timeline payloads and view keys, never widgets: `highlightRequested(matches)` asks
     the timeline to outline events (a list of (Track, indices)), `zoomRequested(t0_ps, t1_ps)` to
     show a time range, `trackRequested(track)` to scroll that track into view, `openRequested(key,
-    target)` to bring view `key` to the front and `select` `target` there (None: just show it).
+    target)` to bring view `key` to the front and `select` `target` there (None: just show it),
+    `eventPicked(track, index)` to show one event (an op the user picked) in the Details dock,
+    `opsOutlined(names)` to mark ops (by name) in every view that lists ops (`outline_ops`).
     """
 
     highlightRequested = Signal(object)
+    eventPicked = Signal(object, int)
+    opsOutlined = Signal(object)
     zoomRequested = Signal(object, object)
     trackRequested = Signal(object)
     openRequested = Signal(str, object)
@@ -87,6 +91,9 @@ class View(QWidget):
 
     def select(self, target: object) -> None:
         """Selects `target` (an `OpRow`, a `FindingAt`, ...) if this view shows such things."""
+
+    def outline_ops(self, names: set[str]) -> None:
+        """Marks the ops named (another view's `opsOutlined`) if this view lists ops."""
 
     def shutdown(self) -> None:
         """Waits for this view's background work (call before the window closes)."""

@@ -125,9 +125,7 @@ def run(ctx: Context) -> RuleOutcome:
         if group.details:
             metrics["what_differed"] = sorted(group.details)
         _add_signature_metrics(group, metrics, starts, ends)
-        caller = _caller(ctx, group)
-        if caller:
-            metrics["caller"] = caller
+        metrics["caller"] = _caller(ctx, group)  # "" where the programs' stacks do not say
         most_after = max(most_after, after_first)
         if after_first > MAX_COMPILES_AFTER_FIRST_STEP:
             per_step = after_first / steps_after if steps_after else float(after_first)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 from PySide6.QtCore import QAbstractTableModel, QModelIndex, QObject, QPersistentModelIndex, Qt
+from PySide6.QtGui import QColor
 
 from tpuscope.analysis.ops import OpTable
 from tpuscope.analysis.roofline import BOUND_NAMES
@@ -19,6 +20,7 @@ from tpuscope.model.units import format_duration
 # third digit and would push the other columns out of view: they are shown as 3.15e+09.
 COMPACT_NUMBER_FROM = 1e6
 SELF_TIME_COLUMN = 6  # the table's natural order: self time, largest first
+OUTLINED_ROW = QColor(255, 236, 179)  # rows of the ops picked in another view (a source line's)
 
 _ModelIndex = QModelIndex | QPersistentModelIndex
 
@@ -57,6 +59,22 @@ class OpsTableModel(QAbstractTableModel):
         self._filter = ""
         self._sort_column = SELF_TIME_COLUMN
         self._sort_order = Qt.SortOrder.DescendingOrder
+        self._outlined = np.zeros(0, dtype=bool)  # per table row: one of the ops picked elsewhere
+        self.outlined_names: set[str] = set()
+
+    def set_outlined(self, names: set[str]) -> None:
+        """Marks the rows of the ops named (a source line's ops, picked in the Source tab)."""
+        self.outlined_names = set(names)
+        self._outlined = self._outlined_rows()
+        if self.rowCount():
+            self.dataChanged.emit(self.index(0, 0), self.index(self.rowCount() - 1, self.columnCount() - 1))
+
+    def _outlined_rows(self) -> np.ndarray:
+        table = self._table
+        if table is None or not self.outlined_names:
+            return np.zeros(0 if table is None else len(table), dtype=bool)
+        hit = np.fromiter((text in self.outlined_names for text in table.labels), bool, len(table.labels))
+        return hit[table.name]
 
     # --- data -------------------------------------------------------------------------------
     def set_table(self, table: OpTable | None) -> None:
@@ -64,6 +82,7 @@ class OpsTableModel(QAbstractTableModel):
         self._table = table
         self._keys = self._sort_keys(table) if table is not None else []
         self._rows = self._visible_rows()
+        self._outlined = self._outlined_rows()
         self.endResetModel()
 
     @property
@@ -161,7 +180,13 @@ class OpsTableModel(QAbstractTableModel):
             return self._display(self.table_row(index.row()), index.column())
         if role == Qt.ItemDataRole.UserRole:
             return self.table_row(index.row())
+        if role == Qt.ItemDataRole.BackgroundRole and len(self._outlined):
+            return OUTLINED_ROW if self._outlined[self.table_row(index.row())] else None
         return None
+
+    def outlined_rows(self) -> list[int]:
+        """The table rows marked by `set_outlined`."""
+        return np.flatnonzero(self._outlined).tolist()
 
     def _display(self, row: int, column: int) -> str:
         t = self._table

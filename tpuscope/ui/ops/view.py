@@ -206,6 +206,10 @@ class OpsView(View):
             self.set_grouping("op")
             self.select_table_row(target.row)
 
+    def outline_ops(self, names: set[str]) -> None:
+        """Marks the rows of the named ops (a source line's, picked in the Source tab)."""
+        self.model.set_outlined(names)
+
     def set_device(self, which: str | int) -> None:
         """Selects "all" or a device position, as the device picker does."""
         found = self.device_combo.findData(which)
@@ -344,6 +348,8 @@ class OpsView(View):
         self._set_occurrences(events)
         self._selected_table_row = table_row
         self.highlightRequested.emit(events)
+        if self._table.by == "op" and events:  # one of the op's events (its code) in the Details dock
+            self.eventPicked.emit(events[0][0], int(events[0][1][0]))
 
     def _set_occurrences(self, events: Events) -> None:
         """The row's events, for Previous/Next; no op is being stepped through until one is chosen."""
