@@ -22,7 +22,8 @@ def add_path_argument(parser) -> None:
     parser.add_argument("--no-cache", action="store_true", help="ignore and do not write the trace cache")
     parser.add_argument(
         "--strict", action="store_true",
-        help="a file cut short is an error (exit 2) instead of a warning on what is missing",
+        help="a file cut short, or records dropped as unreadable, is an error (exit 2) instead of a "
+        "warning on what is missing",
     )  # fmt: skip
 
 
