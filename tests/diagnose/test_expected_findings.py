@@ -10,6 +10,7 @@ from __future__ import annotations
 import pytest
 
 from tests.conftest import ALL_SHARED_TRACES
+from tests.diagnose.costs import assert_costed
 from tests.diagnose.recordings import SCENARIOS
 from tpuscope.analysis.diagnose import Severity
 from tpuscope.analysis.session import TraceAnalysis
@@ -79,8 +80,15 @@ def test_every_recorded_scenario_is_pinned():
 def test_recorded_loop_gets_exactly_its_expected_warnings(recorded_trace, scenario):
     report = TraceAnalysis(recorded_trace(scenario)).report
     assert report.rule_errors == {}
-    found = _found(report, Severity.WARNING) - RECORDED_MAY_ALSO_WARN.get(scenario, set())
-    assert found == RECORDED_WARNINGS[scenario], [f.title for f in report.findings]
+    # The recorded loops' costs move with the machine's load (a stalled step costs 34% of step time on
+    # an idle machine, under 20% on a busy one): which rules warn is pinned; how severe each is must
+    # follow its measured impact.
+    allowed = {rule for rule, _ in RECORDED_MAY_ALSO_WARN.get(scenario, set())}
+    warned = [f for f in report.findings if f.severity >= Severity.WARNING]
+    found = {f.id for f in warned} - allowed
+    assert found == {rule for rule, _ in RECORDED_WARNINGS[scenario]}, [f.title for f in report.findings]
+    for finding in warned:
+        assert_costed(finding)
 
 
 @pytest.mark.parametrize("path", ALL_SHARED_TRACES, ids=lambda p: p.parent.name)
