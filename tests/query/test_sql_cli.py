@@ -128,6 +128,13 @@ def test_only_the_columns_named_are_built():
     assert len(row) == len(TABLES["events"].columns) and row[0] is not None
 
 
+def test_a_view_over_events_made_and_read_in_one_query(capsys):
+    trace = open_trace(SAMPLE)
+    payload = _sql(capsys, SAMPLE, "CREATE VIEW long AS SELECT * FROM events WHERE dur_ps > 1e6; "
+                   "SELECT count(*) AS n FROM long")  # fmt: skip
+    assert payload["rows"] == [[sum(int((t.duration_ps > 1e6).sum()) for t in trace.tracks())]]
+
+
 def test_csv_and_text_outputs(capsys):
     assert main(["sql", str(SAMPLE), "SELECT id, severity FROM findings ORDER BY id", "--csv"]) == 0
     lines = capsys.readouterr().out.splitlines()

@@ -118,8 +118,9 @@ class QuerySession:
         a CREATE); `QueryError` when refused or failing."""
         statements = self._statements(query)
         try:
-            names = set().union(*(duckdb.get_table_names(s.query) for s in statements))
-            self.register(names, self._columns_named(statements) if "events" in names else None)
+            trees = [self._tree(s) for s in statements]
+            names = set().union(*(self._tables_named(s, t) for s, t in zip(statements, trees, strict=True)))
+            self.register(names, _columns_named(trees) if "events" in names else None)
         except duckdb.Error as error:
             raise QueryError(describe_error(error)) from None
         try:
@@ -131,23 +132,22 @@ class QuerySession:
         except duckdb.Error as error:
             raise QueryError(describe_error(error)) from None
 
-    def _columns_named(self, statements: list) -> set[str] | None:
-        """The column names the query's SELECT statements reference, from DuckDB's own parse tree;
-        None (every column) when any reads whole rows (`*`, COLUMNS(...), a table alias as a value,
-        NATURAL joins, positional references) or is not a plain SELECT."""
-        found: set[str] = set()
-        for statement in statements:
-            if statement.type.name != "SELECT":
-                return None
-            serialized = self.connection.sql("SELECT json_serialize_sql(?)", params=[statement.query])
-            tree = json.loads(serialized.fetchall()[0][0])
-            if tree.get("error"):
-                return None
-            names = _column_references(tree)
-            if names is None:
-                return None
-            found |= names
-        return found
+    def _tree(self, statement) -> dict | None:
+        """A SELECT's parse tree as DuckDB serializes it (None for other statements or on error)."""
+        if statement.type.name != "SELECT":
+            return None
+        serialized = self.connection.sql("SELECT json_serialize_sql(?)", params=[statement.query])
+        tree = json.loads(serialized.fetchall()[0][0])
+        return None if tree.get("error") else tree
+
+    def _tables_named(self, statement, tree: dict | None) -> set[str]:
+        """The tables a statement reads: a SELECT's from its parse tree; of another statement (CREATE
+        VIEW ..., EXPLAIN), every table whose name it contains as a word (DuckDB's `get_table_names`
+        binds them, so it fails on a table not registered yet, and the connection's keeps what it
+        bound, so a re-registered `events` would not be seen)."""
+        if tree is None:
+            return {name for name in TABLES if re.search(rf"\b{name}\b", statement.query, re.IGNORECASE)}
+        return _base_tables(tree)
 
     def interrupt(self) -> None:
         self.connection.interrupt()
@@ -156,8 +156,8 @@ class QuerySession:
         self.connection.close()
 
     def _statements(self, query: str) -> list:
-        try:
-            statements = duckdb.extract_statements(query)
+        try:  # the session's connection parses: the module's functions would start a second database
+            statements = self.connection.extract_statements(query)
         except duckdb.Error as error:
             raise QueryError(describe_error(error)) from None
         if not statements:
@@ -168,6 +168,34 @@ class QuerySession:
                 what = _STATEMENT_WORDS.get(kind, f"a {kind} statement")
                 raise QueryError(f"{what} is refused: a query reads the profile's tables and nothing else.")
         return statements
+
+
+def _columns_named(trees: list[dict | None]) -> set[str] | None:
+    """The column names the query's SELECT statements reference, from DuckDB's own parse tree;
+    None (every column) when any reads whole rows (`*`, COLUMNS(...), a table alias as a value,
+    NATURAL joins, positional references) or is not a plain SELECT."""
+    found: set[str] = set()
+    for tree in trees:
+        names = None if tree is None else _column_references(tree)
+        if names is None:
+            return None
+        found |= names
+    return found
+
+
+def _base_tables(tree: Any) -> set[str]:
+    """The table names (lower case) a serialized SELECT reads, in every subquery and CTE."""
+    names: set[str] = set()
+    stack = [tree]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, list):
+            stack.extend(node)
+        elif isinstance(node, dict):
+            if node.get("type") == "BASE_TABLE" and node.get("table_name"):
+                names.add(str(node["table_name"]).lower())
+            stack.extend(v for v in node.values() if isinstance(v, (dict, list)))
+    return names
 
 
 def _column_references(tree: Any) -> set[str] | None:
