@@ -18,13 +18,46 @@ def pair_paths(tmp_path_factory) -> dict:
 
 
 @pytest.fixture(scope="session")
-def analyzed(pair_paths):
+def machine_paths(tmp_path_factory) -> dict:
+    """`machine_base`, `machine_slow` (the same program on a loaded CPU) and `small_extra` -> path
+    (see recordings.record_machine_pairs); recorded only by the tests that ask for them."""
+    return recordings.record_machine_pairs(tmp_path_factory.mktemp("machine_pairs"))
+
+
+# `machine_slow` must have had at most 1 / this of the CPU share `machine_base` had while its loop
+# ran, or other work than the busy loops decided how much slower it was. Our heuristic: with 2 busy
+# loops on its CPU, 4 recordings on this project's shared 2-core machines had 2.7x to 3.8x less.
+MIN_SLOWDOWN_BY_LOAD = 1.5
+
+
+@pytest.fixture
+def slowed_machine_paths(machine_paths) -> dict:
+    """`machine_paths`, the test skipped (saying why) when the busy loops were not what slowed
+    `machine_slow`: e.g. other work shared the CPU while `machine_base` was recorded."""
+    (base_cpu, base_wall), (slow_cpu, slow_wall) = recordings.loop_times(
+        machine_paths, ["machine_base", "machine_slow"]
+    )
+    base_share, slow_share = base_cpu / base_wall, slow_cpu / slow_wall
+    if base_share < MIN_SLOWDOWN_BY_LOAD * slow_share:
+        pytest.skip(
+            f"machine_base had {base_share:.2f} of a CPU and machine_slow {slow_share:.2f}: other work "
+            "than the busy loops shared the CPU, so how much slower the second was is not known"
+        )
+    return machine_paths
+
+
+@pytest.fixture(scope="session")
+def analyzed(pair_paths, request):
     """analyzed(scenario) -> its RunAnalysis (loaded and analyzed once per session)."""
     cache: dict[str, RunAnalysis] = {}
 
     def get(scenario: str) -> RunAnalysis:
         if scenario not in cache:
-            cache[scenario] = analyze_run(TraceAnalysis(open_trace(pair_paths[scenario], use_cache=False)))
+            if scenario in recordings.MACHINE_SCENARIOS:
+                path = request.getfixturevalue("machine_paths")[scenario]
+            else:
+                path = pair_paths[scenario]
+            cache[scenario] = analyze_run(TraceAnalysis(open_trace(path, use_cache=False)))
         return cache[scenario]
 
     return get

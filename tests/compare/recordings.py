@@ -8,7 +8,12 @@ with `StepTraceAnnotation` around each step as a user would write it. Pairs:
 - `reshaping` (a new batch size every few steps: a compilation each time) vs `padded` (every
   batch padded to the largest size: one compilation);
 - `plain` vs `extra_op` (the same step plus a sort of the weights, an op `plain` does not have);
-- `healthy_0` ... `healthy_{HEALTHY_RUNS-1}`: the same program recorded several times.
+- `healthy_0` ... `healthy_{HEALTHY_RUNS-1}`: the same program recorded several times;
+- `machine_base` vs `machine_slow`: the healthy program, each in its own interpreter pinned to one
+  CPU, the second while `LOAD_PROCESSES` busy loops share that CPU: the same programs on a slower
+  machine (a real slowdown of every op, not an edited trace);
+- `machine_base` vs `small_extra`: the healthy program plus a small sort (`SMALL_SORT_SIZE`), a code
+  change of a few tens of percent, below the host CPU's noise floor.
 
 Every step ends by reading its loss on the host (as a loop that logs it does), so host step
 annotations time the device work and not only the dispatch.
@@ -33,6 +38,9 @@ ROW_GROWTH = 16
 FEATURES = 256
 # `extra_op` sorts this many values per step: several times the plain step's device time.
 SORT_SIZE = 1 << 16
+# `small_extra` sorts this many values per step: a share of the healthy step's device time well
+# below NOISE_FLOOR_HOST_CPU_PERCENT.
+SMALL_SORT_SIZE = 1 << 13
 HEALTHY_RUNS = 5
 # The healthy runs' steps: each run's median over this many steps moves little when a few of them are
 # slowed by whatever else the machine runs.
@@ -50,24 +58,30 @@ PAIRS = {
     "extra_op": ("plain", "extra_op"),
 }
 PAIR_SCENARIOS = ("input_bound", "prefetched", "reshaping", "padded", "plain", "extra_op")
-SCENARIOS = PAIR_SCENARIOS + tuple(f"healthy_{k}" for k in range(HEALTHY_RUNS))
+# The healthy program recorded alone (`machine_base`), on a loaded CPU (`machine_slow`), and with a
+# small extra op (`small_extra`), one interpreter each (see record_machine_pairs).
+MACHINE_SCENARIOS = ("machine_base", "machine_slow", "small_extra")
+SCENARIOS = PAIR_SCENARIOS + tuple(f"healthy_{k}" for k in range(HEALTHY_RUNS)) + MACHINE_SCENARIOS
+# Busy loops sharing `machine_slow`'s CPU: it gets about 1 / (LOAD_PROCESSES + 1) of it.
+LOAD_PROCESSES = 2
 
 
 def _rows(step: int) -> int:
     return BASE_ROWS + ROW_GROWTH * (step // RESHAPE_EVERY)
 
 
-def _make_step(jax, jnp, learning_rate: float, extra_op: bool):
-    """A fresh jitted step; its own learning rate keeps JAX's caches from sharing compilations."""
+def _make_step(jax, jnp, learning_rate: float, sort_size: int):
+    """A fresh jitted step (sorting `sort_size` values too, if any); its own learning rate keeps JAX's
+    caches from sharing compilations."""
 
     @jax.jit
     def train_step(w, x):
         y = jnp.tanh(x @ w)
         grad = x.T @ (y * (1 - y * y)) / x.shape[0]
         loss = jnp.mean(y * y)
-        if extra_op:
-            ranked = jnp.sort(jnp.tile(w.ravel(), SORT_SIZE // w.size))
-            loss = loss + 1e-9 * ranked[SORT_SIZE // 2]
+        if sort_size:
+            ranked = jnp.sort(jnp.tile(w.ravel(), max(sort_size // w.size, 1))[:sort_size])
+            loss = loss + 1e-9 * ranked[sort_size // 2]
         return w - learning_rate * grad, loss
 
     return train_step
@@ -85,9 +99,10 @@ def record(scenario: str, logdir: Path, before_loop=None, after_loop=None) -> Pa
     import jax.numpy as jnp
     import numpy as np
 
-    healthy = scenario.startswith("healthy")
+    healthy = scenario.startswith("healthy") or scenario in MACHINE_SCENARIOS
     rate = 0.01 * (1 + (SCENARIOS.index(scenario) if not healthy else len(SCENARIOS)))
-    train_step = _make_step(jax, jnp, rate, extra_op=scenario == "extra_op")
+    sort_size = {"extra_op": SORT_SIZE, "small_extra": SMALL_SORT_SIZE}.get(scenario, 0)
+    train_step = _make_step(jax, jnp, rate, sort_size)
     rng = np.random.default_rng(0)
     rows = HEALTHY_ROWS if healthy else _rows(STEPS - 1)
     steps = HEALTHY_STEPS if healthy else STEPS
@@ -231,6 +246,47 @@ def load_before_healthy_runs(paths: dict[str, Path]) -> float:
     """The machine's 1-minute load average just before the healthy runs were recorded: other work's."""
     root = paths["healthy_0"].parents[4]  # <root>/healthy_0/plugins/profile/<run>/<host>.xplane.pb
     return float((root / "load").read_text())
+
+
+def _start_pinned(root: Path, scenario: str, cpu: int | None):
+    """One scenario in its own interpreter, on CPU `cpu` alone when the platform can pin."""
+    import subprocess
+    import sys
+
+    pin = f"import os; os.sched_setaffinity(0, {{{cpu}}}); " if cpu is not None else ""
+    run = f"{pin}import runpy, sys; sys.argv = sys.argv[1:]; runpy.run_path(sys.argv[0], run_name='__main__')"
+    command = [sys.executable, "-c", run, __file__, str(root), scenario]
+    return subprocess.Popen(
+        command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=_environment()
+    )
+
+
+def _busy_loops(cpu: int | None, count: int) -> list:
+    """`count` processes spinning on CPU `cpu` (any CPU when None): other work loading the machine."""
+    import subprocess
+    import sys
+
+    pin = f"import os; os.sched_setaffinity(0, {{{cpu}}})\n" if cpu is not None else ""
+    return [subprocess.Popen([sys.executable, "-c", f"{pin}while True:\n    pass"]) for _ in range(count)]
+
+
+def record_machine_pairs(root: Path) -> dict[str, Path]:
+    """Records `machine_base`, `small_extra` and `machine_slow`, one after the other, one interpreter
+    each, all pinned to one CPU; `machine_slow` with `LOAD_PROCESSES` busy loops pinned beside it (on
+    platforms that cannot pin, as many busy loops as CPUs and more)."""
+    root.mkdir(parents=True, exist_ok=True)
+    cpu = max(os.sched_getaffinity(0)) if hasattr(os, "sched_setaffinity") else None
+    paths = _paths_of(_start_pinned(root, "machine_base", cpu))
+    paths.update(_paths_of(_start_pinned(root, "small_extra", cpu)))
+    loops = _busy_loops(cpu, LOAD_PROCESSES if cpu is not None else 2 * (os.cpu_count() or 1))
+    try:
+        time.sleep(0.2)  # the loops are running before the program starts
+        paths.update(_paths_of(_start_pinned(root, "machine_slow", cpu)))
+    finally:
+        for loop in loops:
+            loop.kill()
+            loop.wait()
+    return paths
 
 
 # A run that waits longer than this for its turn gives up: the run before it has died.

@@ -1,9 +1,12 @@
 """`tpuscope compare BASE NEW`: did the change help, where, and is it larger than the noise?
 
-The verdict paragraph first, then configuration differences, step time of both runs with the
+The verdict and its cause first (the code, the machine, the input pipeline or compilation), then
+the verdict paragraph, configuration differences, step time of both runs with the
 change and its 95% interval, the per-step split, the ops whose self time changed most (matched
 across recompilations), and the finding changes. `--fail-on-regression PCT` makes it a CI gate
-that exits 1 only when NEW is significantly slower by more than PCT percent.
+that exits 1 only when NEW is significantly slower by more than PCT percent, and says the cause;
+with `--ignore-machine` a change the machine caused does not fail it (the change net of the machine
+must pass PCT).
 """
 
 from __future__ import annotations
@@ -41,6 +44,12 @@ def register(subparsers) -> None:
         help="exit 1 when NEW is significantly slower than BASE by more than PCT percent",
     )
     parser.add_argument(
+        "--ignore-machine",
+        action="store_true",
+        help="with --fail-on-regression: do not fail on a change the machine caused (same programs, "
+        "every op slower alike); the change net of the machine must pass PCT",
+    )
+    parser.add_argument(
         "--noise-floor",
         type=float,
         metavar="PCT",
@@ -65,24 +74,41 @@ def run(args) -> int:
     new = _load(args.new, args.run_new, args.no_cache)
     if args.noise_floor is not None and args.noise_floor < 0:
         raise UserFacingError(f"--noise-floor must be a percentage >= 0, not {args.noise_floor}.")
+    if args.ignore_machine and args.fail_on_regression is None:
+        raise UserFacingError("--ignore-machine goes with --fail-on-regression PCT.")
     comparison = compare_traces(base, new, args.noise_floor)
+    failed = args.fail_on_regression is not None and comparison.regressed_by_more_than(
+        args.fail_on_regression, args.ignore_machine
+    )
     if args.json:
         payload = comparison.to_json(top_ops=None)
         if args.fail_on_regression is not None:
             payload["fail_on_regression_percent"] = args.fail_on_regression
-            payload["regression"] = comparison.regressed_by_more_than(args.fail_on_regression)
+            payload["ignore_machine"] = args.ignore_machine
+            payload["regression"] = failed
         print_json(payload)
     else:
         print_text(comparison, args.top)
-    if args.fail_on_regression is not None and comparison.regressed_by_more_than(args.fail_on_regression):
-        return EXIT_FINDINGS
-    return EXIT_OK
+        if args.fail_on_regression is not None:
+            print(gate_sentence(comparison, args.fail_on_regression, args.ignore_machine, failed))
+    return EXIT_FINDINGS if failed else EXIT_OK
+
+
+def gate_sentence(c: Comparison, percent: float, ignore_machine: bool, failed: bool) -> str:
+    """What the --fail-on-regression gate decided, and the cause it decided on."""
+    cause = f" Cause: {c.cause.kind}." if c.cause is not None else ""
+    if failed:
+        return f"\nRegression gate: FAILED (NEW slower by more than {percent:g}%).{cause}"
+    if ignore_machine and c.cause is not None and c.significant and c.verdict == "slower":
+        return f"\nRegression gate: passed (the change net of the machine is within {percent:g}%).{cause}"
+    return f"\nRegression gate: passed (no significant slowdown beyond {percent:g}%).{cause}"
 
 
 def print_text(c: Comparison, top: int = TOP_OPS_TEXT) -> None:
     print(f"BASE: {', '.join(c.base.overview.sources)}")
     print(f"NEW:  {', '.join(c.new.overview.sources)}")
-    print(f"\nVerdict: {c.verdict.replace('_', ' ')}")
+    cause = f" (cause: {c.cause.kind})" if c.cause is not None else ""
+    print(f"\nVerdict: {c.verdict.replace('_', ' ')}{cause}")
     print(c.summary)
     differences = [p for p in c.parity if not p.same]
     if differences:

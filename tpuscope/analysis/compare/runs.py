@@ -20,6 +20,10 @@ diagnose report); what is added is what only a pair has:
 - findings that are new, resolved, or changed in severity;
 - memory: each program's peak heap and each allocator's peak in the profile, before and after (from
   `memory_report`, the same report `tpuscope memory` prints);
+- the cause of the change (`cause.explain`): the code, the machine, the input pipeline or
+  compilation, with the machine factor measured from the ops the change did not touch and the
+  change net of it; a change below the noise floor is still called when, net of a well-measured
+  machine factor, it passes the lower floor that factor allows (`Comparison.net_decided`);
 - a short verdict paragraph, in words with the numbers.
 """
 
@@ -32,6 +36,14 @@ from typing import Any
 import numpy as np
 
 from tpuscope.analysis.compare import statistics as compare_stats
+from tpuscope.analysis.compare.cause import (
+    CAUSE_MACHINE,
+    DEVICE_FACTS,
+    FINGERPRINT_MAX_INSTRUCTIONS,
+    Cause,
+    explain,
+    program_fingerprint,
+)
 from tpuscope.analysis.compare.ops import (
     ONLY_NEW,
     Families,
@@ -47,6 +59,7 @@ from tpuscope.analysis.facts.intervals import Intervals, difference, empty, merg
 from tpuscope.analysis.facts.waits import compile_wait_intervals, input_wait_intervals
 from tpuscope.analysis.memory.report import MEMORY_REPORT, MemoryReport
 from tpuscope.analysis.overview import STEP_SOURCE_LABELS, Overview
+from tpuscope.analysis.programs import PROGRAM_CODE
 from tpuscope.analysis.results import Result
 from tpuscope.analysis.session import TraceAnalysis
 from tpuscope.analysis.steps import (
@@ -102,6 +115,11 @@ class RunAnalysis:
     versions: dict[str, str]
     memory: MemoryReport | None = None
     dialect: Dialect = NEUTRAL_DIALECT  # the reader's names: its format, and its op families
+    # Program name (id stripped) -> the code fingerprints of its compilations that ran (empty when
+    # the profile keeps no programs' code): equal in two runs, the same programs ran.
+    programs: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    # What the profile says of its devices (DEVICE_FACTS: type, peak FLOP/s, peak memory bandwidth).
+    device_facts: dict[str, str] = field(default_factory=dict)
 
     @property
     def trace_format(self) -> str:
@@ -161,7 +179,46 @@ def _run_analysis(analysis: TraceAnalysis) -> RunAnalysis:
         versions=_versions(trace),
         memory=memory,
         dialect=trace.dialect,
+        programs=_program_fingerprints(analysis, overview),
+        device_facts=_device_facts(trace),
     )
+
+
+def _program_fingerprints(analysis: TraceAnalysis, overview: Overview) -> dict[str, tuple[str, ...]]:
+    """Program name -> fingerprints of the compilations of it whose ops ran (`program_fingerprint`)."""
+    ops = overview.ops
+    if ops is None:
+        return {}
+    ran = {int(p) for p in np.unique(ops.program) if p}
+    ran_ids = {_program_id_of(ops.label(p)) for p in ran}
+    codes = [c for pid, c in analysis.get(PROGRAM_CODE).items() if pid in ran_ids]
+    by_text = sum(len(c.index.names()) for c in codes) <= FINGERPRINT_MAX_INSTRUCTIONS
+    found: dict[str, set[str]] = {}
+    for code in codes:
+        if by_text:
+            texts = [i.text for i in code.instructions.values()]
+        else:  # too many to print: the instructions' names (opcodes and fusion kinds) stand for them
+            texts = code.index.names()
+        found.setdefault(program_key(code.module_name), set()).add(program_fingerprint(texts))
+    return {name: tuple(sorted(fps)) for name, fps in sorted(found.items())}
+
+
+def _program_id_of(label: str) -> int | None:
+    """The id in an op table's program label (`jit_step(8)` -> 8)."""
+    head, _, tail = label.rpartition("(")
+    digits = tail.rstrip(")")
+    return int(digits) if head and digits.isdigit() else None
+
+
+def _device_facts(trace: Trace) -> dict[str, str]:
+    """Each of DEVICE_FACTS the device planes state, their distinct values joined."""
+    facts: dict[str, str] = {}
+    devices = [plane for plane in trace.planes if plane.is_device]
+    for fact in DEVICE_FACTS:
+        values = sorted({str(v) for v in (getattr(plane, fact) for plane in devices) if v is not None})
+        if values:
+            facts[fact] = ", ".join(values)
+    return facts
 
 
 RUN_ANALYSIS: Result[RunAnalysis] = Result("run_analysis", _run_analysis)
@@ -298,6 +355,10 @@ class Comparison:
     summary: str
     memory: dict[str, Any] | None = None  # peaks per program and allocator, once memory analysis exists
     op_matching: str = OPS_BY_NAME
+    cause: Cause | None = None  # why the step time changed (None: no significant change, or no steps)
+    # The change is below the noise floor but, net of a measured machine factor, above the lower floor
+    # that factor allows (`cause` module docstring): the verdict comes from the net change.
+    net_decided: bool = False
 
     @property
     def across_formats(self) -> bool:
@@ -320,12 +381,23 @@ class Comparison:
 
     @property
     def significant(self) -> bool:
-        return self.deciding is not None and self.deciding.significant
+        return self.deciding is not None and (self.deciding.significant or self.net_decided)
 
-    def regressed_by_more_than(self, percent: float) -> bool:
-        """The CI gate: NEW significantly slower than BASE by more than `percent`."""
+    def regressed_by_more_than(self, percent: float, ignore_machine: bool = False) -> bool:
+        """The CI gate: NEW significantly slower than BASE by more than `percent`; with
+        `ignore_machine`, the change net of the machine must be (a machine-caused one never is)."""
         change = self.deciding
-        return change is not None and change.significant and change.change_percent > percent
+        if change is None or not self.significant or change.change_percent <= 0:
+            return False
+        cause = self.cause
+        if ignore_machine and cause is not None:
+            if cause.kind == CAUSE_MACHINE:
+                return False
+            if cause.net_change_percent is not None:
+                return cause.net_change_percent > percent
+        if self.net_decided and cause is not None and cause.net_change_percent is not None:
+            return cause.net_change_percent > percent
+        return change.change_percent > percent
 
     def to_json(self, top_ops: int | None = TOP_OPS_JSON) -> dict[str, Any]:
         typical = self.typical
@@ -350,6 +422,8 @@ class Comparison:
         }
         return {
             "verdict": self.verdict,
+            "cause": None if self.cause is None else self.cause.to_json(),
+            "net_of_machine": self.net_decided,
             "summary": self.summary,
             "base": self.base.overview.sources,
             "new": self.new.overview.sources,
@@ -399,18 +473,9 @@ def noise_floor(base: RunAnalysis, new: RunAnalysis) -> float:
 def compare_runs(base: RunAnalysis, new: RunAnalysis, noise_floor_percent: float | None = None) -> Comparison:
     """The comparison of two analyzed runs (`noise_floor_percent`: None for `noise_floor`'s)."""
     floor = noise_floor(base, new) if noise_floor_percent is None else float(noise_floor_percent)
-    typical = None
-    if base.steps and new.steps:
-        typical = compare_stats.median_change(_steady(base), _steady(new), noise_floor_percent=floor)
-    with_compilation = None
-    if base.steps and new.steps and int(base.compiled.sum()) != int(new.compiled.sum()):
-        with_compilation = compare_stats.mean_change(
-            base.durations_ps, new.durations_ps, base.compiled, new.compiled, noise_floor_percent=floor
-        )
-    if with_compilation is not None and (with_compilation.significant or typical is None):
-        basis = BASIS_WITH_COMPILATION
-    else:
-        basis = BASIS_TYPICAL_STEP
+    typical, with_compilation, basis = step_changes(
+        base.durations_ps, base.compiled, new.durations_ps, new.compiled, floor
+    )
     deciding = with_compilation if basis == BASIS_WITH_COMPILATION else typical
     verdict = VERDICT_NOT_COMPARABLE if deciding is None else deciding.direction
     split = _split(base, new, basis) if base.steps and new.steps else None
@@ -420,6 +485,22 @@ def compare_runs(base: RunAnalysis, new: RunAnalysis, noise_floor_percent: float
     categories = match_groups(base_ops, new_ops, "category", base.steps, new.steps, families)
     programs = match_groups(base_ops, new_ops, "program", base.steps, new.steps)
     parity = _parity(base, new)
+    cause, net_decided = None, False
+    if deciding is not None and split is not None and deciding.ci_excludes_zero:
+        cause, net_decided = explain_parts(
+            deciding,
+            split.base_step_ps,
+            split.base_ps,
+            split.new_ps,
+            ops,
+            (base.programs, new.programs),
+            (base.overview.devices.kind, new.overview.devices.kind),
+            (base.device_facts, new.device_facts),
+            (int(base.compiled.sum()), int(new.compiled.sum())),
+            floor,
+        )
+        if net_decided:
+            verdict = VERDICT_SLOWER if deciding.change_percent > 0 else VERDICT_FASTER
     findings = _finding_changes(base.overview.findings, new.overview.findings)
     comparison = Comparison(
         base,
@@ -436,10 +517,98 @@ def compare_runs(base: RunAnalysis, new: RunAnalysis, noise_floor_percent: float
         findings,
         summary="",
         op_matching=op_matching,
+        cause=cause,
+        net_decided=net_decided,
     )
     comparison.memory = compare_memory(base.memory, new.memory)
     comparison.summary = summarize(comparison)
     return comparison
+
+
+def explain_parts(
+    change: Change,
+    base_step_ps: float,
+    base_parts: dict[str, float],
+    new_parts: dict[str, float],
+    ops: MatchedTable,
+    programs: tuple[dict[str, tuple[str, ...]], dict[str, tuple[str, ...]]],
+    device_kinds: tuple[str, str],
+    device_facts: tuple[dict[str, str], dict[str, str]],
+    compiled_steps: tuple[int, int],
+    floor: float,
+) -> tuple[Cause | None, bool]:
+    """(cause, decided net of the machine) of a change whose interval excludes zero: the cause of a
+    significant change, or of one below the floor that passes the lower floor net of the machine
+    (`_passes_net_floor`); no cause for a change that is neither."""
+    cause = explain(
+        change.change_percent,
+        base_step_ps,
+        base_parts,
+        new_parts,
+        ops,
+        programs[0],
+        programs[1],
+        device_differences(device_kinds, device_facts),
+        host_is_device="CPU" in device_kinds,
+        compiled_steps=compiled_steps,
+        noise_floor_percent=floor,
+    )
+    if change.significant:
+        return cause, False
+    if _passes_net_floor(change, cause):
+        return cause, True
+    return None, False
+
+
+def device_differences(
+    kinds: tuple[str, str], facts: tuple[dict[str, str], dict[str, str]]
+) -> list[tuple[str, str, str]]:
+    """(what, BASE, NEW) of the device kind and of each device fact both profiles state differently."""
+    found = []
+    base_kind, new_kind = kinds[0] or "none", kinds[1] or "none"
+    if base_kind != new_kind:
+        found.append(("device kind", base_kind, new_kind))
+    for fact in DEVICE_FACTS:
+        b, n = facts[0].get(fact), facts[1].get(fact)
+        if b is not None and n is not None and b != n:
+            found.append((fact.replace("_", " "), b, n))
+    return found
+
+
+def _passes_net_floor(change: Change, cause: Cause) -> bool:
+    """Net of the machine, the change is at least the floor the machine factor allows, the same way,
+    and its interval (the change's, moved by the machine's part) still excludes zero."""
+    net, floor = cause.net_change_percent, cause.net_noise_floor_percent
+    if net is None or floor is None or cause.kind == CAUSE_MACHINE or net * change.change_percent <= 0:
+        return False
+    moved = change.change_percent - net
+    low, high = change.ci_low_percent - moved, change.ci_high_percent - moved
+    return abs(net) >= floor and (low > 0 or high < 0)
+
+
+def step_changes(
+    base_ps: np.ndarray, base_compiled: np.ndarray, new_ps: np.ndarray, new_compiled: np.ndarray, floor: float
+) -> tuple[Change | None, Change | None, str]:
+    """(change of the typical step, change with compilation or None, the basis of the verdict) of two
+    runs' step durations and compiled-step masks: the typical step unless the runs compiled in a
+    different number of steps and the time with compilation changed significantly."""
+    typical = with_compilation = None
+    if len(base_ps) and len(new_ps):
+        typical = compare_stats.median_change(
+            _steady_of(base_ps, base_compiled), _steady_of(new_ps, new_compiled), noise_floor_percent=floor
+        )
+        if int(base_compiled.sum()) != int(new_compiled.sum()):
+            with_compilation = compare_stats.mean_change(
+                base_ps, new_ps, base_compiled, new_compiled, noise_floor_percent=floor
+            )
+    if with_compilation is not None and (with_compilation.significant or typical is None):
+        return typical, with_compilation, BASIS_WITH_COMPILATION
+    return typical, with_compilation, BASIS_TYPICAL_STEP
+
+
+def _steady_of(durations: np.ndarray, compiled: np.ndarray) -> np.ndarray:
+    steady = durations[~compiled]
+    return steady if len(steady) else durations[:0]
 
 
 def _op_matching(base: RunAnalysis, new: RunAnalysis) -> tuple[str, Families | None]:
@@ -488,22 +657,20 @@ def compare_memory(base: MemoryReport | None, new: MemoryReport | None) -> dict[
     }
 
 
-def _steady(run: RunAnalysis) -> np.ndarray:
-    durations = run.durations_ps
-    steady = durations[~run.compiled]
-    return steady if len(steady) else durations[:0]
+def split_means(run: RunAnalysis, all_steps: bool) -> tuple[dict[str, float], float]:
+    """Mean ps per step of each part of the split, and of the step, over all steps or those without
+    compilation (all when every step compiled)."""
+    mask = np.ones(run.steps, bool) if all_steps else ~run.compiled
+    if not mask.any():
+        mask = np.ones(run.steps, bool)
+    values = {p: float(run.part_ps(p)[mask].mean()) for p in SPLIT_PARTS}
+    return values, float(run.durations_ps[mask].mean())
 
 
 def _split(base: RunAnalysis, new: RunAnalysis, basis: str) -> Split:
-    def means(run: RunAnalysis) -> tuple[dict[str, float], float]:
-        mask = np.ones(run.steps, bool) if basis == BASIS_WITH_COMPILATION else ~run.compiled
-        if not mask.any():
-            mask = np.ones(run.steps, bool)
-        values = {p: float(run.part_ps(p)[mask].mean()) for p in SPLIT_PARTS}
-        return values, float(run.durations_ps[mask].mean())
-
-    (b, b_step), (n, n_step) = means(base), means(new)
-    steps = "all" if basis == BASIS_WITH_COMPILATION else "without_compilation"
+    every = basis == BASIS_WITH_COMPILATION
+    (b, b_step), (n, n_step) = split_means(base, every), split_means(new, every)
+    steps = "all" if every else "without_compilation"
     return Split(steps, b, n, b_step, n_step)
 
 
@@ -622,6 +789,15 @@ def summarize(c: Comparison) -> str:
     )
     if change.significant:
         sentences.append(f"NEW is {_factor(change)} {per} ({numbers}).")
+    elif c.net_decided and c.cause is not None:
+        net, floor = c.cause.net_change_percent or 0.0, c.cause.net_noise_floor_percent or 0.0
+        way = "slower" if net > 0 else "faster"
+        sentences.append(
+            f"NEW is {abs(net):.0f}% {way} {per} net of the machine ({numbers}): the "
+            f"{change.change_percent:+.0f}% change is below the {change.noise_floor_percent:.0f}% noise "
+            "floor, but the ops it did not touch moved alike, so what is left of it is held to a "
+            f"{floor:.0f}% floor."
+        )
     else:
         if math.isinf(change.ci_low_percent) and math.isinf(change.ci_high_percent):
             reason = "too few steps for a 95% interval"
@@ -638,7 +814,9 @@ def summarize(c: Comparison) -> str:
             f"Steps without compilation: median {_ms(t.base_value_ps)} -> {_ms(t.new_value_ps)} "
             f"({t.change_percent:+.0f}%)."
         )
-    if change.significant and c.split is not None:
+    if c.cause is not None:
+        sentences.append(c.cause.summary)
+    if c.significant and c.split is not None:
         sentences.extend(_cause_sentences(c, 1.0 if change.change_percent > 0 else -1.0))
     return " ".join(sentences)
 
@@ -659,7 +837,8 @@ def _cause_sentences(c: Comparison, sign: float) -> list[str]:
         sentence += f"; {int(c.base.compiled.sum())} -> {int(c.new.compiled.sum())} steps compiled"
     sentences = [sentence + "."]
     top = c.ops.rows[0] if c.ops.rows else None
-    if cause == "busy" and top is not None and c.ops.total_delta_ps * sign > 0:
+    machine = c.cause is not None and c.cause.kind == CAUSE_MACHINE  # every op moved: none singled out
+    if cause == "busy" and top is not None and c.ops.total_delta_ps * sign > 0 and not machine:
         share = c.ops.share_of_change(top)
         if share >= NAMED_OP_MIN_SHARE:
             extra = "extra" if sign > 0 else "saved"

@@ -270,3 +270,26 @@ def _resampled_means(
     for group in groups:
         sums += group[rng.integers(0, len(group), (count, len(group)))].sum(axis=1)
     return sums / total
+
+
+def median_interval(values_ps: np.ndarray, confidence: float = CONFIDENCE) -> tuple[float, float] | None:
+    """A distribution-free interval of one run's median step: the order statistics x_(j)..x_(n+1-j)
+    with the largest j whose coverage under Binomial(n, 1/2) is at least `confidence` (Hollander &
+    Wolfe, section 3.6). None without values; the whole range when there are too few for the level."""
+    values = np.sort(np.asarray(values_ps, dtype=np.float64))
+    n = len(values)
+    if n == 0:
+        return None
+    # P(X < j) for X ~ Binomial(n, 1/2), in log space so that thousands of steps stay finite.
+    log_half_n = n * math.log(0.5)
+    below, j = 0.0, 0
+    while j < n // 2:
+        below_next = below + math.exp(
+            math.lgamma(n + 1) - math.lgamma(j + 1) - math.lgamma(n - j + 1) + log_half_n
+        )
+        if 1 - 2 * below_next < confidence:
+            break
+        below, j = below_next, j + 1
+    if j == 0:
+        return float(values[0]), float(values[-1])
+    return float(values[j - 1]), float(values[n - j])
