@@ -25,6 +25,7 @@ COMMANDS: dict[str, str] = {
     "diagnose": "find integration problems: input-bound, recompilation, host syncs, idle devices",
     "memory": "program memory at its peak and allocator memory over time (agrees with XProf)",
     "compare": "compare two runs: did step time change beyond the noise, where it came from, finding changes",
+    "history": "every run of a logdir in order: step time, the change from the run before and its cause",
     "sql": "SQL over the profile's tables (events, tracks, ops, steps, findings, ...), read-only",
     "capture": "record a live trace from running programs (profiler servers), locally or over SSH",
     "screenshot": "render the app window on a profile to a PNG",

@@ -170,7 +170,7 @@ class Families:
 
 
 @dataclass
-class _Side:
+class OpEntries:
     """One run's op rows merged across recompilations: one entry per (program name, op name)."""
 
     names: list[str]
@@ -180,6 +180,11 @@ class _Side:
     self_ps: list[float]  # per step (or per profile)
     occurrences: list[float]
     table_rows: list[list[int]]  # the OpTable rows merged into each entry
+    # Each entry's `computation_key` when kept without its text (a run summary keeps keys, hashed).
+    keys: list[tuple[str, bool]] | None = None
+
+    def match_keys(self) -> list[tuple[str, bool]]:
+        return self.keys if self.keys is not None else [computation_key(t) for t in self.texts]
 
     def row(self, r: int) -> tuple[float, float]:
         return self.self_ps[r], self.occurrences[r]
@@ -203,7 +208,7 @@ def _representative_texts(table: OpTable) -> list[str]:
     return [t or table.label(table.name[r]) for r, t in enumerate(texts)]
 
 
-def _side(table: OpTable, scale: float) -> _Side:
+def _side(table: OpTable, scale: float) -> OpEntries:
     """The table's rows, those of the same op name in programs of the same name added up.
 
     A program recompiled within one run (new shapes) is one program to the user; its compilations'
@@ -213,7 +218,7 @@ def _side(table: OpTable, scale: float) -> _Side:
     names = table.names()
     texts = _representative_texts(table)
     merged: dict[tuple[str, str], int] = {}
-    side = _Side([], [], [], [], [], [], [])
+    side = OpEntries([], [], [], [], [], [], [])
     for r, name in enumerate(names):  # table rows are in self-time order, so merged entries are too
         program = program_key(table.label(table.program[r])) if table.program[r] else ""
         at = merged.get((program, name))
@@ -242,21 +247,30 @@ def match_ops(
     """BASE's and NEW's per-op tables matched op by op (see the module docstring); `families`: the
     runs' op names do not (all) compare, match by op family where names do not."""
     per_step = base_steps > 0 and new_steps > 0
-    sides = [
+    b, n = (
         _side(t, (steps if per_step else 1)) if t is not None else None
         for t, steps in ((base, base_steps), (new, new_steps))
-    ]
-    b, n = sides
+    )
+    return match_sides(b, n, per_step, families)
+
+
+def op_entries(table: OpTable, steps: int) -> OpEntries:
+    """A run's ops as `match_sides` matches them: one entry per op name in programs of one name, its
+    self time and occurrences per step (per profile when `steps` is 0)."""
+    return _side(table, steps if steps > 0 else 1)
+
+
+def match_sides(
+    b: OpEntries | None, n: OpEntries | None, per_step: bool, families: Families | None = None
+) -> MatchedTable:
+    """Two runs' op entries (`op_entries`, or entries kept in a run summary) matched op by op."""
+    sides = [b, n]
     pairs: list[tuple[int, int, str]] = []
     free_b = set(range(len(b.names))) if b else set()
     free_n = set(range(len(n.names))) if n else set()
     if b and n and (families is None or families.names_compare):
-        keys_b = [
-            (*computation_key(t), c, p) for t, c, p in zip(b.texts, b.categories, b.programs, strict=True)
-        ]
-        keys_n = [
-            (*computation_key(t), c, p) for t, c, p in zip(n.texts, n.categories, n.programs, strict=True)
-        ]
+        keys_b = [(*k, c, p) for k, c, p in zip(b.match_keys(), b.categories, b.programs, strict=True)]
+        keys_n = [(*k, c, p) for k, c, p in zip(n.match_keys(), n.categories, n.programs, strict=True)]
         groups_b: dict[tuple, list[int]] = {}
         for r, key in enumerate(keys_b):
             groups_b.setdefault(key, []).append(r)
@@ -302,7 +316,7 @@ def match_ops(
     return MatchedTable("op", "step" if per_step else "profile", rows, totals[0], totals[1])
 
 
-def _pair(b: _Side | None, n: _Side | None, rb: int, rn: int, kind: str) -> OpDelta:
+def _pair(b: OpEntries | None, n: OpEntries | None, rb: int, rn: int, kind: str) -> OpDelta:
     base_self, base_occ = b.row(rb) if b is not None and rb >= 0 else (0.0, 0.0)
     new_self, new_occ = n.row(rn) if n is not None and rn >= 0 else (0.0, 0.0)
     base_name = b.names[rb] if b is not None and rb >= 0 else None
@@ -326,7 +340,7 @@ def _pair(b: _Side | None, n: _Side | None, rb: int, rn: int, kind: str) -> OpDe
 
 
 def _family_rows(
-    b: _Side | None, n: _Side | None, free_b: list[int], free_n: list[int], families: Families
+    b: OpEntries | None, n: OpEntries | None, free_b: list[int], free_n: list[int], families: Families
 ) -> list[OpDelta]:
     """One row per op family of the unmatched ops: the family's ops of BASE against NEW's."""
     members: dict[str, tuple[list[int], list[int]]] = {}
@@ -360,7 +374,7 @@ def _family_rows(
     return rows
 
 
-def _family_total(side: _Side | None, picked: list[int]) -> tuple[float, float, list[int], list[str]]:
+def _family_total(side: OpEntries | None, picked: list[int]) -> tuple[float, float, list[int], list[str]]:
     """(self time, occurrences, op-table rows, distinct op names) of some of a side's entries."""
     if side is None or not picked:
         return 0.0, 0.0, [], []

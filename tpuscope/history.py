@@ -1,0 +1,153 @@
+"""The runs of a history and their summaries, read once and kept (`tpuscope history`, the History view).
+
+Each run of the given logdirs, run folders, profile files or bucket URLs is listed in order (a
+logdir's runs oldest first, as their capture-time folder names order them; several paths in the
+order given). Each run is analysed once: its summary (`analysis.compare.history.RunSummary`, a few
+kilobytes of JSON) is kept in the cache folder under a key of the run's files (path, size and
+modification time; a bucket's objects, their generation), so the history of 50 runs after one new
+run reads 49 summaries and analyses one run. A run that cannot be read is named with its error and
+skipped; the history goes on.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from tpuscope.analysis.compare.history import (
+    SUMMARY_VERSION,
+    HistoryEntry,
+    RunSummary,
+    build_history,
+    summarize,
+)
+from tpuscope.analysis.compare.runs import analyze_run
+from tpuscope.analysis.session import TraceAnalysis
+from tpuscope.errors import ProfileError
+from tpuscope.model.cache import cache_dir
+from tpuscope.opener import open_trace
+from tpuscope.readers.files import list_runs
+from tpuscope.urls import is_url
+
+SUMMARY_FOLDER = "run_summaries"
+
+
+@dataclass(frozen=True)
+class RunRef:
+    """One run of a history: its name, what opens it (a path or URL), and what its files are now."""
+
+    name: str
+    where: str
+    stamp: str  # the run's files as they are now (paths, sizes, times; objects, generations)
+
+
+def list_history_runs(paths: list[str]) -> list[RunRef]:
+    """Every run of each path, in order. Raises ProfileError when a path holds no run at all."""
+    found: list[RunRef] = []
+    for path in paths:
+        found.extend(_remote_runs(path) if is_url(path) else _local_runs(path))
+    return found
+
+
+def _local_runs(path: str) -> list[RunRef]:
+    refs = []
+    for run in list_runs(path):
+        where = str(run.files[0]) if len(run.files) == 1 and Path(path).is_file() else str(run.folder)
+        refs.append(RunRef(run.name, where, "|".join(_file_stamp(f) for f in run.files)))
+    return refs
+
+
+def _file_stamp(path: Path) -> str:
+    try:
+        st = path.stat()
+    except OSError:
+        return f"{path.resolve()}:missing"
+    return f"{path.resolve()}:{st.st_size}:{st.st_mtime_ns}"
+
+
+def _remote_runs(url: str) -> list[RunRef]:
+    from tpuscope.storage.remote import list_remote_runs  # the cloud clients: remote runs only
+
+    return [
+        RunRef(run.name, run.folder, "|".join(f"{f.url}:{f.size}:{f.version}" for f in run.files))
+        for run in list_remote_runs(url)
+    ]
+
+
+def summary_dir() -> Path:
+    return cache_dir() / SUMMARY_FOLDER
+
+
+def _summary_path(ref: RunRef) -> Path:
+    key = hashlib.sha256(f"v{SUMMARY_VERSION}\n{ref.where}\n{ref.stamp}".encode()).hexdigest()[:32]
+    return summary_dir() / f"{key}.json"
+
+
+def _cached(ref: RunRef) -> RunSummary | None:
+    try:
+        data = json.loads(_summary_path(ref).read_text())
+    except (OSError, ValueError):
+        return None
+    summary = RunSummary.from_json(data) if isinstance(data, dict) else None
+    if summary is not None:
+        summary.run = ref.name
+    return summary
+
+
+def _store(ref: RunRef, summary: RunSummary) -> None:
+    """Written whole or not at all (a temporary file renamed); a cache that cannot be written is
+    only slower next time."""
+    target = _summary_path(ref)
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        temporary = target.with_suffix(f".{os.getpid()}.tmp")
+        temporary.write_text(json.dumps(summary.to_json(), separators=(",", ":")))
+        temporary.replace(target)
+    except OSError:
+        pass
+
+
+@dataclass
+class History:
+    """The entries of a history and which runs had to be analysed (the others came from the cache)."""
+
+    entries: list[HistoryEntry]
+    analysed: list[str] = field(default_factory=list)
+    refs: list[RunRef] = field(default_factory=list)  # each entry's run: what opens it
+
+    def where(self, run: str) -> str | None:
+        """What opens the run named `run` (to compare two runs of the history)."""
+        return next((ref.where for ref in self.refs if ref.name == run), None)
+
+
+def read_history(
+    paths: list[str],
+    use_cache: bool = True,
+    noise_floor_percent: float | None = None,
+    progress: Callable[[int, int, str], None] | None = None,
+) -> History:
+    """The history of every run of `paths` (`progress(done, total, run)` after each run)."""
+    refs = list_history_runs(paths)
+    analysed: list[str] = []
+    rows: list[tuple[str, RunSummary | None, str | None]] = []
+    for k, ref in enumerate(refs):
+        summary = _cached(ref) if use_cache else None
+        error = None
+        if summary is None:
+            try:
+                trace = open_trace(ref.where, use_cache=use_cache)
+                summary = summarize(ref.name, analyze_run(TraceAnalysis(trace)))
+            except ProfileError as exc:
+                error = str(exc)
+            else:
+                analysed.append(ref.name)
+                if use_cache:
+                    _store(ref, summary)
+        rows.append((ref.name, summary, error))
+        if progress is not None:
+            progress(k + 1, len(refs), ref.name)
+    return History(build_history(rows, noise_floor_percent), analysed, refs)
