@@ -42,12 +42,14 @@ from tpuscope.ui.views import View
 from tpuscope.ui.welcome import WelcomePage, bundled_sample
 from tpuscope.urls import is_url
 
-if TYPE_CHECKING:  # imported when File > Compare is first used: a faster start
+if TYPE_CHECKING:  # imported when File > Compare (or Run History) is first used: a faster start
     from tpuscope.ui.compare_view import CompareView
+    from tpuscope.ui.history_view import HistoryView
 
 MAX_RECENT = 10
 OUTLINE_MESSAGE_MS = 8000  # how long the status bar says where outlined events came from
 COMPARE_TITLE = "Compare"  # the Compare tab, added on first use (it shows two traces, not the hub's)
+HISTORY_TITLE = "History"  # the History tab, added on first use (every run of a logdir)
 # Issue 7: the first view after a profile opens is the Overview (the timeline is the next tab, Ctrl+2).
 FIRST_VIEWS = ("overview", TIMELINE)  # shown after a load: the first of these this build has
 
@@ -76,6 +78,7 @@ class MainWindow(QMainWindow):
         self.jobs = LatestJobs(self)  # range summaries; a newer range drops an older one's
         self.hub = AnalysisHub(self)  # the trace's analyses, computed once for every view
         self.compare_view: CompareView | None = None  # the Compare tab, once File > Compare made it
+        self.history_view: HistoryView | None = None  # the History tab, once File > Run History made it
         self._status_head = ""  # the status line of the trace shown, before its steps are known
 
         self.timeline = TimelineView(self)
@@ -187,6 +190,7 @@ class MainWindow(QMainWindow):
         self._action(file_menu, "Open &URL\u2026", self.open_url_dialog, "Ctrl+Shift+U")
         self.recent_menu = file_menu.addMenu("Open &Recent")
         self._action(file_menu, "Compare &with\u2026", self.compare_with_dialog, "Ctrl+Shift+K")
+        self._action(file_menu, "Run &History\u2026", self.history_dialog, "Ctrl+Shift+H")
         sample = bundled_sample()
         if sample is not None:
             self._action(file_menu, "Open &Sample (TPU v6e)", lambda: self.open_path(sample))
@@ -300,6 +304,30 @@ class MainWindow(QMainWindow):
         self.stack.setCurrentWidget(self.tabs)
         self.tabs.setCurrentWidget(view)
         view.compare_paths(str(base), str(new), self._open_as_loaded(base))
+
+    def history_dialog(self) -> None:
+        folder = QFileDialog.getExistingDirectory(self, "Run history of the logdir", self._last_dir())
+        if folder:
+            self.open_history([folder])
+
+    def open_history(self, paths: list[str]) -> None:
+        """Shows the History tab (added on first use) and reads every run of `paths` in the background;
+        clicking a run there compares it with the run before it."""
+        view = self.history_view
+        if view is None:
+            from tpuscope.ui.history_view import HistoryView  # imported on first use: a faster start
+
+            view = HistoryView(self)
+            view.historyFailed.connect(
+                lambda message: QMessageBox.warning(self, "Cannot read the history", message)
+            )
+            view.compareRequested.connect(self.open_comparison)
+            self.views["history"] = self.history_view = view
+            self.tabs.addTab(view, HISTORY_TITLE)
+            self.titles["history"] = HISTORY_TITLE
+        self.stack.setCurrentWidget(self.tabs)
+        self.tabs.setCurrentWidget(view)
+        view.read_paths([str(p) for p in paths])
 
     def _open_as_loaded(self, path: str | Path) -> LoadResult | None:
         """The open profile as its loader made it, when `path` is it (a comparison reuses it)."""
@@ -600,6 +628,8 @@ class MainWindow(QMainWindow):
                 view.shutdown()
         if self.compare_view is not None:
             self.compare_view.shutdown()
+        if self.history_view is not None:
+            self.history_view.shutdown()
 
     def closeEvent(self, event) -> None:
         self.settings.setValue("window/geometry", self.saveGeometry())
