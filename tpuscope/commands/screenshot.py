@@ -31,6 +31,9 @@ def register(subparsers) -> None:
         metavar="START:END",
         help="show this time window, in ms from the trace start (default: the whole trace)",
     )
+    parser.add_argument(
+        "--query", metavar="SQL", help="with --view query: run this query first and show its rows"
+    )
     parser.set_defaults(handler=run)
 
 
@@ -107,6 +110,8 @@ def run(args) -> int:
         app.processEvents()
         # The analyses the views show are computed in the background: the picture waits for all of them.
         window.hub.wait()
+        if args.query is not None:
+            _run_query(window, args.view, args.query)
         for _ in range(3):
             app.processEvents()
         image = window.grab()
@@ -119,3 +124,18 @@ def run(args) -> int:
         scratch.cleanup()
     print(f"wrote {out} ({size[0]}x{size[1]}, {args.view} view)")
     return 0
+
+
+def _run_query(window, view_key: str, query: str) -> None:
+    """Runs the query in the Query tab and waits for its rows; a failing query is one sentence."""
+    from tpuscope.commands import UserFacingError
+
+    view = window.views.get("query")
+    if view_key != "query" or view is None:
+        raise UserFacingError("--query needs --view query.")
+    outcome: list[object] = []
+    view.queryFinished.connect(outcome.append)
+    view.run_query(query)
+    view.wait()
+    if outcome and isinstance(outcome[0], str):
+        raise UserFacingError(f"The query failed: {outcome[0]}")

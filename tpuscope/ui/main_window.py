@@ -177,6 +177,7 @@ class MainWindow(QMainWindow):
             view.openRequested.connect(self.open_view)
             view.eventPicked.connect(self.details.show_event)
             view.opsOutlined.connect(self.outline_ops)
+            view.queryTracksChanged.connect(self.timeline.set_query_tracks)
             made[spec.key] = view
             self.tabs.insertTab(len(made) - 1, view, spec.title)
         self._views = made

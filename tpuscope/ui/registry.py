@@ -46,5 +46,6 @@ VIEWS: tuple[ViewSpec, ...] = (
     ViewSpec("memory", "Memory", "tpuscope.ui.memory_view", "MemoryView"),
     ViewSpec("source", "Source", "tpuscope.ui.source_view", "SourceView"),
     ViewSpec("roofline", "Roofline", "tpuscope.ui.roofline_view", "RooflineView"),
+    ViewSpec("query", "Query", "tpuscope.ui.query_view", "QueryView"),
 )
 VIEW_KEYS: tuple[str, ...] = tuple(spec.key for spec in VIEWS)

@@ -43,7 +43,8 @@ class View(QWidget):
     show a time range, `trackRequested(track)` to scroll that track into view, `openRequested(key,
     target)` to bring view `key` to the front and `select` `target` there (None: just show it),
     `eventPicked(track, index)` to show one event (an op the user picked) in the Details dock,
-    `opsOutlined(names)` to mark ops (by name) in every view that lists ops (`outline_ops`).
+    `opsOutlined(names)` to mark ops (by name) in every view that lists ops (`outline_ops`),
+    `queryTracksChanged(tracks)` to pin these query results on the timeline (a list of `QueryTrack`).
     """
 
     highlightRequested = Signal(object)
@@ -52,6 +53,7 @@ class View(QWidget):
     zoomRequested = Signal(object, object)
     trackRequested = Signal(object)
     openRequested = Signal(str, object)
+    queryTracksChanged = Signal(object)
 
     def __init__(self, hub: AnalysisHub | None = None, parent: QWidget | None = None):
         super().__init__(parent)

@@ -5,7 +5,8 @@ sorts them), then host threads: the program's main thread, then the busiest
 first, so the tracks a user came for are at the top. Within a device plane
 the tracks follow the program's structure: steps, modules, ops, async ops, the rest.
 Counter tracks (memory in use per allocator) sit in their own group after the
-device planes they describe. Empty tracks and planes are hidden unless asked for. Pure Python over a few
+device planes they describe; query tracks pinned from the Query tab come first, in
+theirs. Empty tracks and planes are hidden unless asked for. Pure Python over a few
 hundred tracks: no Qt here.
 """
 
@@ -20,8 +21,10 @@ import numpy as np
 from tpuscope.model.trace import Plane, Trace, Track
 from tpuscope.model.vocabulary import DEVICE_TRACK_ORDER, KIND_METADATA
 from tpuscope.ui.timeline.counters import COUNTER_HEIGHT, COUNTERS_GROUP, CounterSeries
+from tpuscope.ui.timeline.query_tracks import QueryTrack
 
 ROW_HEIGHT = 18  # pixels per nesting level of a track
+QUERY_GROUP = ("", "Query tracks")  # the layout group key of the pinned query tracks
 GROUP_HEIGHT = 22  # pixels of a plane's header row
 TRACK_GAP = 3  # pixels between tracks
 # Device tracks in program order, by what they hold.
@@ -43,6 +46,7 @@ class Row:
     events: int = 0
     summary: Track | None = None  # a collapsed group's busiest track, drawn in its header
     counter: CounterSeries | None = None  # a "counter" row's series
+    query: QueryTrack | None = None  # a "query" row's pinned result
 
 
 def group_key(plane: Plane) -> tuple[str, str]:
@@ -100,6 +104,7 @@ class TimelineLayout:
     collapsed: set[tuple[str, str]] = field(default_factory=set)
     show_empty: bool = False
     counters: list = field(default_factory=list)  # CounterSeries, drawn in their own group on top
+    query_tracks: list[QueryTrack] = field(default_factory=list)  # pinned results, above everything
     rows: list[Row] = field(default_factory=list)
     height: int = 0
 
@@ -109,7 +114,7 @@ class TimelineLayout:
 
     def relayout(self) -> None:
         rows: list[Row] = []
-        y = 0
+        y = self._query_rows(rows, 0)
         several_hosts = len(self.trace.hosts) > 1
         counters_placed = False
         for plane, tracks in self._order:
@@ -157,6 +162,28 @@ class TimelineLayout:
                             events=len(series), counter=series))  # fmt: skip
             y += COUNTER_HEIGHT + TRACK_GAP
         return y
+
+    def _query_rows(self, rows: list[Row], y: int) -> int:
+        """The pinned query tracks' group and rows from layout y `y`; returns the next y."""
+        if not self.query_tracks:
+            return y
+        collapsed = QUERY_GROUP in self.collapsed
+        tooltip = f"{len(self.query_tracks)} query results pinned in the Query tab (unpin them there)"
+        rows.append(Row("group", y, GROUP_HEIGHT, "Query tracks", tooltip, QUERY_GROUP, None, collapsed))
+        y += GROUP_HEIGHT
+        if collapsed:
+            return y
+        for pinned in self.query_tracks:
+            height = (pinned.track.max_depth + 1) * ROW_HEIGHT
+            tooltip = f"{pinned.label}: {len(pinned):,} rows of\n{pinned.query}"
+            rows.append(Row("query", y, height, pinned.label, tooltip, QUERY_GROUP, events=len(pinned),
+                            query=pinned))  # fmt: skip
+            y += height + TRACK_GAP
+        return y
+
+    def set_query_tracks(self, tracks: list[QueryTrack]) -> None:
+        self.query_tracks = list(tracks)
+        self.relayout()
 
     def set_counters(self, counters: list) -> None:
         self.counters = list(counters)

@@ -11,6 +11,7 @@ event.
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 from typing import TYPE_CHECKING, cast
 
 import numpy as np
@@ -27,6 +28,7 @@ from tpuscope.ui.timeline.counters import CounterSeries, format_value, step_area
 from tpuscope.ui.timeline.layout import ROW_HEIGHT, Row, TimelineLayout, track_depth_at
 from tpuscope.ui.timeline.lod import TimelineLod, TrackLod, time_key
 from tpuscope.ui.timeline.palette import PALETTE, Colours, text_is_dark
+from tpuscope.ui.timeline.query_tracks import QueryTrack
 from tpuscope.ui.timeline.scene import MERGE_PX, Frame, Viewport, build_frame, highlight_rects
 from tpuscope.ui.timeline.texts import StaticTexts
 
@@ -281,6 +283,26 @@ class TimelineView(QWidget):
             self._update_scrollbar()
             self.update()
 
+    def set_query_tracks(self, tracks: list[QueryTrack]) -> None:
+        """Pins these query results (the Query tab's) in their own group above the planes."""
+        if self.layout_ is not None:
+            self.layout_.set_query_tracks(tracks)
+            self._update_scrollbar()
+            self.update()
+
+    def query_event_at(self, pos: QPointF | QPoint) -> tuple[QueryTrack, int] | None:
+        """The pinned query track's event under a widget position, if any."""
+        row = self.row_at(pos.y())
+        if row is None or row.query is None or pos.x() < LABEL_COLUMN_PX:
+            return None
+        track_lod = row.query.lod.of(row.query.track)
+        if track_lod is None:
+            return None
+        depth = track_depth_at(row, pos.y() - self.events_top + self.y_scroll)
+        view = self.viewport()
+        found = track_lod.event_at(depth, view.t_of(pos.x()), CLICK_TOLERANCE_PX * view.ps_per_px)
+        return None if found is None else (row.query, found)
+
     def set_show_empty(self, show: bool) -> None:
         """Shows or hides tracks (and planes) without events; hidden by default."""
         self.show_empty = show
@@ -362,11 +384,12 @@ class TimelineView(QWidget):
         self._paint_grid(painter, view, top, height)
         frame = build_frame(rows, self.lod, self.colours, view)
         self.last_frame = frame
-        painter.setPen(Qt.PenStyle.NoPen)
-        for colour, rects in frame.rects_by_colour.items():
-            painter.setBrush(self._brushes[colour])
-            draw_rect_array(painter, rects)
-        self._paint_labels(painter, frame)
+        for drawn in (frame, *self._query_frames(rows, view)):
+            painter.setPen(Qt.PenStyle.NoPen)
+            for colour, rects in drawn.rects_by_colour.items():
+                painter.setBrush(self._brushes[colour])
+                draw_rect_array(painter, rects)
+            self._paint_labels(painter, drawn)
         self._paint_counters(painter, rows, view)
         self._paint_highlights(painter, rows, view)
         self._paint_selection(painter, view)
@@ -377,6 +400,16 @@ class TimelineView(QWidget):
         self._paint_ruler(painter, view)
         if self.steps is not None:
             self._paint_steps(painter, view, self.steps)
+
+    def _query_frames(self, rows: list[Row], view: Viewport) -> list[Frame]:
+        """The pinned query tracks' boxes and labels, drawn as the profile's tracks are."""
+        return [
+            build_frame(
+                [replace(row, kind="track", track=row.query.track)], row.query.lod, self.colours, view
+            )
+            for row in rows
+            if row.kind == "query" and row.query is not None
+        ]
 
     def _paint_row_backgrounds(self, painter: QPainter, rows: list[Row], view: Viewport) -> None:
         for i, row in enumerate(rows):
@@ -675,6 +708,9 @@ class TimelineView(QWidget):
             self.toggle_group(row.group)
             return
         found = self.event_at(pos)
+        pinned = self.query_event_at(pos)
+        if pinned is not None and self.trace is not None:  # the profile's event the row named
+            found = pinned[0].origin(pinned[1], self.trace.track_list())
         self.range = None
         if found is None:
             self.select_event(None)
@@ -709,6 +745,12 @@ class TimelineView(QWidget):
             return (
                 f"{row.label}\n{format_value(row.counter, value)} at {at}" if value is not None else row.label
             )
+        pinned = self.query_event_at(pos)
+        if pinned is not None:
+            query, index = pinned
+            name = self.colours.of(query.track.plane).label_of_row[int(query.track.meta_index[index])]
+            duration = units.format_duration(float(query.track.duration_ps[index]), units.SHORT_SPEC)
+            return f"{name}\n{duration} ({query.label})"
         folded = self.box_at(pos)
         if folded is not None and folded[1] > 1:
             return f"{folded[1]:,} events too small to draw apart here: zoom in to see them"
