@@ -3,6 +3,8 @@
     python benchmarks/bench_sql.py                        # benchmarks/data/tpu_10M (generate it first)
     python benchmarks/bench_sql.py --file F.xplane.pb --repeat 7
     python benchmarks/bench_sql.py --kineto T.json.gz     # also the peer on a Kineto trace
+    python benchmarks/bench_sql.py --before SRC           # also the sql command of an older tree
+                                                          # (SRC holds its tpuscope/: git archive)
 
 What a user waits for: launch to answer. Both commands read the same file from our columnar cache
 (filled once first, so neither pays the first parse) and the page cache; trials alternate between
@@ -47,7 +49,17 @@ def _timed(argv: list[str], env: dict) -> float:
     return time.perf_counter() - started
 
 
-def whole_process(path: Path, repeat: int) -> None:
+def _tpuscope_from(source: Path) -> list[str]:
+    """`python -m tpuscope` of the package under `source` instead of the installed (editable) one."""
+    code = (
+        "import sys; sys.meta_path = [f for f in sys.meta_path if 'editable' not in repr(f).lower()]; "
+        f"sys.path.insert(0, {str(source)!r}); sys.argv[0] = 'tpuscope'; "
+        "from tpuscope.cli import console_main; raise SystemExit(console_main())"
+    )
+    return [sys.executable, "-c", code]
+
+
+def whole_process(path: Path, repeat: int, before: Path | None = None) -> None:
     env = dict(os.environ, TPUSCOPE_CACHE_DIR=tempfile.mkdtemp(prefix="tpuscope-bench-sql-"),
                PYTHONDONTWRITEBYTECODE="")  # fmt: skip
     subprocess.run([*_tpuscope(), "info", str(path)], env=env, check=True, stdout=subprocess.DEVNULL)  # fill
@@ -56,6 +68,8 @@ def whole_process(path: Path, repeat: int) -> None:
         "sql GROUP BY name": [*_tpuscope(), "sql", str(path), GROUP_BY_NAME],
         "import duckdb, pyarrow": [sys.executable, "-c", "import duckdb, pyarrow"],
     }
+    if before is not None:
+        contenders["sql, before"] = [*_tpuscope_from(before), "sql", str(path), GROUP_BY_NAME]
     times: dict[str, list[float]] = {k: [] for k in contenders}
     for _ in range(repeat):
         for name, argv in contenders.items():
@@ -111,8 +125,9 @@ def main() -> None:
     parser.add_argument("--file", type=Path, default=DEFAULT_FILE)
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--kineto", type=Path, help="a Kineto trace for the pandas peer")
+    parser.add_argument("--before", type=Path, help="a folder holding an older tpuscope/ to time too")
     args = parser.parse_args()
-    whole_process(args.file, args.repeat)
+    whole_process(args.file, args.repeat, args.before)
     if args.kineto:
         peer(args.kineto)
 
