@@ -16,6 +16,7 @@ from tpuscope.analysis.compare.cause import (
     CAUSE_INPUT,
     CAUSE_MACHINE,
     CAUSE_MIXED,
+    HOST_LOAD_EXPONENT,
     MIN_MACHINE_COVERAGE,
     machine_factor,
     program_fingerprint,
@@ -38,7 +39,7 @@ def test_the_same_program_on_a_loaded_cpu_is_the_machine(analyzed, slowed_machin
     assert factor["factor"] > 1.2 and low <= factor["factor"] <= high  # busy loops took most of the CPU
     assert factor["ops_moved_with_it"] >= factor["ops"] - 1
     assert "same HLO" in c.cause.summary and "x slower" in c.cause.summary
-    assert c.cause.shares[CAUSE_MACHINE] > 0.9
+    assert c.cause.shares[CAUSE_MACHINE] > 0.9, c.cause.evidence
     assert abs(c.cause.net_change_percent) < 10  # nothing is left of the change net of the machine
     # Said first: the verdict paragraph names the cause right after the change, no op singled out.
     first, second = c.summary.split(". ", 2)[:2]
@@ -157,3 +158,35 @@ def test_median_interval_uses_the_binomial_order_statistics():
     assert median_interval(np.arange(1.0, 11.0)) == (2.0, 9.0)
     assert median_interval(np.arange(1.0, 6.0)) == (1.0, 5.0)  # too few for 95%: the whole range
     assert median_interval(np.zeros(0)) is None
+
+
+def test_other_devices_are_the_machine_for_the_ops_both_runs_have_and_the_added_sort_stays_code(analyzed):
+    """Devices the profiles describe differently (here: the device facts of the TPU generations a
+    team moves between, on the real pair with the added sort) make the untouched ops' change the
+    machine's; the op only NEW has is still the code's."""
+    from tpuscope.analysis.compare.cause import explain
+    from tpuscope.analysis.compare.runs import device_differences
+
+    differences = device_differences(
+        ("TPU", "TPU"), ({"device_type": "TPU v5 lite"}, {"device_type": "TPU v6 Lite"})
+    )
+    assert differences == [("device type", "TPU v5 lite", "TPU v6 Lite")]
+    assert device_differences(("TPU", "GPU"), ({}, {})) == [("device kind", "TPU", "GPU")]
+    c = compare_runs(analyzed("plain"), analyzed("extra_op"))
+    s = c.split
+    cause = explain(c.typical.change_percent, s.base_step_ps, s.base_ps, s.new_ps, c.ops, c.base.programs,
+                    c.new.programs, differences, host_is_device=True)  # fmt: skip
+    assert cause.kind == CAUSE_CODE and cause.evidence["device_differences"][0]["what"] == "device type"
+    assert cause.evidence["changed_ops"][0]["name"].startswith("sort")
+    # The ops both runs have count as the machine's, whatever their code: only the sort is the code's.
+    sort_ms = sum(r.new_self_ps for r in c.ops.rows if r.match == "only_new") / 1e9
+    gone_ms = sum(r.base_self_ps for r in c.ops.rows if r.match == "only_base") / 1e9
+    factor = cause.evidence["machine_factor"]["factor"]
+    busy_per_op = (s.base_ps["busy"] + s.new_ps["busy"]) / (c.ops.base_total_ps + c.ops.new_total_ps)
+    host = s.new_ps["sync"] + s.new_ps["idle"] - s.base_ps["sync"] - s.base_ps["idle"]
+    host_machine = (factor**HOST_LOAD_EXPONENT - 1) * (s.base_ps["sync"] + s.base_ps["idle"])
+    host_machine = (
+        0.0 if host_machine * host <= 0 else (host if abs(host_machine) > abs(host) else host_machine)
+    )
+    expected = (sort_ms - factor * gone_ms) * busy_per_op + (host - host_machine) / 1e9
+    assert cause.evidence["ms_per_step"]["code"] == pytest.approx(expected, rel=1e-3, abs=1e-3)

@@ -25,7 +25,7 @@ from tpuscope.analysis.compare.history import (
 from tpuscope.commands import COMMANDS, EXIT_FINDINGS, EXIT_OK, UserFacingError
 from tpuscope.commands._console import print_json
 from tpuscope.history import History, read_history
-from tpuscope.readers import path_help
+from tpuscope.readers import formats_help
 
 RUN_CHARS = 28
 JUNIT_SUITE = "tpuscope history"
@@ -34,7 +34,11 @@ JUNIT_SUITE = "tpuscope history"
 def register(subparsers) -> None:
     parser = subparsers.add_parser("history", help=COMMANDS["history"])
     parser.add_argument(
-        "paths", nargs="+", metavar="PATH", help=f"logdir, run folder or profile, in order: {path_help()}"
+        "paths",
+        nargs="+",
+        metavar="PATH",
+        help="a logdir (every run, oldest first), a run folder or a profile file, local or a bucket URL "
+        f"(gs://...); several are read in the order given. Profiles: {formats_help()}",
     )
     parser.add_argument("--json", action="store_true", help="print machine-readable JSON")
     parser.add_argument("--no-cache", action="store_true", help="analyse every run again; keep nothing")
