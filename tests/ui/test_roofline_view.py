@@ -73,3 +73,43 @@ def test_dot_areas_follow_self_time():
     assert sizes[0] > sizes[1] > sizes[2]
     assert (sizes[1] - sizes[2]) / (sizes[0] - sizes[2]) == pytest.approx(0.5)  # sqrt: area ~ time
     assert len(dot_sizes(np.array([], dtype=np.int64))) == 0
+
+
+def test_a_step_range_at_a_time(view):
+    """The picker lists the profile's steps; a range places each op by its occurrences in it."""
+    table, steps = view.table, view.steps
+    assert table is not None and steps is not None and len(steps) == 100
+    assert view.first_step_combo.count() == 1 + len(steps) and not view.last_step_combo.isEnabled()
+    assert view.step_window() is None
+    view.set_step_range(10, 19)
+    window = (int(steps.start_ps[10]), int(steps.end_ps[19]))
+    assert view.step_window() == window and view.last_step_combo.isEnabled()
+    assert view.scatter is not None
+    expected = roofline_points(table, None, window)
+    spots = {int(s.data()): s for s in view.scatter.points()}
+    assert set(spots) == set(expected.rows.tolist())
+    for k, row in enumerate(expected.rows.tolist()):
+        assert 10 ** spots[row].pos().x() == pytest.approx(float(expected.intensity[k]))
+        assert 10 ** spots[row].pos().y() == pytest.approx(float(expected.flop_rate[k]))
+    number = steps.number
+    assert f"in step {number[10]} to step {number[19]}" in view.summary.text()
+    view.set_step_range(3)  # one step
+    assert view.step_window() == (int(steps.start_ps[3]), int(steps.end_ps[3]))
+    assert f"in step {number[3]} (" in view.summary.text()
+    view.set_step_range(None)
+    assert view.step_window() is None and "device self time (" in view.summary.text()
+
+
+def test_the_peaks_label_stays_inside_the_plot(qtbot, view):
+    """At 1366x768 and at 1920x1080 the roofs' label lies wholly inside the plot area."""
+    import pyqtgraph as pg
+
+    for width, height in ((1366, 768), (1920, 1080), (900, 600)):
+        view.resize(width, height)
+        qtbot.wait(50)
+        labels = [i for i in view.chart.getPlotItem().items if isinstance(i, pg.TextItem)]
+        assert len(labels) == 1
+        box = view.chart.getViewBox()
+        inside = box.mapSceneToView(box.sceneBoundingRect()).boundingRect()
+        shape = labels[0].mapRectToView(labels[0].boundingRect())
+        assert inside.contains(shape), (width, height)

@@ -640,27 +640,55 @@ class RooflinePoints:
     flop_rate: np.ndarray  # FLOP/s over self time (XProf's measured_flop_rate, in FLOP/s)
     self_ps: np.ndarray
     programs: list[str]  # the programs the table's ops ran in, most self time first
+    total_self_ps: int = 0  # every op's self time in the window (placed or not), all programs
 
     def __len__(self) -> int:
         return len(self.rows)
 
 
-def roofline_points(table: OpTable, program: str | None = None) -> RooflinePoints:
+def roofline_points(
+    table: OpTable, program: str | None = None, window_ps: tuple[int, int] | None = None
+) -> RooflinePoints:
     """The roofline's dots: every op row by op (of `program`, a program label, when given) with
     FLOPs > 0, bytes accessed > 0 and self time > 0. Ops XProf places at zero FLOPs (copies) have no
-    place on log axes and are left out, as they are of XProf's chart."""
+    place on log axes and are left out, as they are of XProf's chart.
+
+    `window_ps` (trace time, start inclusive, end exclusive: a step range's bounds) keeps the
+    occurrences that start inside it: each op's FLOPs, bytes and self time are summed over those
+    alone, as XProf's roofline_model does per step. `programs` still lists every program."""
     if table.by != "op":
         raise ValueError("a roofline places ops: it needs the op table by op")
-    known = np.isfinite(table.flops) & (table.flops > 0)
-    known &= np.isfinite(table.bytes_accessed) & (table.bytes_accessed > 0) & (table.self_ps > 0)
+    flops, bytes_accessed, self_ps = table.flops, table.bytes_accessed, table.self_ps
+    if window_ps is not None:
+        flops, bytes_accessed, self_ps = _sums_in_window(table, window_ps)
+    known = np.isfinite(flops) & (flops > 0)
+    known &= np.isfinite(bytes_accessed) & (bytes_accessed > 0) & (self_ps > 0)
     program_self = np.bincount(table.program, weights=table.self_ps, minlength=len(table.labels))
     programs = [table.labels[int(p)] for p in np.argsort(-program_self, kind="stable") if program_self[p] > 0]
     if program is not None:
         wanted = table.labels.index(program) if program in table.labels else -1
         known &= table.program == wanted
     rows = np.flatnonzero(known)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        intensity = flops[rows] / bytes_accessed[rows]
+        flop_rate = flops[rows] / (self_ps[rows] * 1e-12)
     return RooflinePoints(
-        table, rows, table.intensity[rows], table.flop_rate[rows], table.self_ps[rows].copy(), programs
+        table, rows, intensity, flop_rate, self_ps[rows].astype(np.int64), programs, int(self_ps.sum())
+    )
+
+
+def _sums_in_window(table: OpTable, window_ps: tuple[int, int]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per table row: FLOPs, bytes accessed (NaN where none is known) and self time of the
+    occurrences whose timeline start lies in [start, end)."""
+    events = table.events
+    starts = [track.start_ps[indices] for track, indices, _ in events.segments]
+    start_ps = np.concatenate(starts) if starts else np.empty(0, np.int64)
+    inside = (start_ps >= window_ps[0]) & (start_ps < window_ps[1])
+    rows, n = table.row_of_event[inside], len(table)
+    return (
+        _sum_known(events.flops[inside], rows, n),
+        _sum_known(events.bytes_accessed[inside], rows, n),
+        np.bincount(rows, weights=events.self_ps[inside], minlength=n).astype(np.int64),
     )
 
 

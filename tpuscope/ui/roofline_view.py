@@ -6,8 +6,9 @@ its HBM bandwidth (from the profile's own device stats, else the TPU table:
 `tpuscope.analysis.roofline.device_peaks`), meeting at the ridge point, which is marked. Each op of
 the op table by op with known FLOPs and bytes is a dot (`tpuscope.analysis.ops.roofline_points`),
 its area following its self time and its colour its category; hovering a dot names it, clicking it
-selects it (outlined on the timeline, its code in the Details dock). A picker narrows the chart to
-one program.
+selects it (outlined on the timeline, its code in the Details dock). Pickers narrow the chart to
+one program and to a range of steps (each op's FLOPs, bytes and self time summed over its
+occurrences that start inside the range, as XProf's roofline_model gives them per step).
 """
 
 from __future__ import annotations
@@ -19,7 +20,9 @@ from PySide6.QtGui import QColor
 from PySide6.QtWidgets import QComboBox, QHBoxLayout, QLabel, QVBoxLayout, QWidget
 
 from tpuscope.analysis.ops import OpTable, RooflinePoints, roofline_points
-from tpuscope.analysis.session import op_table_result
+from tpuscope.analysis.roofline import BOUND_NAMES, bound_by
+from tpuscope.analysis.session import STEPS, op_table_result
+from tpuscope.analysis.steps import Steps
 from tpuscope.model.trace import Trace
 from tpuscope.model.units import format_duration
 from tpuscope.ui.analysis_hub import AnalysisHub
@@ -28,6 +31,7 @@ from tpuscope.ui.views import View
 from tpuscope.ui.widgets.charts import make_chart
 
 ALL_PROGRAMS = "All programs"
+WHOLE_PROFILE = "Whole profile"
 # Dot diameters: the op with most self time gets the largest; areas follow time (diameter ~ sqrt).
 DOT_MIN_PX, DOT_MAX_PX = 7.0, 34.0
 ROOF_PEN = pg.mkPen(QColor(40, 40, 40), width=2)
@@ -42,6 +46,15 @@ def dot_sizes(self_ps: np.ndarray) -> np.ndarray:
         return np.empty(0)
     share = np.sqrt(self_ps / max(float(self_ps.max()), 1.0))
     return DOT_MIN_PX + (DOT_MAX_PX - DOT_MIN_PX) * share
+
+
+def ridge_label_anchor(low_x: float, high_x: float, ridge: float) -> tuple[float, float]:
+    """Where the peaks' label hangs from the ridge point: above the roof, on the side of the
+    ridge with more of the chart's width, so that it stays inside the plot at any window size and
+    names the point it describes."""
+    span = np.log10(high_x) - np.log10(low_x)
+    left_share = (np.log10(ridge) - np.log10(low_x)) / span if span > 0 else 0.5
+    return (1.05, 1.2) if left_share >= 0.5 else (-0.05, 1.2)
 
 
 def decade_ticks(low: float, high: float) -> list[list[tuple[float, str]]]:
@@ -60,14 +73,21 @@ class RooflineView(View):
         self.table: OpTable | None = None
         self.points: RooflinePoints | None = None
         self.picked_row = -1  # the op table row of the dot clicked last
+        self.steps: Steps | None = None
         self._build()
         self.hub.traceChanged.connect(self._on_trace)
+        self.subscribe_when_shown(STEPS, self._show_steps)
         self.subscribe_when_shown(op_table_result("op", "all"), self._show_table)
 
     def _build(self) -> None:
         self.program_combo = QComboBox()
         self.program_combo.setMinimumContentsLength(30)
         self.program_combo.currentIndexChanged.connect(lambda _: self._draw())
+        # A step range: the first step (or the whole profile) and the last step, by position.
+        self.first_step_combo = QComboBox()
+        self.last_step_combo = QComboBox()
+        self.first_step_combo.currentIndexChanged.connect(lambda _: self._on_step_range())
+        self.last_step_combo.currentIndexChanged.connect(lambda _: self._on_step_range())
         self.summary = QLabel("No profile loaded.")
         self.summary.setWordWrap(True)
         self.picked_label = QLabel("")
@@ -76,6 +96,12 @@ class RooflineView(View):
         controls = QHBoxLayout()
         controls.addWidget(QLabel("Program:"))
         controls.addWidget(self.program_combo)
+        controls.addSpacing(16)
+        controls.addWidget(QLabel("Steps:"))
+        controls.addWidget(self.first_step_combo)
+        self.step_to_label = QLabel("to")
+        controls.addWidget(self.step_to_label)
+        controls.addWidget(self.last_step_combo)
         controls.addStretch(1)
         self.chart = make_chart()
         self.chart.setLogMode(x=True, y=True)
@@ -99,6 +125,7 @@ class RooflineView(View):
         self.program_combo.blockSignals(True)
         self.program_combo.clear()
         self.program_combo.blockSignals(False)
+        self._show_steps(None, redraw=False)
         self.chart.clear()
         self.legend.clear()
         self.picked_label.setText("")
@@ -115,6 +142,55 @@ class RooflineView(View):
         self.program_combo.blockSignals(False)
         self._draw()
 
+    def _show_steps(self, steps: Steps | None, redraw: bool = True) -> None:
+        self.steps = steps if steps is not None and len(steps) else None
+        for combo in (self.first_step_combo, self.last_step_combo):
+            combo.blockSignals(True)
+            combo.clear()
+        self.first_step_combo.addItem(WHOLE_PROFILE, None)
+        if self.steps is not None:
+            for position, number in enumerate(self.steps.number.tolist()):
+                self.first_step_combo.addItem(f"step {number}", position)
+                self.last_step_combo.addItem(f"step {number}", position)
+            self.last_step_combo.setCurrentIndex(len(self.steps) - 1)
+        for combo in (self.first_step_combo, self.last_step_combo):
+            combo.blockSignals(False)
+        self.first_step_combo.setEnabled(self.steps is not None)
+        self._enable_last_step()
+        if redraw:
+            self._draw()
+
+    def _enable_last_step(self) -> None:
+        ranged = self.first_step_combo.currentData() is not None
+        self.last_step_combo.setEnabled(ranged)
+        self.step_to_label.setEnabled(ranged)
+
+    def _on_step_range(self) -> None:
+        self._enable_last_step()
+        self._draw()
+
+    def set_step_range(self, first: int | None, last: int | None = None) -> None:
+        """Shows the ops of steps `first`..`last` (positions in the profile's steps, both included;
+        `last` None: `first` alone), or of the whole profile when `first` is None."""
+        self.last_step_combo.blockSignals(True)
+        found = self.last_step_combo.findData(first if last is None else last)
+        if found >= 0:
+            self.last_step_combo.setCurrentIndex(found)
+        self.last_step_combo.blockSignals(False)
+        found = self.first_step_combo.findData(first)
+        if found >= 0:
+            self.first_step_combo.setCurrentIndex(found)
+        self._on_step_range()
+
+    def step_window(self) -> tuple[int, int] | None:
+        """The picked steps' time range (trace ps, end exclusive), None for the whole profile."""
+        first, last = self.first_step_combo.currentData(), self.last_step_combo.currentData()
+        if self.steps is None or first is None:
+            return None
+        last = first if last is None else last
+        first, last = min(first, last), max(first, last)
+        return int(self.steps.start_ps[first]), int(self.steps.end_ps[last])
+
     def set_program(self, program: str | None) -> None:
         """Shows one program's ops (a program label as the op table names it), None for all."""
         found = self.program_combo.findData(program)
@@ -130,7 +206,8 @@ class RooflineView(View):
             self.chart.setVisible(False)
             self.summary.setText("This profile holds no device ops.")
             return
-        self.points = points = roofline_points(table, self.program_combo.currentData())
+        window = self.step_window()
+        self.points = points = roofline_points(table, self.program_combo.currentData(), window)
         peaks = table.peaks
         self.chart.setVisible(bool(len(points)))  # empty log axes say nothing
         if not len(points):
@@ -146,7 +223,7 @@ class RooflineView(View):
             bandwidth = peaks.hbm_gigabytes_per_second * 1e9
             ridge = peaks.ridge_flops_per_byte
             low_x, high_x = min(low_x, ridge / AXIS_MARGIN), max(high_x, ridge * AXIS_MARGIN)
-            high_y = max(high_y, peak_flops * 2)
+            high_y = max(high_y, peak_flops * AXIS_MARGIN)  # room for the peaks label above the roof
             roof_x = np.array([low_x, ridge, high_x])
             roof_y = np.array([bandwidth * low_x, peak_flops, peak_flops])
             self.chart.plot(roof_x, roof_y, pen=ROOF_PEN, name=f"roofs ({peaks.source})")
@@ -163,9 +240,9 @@ class RooflineView(View):
             label = pg.TextItem(
                 f"{peaks.teraflops_per_second:g} TFLOP/s · {peaks.hbm_gigabytes_per_second:g} GB/s HBM",
                 color="k",
-                anchor=(1, 0),
+                anchor=ridge_label_anchor(low_x, high_x, ridge),
             )
-            label.setPos(np.log10(high_x), np.log10(peak_flops))
+            label.setPos(np.log10(ridge), np.log10(peak_flops))
             self.chart.addItem(label)
         sizes = dot_sizes(points.self_ps)
         # Scatter items are placed in the log axes' own coordinates (pyqtgraph maps only line plots).
@@ -197,13 +274,30 @@ class RooflineView(View):
         self.chart.getAxis("bottom").setTicks(decade_ticks(low_x, high_x))
         self.chart.getAxis("left").setTicks(decade_ticks(low_y, high_y))
         shown = int(points.self_ps.sum())
-        total = table.total_self_ps
+        total = points.total_self_ps
         ridge_words = f"; ridge point {peaks.ridge_flops_per_byte:.4g} FLOP/byte" if peaks is not None else ""
+        where = f" in {self._steps_words()}" if window is not None else ""
+        share = f"{100.0 * shown / max(total, 1):.1f}%"
         self.summary.setText(
             f"{len(points):,} ops with FLOPs and bytes recorded, {format_duration(shown)} of "
-            f"{format_duration(total)} device self time ({100.0 * shown / max(total, 1):.1f}%){ridge_words}. "
+            f"{format_duration(total)} device self time{where} ({share}){ridge_words}. "
             "Dot area: self time; colour: category. Hover a dot for its name, click it to select it."
         )
+
+    def _steps_words(self) -> str:
+        first, last = self.first_step_combo.currentText(), self.last_step_combo.currentText()
+        first_at, last_at = self.first_step_combo.currentData(), self.last_step_combo.currentData()
+        if last_at is None or first_at == last_at:
+            return first
+        return f"{first} to {last}" if first_at < last_at else f"{last} to {first}"
+
+    def _point_of(self, row: int) -> int | None:
+        """The position of op table row `row` among the dots drawn, None when it has none."""
+        points = self.points
+        if points is None:
+            return None
+        at = np.flatnonzero(points.rows == row)
+        return int(at[0]) if len(at) else None
 
     @staticmethod
     def category_colour(category: str) -> QColor:
@@ -214,9 +308,11 @@ class RooflineView(View):
         if table is None:
             return ""
         x, y = 10.0**x, 10.0**y
+        at = self._point_of(data)
+        self_ps = int(self.points.self_ps[at]) if self.points is not None and at is not None else 0
         return (
             f"{table.label(table.name[data])} ({table.label(table.program[data])})\n"
-            f"{x:.4g} FLOP/byte, {y / 1e9:.4g} GFLOP/s, self {format_duration(int(table.self_ps[data]))}"
+            f"{x:.4g} FLOP/byte, {y / 1e9:.4g} GFLOP/s, self {format_duration(self_ps)}"
         )
 
     def _on_clicked(self, _item, spots, _event=None) -> None:
@@ -236,8 +332,14 @@ class RooflineView(View):
         self.highlightRequested.emit(events)
         if events:
             self.eventPicked.emit(events[0][0], int(events[0][1][0]))
+        at = self._point_of(row)
+        intensity, flop_rate = float(table.intensity[row]), float(table.flop_rate[row])
+        bound = int(table.bound[row])
+        if self.points is not None and at is not None:  # as placed: in the picked steps
+            intensity, flop_rate = float(self.points.intensity[at]), float(self.points.flop_rate[at])
+            bound = int(bound_by(np.array([intensity]), np.ones(1), table.peaks)[0])  # per byte
         self.picked_label.setText(
             f"Selected: {table.label(table.name[row])} in {table.label(table.program[row])}: "
-            f"{float(table.intensity[row]):.4g} FLOP/byte, {float(table.flop_rate[row]) / 1e9:.4g} GFLOP/s, "
-            f"bound by {('unknown', 'compute', 'memory')[int(table.bound[row])]}"
+            f"{intensity:.4g} FLOP/byte, {flop_rate / 1e9:.4g} GFLOP/s, "
+            f"bound by {BOUND_NAMES[bound]}"
         )
