@@ -187,3 +187,30 @@ def test_the_window_outlines_a_lines_ops_in_the_op_table(qtbot, window, recordin
     window.details.wait_for_code()
     qtbot.waitUntil(lambda: window.details.code is not None)
     assert window.details.code.code.source == f"{program}:{big_matmul}"
+
+
+def test_a_pytorch_traces_lines_and_file(qtbot, tmp_path):
+    """A PyTorch trace with Python frames (tests/readers/trace_event/python_frames.py: the A100 trace
+    given a real torch recording's frames): the Source tab lists the lines that launched its kernels,
+    and with the recorder's folder as the source root shows the file with time beside each line."""
+    from tests.readers.trace_event.python_frames import RECORDER, grafted_trace, marked_line
+
+    trace = open_trace(grafted_trace(tmp_path), use_cache=False)
+    settings = QSettings(str(tmp_path / "tpuscope.ini"), QSettings.Format.IniFormat)
+    view = _view(qtbot, settings, trace)
+    table = view.model.table
+    assert table is not None
+    conv, linear = marked_line("CONV_LINE"), marked_line("LINEAR_LINE")
+    lines = {view.model.data(view.model.index(r, 0)): r for r in range(view.model.rowCount())}
+    assert {f"{RECORDER.name}:{conv}", f"{RECORDER.name}:{linear}"} <= set(lines)
+    assert view.model.data(view.model.index(lines[f"{RECORDER.name}:{conv}"], 1)) == "forward"
+    view.set_source_root("", str(RECORDER.parent))
+    view.pick_row(lines[f"{RECORDER.name}:{conv}"])
+    assert view.editor.text() == RECORDER.read_text()
+    assert view.editor.current_line() == conv
+    assert set(view.editor.times) == {conv, linear}
+    with qtbot.waitSignal(view.highlightRequested) as outlined:
+        view.lines_view.selectRow(lines[f"{RECORDER.name}:{linear}"])
+    assert sum(len(i) for _, i in outlined.args[0]) == int(
+        table.occurrences[lines[f"{RECORDER.name}:{linear}"]]
+    )

@@ -5,7 +5,8 @@ Two sources, in XProf's order of preference (openxla/xprof, xprof/utils/op_metri
 
 - what the op event itself carries (`Stat.SOURCE`, `Stat.SOURCE_STACK`, `Stat.FRAMEWORK_OP`, and its
   full text as its name or `Stat.OP_TEXT`): XLA:TPU writes all of them, its stack outermost frame
-  first, as the runtime wrote it;
+  first, as the runtime wrote it; the PyTorch profiler's reader writes a kernel's source and stack
+  from the Python frames of the CPU op that launched it, each frame with its function;
 - else the op's instruction in its program's code (`tpuscope.model.code.ProgramCode`, decoded by
   the trace's reader), found by (program id, op name): XLA:GPU and XLA:CPU ops, whose stack is the
   instruction's frame first, then its callers. Its framework op is the instruction's even when
@@ -47,6 +48,7 @@ class OpCode:
     function: str = ""  # the function that line is in, when the stack names it
     stack: list[str] = field(default_factory=list)  # `file:line:column`, in XProf's tooltip order
     fused: list[str] = field(default_factory=list)  # a fusion: the instructions it fused
+    stack_functions: list[str] = field(default_factory=list)  # each frame's function where the event names it
 
     def to_json(self) -> dict:
         return {
@@ -123,19 +125,37 @@ def op_code(events: OpEvents, row: int, code: Mapping[int, ProgramCode] | None) 
         framework = instruction.framework_op
     own_text = text_of(events.text)
     hlo_text = own_text if _TEXT_MARK in own_text else (instruction.text if instruction else "")
-    source, function, stack = "", "", []
+    source, function = "", ""
+    stack: list[str] = []
     own_source = text_of(events.source)
     line = instruction.source if instruction is not None else None
+    stack_functions: list[str] = []
     if own_source:
         source = own_source
-        stack = [frame for frame in text_of(events.stack).split("\n") if frame]
+        stack, stack_functions = _stack_lines(text_of(events.stack))
         function = line.function if line is not None and line.text == own_source else ""
+        if not function:  # the innermost frame at that line names it, when the event's stack does
+            at_line = [
+                f for loc, f in zip(stack, stack_functions, strict=True) if loc.startswith(source + ":")
+            ]
+            function = at_line[-1] if at_line else ""
     elif instruction is not None:
         source = line.text if line is not None else ""
         function = line.function if line is not None else ""
         stack = instruction.stack_locations
     fused = list(instruction.fused) if instruction is not None else []
-    return OpCode(program_id, framework, hlo_text, source, function, stack, fused)
+    return OpCode(program_id, framework, hlo_text, source, function, stack, fused, stack_functions)
+
+
+def _stack_lines(text: str) -> tuple[list[str], list[str]]:
+    """A `Stat.SOURCE_STACK` text as its locations and their functions ("" where a line has none)."""
+    locations, functions = [], []
+    for line in text.split("\n"):
+        if line:
+            location, _, function = line.partition("\t")
+            locations.append(location)
+            functions.append(function)
+    return locations, functions
 
 
 def caller_line(program: ProgramCode, function: str = "", sample: int = CALLER_SAMPLE) -> SourceLine | None:
@@ -189,16 +209,19 @@ def format_traceback(frames: list[SourceFrame]) -> str:
 
 def frames_of(code: OpCode, instruction: InstructionCode | None) -> list[SourceFrame]:
     """The op's stack as frames, innermost first: its instruction's (with function names) where
-    the program's code has it, else the locations its event carries (XLA:TPU writes them
-    outermost first, `file:line:column`)."""
+    the program's code has it, else the locations its event carries (written outermost first,
+    `file:line:column`, with each frame's function where the reader knows it)."""
     if instruction is not None and instruction.stack:
         return list(instruction.stack)
     frames = []
-    for location in reversed(code.stack):
+    functions = (
+        code.stack_functions if len(code.stack_functions) == len(code.stack) else [""] * len(code.stack)
+    )
+    for location, function in zip(reversed(code.stack), reversed(functions), strict=True):
         file, _, rest = location.rpartition(":")
         file, _, line = file.rpartition(":") if file else ("", "", rest)
         try:
-            frames.append(SourceFrame(file, int(line), int(rest)))
+            frames.append(SourceFrame(file, int(line), int(rest), function))
         except ValueError:
-            frames.append(SourceFrame(location, UNKNOWN_LINE, UNKNOWN_LINE))
+            frames.append(SourceFrame(location, UNKNOWN_LINE, UNKNOWN_LINE, function))
     return frames

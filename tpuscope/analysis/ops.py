@@ -12,7 +12,9 @@ Times agree with XProf's hlo_stats tool on purpose:
   device times (`device_offset_ps` + `device_duration_ps`).
 - Ops are identified by (program, op name): `fusion.3` of two programs are two rows, as in XProf.
 - By source line, each op's line is its code's (`tpuscope.analysis.op_source`): every event of an
-  op is on that line or in `(no source)`, so the lines' self times add up to the ops' exactly.
+  op is on that line or in `(no source)`, so the lines' self times add up to the ops' exactly. Where
+  events name their own lines (a PyTorch kernel's is the line of the CPU op that launched it, and
+  one kernel runs for many lines), each event counts on its own line.
 - "percent" is the share of all ops' total self time (XProf's "Total self time (%)"), which is
   the share of device busy time when ops do not overlap (one TPU core, one GPU stream); when
   ops run in parallel (several GPU streams, CPU thunks on several threads) busy time is smaller
@@ -501,6 +503,16 @@ def _op_key(events: OpEvents) -> np.ndarray:
     return events.program.astype(np.int64) * (len(events.labels.texts) + 1) + events.op
 
 
+def _own_line_key(events: OpEvents) -> np.ndarray:
+    """One int per (program, op, the source line its event carries): `_op_key` where no event
+    carries one (XLA's events name one line per op, or none)."""
+    key = _op_key(events)
+    if not len(events.source) or not events.source.any():
+        return key
+    _, dense = _group(events.source)
+    return key * (int(dense.max()) + 1) + dense
+
+
 def aggregate(events: OpEvents, by: str = "op", code: Mapping[int, ProgramCode] | None = None) -> OpTable:
     """Groups op events into a table sorted by self time (largest first).
 
@@ -513,8 +525,10 @@ def aggregate(events: OpEvents, by: str = "op", code: Mapping[int, ProgramCode] 
     op_codes: list[OpCode] = []
     op_first = op_inverse = np.empty(0, np.int64)
     if by in ("source", "framework"):
-        # Each distinct op's code, once: its source line or framework op labels all its events.
-        op_first, op_inverse = _group(_op_key(events))
+        # Each distinct op's code, once: its source line or framework op labels all its events. Ops
+        # whose events name their own lines (a PyTorch kernel launched from several lines) are one
+        # op per line they name.
+        op_first, op_inverse = _group(_own_line_key(events))
         op_codes = [op_code(events, int(i), code) for i in op_first]
         if by == "source":
             labels = np.fromiter((events.labels.add(c.source or NO_SOURCE) for c in op_codes), np.int32)

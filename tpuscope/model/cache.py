@@ -31,11 +31,12 @@ import numpy as np
 
 from tpuscope.model.trace import Trace
 
-FORMAT_VERSION = 10  # 3: Trace.load_warnings; 4: TrackKind per track, plane identity, trace dialect;
+FORMAT_VERSION = 11  # 3: Trace.load_warnings; 4: TrackKind per track, plane identity, trace dialect;
 # 5: the dialect's op families (a pickled dialect keeps the fields it was written with); 7: the
 # dialect's new event classes and compile, version and framework-op names, and the plane identity's
 # `sparse_core`; 8: the dialect's program decoders (pickled by reference) and allocator names; 9: the
-# dialect's input and DCN event classes and barrier names; 10: the dialect's program-code decoder
+# dialect's input and DCN event classes and barrier names; 10: the dialect's program-code decoder;
+# 11: PyTorch kernels' Python source and stack stats
 _MAGIC = b"TPUSCOPE"
 _HEADER = struct.Struct("<8sqq")
 _ALIGNMENT = 64  # numpy's preferred alignment for SIMD loops over the mapped columns

@@ -123,7 +123,9 @@ class Stat:
     FRAMEWORK_OP = "tf_op"  # the framework op an op came from
     NAME_SCOPE = "name"  # the framework's name scope of an op
     SOURCE = "source"  # the op's source line, `file:line` (XPlane: XLA:TPU op metadata)
-    SOURCE_STACK = "source_stack"  # its stack, one `file:line:column` per line, as the runtime wrote it
+    # Its stack, one `file:line:column` per line (a tab and the frame's function may follow), outermost
+    # frame first, as the runtime wrote it.
+    SOURCE_STACK = "source_stack"
     CORRELATION_ID = "correlation_id"  # ties a host launch to the device op it launched
     GRAPH_HASH = "graph_hash"  # identifies a compiled graph (PyTorch/XLA)
     # A call of a staged (traced) function; its value says whether this call traced it anew.

@@ -2,6 +2,10 @@
 JAX `trace.json.gz` (wrong types per field, extreme numbers, deep nesting, encodings, invalid UTF-8,
 ids out of range, cut and corrupted gzip, records that are not records) must each load (salvaged,
 with warnings) or raise the project's ProfileError; any other exception or a numpy warning fails.
+A Kineto trace with Python frames (the A100 trace given a real recording's frames,
+tests/readers/trace_event/python_frames.py) is fuzzed too, its frames damaged as well: parent ids
+that loop, frames that cross instead of nesting, `CallFrom` and `Call stack` of the wrong type or
+text, launch flows gone; every op's code is then asked for, as `ops --json` asks.
 
 Seeded, so a failure names a mutant that reproduces. It goes through `open_trace`, so it covers
 whatever reader the registry picks for these files.
@@ -21,11 +25,14 @@ import numpy as np
 import pytest
 
 from tests.readers.trace_event.conftest import A100, AMD, CPU_ONLY
+from tests.readers.trace_event.python_frames import grafted_trace
+from tpuscope.analysis.programs import PROGRAM_CODE
+from tpuscope.analysis.session import TraceAnalysis
 from tpuscope.errors import ProfileError
 from tpuscope.opener import open_trace
 
 SEED = 26
-MUTANTS_PER_FILE = 112  # 8 of each mutation
+MUTANTS_PER_FILE = 120  # 8 of each mutation
 RAW = "__raw__"  # a value whose JSON text is then replaced by a literal json cannot write (1e400, NaN, deep)
 VALUES = [
     None, True, 0, -1, 1.5, "", "x", [], [1, [2]], {}, {"k": {"k": 1}}, 2**63, 2**64, -(2**63) - 1,
@@ -35,7 +42,8 @@ RAW_NUMBERS = ["1e400", "-1e400", "NaN", "Infinity", "1" + "0" * 400, "-0", "1e-
 RECORD_FIELDS = ["ph", "name", "cat", "pid", "tid", "ts", "dur", "id", "bp", "args", "s"]
 ARG_FIELDS = [
     "name", "labels", "External id", "correlation", "stream", "device", "hlo_op", "step_num", "bytes",
-    "tf_op", "group_id", "program_id", "Collective name",
+    "tf_op", "group_id", "program_id", "Collective name", "Call stack", "CallFrom", "Python id",
+    "Python parent id",
 ]  # fmt: skip
 TOP_FIELDS = ["traceEvents", "schemaVersion", "deviceProperties", "distributedInfo", "displayTimeUnit",
               "baseTimeNanoseconds"]  # fmt: skip
@@ -184,14 +192,52 @@ def not_records(rng: random.Random, document: dict) -> bytes:
     return _dump(document)
 
 
+def python_frames(rng: random.Random, document: dict) -> bytes:
+    """The Python frames damaged: ids that loop or point nowhere, frames that cross or name no file,
+    `CallFrom`/`Call stack` of the wrong type or text, launch flows dropped."""
+    records = [r for r in document["traceEvents"] if isinstance(r, dict)]
+    frames = [r for r in records if r.get("cat") == "python_function"] or records
+    ops = [r for r in records if r.get("cat") == "cpu_op"] or records
+    for record in rng.sample(frames, min(len(frames), rng.randint(1, 40))):
+        args = record.setdefault("args", {}) if isinstance(record.get("args"), dict) else {}
+        record["args"] = args
+        choice = rng.randrange(6)
+        if choice == 0:
+            args["Python parent id"] = args.get("Python id", 1)  # itself: a loop
+        elif choice == 1:
+            args[rng.choice(["CallFrom", "Python id", "Python parent id"])] = copy.deepcopy(
+                rng.choice(VALUES)
+            )
+        elif choice == 2:
+            args["CallFrom"] = rng.choice(["", ":", "a.py:", ":12", "a.py:-3", "a.py:1e3", "x" * 5000 + ":1"])
+        elif choice == 3:
+            record["name"] = rng.choice(["(1): f", "a.py(): f", "a.py(99999999999999999999): f", "a.py(1):"])
+        elif choice == 4 and isinstance(record.get("dur"), (int, float)):
+            record["dur"] = record["dur"] * rng.choice([0.0, 0.3, 3.0])  # ends inside or past its neighbours
+        else:
+            record["ts"] = rng.choice([-1.0, 0.0, 1e15])
+    for record in rng.sample(ops, min(len(ops), rng.randint(0, 10))):
+        args = record.setdefault("args", {}) if isinstance(record.get("args"), dict) else {}
+        record["args"] = args
+        args["Call stack"] = rng.choice(
+            [copy.deepcopy(rng.choice(VALUES)), "a.py(3): f;b.py(x): g", ";" * 100, "a.py(1): f;" * 2000]
+        )
+    if rng.random() < 0.5:
+        document["traceEvents"] = [
+            r for r in document["traceEvents"]
+            if not (isinstance(r, dict) and r.get("cat") == "ac2g" and rng.random() < 0.5)
+        ]  # fmt: skip
+    return _dump(document)
+
+
 MUTATIONS: list[Mutation] = [
     wrong_type_in_records, wrong_type_in_args, wrong_type_in_metadata, wrong_type_at_the_top,
     extreme_numbers, ids_out_of_range, deep_nesting, encodings, invalid_utf8, cut, cut_gzip,
-    corrupted_gzip, flipped_bytes, not_records,
+    corrupted_gzip, flipped_bytes, not_records, python_frames,
 ]  # fmt: skip
 
 
-def _load_or_refuse(path: Path, strict: bool) -> str:
+def _load_or_refuse(path: Path, strict: bool, ask_code: bool = False) -> str:
     """'loaded' or 'refused'; raises on anything that is neither (an exception, a numpy warning)."""
     with warnings.catch_warnings():
         warnings.simplefilter("error")
@@ -207,10 +253,15 @@ def _load_or_refuse(path: Path, strict: bool) -> str:
                 ends = track.start_ps.astype(np.float64) + track.duration_ps.astype(np.float64)
                 assert float(ends.max()) < 2.0**63
         assert not strict or not trace.load_warnings
+        analysis = TraceAnalysis(trace)  # every op's code, as `ops --json` and `--by source` ask for it
+        table = analysis.op_table("op") if ask_code else None
+        if table is not None:
+            table.rows_json(code=analysis.get(PROGRAM_CODE))
+            analysis.op_table("source").rows_json()
         return "loaded"
 
 
-def _fuzz(base: Path, tmp_path: Path, seed: int) -> dict[str, int]:
+def _fuzz(base: Path, tmp_path: Path, seed: int, ask_code: bool = False) -> dict[str, int]:
     original = json.loads(gzip.decompress(base.read_bytes()))
     rng = random.Random(seed)
     outcomes: dict[str, int] = {}
@@ -222,7 +273,7 @@ def _fuzz(base: Path, tmp_path: Path, seed: int) -> dict[str, int]:
         path = tmp_path / f"m{k}.{'pt.trace.json.gz' if gzipped else 'pt.trace.json'}"
         path.write_bytes(data)
         try:
-            outcome = _load_or_refuse(path, strict=rng.random() < 0.25)
+            outcome = _load_or_refuse(path, strict=rng.random() < 0.25, ask_code=ask_code)
         except BaseException as error:  # noqa: BLE001 - every failure is collected, then reported
             failures.append(
                 f"mutant {k} ({mutation.__name__}, seed {seed}): {type(error).__name__}: {error!s:.300}"
@@ -238,6 +289,12 @@ def _fuzz(base: Path, tmp_path: Path, seed: int) -> dict[str, int]:
 def test_mutants_of_kineto_traces_load_or_are_one_sentence(base, tmp_path):
     outcomes = _fuzz(base, tmp_path, SEED)
     assert outcomes.get("loaded", 0) > MUTANTS_PER_FILE // 3  # most damage is salvaged, not refused
+
+
+def test_mutants_of_a_kineto_trace_with_python_frames_load_or_are_one_sentence(tmp_path):
+    base = grafted_trace(tmp_path)
+    outcomes = _fuzz(base, tmp_path, SEED + 2, ask_code=True)
+    assert outcomes.get("loaded", 0) > MUTANTS_PER_FILE // 3
 
 
 def test_mutants_of_a_jax_trace_json_load_or_are_one_sentence(jax_trace_json, tmp_path):

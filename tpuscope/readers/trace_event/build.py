@@ -32,9 +32,13 @@ NUMERIC_ARGS = frozenset(
     {
         "external_id", "correlation", "stream", "device", "registers_per_thread", "shared_memory",
         "occupancy", "bytes", "bandwidth", "flops", "in_msg_nelems", "out_msg_nelems", "group_size",
-        "program_id", "step_num", "group_id", "correlation_id", "bytes_accessed",
+        "program_id", "step_num", "group_id", "correlation_id", "bytes_accessed", "python_id",
     }
 )  # fmt: skip
+# Args read as text (Python frames: tpuscope.readers.trace_event.python_stacks): a value of another
+# type is kept as NOT_TEXT, which names no frame, instead of its repr, which could look like one.
+TEXT_ARGS = frozenset({"call_stack", "call_from"})
+NOT_TEXT = "(not text)"
 _STAT_NAME = dict(ARG_COLUMNS)
 
 
@@ -213,6 +217,8 @@ def _stat_columns(trace: Trace, file: TraceEventFile) -> dict[str, tuple[np.ndar
     out: dict[str, tuple[np.ndarray, str, np.ndarray]] = {}
     for attribute, (rows, values) in file.events.args.items():
         stat = _STAT_NAME[attribute]
+        if attribute in TEXT_ARGS:
+            values = [v if isinstance(v, str) else NOT_TEXT for v in values]
         kind, column = _typed(trace, values, attribute in NUMERIC_ARGS)
         if stat in out:  # two writers' spellings of one neutral stat: the first wins where both exist
             old_rows, old_kind, old_values = out[stat]

@@ -32,6 +32,7 @@ from tpuscope.model.vocabulary import (
 )
 from tpuscope.readers.trace_event.build import TrackGroup
 from tpuscope.readers.trace_event.parse import TraceEventFile
+from tpuscope.readers.trace_event.python_stacks import attach_python_sources
 
 # Categories Kineto writes on GPU streams: the device's own work, its annotations, its syncs.
 DEVICE_WORK_CATEGORIES = frozenset({"kernel", "Kernel", "gpu_memcpy", "gpu_memset", "Memcpy", "Memset"})
@@ -202,7 +203,9 @@ class KinetoMapping:
         return f"stream {tid}" if isinstance(pid, int) and pid in file.process_labels else f"thread {tid}"
 
     def retype(self, trace: Trace) -> None:
-        """Kinds are known from the categories already."""
+        """Kinds are known from the categories already; once every file's flows are bound, each
+        kernel gets the Python source line and stack of the CPU op that launched it."""
+        attach_python_sources(trace)
 
     def name_stats(self, identity: PlaneIdentity, names: list[str], trace: Trace) -> dict[str, StatColumn]:
         """Device planes: each kernel name's category (what `ops --by category` groups by)."""

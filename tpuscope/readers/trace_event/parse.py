@@ -43,6 +43,7 @@ class _Args(msgspec.Struct, gc=False, rename={
     "bandwidth": "memory bandwidth (GB/s)", "collective_name": "Collective name",
     "in_msg_nelems": "In msg nelems", "out_msg_nelems": "Out msg nelems",
     "group_size": "Group size", "process_group_name": "Process Group Name",
+    "call_stack": "Call stack", "call_from": "CallFrom", "python_id": "Python id",
 }):  # fmt: skip
     """The args tpuscope keeps (Kineto's and TSL's); others are skipped by the decoder.
 
@@ -67,6 +68,10 @@ class _Args(msgspec.Struct, gc=False, rename={
     dtype: Any = None
     process_group_name: Any = None
     cuda_sync_kind: Any = None
+    # Python frames recorded with `with_stack=True` (tpuscope.readers.trace_event.python_stacks).
+    call_stack: Any = None
+    call_from: Any = None
+    python_id: Any = None
     # TSL (xla/tsl/profiler/convert/trace_events_to_json.cc).
     hlo_op: Any = None
     hlo_module: Any = None
@@ -128,6 +133,9 @@ ARG_COLUMNS: tuple[tuple[str, str], ...] = (
     ("dtype", "dtype"),
     ("process_group_name", "Process Group Name"),
     ("cuda_sync_kind", "cuda_sync_kind"),
+    ("call_stack", "Call stack"),
+    ("call_from", "CallFrom"),
+    ("python_id", "Python id"),
     ("hlo_op", "hlo_op"),
     ("hlo_module", "hlo_module"),
     ("long_name", "long_name"),
