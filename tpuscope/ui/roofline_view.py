@@ -81,7 +81,11 @@ class RooflineView(View):
 
     def _build(self) -> None:
         self.program_combo = QComboBox()
-        self.program_combo.setMinimumContentsLength(30)
+        # Long program names are elided, so the tab fits beside the Details dock on a laptop screen.
+        self.program_combo.setMinimumContentsLength(20)
+        self.program_combo.setSizeAdjustPolicy(
+            QComboBox.SizeAdjustPolicy.AdjustToMinimumContentsLengthWithIcon
+        )
         self.program_combo.currentIndexChanged.connect(lambda _: self._draw())
         # A step range: the first step (or the whole profile) and the last step, by position.
         self.first_step_combo = QComboBox()
