@@ -162,6 +162,22 @@ class Cause:
         return {"kind": self.kind, "summary": self.summary, "evidence": self.evidence}
 
 
+def regression_exceeds(
+    change_percent: float, cause: Cause | None, net_decided: bool, percent: float, ignore_machine: bool
+) -> bool:
+    """The regression gate once a change is known to be significantly slower: by more than `percent`,
+    judged net of the machine where the net change decided the verdict or `ignore_machine` asks for it
+    (a machine-caused change then never fails)."""
+    if ignore_machine and cause is not None:
+        if cause.kind == CAUSE_MACHINE:
+            return False
+        if cause.net_change_percent is not None:
+            return cause.net_change_percent > percent
+    if net_decided and cause is not None and cause.net_change_percent is not None:
+        return cause.net_change_percent > percent
+    return change_percent > percent
+
+
 def _weighted_quantiles(values: np.ndarray, weights: np.ndarray, qs: Iterable[float]) -> list[float]:
     order = np.argsort(values)
     cumulative = np.cumsum(weights[order])

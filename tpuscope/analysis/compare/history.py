@@ -22,7 +22,7 @@ from typing import Any
 
 import numpy as np
 
-from tpuscope.analysis.compare.cause import CAUSE_MACHINE, Cause
+from tpuscope.analysis.compare.cause import Cause, regression_exceeds
 from tpuscope.analysis.compare.ops import MatchedTable, OpEntries, match_sides, op_entries
 from tpuscope.analysis.compare.runs import (
     BASIS_WITH_COMPILATION,
@@ -253,15 +253,9 @@ class SummaryComparison:
         change = self.deciding
         if change is None or self.verdict != VERDICT_SLOWER:
             return False
-        cause = self.cause
-        if ignore_machine and cause is not None:
-            if cause.kind == CAUSE_MACHINE:
-                return False
-            if cause.net_change_percent is not None:
-                return cause.net_change_percent > percent
-        if self.net_decided and cause is not None and cause.net_change_percent is not None:
-            return cause.net_change_percent > percent
-        return change.change_percent > percent
+        return regression_exceeds(
+            change.change_percent, self.cause, self.net_decided, percent, ignore_machine
+        )
 
 
 def summary_floor(base: RunSummary, new: RunSummary) -> float:

@@ -43,6 +43,7 @@ from tpuscope.analysis.compare.cause import (
     Cause,
     explain,
     program_fingerprint,
+    regression_exceeds,
 )
 from tpuscope.analysis.compare.ops import (
     ONLY_NEW,
@@ -389,15 +390,9 @@ class Comparison:
         change = self.deciding
         if change is None or not self.significant or change.change_percent <= 0:
             return False
-        cause = self.cause
-        if ignore_machine and cause is not None:
-            if cause.kind == CAUSE_MACHINE:
-                return False
-            if cause.net_change_percent is not None:
-                return cause.net_change_percent > percent
-        if self.net_decided and cause is not None and cause.net_change_percent is not None:
-            return cause.net_change_percent > percent
-        return change.change_percent > percent
+        return regression_exceeds(
+            change.change_percent, self.cause, self.net_decided, percent, ignore_machine
+        )
 
     def to_json(self, top_ops: int | None = TOP_OPS_JSON) -> dict[str, Any]:
         typical = self.typical
