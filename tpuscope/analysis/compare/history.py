@@ -351,18 +351,14 @@ class HistoryEntry:
         }
 
 
+# The fields of compare's op rows (MatchedTable.row_json) a history keeps per changed op.
+CHANGED_OP_FIELDS = ("name", "program", "match", "base_self_us", "new_self_us", "delta_us")
+
+
 def _changed_ops(ops: MatchedTable, top: int) -> list[dict[str, Any]]:
     return [
-        {
-            "name": r.name,
-            "program": r.program,
-            "match": r.match,
-            "base_self_us": round(r.base_self_ps / 1e6, 3),
-            "new_self_us": round(r.new_self_ps / 1e6, 3),
-            "delta_us": round(r.delta_ps / 1e6, 3),
-        }
-        for r in ops.rows[:top]
-        if r.delta_ps and r.name != OTHER_OPS
+        {key: row[key] for key in CHANGED_OP_FIELDS}
+        for row in (ops.row_json(r) for r in ops.rows[:top] if r.delta_ps and r.name != OTHER_OPS)
     ]
 
 

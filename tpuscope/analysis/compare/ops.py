@@ -124,7 +124,7 @@ class MatchedTable:
         rows = self.rows if top is None else self.rows[:top]
         return [
             {
-                **self._row_json(r),
+                **self.row_json(r),
                 **(
                     {
                         "base_ops": r.base_members[:MEMBERS_JSON],
@@ -139,7 +139,8 @@ class MatchedTable:
             for r in rows
         ]
 
-    def _row_json(self, r: OpDelta) -> dict:
+    def row_json(self, r: OpDelta) -> dict:
+        """One row as `compare --json` lists it (a history keeps a few of its fields)."""
         return {
             "name": r.name,
             "base_name": r.base_name,
