@@ -16,8 +16,9 @@ import pytest
 
 from tests.conftest import TPU_TRACE, require_shared_traces
 from tests.diagnose import recordings
-from tests.diagnose.test_generated_tpu_rules import BF16, F32, HEALTHY, N, at_utilization, matmul
+from tests.diagnose.test_generated_tpu_rules import BF16, F32, GATHER, HEALTHY, N, at_utilization, matmul
 from tests.diagnose.xspace_builder import Op, TpuSteps, tpu_profile
+from tests.hlo_edits import change_program_proto
 from tpuscope.analysis.diagnose import (
     async_wait,
     dtype,
@@ -31,7 +32,6 @@ from tpuscope.analysis.programs import PROGRAM_CODE
 from tpuscope.analysis.session import TraceAnalysis
 from tpuscope.opener import open_trace
 from tpuscope.readers.xplane import hlo_pb2
-from tpuscope.readers.xplane.dialect import HLO_PROTO_STAT
 
 LINE = "/workspace/model/layers.py:42"  # where the generated ops say they come from
 JIT_F = 12190760917235803885
@@ -88,16 +88,7 @@ def test_matmul_rules_name_the_line_of_each_op(tmp_path):
     assert "(from loss.py:7)" in promotions.explanation
     assert promotions.impact is not None and matmuls.impact is not None  # issue 24's impact kept
 
-    gather = _sourced(
-        Op(
-            "gather_fusion",
-            f"%gather_fusion = bf16[{N},256]{BF16} fusion(bf16[1000000,256]{BF16} %table, s32[{N}]{{0}} "
-            "%ids), kind=kLoop",
-            "loop fusion",
-            0,
-            2 * 2 * N * 256,
-        )
-    )
+    gather = _sourced(GATHER)
     busy = sum(d for _, d in HEALTHY)
     finding = embedding_lookup.run(_open(tmp_path, [(gather, busy), *HEALTHY]).context).findings[0]
     assert finding.metrics["ops"][0] == {**finding.metrics["ops"][0], "op": "gather_fusion", "source": LINE}
@@ -144,21 +135,15 @@ def test_recompilation_names_the_line_that_calls_the_function(recorded_trace):
 
 def _with_jit_f_at_a_line(trace, instruction_names: set[str]):
     """The TPU sample's `jit_f` with each named instruction given `layers.py:42` as its source."""
-    for plane in trace.planes:
-        if plane.kind != "metadata":
-            continue
-        column = plane.metadata.stats.column(HLO_PROTO_STAT)
-        for blob_id in column.values.tolist():
-            proto = hlo_pb2.HloCodeProto.FromString(trace.blobs[blob_id])
-            if proto.hlo_module.name != "jit_f":
-                continue
-            for computation in proto.hlo_module.computations:
-                for instruction in computation.instructions:
-                    if instruction.name in instruction_names:
-                        instruction.metadata.source_file = LINE.rsplit(":", 1)[0]
-                        instruction.metadata.source_line = 42
-            trace.blobs[blob_id] = proto.SerializeToString()
-    return trace
+
+    def at_the_line(proto):
+        for computation in proto.hlo_module.computations:
+            for instruction in computation.instructions:
+                if instruction.name in instruction_names:
+                    instruction.metadata.source_file = LINE.rsplit(":", 1)[0]
+                    instruction.metadata.source_line = 42
+
+    return change_program_proto(trace, "jit_f", at_the_line, hlo_pb2.HloCodeProto)
 
 
 def test_memory_at_the_peak_names_the_line_of_its_biggest_buffers():
@@ -170,16 +155,7 @@ def test_memory_at_the_peak_names_the_line_of_its_biggest_buffers():
             if buffer.size == 5 << 30:
                 buffer.size = 15 << 29
 
-    trace = open_trace(TPU_TRACE, use_cache=False)
-    for plane in trace.planes:
-        if plane.kind != "metadata":
-            continue
-        column = plane.metadata.stats.column(HLO_PROTO_STAT)
-        for blob_id in column.values.tolist():
-            proto = hlo_pb2.HloMemoryProto.FromString(trace.blobs[blob_id])
-            if proto.hlo_module.name == "jit_f":
-                grow(proto)
-                trace.blobs[blob_id] = proto.SerializeToString()
+    trace = change_program_proto(open_trace(TPU_TRACE, use_cache=False), "jit_f", grow)
     plain = memory_pressure.run(TraceAnalysis(trace).context).findings[0]
     defined_by = {b["defined_by"] for b in plain.metrics["biggest_buffers"]}
     assert all(b["source"] == "" for b in plain.metrics["biggest_buffers"])  # the sample has none

@@ -168,15 +168,19 @@ def test_sparsecore_busy_share(tmp_path, busy_share):
     assert embedding_lookup.run(TraceAnalysis(trace).context).findings == []  # lookups are already offloaded
 
 
+# An embedding lookup as XLA:TPU runs it on the TensorCore: a gather from a 1M-row table.
+GATHER = Op(
+    "gather_fusion",
+    f"%gather_fusion = bf16[{N},256]{BF16} fusion(bf16[1000000,256]{BF16} %table, s32[{N}]{{0}} %ids), "
+    "kind=kLoop",
+    "loop fusion",
+    0,
+    2 * 2 * N * 256,
+)
+
+
 def test_gathers_dominating_the_tensorcore_are_embedding_lookups(tmp_path):
-    gather = Op(
-        "gather_fusion",
-        f"%gather_fusion = bf16[{N},256]{BF16} fusion(bf16[1000000,256]{BF16} %table, s32[{N}]{{0}} %ids), "
-        "kind=kLoop",
-        "loop fusion",
-        0,
-        2 * 2 * N * 256,
-    )
+    gather = GATHER
     busy = sum(d for _, d in HEALTHY)
     finding = _one(
         embedding_lookup.run(TraceAnalysis(_open(tmp_path, TpuSteps([(gather, busy), *HEALTHY]))).context)

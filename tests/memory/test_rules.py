@@ -13,10 +13,10 @@ import pytest
 
 from benchmarks.generate_memory_xspace import generate
 from tests.conftest import ALL_SHARED_TRACES, TPU_TRACE, require_shared_traces
+from tests.hlo_edits import change_program_proto
 from tpuscope.analysis.diagnose.padding_waste import round_up_hint
 from tpuscope.analysis.session import TraceAnalysis
 from tpuscope.opener import open_trace
-from tpuscope.readers.xplane import hlo_pb2
 
 MEMORY_RULES = ("memory_pressure", "padding_waste", "memory_growth")
 JIT_F = 12190760917235803885
@@ -61,19 +61,7 @@ def test_growth_silent_when_every_step_frees(tmp_path):
 
 def _with_jit_f(change):
     """The TPU sample with its `jit_f` HLO proto changed by `change(proto)`."""
-    trace = open_trace(TPU_TRACE, use_cache=False)
-    from tpuscope.readers.xplane.dialect import HLO_PROTO_STAT
-
-    for plane in trace.planes:
-        if plane.kind != "metadata":
-            continue
-        column = plane.metadata.stats.column(HLO_PROTO_STAT)
-        for blob_id in column.values.tolist():
-            proto = hlo_pb2.HloMemoryProto.FromString(trace.blobs[blob_id])
-            if proto.hlo_module.name == "jit_f":
-                change(proto)
-                trace.blobs[blob_id] = proto.SerializeToString()
-    return trace
+    return change_program_proto(open_trace(TPU_TRACE, use_cache=False), "jit_f", change)
 
 
 def test_pressure_fires_near_capacity():
