@@ -11,7 +11,6 @@ from typing import Any
 from tpuscope import gc_policy
 from tpuscope.model.plain import plain
 from tpuscope.model.trace import Trace
-from tpuscope.model.units import format_bytes
 from tpuscope.opener import open_trace
 from tpuscope.readers import path_help
 
@@ -75,17 +74,8 @@ def _json_default(value: Any) -> Any:
 def cost_line(impact: dict | None, note: str) -> str:
     """One line on what a finding costs, from its JSON impact: "Costs 12% of each step (4 ms per step):
     <basis>", or why its cost is unknown."""
+    from tpuscope.analysis.diagnose.finding import Impact, sentence_case  # only commands that print findings
+
     if impact is None:
-        return (note or "cost not measured").capitalize()
-    if impact.get("percent_of_step_time") is not None:
-        per_step = (
-            f" ({impact['ms_per_step']:g} ms per step)" if impact.get("ms_per_step") is not None else ""
-        )
-        return f"Costs {impact['percent_of_step_time']:g}% of each step{per_step}: {impact['basis']}"
-    share = impact.get("percent_of_capacity")
-    amount = format_bytes(impact["bytes"]) if impact.get("bytes") is not None else "memory"
-    return (
-        f"{amount} at stake"
-        + (f", {share:g}% of capacity" if share is not None else "")
-        + f": {impact['basis']}"
-    )
+        return sentence_case(note or "cost not measured")
+    return f"{sentence_case(Impact.from_json(impact).words())}: {impact['basis']}"

@@ -30,6 +30,7 @@ from PySide6.QtWidgets import (
 )
 
 from tpuscope.analysis.diagnose import Finding, Severity
+from tpuscope.analysis.diagnose.finding import sentence_case
 from tpuscope.analysis.facts.evidence import evidence_events
 from tpuscope.analysis.session import REPORT
 from tpuscope.model.trace import Trace
@@ -274,7 +275,7 @@ def finding_html(finding: Finding) -> str:
     out = [
         f"<h3>{esc(finding.title)}</h3>",
         f"<p><i>{esc(finding.severity.label)}</i> · <code>{esc(finding.id)}</code></p>",
-        f"<p><b>{esc(finding.cost_words.capitalize())}</b>: {esc(_basis(finding))}</p>",
+        f"<p><b>{esc(sentence_case(finding.cost_words))}</b>: {esc(_basis(finding))}</p>",
         f"<p>{esc(finding.explanation)}</p>",
     ]
     scalars = {k: v for k, v in finding.metrics.items() if not _is_records(v)}

@@ -40,6 +40,7 @@ from PySide6.QtWidgets import (
 )
 
 from tpuscope.analysis.diagnose import Finding, Severity
+from tpuscope.analysis.diagnose.finding import sentence_case
 from tpuscope.analysis.facts.evidence import evidence_events
 from tpuscope.analysis.framework import Framework
 from tpuscope.analysis.overview import (
@@ -456,7 +457,7 @@ class OverviewView(View):
             item = QListWidgetItem(severity_icon(style, finding.severity), finding.title)
             item.setToolTip(_finding_tooltip(finding))
             item.setData(Qt.ItemDataRole.UserRole, position)
-            item.setData(EXPLANATION_ROLE, f"{finding.cost_words.capitalize()}. {finding.explanation}")
+            item.setData(EXPLANATION_ROLE, f"{sentence_case(finding.cost_words)}. {finding.explanation}")
             self.findings_list.addItem(item)
         if len(findings) > TOP_FINDINGS_ROWS:
             more = QListWidgetItem(f"… {len(findings) - TOP_FINDINGS_ROWS} more in Diagnostics")

@@ -39,6 +39,7 @@ from tpuscope.analysis.steps import Steps
 
 Rule = Callable[[Context], "list[Finding] | RuleOutcome"]
 
+# The rules, in the order they run and findings of equal severity and impact are listed.
 _RULE_MODULES = (
     input_bound,
     recompilation,
@@ -65,28 +66,7 @@ _RULE_MODULES = (
 # `warning` level (tests hold every rule to it on every real profile).
 IMPACT_THRESHOLDS: dict[str, ImpactThresholds] = {m.RULE_ID: m.IMPACT_THRESHOLDS for m in _RULE_MODULES}
 
-RULES: dict[str, Rule] = {
-    input_bound.RULE_ID: input_bound.run,
-    recompilation.RULE_ID: recompilation.run,
-    host_device_sync.RULE_ID: host_device_sync.run,
-    low_utilization.RULE_ID: low_utilization.run,
-    step_variance.RULE_ID: step_variance.run,
-    straggler.RULE_ID: straggler.run,
-    cpu_fallback.RULE_ID: cpu_fallback.run,
-    memory_pressure.RULE_ID: memory_pressure.run,
-    padding_waste.RULE_ID: padding_waste.run,
-    memory_growth.RULE_ID: memory_growth.run,
-    collective_bound.RULE_ID: collective_bound.run,
-    async_wait.RULE_ID: async_wait.run,
-    host_callback.RULE_ID: host_callback.run,
-    infeed_outfeed.RULE_ID: infeed_outfeed.run,
-    tensorcore_idle.RULE_ID: tensorcore_idle.run,
-    flops_utilization.RULE_ID: flops_utilization.run,
-    shape_alignment.RULE_ID: shape_alignment.run,
-    dtype.RULE_ID: dtype.run,
-    sparsecore.RULE_ID: sparsecore.run,
-    embedding_lookup.RULE_ID: embedding_lookup.run,
-}
+RULES: dict[str, Rule] = {m.RULE_ID: m.run for m in _RULE_MODULES}  # in the order findings tie-break
 
 
 @dataclass

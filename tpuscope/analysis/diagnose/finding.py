@@ -59,6 +59,17 @@ class Impact:
             return f"{format_bytes(self.bytes)} at stake{share}"
         return "cost not measured"
 
+    @staticmethod
+    def from_json(data: dict[str, Any]) -> Impact:
+        """The impact `to_json` wrote (a per-host pod run hands findings on as JSON)."""
+        return Impact(
+            str(data.get("basis", "")),
+            data.get("percent_of_step_time"),
+            data.get("ms_per_step"),
+            data.get("bytes"),
+            data.get("percent_of_capacity"),
+        )
+
     def short(self) -> str:
         """ "12.3% of step", "1.20 GiB": the few characters a list of findings leads with."""
         if self.percent_of_step_time is not None:
@@ -75,6 +86,11 @@ class Impact:
             "percent_of_capacity": self.percent_of_capacity,
             "basis": self.basis,
         }
+
+
+def sentence_case(text: str) -> str:
+    """`text` with its first letter upper case and the rest as it is ("1.20 GiB", not "1.20 gib")."""
+    return text[:1].upper() + text[1:]
 
 
 @dataclass(frozen=True)
