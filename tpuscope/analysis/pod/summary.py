@@ -122,15 +122,17 @@ def summarize_host(ctx: Context, host: str | None = None) -> HostSummary:
     compute = np.zeros((len(devices), n))
     exposed = np.zeros((len(devices), n))
     collective_events = list(dcn)
+    other_ops = []  # each device's non-collective ops, found once
     for row, device in enumerate(devices):
         events = device_collective_events(device, names)
         collective_events.extend(events)
+        ops = _non_collective_ops([device], names)
+        other_ops.extend(ops)
         inside = merge_intervals(*_concat(union_of(events), dcn_intervals))
         collective[row] = window_total(inside, p0, p1)
         compute[row] = window_total(difference(busy_intervals(device), inside), p0, p1)
-        exposed[row] = window_total(
-            difference(inside, union_of(_non_collective_ops([device], names))), p0, p1
-        )
+        hiding = union_of(_overlapping(ops, inside))  # only ops that overlap a collective can hide it
+        exposed[row] = window_total(difference(inside, hiding), p0, p1)
     if not devices and len(dcn_intervals[0]):
         collective = window_total(dcn_intervals, p0, p1)[None, :].astype(np.float64)
         exposed = collective
@@ -144,7 +146,7 @@ def summarize_host(ctx: Context, host: str | None = None) -> HostSummary:
         "compile": window_total(compile_wait, p0, p1).astype(np.float64),
     }
     parts["host"] = np.maximum(step_ps - sum(parts.values()), 0.0)
-    busiest, busiest_ps = _busiest_op(ctx, names)
+    busiest, busiest_ps = _busiest_op(ctx, other_ops)
     in_steps = (p0[:1], p1[-1:]) if n else empty()
     return HostSummary(
         host=host,
@@ -168,7 +170,7 @@ def summarize_host(ctx: Context, host: str | None = None) -> HostSummary:
             "input": _longest(input_work_events(ctx), "data loading / input", in_steps),
             "host": _longest(_host_work_events(ctx, input_wait, compile_wait), "host work", in_steps),
             "compile": _longest(ctx.compiles, "compiling", in_steps),
-            "compute": _longest(_non_collective_ops(devices, names), "device op", in_steps),
+            "compute": _longest(other_ops, "device op", in_steps),
             "collective": _longest(collective_events, "in a collective", in_steps),
         },
     )
@@ -218,9 +220,26 @@ def _non_collective_ops(devices, names: CollectiveNames) -> list[tuple[Track, np
     return found
 
 
-def _busiest_op(ctx: Context, names: CollectiveNames) -> tuple[str, float]:
-    """The non-collective device op name with the most total time on this host."""
-    ops = _non_collective_ops(ctx.devices, names)
+def _overlapping(
+    events: list[tuple[Track, np.ndarray]], intervals: Intervals
+) -> list[tuple[Track, np.ndarray]]:
+    """The events that overlap one of the disjoint sorted `intervals`."""
+    starts, ends = intervals
+    if len(starts) == 0:
+        return []
+    found = []
+    for track, idx in events:
+        last = (
+            np.searchsorted(starts, track.end_ps[idx], side="left") - 1
+        )  # the last interval starting before the end
+        hit = (last >= 0) & (ends[np.maximum(last, 0)] > track.start_ps[idx])
+        if hit.any():
+            found.append((track, idx[hit]))
+    return found
+
+
+def _busiest_op(ctx: Context, ops: list[tuple[Track, np.ndarray]]) -> tuple[str, float]:
+    """Of the host's non-collective device ops `ops`, the name with the most total time."""
     if not ops:
         return "", 0.0
     name_ids = np.concatenate([t.name_id[i] for t, i in ops])
