@@ -11,8 +11,9 @@ from __future__ import annotations
 import html
 
 import numpy as np
-from PySide6.QtCore import Signal
-from PySide6.QtWidgets import QTextBrowser, QWidget
+from PySide6.QtCore import QSettings, Qt, Signal
+from PySide6.QtGui import QCloseEvent
+from PySide6.QtWidgets import QDockWidget, QMainWindow, QTextBrowser, QWidget
 
 from tpuscope.analysis.op_source import OpDetails
 from tpuscope.analysis.ops import op_details_of_event
@@ -31,6 +32,7 @@ DETAILS_START_WIDTH_PX = 360  # room for stat names such as `raw_bytes_accessed`
 MAX_RANGE_ROWS = 200  # names listed for a range; the rest are counted in one line
 MAX_STAT_TEXT = 2000  # characters of one stat value shown (long HLO texts and source stacks)
 MAX_FUSED_SHOWN = 200  # instructions of a fusion listed; a large fusion's rest is counted
+DETAILS_OPEN_KEY = "details/open"  # the user's last choice: open the dock when it has something to show
 
 
 def format_stat(name: str, value: object) -> str:
@@ -96,6 +98,7 @@ class DetailsPanel(QTextBrowser):
     """
 
     flowTargetClicked = Signal(object, int)
+    contentShown = Signal()  # an event or a range is shown (the dock opens for it)
 
     def __init__(self, parent: QWidget | None = None, hub: AnalysisHub | None = None):
         super().__init__(parent)
@@ -158,6 +161,7 @@ class DetailsPanel(QTextBrowser):
         parts.append(self._flow_links(track, index))
         self._event_parts = parts
         self.setHtml("".join(parts))
+        self.contentShown.emit()
         self._ask_code(track, index)
 
     def _ask_code(self, track: Track, index: int) -> None:
@@ -242,3 +246,45 @@ class DetailsPanel(QTextBrowser):
         )
         more = f"<p>and {len(summary) - shown:,} more names</p>" if len(summary) > shown else ""
         self.setHtml(head + table + more)
+        self.contentShown.emit()
+
+
+class DetailsDock(QDockWidget):
+    """The Details dock: closed until the panel has something to show, then open unless the user
+    closed it before (issue 23: an empty dock took a quarter of a laptop's width).
+
+    The user's choice (the dock's close button, or View > Details) is kept in the settings under
+    `DETAILS_OPEN_KEY`; the window hiding or restoring the dock is not a choice and changes nothing.
+    """
+
+    def __init__(self, panel: DetailsPanel, settings: QSettings, parent: QMainWindow):
+        super().__init__("Details", parent)
+        self.setObjectName("details")
+        self.setWidget(panel)
+        self.settings = settings
+        self._sized = False
+        panel.contentShown.connect(self.reveal)
+        self.toggleViewAction().triggered.connect(self._remember)
+        self.hide()
+
+    def user_wants_it(self) -> bool:
+        value = self.settings.value(DETAILS_OPEN_KEY, True)
+        return value not in (False, "false", "0", 0)
+
+    def reveal(self) -> None:
+        """Opens the dock for what the panel now shows, unless the user closed it."""
+        if self.isVisible() or not self.user_wants_it():
+            return
+        self.show()
+        window = self.parent()
+        if not self._sized and isinstance(window, QMainWindow) and not self.isFloating():
+            self._sized = True
+            window.resizeDocks([self], [DETAILS_START_WIDTH_PX], Qt.Orientation.Horizontal)
+
+    def _remember(self, checked: bool) -> None:
+        self.settings.setValue(DETAILS_OPEN_KEY, bool(checked))
+
+    def closeEvent(self, event: QCloseEvent) -> None:
+        """The dock's close button: the user does not want it (View > Details brings it back)."""
+        self._remember(False)
+        super().closeEvent(event)

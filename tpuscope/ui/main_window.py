@@ -10,7 +10,6 @@ import numpy as np
 from PySide6.QtCore import QEvent, QObject, QSettings, Qt, QTimer, Signal
 from PySide6.QtGui import QAction, QKeySequence
 from PySide6.QtWidgets import (
-    QDockWidget,
     QFileDialog,
     QLabel,
     QMainWindow,
@@ -28,7 +27,7 @@ from tpuscope.analysis.steps import Steps
 from tpuscope.model.trace import Trace, Track
 from tpuscope.readers import dialog_filters
 from tpuscope.ui.analysis_hub import AnalysisHub
-from tpuscope.ui.details import DETAILS_START_WIDTH_PX, DetailsPanel
+from tpuscope.ui.details import DetailsDock, DetailsPanel
 from tpuscope.ui.jobs import LatestJobs
 from tpuscope.ui.loader import LoadResult, LoadWorker
 from tpuscope.ui.memory_counters import MEMORY_COUNTERS
@@ -113,11 +112,8 @@ class MainWindow(QMainWindow):
         self.setCentralWidget(central)
 
         self.details = DetailsPanel(self, self.hub)
-        self.details_dock = QDockWidget("Details", self)
-        self.details_dock.setObjectName("details")
-        self.details_dock.setWidget(self.details)
+        self.details_dock = DetailsDock(self.details, self.settings, self)  # opens with something to show
         self.addDockWidget(Qt.DockWidgetArea.RightDockWidgetArea, self.details_dock)
-        self.resizeDocks([self.details_dock], [DETAILS_START_WIDTH_PX], Qt.Orientation.Horizontal)
 
         self.status_label = QLabel("", self)
         self.progress = QProgressBar(self)
@@ -614,6 +610,7 @@ class MainWindow(QMainWindow):
             self.restoreGeometry(geometry)
         if state is not None:
             self.restoreState(state)
+        self.details_dock.hide()  # nothing to show yet: it opens with the first event or range shown
 
     def wait_for_background_work(self) -> None:
         """Cancels loading and waits for every worker thread, ours and the views' (before closing)."""
