@@ -10,7 +10,8 @@ Scenarios:
 - `straggler`: process STRAGGLER sleeps STRAGGLER_SLEEP_S in its data loader every step;
 - `host_work`: process STRAGGLER sleeps as long at the end of every step, logging metrics (host work);
 - `balanced`: every process does the same work (no straggler);
-- `collective_heavy`: every process does the same small compute and a large all-gather.
+- `collective_heavy`: every process does the same small compute and a large all-gather;
+- `input_bound`: every process sleeps STRAGGLER_SLEEP_S in its data loader every step, alike.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ import sys
 import time
 from pathlib import Path
 
-SCENARIOS = ("straggler", "host_work", "balanced", "collective_heavy")
+SCENARIOS = ("straggler", "host_work", "balanced", "collective_heavy", "input_bound")
 PROCESSES = 4
 STEPS = 12
 STRAGGLER = 2  # the process that sleeps in its data loader
@@ -84,7 +85,7 @@ def worker(scenario: str, process_id: int, processes: int, port: int, logdir: st
     for step in range(STEPS):
         with jax.profiler.StepTraceAnnotation("train", step_num=step):
             with jax.profiler.TraceAnnotation("load_batch"):
-                if scenario == "straggler" and process_id == STRAGGLER:
+                if (scenario == "straggler" and process_id == STRAGGLER) or scenario == "input_bound":
                     time.sleep(STRAGGLER_SLEEP_S)
                 batch = x
             w, loss = train_step(w, batch)
