@@ -127,7 +127,7 @@ class Track:
             return np.empty(0, dtype=np.int64)
         if self._max_end_prefix is None:
             self._max_end_prefix = np.maximum.accumulate(self.end_ps)
-        lo = int(np.searchsorted(self._max_end_prefix, t0_ps, side="right"))
+        lo = int(np.searchsorted(self._max_end_prefix, t0_ps, side="left"))  # an instant at t0 is inside
         hi = int(np.searchsorted(self.start_ps, t1_ps, side="left"))
         if hi <= lo:
             return np.empty(0, dtype=np.int64)
