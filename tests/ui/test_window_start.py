@@ -82,3 +82,35 @@ def test_the_window_paints_before_its_views_readers_and_rules_load():
     for name in ("pyqtgraph", "tpuscope.opener", "tpuscope.analysis.diagnose.engine"):
         assert _loaded(seen["after_load"], name), name
     assert not _loaded(seen["after_load"], "paramiko")  # nobody opened File > Capture
+
+
+# What only the Overview shows: the rules over every event (seconds on a 10M-event profile).
+OVERVIEW_ONLY = ("overview_figures", "overview", "report")
+
+
+def test_a_window_showing_the_timeline_computes_none_of_the_overviews_analyses(qtbot, tmp_path):
+    """Issue 23: `screenshot --view timeline` waits for the analyses the views on screen ask for; the
+    Overview asks for its figures and findings when it is shown, not before."""
+    require_shared_traces()
+    from PySide6.QtCore import QSettings
+
+    from tpuscope.ui.loader import prepare
+    from tpuscope.ui.main_window import MainWindow
+
+    window = MainWindow(QSettings(str(tmp_path / "s.ini"), QSettings.Format.IniFormat))
+    qtbot.addWidget(window)
+    result = prepare(TPU_TRACE)
+    window.set_result(result)  # as the screenshot command does: set, then the tab, then shown
+    window.show_view("timeline")
+    window.resize(1366, 768)
+    window.show()
+    qtbot.waitExposed(window)
+    window.hub.wait()
+    assert "steps" in result.analysis.computed  # the timeline's step band
+    assert [name for name in OVERVIEW_ONLY if name in result.analysis.computed] == []
+    overview = window.views["overview"]
+    window.show_view("overview")  # the user opens the tab: now it asks, and fills in
+    window.hub.wait()
+    assert overview.overview is not None and overview.overview.report is not None
+    assert "overview" in result.analysis.computed
+    window.wait_for_background_work()

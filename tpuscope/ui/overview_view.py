@@ -86,11 +86,13 @@ class OverviewView(View):
         self._build()
         self._show_message("Open a profile to see its overview.")
         self.hub.traceChanged.connect(self._on_trace)
-        self.hub.subscribe(STEPS, self._fill_steps_card)
-        self.hub.subscribe(FRAMEWORK, self._fill_framework_card)
+        # Asked for once the Overview is on screen (it is the first tab after a load): a window showing
+        # another tab (`screenshot --view timeline`) does not wait for the rules over every event.
+        self.subscribe_when_shown(STEPS, self._fill_steps_card)
+        self.subscribe_when_shown(FRAMEWORK, self._fill_framework_card)
         # The figures first, the findings when the rules have run (they take longer than the rest).
-        self.hub.subscribe(OVERVIEW_FIGURES, self._show, self._on_failed)
-        self.hub.subscribe(OVERVIEW, self._show, self._on_failed)
+        self.subscribe_when_shown(OVERVIEW_FIGURES, self._show, self._on_failed)
+        self.subscribe_when_shown(OVERVIEW, self._show, self._on_failed)
 
     # -- construction --------------------------------------------------------------------------
     def _build(self) -> None:
