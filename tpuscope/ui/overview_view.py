@@ -24,7 +24,6 @@ from PySide6.QtGui import QIcon
 from PySide6.QtWidgets import (
     QAbstractItemView,
     QFrame,
-    QGridLayout,
     QHBoxLayout,
     QHeaderView,
     QLabel,
@@ -65,6 +64,7 @@ from tpuscope.ui.widgets.delegates import (
     ExplainedItemDelegate,
     PercentBarDelegate,
 )
+from tpuscope.ui.widgets.flow import FlowLayout
 from tpuscope.ui.widgets.labels import heading, message_label, mute, muted_label
 from tpuscope.ui.widgets.page import ScrollPage, titled_panel
 from tpuscope.ui.widgets.severity import severity_icon
@@ -102,13 +102,13 @@ class OverviewView(View):
         title_font.setBold(True)
         self.title.setFont(title_font)
         self.title.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        self.title.setWordWrap(True)  # a run of many hosts names them all
         self.status = QLabel("")
         self.status.setWordWrap(True)
         mute(self.status)
 
         self.cards: dict[str, Card] = {}
-        card_row = QGridLayout()
-        card_row.setHorizontalSpacing(10)
+        card_row = FlowLayout(spacing_px=10)  # the cards wrap to as many rows as the width needs
         specs = (
             ("devices", "Devices", "ops"),
             ("hosts", "Hosts", "timeline"),
@@ -118,17 +118,17 @@ class OverviewView(View):
             ("step_time", "Step time (mean)", "timeline"),
             ("duty_cycle", "Device duty cycle", "ops"),
         )
-        for column, (key, caption, target) in enumerate(specs):
+        for key, caption, target in specs:
             card = Card(caption, target, self)
             card.clicked.connect(lambda key: self.openRequested.emit(key, None))
             self.cards[key] = card
-            card_row.addWidget(card, 0, column)
-            card_row.setColumnStretch(column, 1)
+            card_row.addWidget(card)
 
         self.step_plot = StepPartsChart()
         self.step_plot.stepPicked.connect(self.zoom_to_step)
         self.legend = QLabel("")
         self.legend.setTextFormat(Qt.TextFormat.RichText)
+        self.legend.setWordWrap(True)  # on a narrow window it wraps instead of widening the page
         self.no_steps = message_label()
         self.chart_stack = QStackedWidget()
         self.chart_stack.addWidget(self.step_plot)
@@ -138,10 +138,11 @@ class OverviewView(View):
         self.chart_title = heading("Where step time goes")
         chart_header.addWidget(self.chart_title)
         chart_header.addSpacing(12)
-        chart_header.addWidget(self.legend)
-        chart_header.addStretch(1)
+        chart_header.addWidget(self.legend, 3)
         self.chart_hint = muted_label("double-click a step to see it on the timeline")
-        chart_header.addWidget(self.chart_hint)
+        self.chart_hint.setWordWrap(True)
+        self.chart_hint.setAlignment(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
+        chart_header.addWidget(self.chart_hint, 2)
 
         self.ops_table = QTableWidget(0, 4)
         self.ops_table.setHorizontalHeaderLabels(["Op", "Program", "Self time", "Share of self time"])
@@ -213,7 +214,8 @@ class OverviewView(View):
         scroll.setWidget(page)
         scroll.setWidgetResizable(True)
         scroll.setFrameShape(QFrame.Shape.NoFrame)
-        scroll.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        # Everything wraps to the width (cards, captions, legend); what still cannot scrolls.
+        scroll.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAsNeeded)
         page.setMinimumHeight(720)  # below this the chart and lists get too short: scroll instead
         outer = QVBoxLayout(self)
         outer.setContentsMargins(0, 0, 0, 0)

@@ -29,6 +29,7 @@ def titled_panel(title: str, caption: QLabel, body: QWidget) -> QWidget:
     header = QHBoxLayout()
     header.addWidget(heading(title))
     header.addSpacing(PANEL_TITLE_GAP_PX)
+    caption.setWordWrap(True)  # a long caption wraps under a narrow panel instead of widening the page
     header.addWidget(caption, 1)
     layout.addLayout(header)
     layout.addWidget(body, 1)
