@@ -201,10 +201,12 @@ def test_sorting_keeps_the_selected_op_selected(view, qtbot):
     assert "1 of" in view.stepper.occurrence_label.text()
 
 
-@pytest.mark.parametrize("width", [1230, 1120])
+# 920: a 1280 px window beside the Details dock (issue 23: the names were elided there, `broad...ion.1`).
+@pytest.mark.parametrize("width", [1230, 1120, 920])
 def test_every_column_fits_and_op_names_are_not_cut(qtbot, tpu_trace, width):
     """The table spans the view's width, above the charts: no column hides behind them or off the edge,
-    and the op names, which matter most, keep their full width while programs give way."""
+    and the op names, which matter most, keep their full width while programs give way (on the
+    narrowest view the numbers scroll sideways instead of taking the names' room)."""
     widget = OpsView()
     qtbot.addWidget(widget)
     widget.resize(width, 900)
@@ -217,8 +219,9 @@ def test_every_column_fits_and_op_names_are_not_cut(qtbot, tpu_trace, width):
     header = table.horizontalHeader()
     charts_top = widget.bar_plot.mapTo(widget, QPoint(0, 0)).y()
     assert charts_top > table.mapTo(widget, QPoint(0, table.height())).y()  # the charts are below the table
-    assert header.length() <= table.viewport().width()
-    assert not table.horizontalScrollBar().isVisible()
+    if width >= 1120:
+        assert header.length() <= table.viewport().width()
+        assert not table.horizontalScrollBar().isVisible()
     metrics = table.fontMetrics()
     widest_name = max(metrics.horizontalAdvance(n) for n in _column(widget, NAME))
     assert header.sectionSize(NAME) > widest_name

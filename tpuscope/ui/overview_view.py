@@ -149,7 +149,7 @@ class OverviewView(View):
         style_list_table(self.ops_table)
         self.ops_table.setFocusPolicy(Qt.FocusPolicy.NoFocus)
         self.ops_table.setWordWrap(False)
-        self.ops_table.setTextElideMode(Qt.TextElideMode.ElideMiddle)
+        self.ops_table.setTextElideMode(Qt.TextElideMode.ElideRight)  # a name's start says what it is
         self.ops_table.setCursor(Qt.CursorShape.PointingHandCursor)
         self.ops_table.setItemDelegateForColumn(3, PercentBarDelegate(self.ops_table))
         header = self.ops_table.horizontalHeader()

@@ -42,14 +42,15 @@ from tpuscope.ui.ops.table_model import SELF_TIME_COLUMN, OpsTableModel
 from tpuscope.ui.views import OpRow, View
 
 # Column widths follow the rows: each column fits the widest of its first rows (Qt measures only
-# these, never 100k), text columns are capped so the numbers keep their room, and when the table is
-# still wider than the view the text columns give way first, down to a floor. Long names and
-# programs are elided in the middle, where `jit_f(1219...3885)` and kernel names differ least; the
-# tooltip has the whole text. Users resize columns freely afterwards.
+# these, never 100k). The names come first (issue 23: `broad...ion.1` beside roomy number
+# columns): the op name keeps its text's width up to a cap, and when the table is wider than the
+# view the program, then the category give way, down to a floor; what is still too wide scrolls
+# sideways. Text that does not fit is elided at the right, where names differ least (their
+# start says what they are); the tooltip has the whole text. Users resize columns freely afterwards.
 MEASURED_ROWS = 200
-TEXT_COLUMN_CAPS_PX = (260, 150, 220)  # Name, Category, Program
+TEXT_COLUMN_CAPS_PX = (420, 180, 260)  # Name, Category, Program
 TEXT_COLUMN_FLOOR_PX = 90
-TEXT_COLUMNS_GIVING_WAY = (2, 1, 0)  # program, then category, then the op name, which matters most
+TEXT_COLUMNS_GIVING_WAY = (2, 1)  # program, then category; the op name keeps its width
 TABLE_SHARE = 55  # of the height under the controls, in percent: the table over the charts
 
 
@@ -97,7 +98,7 @@ class OpsView(View):
         self.table_view.setSelectionMode(QAbstractItemView.SelectionMode.SingleSelection)
         self.table_view.setAlternatingRowColors(True)
         self.table_view.setWordWrap(False)
-        self.table_view.setTextElideMode(Qt.TextElideMode.ElideMiddle)
+        self.table_view.setTextElideMode(Qt.TextElideMode.ElideRight)
         vertical = self.table_view.verticalHeader()
         vertical.setSectionResizeMode(QHeaderView.ResizeMode.Fixed)  # never measure 100k rows
         vertical.setDefaultSectionSize(self.fontMetrics().height() + 6)
@@ -291,7 +292,7 @@ class OpsView(View):
         self.tableReady.emit(table)
 
     def _fit_columns(self) -> None:
-        """Sizes the columns to their rows, giving the numbers their full width first."""
+        """Sizes the columns to their rows, the op names' first (see TEXT_COLUMN_CAPS_PX)."""
         if self.model.rowCount() == 0:
             return
         header = self.table_view.horizontalHeader()
