@@ -193,7 +193,7 @@ class OverviewView(View):
         self.pod_section = titled_panel("Hosts × steps", self.pod_caption, self.pod_panel)
         self.pod_section.hide()
 
-        page = ScrollPage()
+        page = ScrollPage(floor_px=720)  # below this the chart and lists get too short: scroll
         page.setObjectName("overviewPage")
         page_column = QVBoxLayout(page)
         page_column.setContentsMargins(16, 12, 16, 12)
@@ -216,7 +216,6 @@ class OverviewView(View):
         scroll.setFrameShape(QFrame.Shape.NoFrame)
         # Everything wraps to the width (cards, captions, legend); what still cannot scrolls.
         scroll.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAsNeeded)
-        page.setMinimumHeight(720)  # below this the chart and lists get too short: scroll instead
         outer = QVBoxLayout(self)
         outer.setContentsMargins(0, 0, 0, 0)
         outer.addWidget(scroll)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from PySide6.QtCore import QSize
 from PySide6.QtWidgets import QHBoxLayout, QLabel, QVBoxLayout, QWidget
 
 from tpuscope.ui.widgets.labels import heading
@@ -14,10 +15,28 @@ class ScrollPage(QWidget):
     """The widget of a QScrollArea. QScrollArea sizes a page whose layout has height-for-width
     (wrapped labels) to that layout's *preferred* height, which always adds a scroll bar; this page
     asks only for its minimum height, so it fills the viewport and scrolls only when the window is
-    smaller."""
+    smaller.
+
+    `floor_px` is the height below which it scrolls even when its contents would fit (the charts
+    get too short): a floor under the layout's own minimum, not in place of it, since a fixed
+    minimum height (setMinimumHeight) overrides the layout's and a page that grows (a section
+    shown) would then be squeezed into it, its widgets drawn over each other."""
+
+    def __init__(self, floor_px: int = 0, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.floor_px = floor_px
+
+    def minimumSizeHint(self) -> QSize:
+        hint = super().minimumSizeHint()
+        return QSize(hint.width(), max(hint.height(), self.floor_px))
 
     def heightForWidth(self, width: int) -> int:
-        return self.minimumSizeHint().height()
+        # The layout's minimum at this width: its wrapped labels and cards as tall as they wrap to,
+        # which is what the layout gives them (minimumSizeHint counts each label as one line).
+        layout = self.layout()
+        wraps = layout is not None and layout.hasHeightForWidth()
+        wrapped = layout.minimumHeightForWidth(width) if wraps else 0
+        return max(self.minimumSizeHint().height(), wrapped)
 
 
 def titled_panel(title: str, caption: QLabel, body: QWidget) -> QWidget:
