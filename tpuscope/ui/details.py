@@ -15,6 +15,7 @@ from PySide6.QtCore import QSettings, Qt, Signal
 from PySide6.QtGui import QCloseEvent
 from PySide6.QtWidgets import QDockWidget, QMainWindow, QTextBrowser, QWidget
 
+from tpuscope.analysis.area_pivot import AreaPivot
 from tpuscope.analysis.op_source import OpDetails
 from tpuscope.analysis.ops import op_details_of_event
 from tpuscope.analysis.programs import PROGRAM_CODE
@@ -22,14 +23,13 @@ from tpuscope.model.trace import Trace, Track
 from tpuscope.model.units import SHORT_SPEC, format_duration
 from tpuscope.ui.analysis_hub import AnalysisHub
 from tpuscope.ui.jobs import LatestJobs
-from tpuscope.ui.range_summary import RangeSummary
+from tpuscope.ui.range_summary import PIVOT_LINK, SQL_LINK, range_pivot_html, range_pivot_sql
 from tpuscope.ui.timeline.palette import short_name
 
 DETAILS_MIN_WIDTH_PX = 300
 FLOW_LABEL_CHARS = 80  # demangled kernel names run to kilobytes; the link shows their start
 MAX_FLOW_LINKS = 20  # a launch has one kernel; an event with more flows lists the first ones
 DETAILS_START_WIDTH_PX = 360  # room for stat names such as `raw_bytes_accessed` and 20-digit values
-MAX_RANGE_ROWS = 200  # names listed for a range; the rest are counted in one line
 MAX_STAT_TEXT = 2000  # characters of one stat value shown (long HLO texts and source stacks)
 MAX_FUSED_SHOWN = 200  # instructions of a fusion listed; a large fusion's rest is counted
 DETAILS_OPEN_KEY = "details/open"  # the user's last choice: open the dock when it has something to show
@@ -98,6 +98,7 @@ class DetailsPanel(QTextBrowser):
     """
 
     flowTargetClicked = Signal(object, int)
+    sqlRequested = Signal(str)  # "as SQL" on a range's pivot: the query to run in the Query tab
     contentShown = Signal()  # an event or a range is shown (the dock opens for it)
 
     def __init__(self, parent: QWidget | None = None, hub: AnalysisHub | None = None):
@@ -105,6 +106,7 @@ class DetailsPanel(QTextBrowser):
         self.setOpenLinks(False)
         self.anchorClicked.connect(self._on_anchor)
         self._trace: Trace | None = None
+        self._pivot: AreaPivot | None = None  # the range shown, for its other dimensions and SQL
         self.hub = hub  # the open trace's analyses: where an op's code comes from (None: no code shown)
         self._code_jobs = LatestJobs(self)
         self._event_parts: list[str] = []
@@ -122,6 +124,12 @@ class DetailsPanel(QTextBrowser):
 
     def _on_anchor(self, url) -> None:
         text = url.toString()
+        if self._pivot is not None and text.startswith(PIVOT_LINK):
+            self.setHtml(range_pivot_html(self._pivot, text[len(PIVOT_LINK) :]))
+            return
+        if self._pivot is not None and text.startswith(SQL_LINK):
+            self.sqlRequested.emit(range_pivot_sql(self._pivot, text[len(SQL_LINK) :]))
+            return
         if not text.startswith("flow:") or self._trace is None:
             return
         _, number, event = text.split(":")
@@ -221,31 +229,10 @@ class DetailsPanel(QTextBrowser):
             + "</ul>"
         )
 
-    def show_range(self, t0_ps: float, t1_ps: float, summary: RangeSummary, strings, tracks: int) -> None:
-        """Per-name count, total and self time of the events of `tracks` (expanded) tracks in the range."""
-        head = (
-            "<h3 style='margin-bottom:4px'>Range "
-            f"{html.escape(format_duration(t1_ps - t0_ps, SHORT_SPEC))}</h3>"
-            f"<p style='margin:2px 0'>{html.escape(format_duration(t0_ps, SHORT_SPEC))} to "
-            f"{html.escape(format_duration(t1_ps, SHORT_SPEC))}: {int(summary.counts.sum()):,} events, "
-            f"{len(summary):,} names on the {tracks:,} expanded tracks</p>"
-        )
-        rows = []
-        shown = min(len(summary), MAX_RANGE_ROWS)
-        for i in range(shown):
-            rows.append(
-                f"<tr><td>{html.escape(short_name(strings[int(summary.name_ids[i])]))}</td>"
-                f"<td align='right'>{int(summary.counts[i]):,}</td>"
-                f"<td align='right'>{html.escape(format_duration(int(summary.total_ps[i]), SHORT_SPEC))}</td>"
-                f"<td align='right'>{html.escape(format_duration(int(summary.self_ps[i]), SHORT_SPEC))}</td>"
-                "</tr>"
-            )
-        table = (
-            "<table cellspacing='0' cellpadding='2'><tr><th align='left'>Name</th><th>Count</th>"
-            f"<th>Total</th><th>Self</th></tr>{''.join(rows)}</table>"
-        )
-        more = f"<p>and {len(summary) - shown:,} more names</p>" if len(summary) > shown else ""
-        self.setHtml(head + table + more)
+    def show_range(self, pivot: AreaPivot, dimension: str = "name") -> None:
+        """The range's pivot (count, total, self, average) by `dimension` over its expanded tracks."""
+        self._pivot = pivot
+        self.setHtml(range_pivot_html(pivot, dimension))
         self.contentShown.emit()
 
 

@@ -22,6 +22,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from tpuscope.analysis.area_pivot import pivot_area
 from tpuscope.analysis.session import STEPS
 from tpuscope.analysis.steps import Steps
 from tpuscope.model.trace import Trace, Track
@@ -33,7 +34,6 @@ from tpuscope.ui.loader import LoadResult, LoadWorker
 from tpuscope.ui.memory_counters import MEMORY_COUNTERS
 from tpuscope.ui.notice_bar import NoticeBar
 from tpuscope.ui.pod.session import PodSession
-from tpuscope.ui.range_summary import summarize_range
 from tpuscope.ui.registry import TIMELINE, VIEWS
 from tpuscope.ui.search import SearchBar, SearchResults
 from tpuscope.ui.timeline.view import PICKED_LAYER, SEARCH_LAYER, TimelineView
@@ -60,7 +60,7 @@ def default_settings() -> QSettings:
 class MainWindow(QMainWindow):
     traceLoaded = Signal(object)  # Trace
     loadFailed = Signal(str)
-    rangeSummarized = Signal(object)  # RangeSummary shown in the details panel
+    rangeSummarized = Signal(object)  # the AreaPivot shown in the details panel
 
     def __init__(self, settings: QSettings | None = None):
         super().__init__()
@@ -133,6 +133,7 @@ class MainWindow(QMainWindow):
         self.timeline.eventSelected.connect(self._on_event_selected)
         self.timeline.rangeSelected.connect(self._on_range_selected)
         self.details.flowTargetClicked.connect(self._jump_to_event)
+        self.details.sqlRequested.connect(self.run_sql)
         self.search.matchesChanged.connect(self._on_matches)
         self.search.currentMatch.connect(self._on_current_match)
         self._refresh_recent()
@@ -554,13 +555,18 @@ class MainWindow(QMainWindow):
             return
         tracks = [r.track for r in self.timeline.layout_.rows if r.track is not None]
         self.details.setHtml("<p>Summarizing the range\u2026</p>")
-        strings = self.trace.strings
 
-        def show(summary) -> None:
-            self.details.show_range(t0_ps, t1_ps, summary, strings, len(tracks))
-            self.rangeSummarized.emit(summary)
+        def show(pivot) -> None:
+            self.details.show_range(pivot)
+            self.rangeSummarized.emit(pivot)
 
-        self.jobs.start(lambda: summarize_range(tracks, t0_ps, t1_ps), show)
+        self.jobs.start(lambda: pivot_area(tracks, t0_ps, t1_ps), show)
+
+    def run_sql(self, query: str) -> None:
+        """Shows the Query tab and runs `query` there (a range pivot's "as SQL")."""
+        run = getattr(self.views.get("query"), "run_query", None)
+        if run is not None and self.show_view("query"):
+            run(query)
 
     def _on_matches(self, results: SearchResults) -> None:
         self.timeline.set_highlight_lods(results.outlines, SEARCH_LAYER)

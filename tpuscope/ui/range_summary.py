@@ -1,74 +1,64 @@
-"""Per-name count, total and self time of the events inside a selected time range (numpy, no Qt).
+"""The Details panel's page for a Shift-drag selection: the area pivot (tpuscope.analysis.area_pivot)
+by one dimension, links to pivot by the others, and one that opens the same pivot as SQL in the Query
+tab (tpuscope.query.area), whose rows equal these.
 
-Times are clipped to the range, so an event that sticks out counts only its
-part inside. Self time is an event's clipped time minus the clipped time of
-its direct children (the events one level deeper that it contains), as
-Perfetto and Tracy define it for a selected area.
+Links: `pivot:<dimension>` shows the pivot by another dimension (computed already, no new pass);
+`sql:<dimension>` asks for the SQL of the one shown.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import html
 
-import numpy as np
+from tpuscope.analysis.area_pivot import DIMENSIONS, AreaPivot
+from tpuscope.model.units import SHORT_SPEC, format_duration
+from tpuscope.query.area import area_pivot_sql
+from tpuscope.ui.timeline.palette import short_name
 
-from tpuscope.model.trace import Track
-
-
-@dataclass
-class RangeSummary:
-    """Parallel arrays sorted by total time, longest first."""
-
-    name_ids: np.ndarray
-    counts: np.ndarray
-    total_ps: np.ndarray
-    self_ps: np.ndarray
-
-    def __len__(self) -> int:
-        return len(self.name_ids)
+MAX_RANGE_ROWS = 200  # rows listed for a range; the rest are counted in one line
+PIVOT_LINK = "pivot:"
+SQL_LINK = "sql:"
+_TITLES = {key: title for key, title, _ in DIMENSIONS}
+_NONE_LABEL = "<span style='color:#5b6473'>(none)</span>"
 
 
-def clipped_self_times(
-    track: Track, indices: np.ndarray, t0_ps: int, t1_ps: int
-) -> tuple[np.ndarray, np.ndarray]:
-    """Clipped duration and self time of each event at `indices` (all events overlapping the range)."""
-    start = np.maximum(track.start_ps[indices], t0_ps)
-    end = np.minimum(track.start_ps[indices] + track.duration_ps[indices], t1_ps)
-    clipped = np.maximum(end - start, 0)
-    children = np.zeros(len(indices), np.int64)
-    depth = track.depth[indices]
-    for d in range(1, int(depth.max()) + 1 if len(depth) else 0):
-        parents = np.flatnonzero(depth == d - 1)
-        kids = np.flatnonzero(depth == d)
-        if not len(parents) or not len(kids):
-            continue
-        owner = np.searchsorted(parents, kids) - 1
-        has_owner = owner >= 0
-        np.add.at(children, parents[owner[has_owner]], clipped[kids[has_owner]])
-    return clipped, np.maximum(clipped - children, 0)
+def _duration(ps: float) -> str:
+    return html.escape(format_duration(int(ps), SHORT_SPEC))
 
 
-def summarize_range(tracks: list[Track], t0_ps: float, t1_ps: float) -> RangeSummary:
-    """What ran inside [t0, t1] on these tracks, per event name."""
-    t0, t1 = int(t0_ps), int(t1_ps)
-    names, totals, selfs = [], [], []
-    for track in tracks:
-        indices = track.overlapping(t0, t1)
-        if not len(indices):
-            continue
-        clipped, self_time = clipped_self_times(track, indices, t0, t1)
-        names.append(track.name_id[indices])
-        totals.append(clipped)
-        selfs.append(self_time)
-    if not names:
-        empty = np.empty(0, np.int64)
-        return RangeSummary(empty.astype(np.int32), empty, empty, empty)
-    all_names = np.concatenate(names)
-    unique, inverse = np.unique(all_names, return_inverse=True)
-    counts = np.bincount(inverse, minlength=len(unique))
-    total = np.bincount(inverse, weights=np.concatenate(totals), minlength=len(unique))
-    own = np.bincount(inverse, weights=np.concatenate(selfs), minlength=len(unique))
-    order = np.argsort(-total, kind="stable")
-    return RangeSummary(
-        unique[order], counts[order], total[order].astype(np.int64), own[order].astype(np.int64)
+def range_pivot_html(pivot: AreaPivot, dimension: str = "name") -> str:
+    """The page: what the range holds, the pivot by `dimension`, the other dimensions and "as SQL"."""
+    table = pivot.by[dimension]
+    t0, t1 = pivot.t0_ps, pivot.t1_ps
+    head = (
+        f"<h3 style='margin-bottom:4px'>Range {_duration(t1 - t0)}</h3>"
+        f"<p style='margin:2px 0'>{_duration(t0)} to {_duration(t1)}: {pivot.events:,} events, "
+        f"{len(pivot.by['name']):,} names on the {pivot.track_count:,} expanded tracks</p>"
     )
+    choices = " | ".join(
+        f"<b>{html.escape(title)}</b>"
+        if key == dimension
+        else f"<a href='{PIVOT_LINK}{key}'>{html.escape(title)}</a>"
+        for key, title, _ in DIMENSIONS
+        if key in pivot.by
+    )
+    links = f"<p style='margin:4px 0'>By {choices} &nbsp; <a href='{SQL_LINK}{dimension}'>as SQL</a></p>"
+    rows = []
+    shown = min(len(table), MAX_RANGE_ROWS)
+    for label, count, total, own, average in table.rows()[:shown]:
+        text = _NONE_LABEL if label is None else html.escape(short_name(label))
+        rows.append(
+            f"<tr><td>{text}</td><td align='right'>{count:,}</td><td align='right'>{_duration(total)}</td>"
+            f"<td align='right'>{_duration(own)}</td><td align='right'>{_duration(average)}</td></tr>"
+        )
+    body = (
+        f"<table cellspacing='0' cellpadding='2'><tr><th align='left'>{html.escape(_TITLES[dimension])}</th>"
+        f"<th>Count</th><th>Total</th><th>Self</th><th>Average</th></tr>{''.join(rows)}</table>"
+    )
+    more = f"<p>and {len(table) - shown:,} more rows</p>" if len(table) > shown else ""
+    return head + links + body + more
+
+
+def range_pivot_sql(pivot: AreaPivot, dimension: str) -> str:
+    """The SQL whose rows are the pivot by `dimension` (for the Query tab)."""
+    return area_pivot_sql(dimension, pivot.t0_ps, pivot.t1_ps, pivot.track_ids, pivot.all_tracks)

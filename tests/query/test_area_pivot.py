@@ -1,0 +1,96 @@
+"""The pivot of a selected area (numpy, tpuscope.analysis.area_pivot) equals its SQL (DuckDB over the
+events table, tpuscope.query.area) row for row, on real profiles, random ranges and track subsets."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from tests.conftest import SAMPLES, SHARED_TRACES, TF_TRACE, TPU_TRACE, require_shared_traces
+from tpuscope.analysis.area_pivot import DIMENSION_KEYS, pivot_area
+from tpuscope.analysis.session import TraceAnalysis
+from tpuscope.opener import open_trace
+from tpuscope.query.area import area_pivot_sql, track_condition
+from tpuscope.query.session import QuerySession
+
+PROFILES = [
+    TPU_TRACE,  # categories, program ids and source lines from op metadata
+    TF_TRACE,  # deep host nesting, 128k events
+    SAMPLES / "jax_cpu_healthy.xplane.pb",  # 45 levels deep
+    SHARED_TRACES / "kineto" / "critical_path__alexnet__benchmark_result_2869224_1695835535_trace.json.gz",
+    SHARED_TRACES / "kineto" / "amd_trace__mi250_minitoy_train_ROCm6_2_kineto.json.gz",
+]
+
+
+def _sql_rows(session: QuerySession, query: str) -> dict:
+    relation = session.sql(query)
+    assert relation is not None
+    assert relation.columns == ["label", "count", "total_ps", "self_ps", "avg_ps"]
+    return {
+        (None if label is None else str(label)): (count, int(total), int(own), float(avg))
+        for label, count, total, own, avg in relation.fetchall()
+    }
+
+
+@pytest.mark.parametrize("path", PROFILES, ids=lambda p: p.name[:40])
+def test_the_pivot_equals_its_sql(path):
+    require_shared_traces()
+    trace = open_trace(path)
+    session = QuerySession(TraceAnalysis(trace))
+    tracks = trace.track_list()
+    rng = np.random.default_rng(21)
+    ranges = [(0, trace.duration_ps + 1)]
+    ranges += [tuple(sorted(rng.uniform(0, trace.duration_ps, 2))) for _ in range(3)]
+    seen_nesting = False
+    for trial, (t0, t1) in enumerate(ranges):
+        # every track, then two thirds of them (the ones the timeline shows expanded)
+        chosen = tracks if trial % 2 == 0 else [t for k, t in enumerate(tracks) if k % 3 != trial % 3]
+        ids = [trace.track_number(t) for t in chosen]
+        pivot = pivot_area(chosen, t0, t1)
+        assert pivot.events == sum(len(t.overlapping(int(t0), int(t1))) for t in chosen)
+        for dimension in DIMENSION_KEYS:
+            table = pivot.by[dimension]
+            expected = _sql_rows(session, area_pivot_sql(dimension, int(t0), int(t1), ids, len(tracks)))
+            got = {label: (c, t, s, a) for label, c, t, s, a in table.rows()}
+            assert got.keys() == expected.keys()
+            for label, (count, total, own, avg) in got.items():
+                assert (count, total, own) == expected[label][:3], (dimension, label)
+                assert avg == pytest.approx(expected[label][3])
+            assert int(table.counts.sum()) == pivot.events
+            assert (table.self_ps <= table.total_ps).all()
+            assert list(table.total_ps) == sorted(table.total_ps, reverse=True)
+        names = pivot.by["name"]
+        seen_nesting |= bool((names.self_ps < names.total_ps).any())
+    assert seen_nesting  # every profile here nests events, so some self time is not the total
+
+
+def test_the_dimensions_group_what_the_profile_has():
+    trace = open_trace(TPU_TRACE)
+    pivot = pivot_area(trace.track_list(), 0, trace.duration_ps + 1)
+    session = QuerySession(TraceAnalysis(trace))
+    for dimension, column in (("category", "category"), ("program", "program_id"), ("source", "source")):
+        labelled = [label for label in pivot.by[dimension].labels if label is not None]
+        ((distinct,),) = session.sql(f"SELECT count(DISTINCT {column}) FROM events").fetchall()
+        assert len(labelled) == distinct > 1, dimension
+        assert None in pivot.by[dimension].labels  # host events have no op category, program or line
+
+
+def test_an_empty_area_has_no_rows_and_its_sql_none():
+    trace = open_trace(TPU_TRACE)
+    tracks = trace.track_list()
+    session = QuerySession(TraceAnalysis(trace))
+    pivot = pivot_area(tracks, -10_000, -1)
+    assert pivot.events == 0
+    for dimension in DIMENSION_KEYS:
+        assert len(pivot.by[dimension]) == 0
+        query = area_pivot_sql(dimension, -10_000, -1, range(len(tracks)), len(tracks))
+        assert _sql_rows(session, query) == {}
+    assert _sql_rows(session, area_pivot_sql("name", 0, trace.duration_ps, [], len(tracks))) == {}
+
+
+def test_track_condition_writes_runs():
+    assert track_condition(range(5), 5) == ""
+    assert track_condition([0, 1, 2, 4, 7, 8], 10) == (
+        "AND (track_id BETWEEN 0 AND 2 OR track_id BETWEEN 7 AND 8 OR track_id IN (4))"
+    )
+    assert track_condition([], 3) == "AND false"
