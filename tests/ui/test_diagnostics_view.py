@@ -15,6 +15,7 @@ from tpuscope.analysis.facts.evidence import evidence_events
 from tpuscope.analysis.session import TraceAnalysis
 from tpuscope.opener import open_trace
 from tpuscope.ui.diagnostics_view import DiagnosticsView, finding_html, format_number
+from tpuscope.ui.widgets.code_spans import without_code_marks
 
 WAIT_MS = 30_000  # generous: the CI machine is shared
 
@@ -44,7 +45,7 @@ def test_lists_findings_worst_first_with_severity_icons(qtbot, view, traces):
     expected = TraceAnalysis(trace).report
     titles = [view.findings.item(r).text() for r in range(view.findings.count())]
     # Each line leads with what the finding costs (what users triage by), then its title.
-    assert [t.split(" · ", 1)[-1] for t in titles] == [f.title for f in expected.findings]
+    assert [t.split(" · ", 1)[-1] for t in titles] == [without_code_marks(f.title) for f in expected.findings]
     assert titles[0] == "2.33% of step · 15 blocking device-to-host read(s)"
     assert report.findings[0].severity == Severity.INFO and report.findings[0].id == "host_device_sync"
     assert all(not view.findings.item(r).icon().isNull() for r in range(view.findings.count()))
@@ -217,3 +218,17 @@ def test_what_was_checked_is_a_collapsed_list_one_line_per_rule(qtbot, view, tra
     assert not view.checked_list.isVisible()
     view.set_trace(None)
     assert view.checked_list.count() == 0 and not view.checked_toggle.isEnabled()
+
+
+def test_code_spans_render_as_code_not_backticks(qtbot, view, traces):
+    """A finding naming ops in backticks (the TPU sample's async wait): the detail pane sets them in
+    the monospace face and the list shows the names without the marks (issue 23)."""
+    report = _load(qtbot, view, traces[TPU_TRACE])
+    row, finding = next((k, f) for k, f in enumerate(report.findings) if "`" in f.title + f.explanation)
+    view.findings.setCurrentRow(row)
+    shown = view.detail.toPlainText()
+    assert "`" not in shown and "`" not in view.findings.item(row).text()
+    code = finding.explanation.split("`")[1] if "`" in finding.explanation else finding.title.split("`")[1]
+    assert code in shown
+    assert f"<code>{code}</code>" in finding_html(finding)
+    assert "monospace" in view.detail.toHtml() or "Courier" in view.detail.toHtml()

@@ -17,6 +17,7 @@ from tpuscope.opener import open_trace
 from tpuscope.ui.overview_view import OverviewView
 from tpuscope.ui.views import FindingAt, OpRow
 from tpuscope.ui.widgets.card import format_headline_duration, format_percent
+from tpuscope.ui.widgets.delegates import EXPLANATION_ROLE
 
 WAIT_MS = 30_000  # generous: the CI machine is shared
 INPUT_BOUND_SAMPLE = SAMPLES / "jax_cpu_input_bound.xplane.pb"
@@ -172,3 +173,17 @@ def test_few_steps_get_one_tick_per_bar(qtbot, view, traces):
     assert [label for _, label in ticks[0]] == [str(n) for n in find_steps(traces["input"]).number]
     _load(qtbot, view, traces["tpu"])  # 100 steps: automatic ticks again
     assert view.step_plot.getAxis("bottom")._tickLevels is None
+
+
+def test_code_spans_show_without_their_backticks(qtbot, view, traces):
+    """Finding texts and the step description mark code with backticks (`copy-done.4`): the page
+    renders them (issue 23), rich text as <code>, painted list items as the code alone."""
+    overview = _load(qtbot, view, traces["tpu"])
+    marked = [f for f in overview.findings if "`" in f.title + f.explanation]
+    assert marked and "`" in overview.steps.description  # the TPU sample's async wait names its ops
+    items = [view.findings_list.item(r) for r in range(view.findings_list.count())]
+    texts = [i.text() + str(i.data(EXPLANATION_ROLE)) + i.toolTip() for i in items]
+    assert texts and not any("`" in t for t in texts)
+    code = (marked[0].title + marked[0].explanation).split("`")[1]
+    assert any(code in t for t in texts)  # the code itself is still there
+    assert "<code>" in view.status.text() and "`" not in view.status.text()

@@ -36,6 +36,7 @@ from tpuscope.analysis.session import REPORT
 from tpuscope.model.trace import Trace
 from tpuscope.ui.analysis_hub import AnalysisHub
 from tpuscope.ui.views import FindingAt, View
+from tpuscope.ui.widgets.code_spans import code_spans_html, without_code_marks
 from tpuscope.ui.widgets.severity import severity_icon
 
 if TYPE_CHECKING:  # the engine loads in the worker that runs the rules
@@ -137,7 +138,7 @@ class DiagnosticsView(View):
         style = self.style()
         for finding in report.findings:
             item = QListWidgetItem(severity_icon(style, finding.severity), _list_text(finding))
-            item.setToolTip(f"{finding.severity.label}: {finding.id} · {_basis(finding)}")
+            item.setToolTip(without_code_marks(f"{finding.severity.label}: {finding.id} · {_basis(finding)}"))
             self.findings.addItem(item)
         self.summary.setText(_summary_text(report))
         self._fill_checked(report)
@@ -162,8 +163,8 @@ class DiagnosticsView(View):
         entries = report.checked if report is not None else []
         for entry in entries:
             summary = entry["summary"] or "(no summary)"
-            item = QListWidgetItem(f"{entry['rule']}: {summary}")
-            item.setToolTip(summary)
+            item = QListWidgetItem(without_code_marks(f"{entry['rule']}: {summary}"))
+            item.setToolTip(without_code_marks(summary))
             self.checked_list.addItem(item)
         self.checked_toggle.setText(
             f"What was checked ({len(entries)} rules)" if entries else "What was checked"
@@ -252,7 +253,7 @@ def _summary_text(report: Report) -> str:
         else "no steps found"
     )
     tally = ", ".join(parts) or "no findings"
-    text = f"<b>{html.escape(report.framework.name)}</b> · {html.escape(steps)} · {tally}"
+    text = f"<b>{html.escape(report.framework.name)}</b> · {code_spans_html(steps)} · {tally}"
     if report.rule_errors:
         text += f" · {len(report.rule_errors)} rule(s) could not run"
     return text
@@ -261,7 +262,8 @@ def _summary_text(report: Report) -> str:
 def _list_text(finding: Finding) -> str:
     """The list's line: what the finding costs first (what users triage by), then its title."""
     cost = finding.impact.short() if finding.impact is not None else ""
-    return f"{cost} · {finding.title}" if cost else finding.title
+    title = without_code_marks(finding.title)  # a plain list item: the code without its backticks
+    return f"{cost} · {title}" if cost else title
 
 
 def _basis(finding: Finding) -> str:
@@ -270,13 +272,14 @@ def _basis(finding: Finding) -> str:
 
 
 def finding_html(finding: Finding) -> str:
-    """The detail pane: title, explanation, numbers, advice, evidence links."""
+    """The detail pane: title, explanation, numbers, advice, evidence links (code spans as <code>)."""
     esc = html.escape
+    code = code_spans_html
     out = [
-        f"<h3>{esc(finding.title)}</h3>",
+        f"<h3>{code(finding.title)}</h3>",
         f"<p><i>{esc(finding.severity.label)}</i> · <code>{esc(finding.id)}</code></p>",
-        f"<p><b>{esc(sentence_case(finding.cost_words))}</b>: {esc(_basis(finding))}</p>",
-        f"<p>{esc(finding.explanation)}</p>",
+        f"<p><b>{code(sentence_case(finding.cost_words))}</b>: {code(_basis(finding))}</p>",
+        f"<p>{code(finding.explanation)}</p>",
     ]
     scalars = {k: v for k, v in finding.metrics.items() if not _is_records(v)}
     records = {k: v for k, v in finding.metrics.items() if _is_records(v)}
@@ -294,14 +297,14 @@ def finding_html(finding: Finding) -> str:
         out.append(records_table_html(rows))
     if finding.advice:
         out.append("<h4>What to do</h4><ul>")
-        out.extend(f"<li>{esc(a)}</li>" for a in finding.advice)
+        out.extend(f"<li>{code(a)}</li>" for a in finding.advice)
         out.append("</ul>")
     if finding.evidence:
         out.append(f"<h4>Evidence ({len(finding.evidence)}; click to zoom)</h4><ul>")
         for k, item in enumerate(finding.evidence[:MAX_EVIDENCE_LINES]):
             where = " / ".join(str(item[p]) for p in ("host", "plane", "track") if item.get(p))
             at = f"{int(item['start_ps']) / 1e9:.3f} ms"
-            link = f"<a href='{_EVIDENCE_SCHEME}:{k}'>{esc(item['label'])}</a>"
+            link = f"<a href='{_EVIDENCE_SCHEME}:{k}'>{code(str(item['label']))}</a>"
             out.append(f"<li>{link} at {at} <small>({esc(where)})</small></li>")
         out.append("</ul>")
     return "".join(out)

@@ -58,6 +58,7 @@ from tpuscope.ui.overview_chart import PART_COLORS, StepPartsChart
 from tpuscope.ui.pod.heatmap import PodPanel
 from tpuscope.ui.views import FindingAt, OpRow, View
 from tpuscope.ui.widgets.card import Card, card_style_sheet, format_headline_duration, format_percent
+from tpuscope.ui.widgets.code_spans import code_spans_html, without_code_marks
 from tpuscope.ui.widgets.delegates import (
     EXPLANATION_ROLE,
     PERCENT_ROLE,
@@ -105,6 +106,7 @@ class OverviewView(View):
         self.title.setWordWrap(True)  # a run of many hosts names them all
         self.status = QLabel("")
         self.status.setWordWrap(True)
+        self.status.setTextFormat(Qt.TextFormat.RichText)  # its step description names code: `jit_f`
         mute(self.status)
 
         self.cards: dict[str, Card] = {}
@@ -234,12 +236,12 @@ class OverviewView(View):
 
     # -- results ---------------------------------------------------------------------------------
     def _on_failed(self, error: Exception) -> None:
-        self.status.setText(f"The overview failed: {type(error).__name__}: {error}")
+        self.status.setText(html.escape(f"The overview failed: {type(error).__name__}: {error}"))
 
     def _show_message(self, message: str, title: str = "") -> None:
         """An empty page saying `message` (before loading, while computing)."""
         self.title.setText(title or "Overview")
-        self.status.setText(message)
+        self.status.setText(html.escape(message))
         for card in self.cards.values():
             card.set("–")
         self.step_plot.reset()
@@ -259,7 +261,7 @@ class OverviewView(View):
             return  # the whole overview is on screen already
         self.overview = overview
         self.title.setText(_profile_name(self.trace) if self.trace is not None else "Overview")
-        self.status.setText(_status_text(overview))
+        self.status.setText(code_spans_html(_status_text(overview)))
         self._fill_cards(overview)
         self._fill_steps_card(overview.steps)
         self._fill_framework_card(overview.framework)
@@ -321,7 +323,7 @@ class OverviewView(View):
             self.cards["steps"].set(
                 f"{len(steps):,}",
                 f"from {source}",
-                f"Steps from {steps.description}. Click for the timeline.",
+                without_code_marks(f"Steps from {steps.description}. Click for the timeline."),
             )
         else:
             self.cards["steps"].set("None", "no steps found", NO_STEPS_TEXT)
@@ -457,10 +459,12 @@ class OverviewView(View):
         )
         self.findings_caption.setText(f"{tally} · click one to open the diagnostics")
         for position, finding in enumerate(findings[:TOP_FINDINGS_ROWS]):
-            item = QListWidgetItem(severity_icon(style, finding.severity), finding.title)
+            # A painted item is plain text: its code spans without their backticks.
+            item = QListWidgetItem(severity_icon(style, finding.severity), without_code_marks(finding.title))
             item.setToolTip(_finding_tooltip(finding))
             item.setData(Qt.ItemDataRole.UserRole, position)
-            item.setData(EXPLANATION_ROLE, f"{sentence_case(finding.cost_words)}. {finding.explanation}")
+            explanation = f"{sentence_case(finding.cost_words)}. {finding.explanation}"
+            item.setData(EXPLANATION_ROLE, without_code_marks(explanation))
             self.findings_list.addItem(item)
         if len(findings) > TOP_FINDINGS_ROWS:
             more = QListWidgetItem(f"… {len(findings) - TOP_FINDINGS_ROWS} more in Diagnostics")
@@ -511,4 +515,4 @@ def _status_text(o: Overview) -> str:
 
 
 def _finding_tooltip(finding: Finding) -> str:
-    return f"{finding.severity.label} · {finding.id}\n\n{finding.explanation}"
+    return without_code_marks(f"{finding.severity.label} · {finding.id}\n\n{finding.explanation}")

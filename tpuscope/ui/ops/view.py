@@ -40,6 +40,7 @@ from tpuscope.ui.ops.charts import StepBreakdownChart, TopOpsChart
 from tpuscope.ui.ops.stepper import Events, OccurrenceStepper
 from tpuscope.ui.ops.table_model import SELF_TIME_COLUMN, OpsTableModel
 from tpuscope.ui.views import OpRow, View
+from tpuscope.ui.widgets.code_spans import code_spans_html
 
 # Column widths follow the rows: each column fits the widest of its first rows (Qt measures only
 # these, never 100k). The names come first (issue 23: `broad...ion.1` beside roomy number
@@ -82,6 +83,7 @@ class OpsView(View):
         self.filter_edit.setClearButtonEnabled(True)
         self.summary_label = QLabel("No profile loaded.")
         self.summary_label.setWordWrap(True)  # a long summary must not hold the whole view wide
+        self.summary_label.setTextFormat(Qt.TextFormat.RichText)
 
         controls = QHBoxLayout()
         controls.addWidget(QLabel("Device:"))
@@ -334,7 +336,7 @@ class OpsView(View):
         if self._table.peaks is not None:
             p = self._table.peaks
             parts.append(f"roofline {p.teraflops_per_second:g} TFLOP/s, {p.hbm_gigabytes_per_second:g} GB/s")
-        self.summary_label.setText(" · ".join(parts))
+        self.summary_label.setText(code_spans_html(" · ".join(parts)))  # `jit_f(...)` as code
 
     # --- selection and stepping through occurrences --------------------------------------------
     def _on_selection_changed(self, *_args) -> None:
