@@ -12,17 +12,19 @@ them so the shared machine's load hits both alike; medians are printed with the 
 `python -c "import duckdb, pyarrow"` (the engine's own start, which `info` never pays).
 Target (issue 21): the query at most 1.5x `info`.
 
-The peer (same run, one Kineto file): the same question (count and total duration per name) and
-"the 10 longest kernels" answered by our `sql` command and by pandas over HTA's per-rank DataFrame
-(`TraceAnalysis(trace_files=...).t.get_trace(0)`); without HTA installed, by pandas over a DataFrame
-built from the trace's `traceEvents` (what HTA's parser builds, minus its clean-up); without pandas,
-the peer is skipped and says so.
+The peer (same run, one Kineto file): the same questions (count and total duration per name; the 10
+longest events) answered by our `sql` command and by pandas over HTA's per-rank DataFrame
+(`TraceAnalysis(trace_files=...).t.get_trace(0)`, names through its symbol table), each a whole
+process; the peer runs in `--peer-python` (an interpreter with `tpuscope[bench]`'s HolisticTraceAnalysis,
+which brings pandas); without them the peer is skipped and says so.
+
+    python benchmarks/bench_sql.py --kineto TRACE.json.gz \
+        --peer-python VENV/bin/python
 """
 
 from __future__ import annotations
 
 import argparse
-import gzip
 import json
 import os
 import statistics
@@ -81,55 +83,93 @@ def whole_process(path: Path, repeat: int, before: Path | None = None) -> None:
         print(f"  {name:<24} {median * 1000:8.0f} ms  ({median / info:.2f}x info)")
 
 
-def peer(kineto: Path) -> None:
-    print(f"\n{kineto.name}: the same questions, ours against pandas")
+def peer(kineto: Path, peer_python: str, repeat: int) -> None:
+    """The same two questions on one Kineto file: our `sql` command against HTA (pandas), both as whole
+    processes from launch to answer (ours from a warm cache, HTA parsing the JSON as it always does),
+    with the peer's own phases (import, parse to DataFrames, each question) and both answers' row
+    counts, so a difference in what each counts is seen."""
+    print(f"\n{kineto.name}: the same questions, ours against HTA's pandas DataFrames, median of {repeat}")
     env = dict(os.environ, TPUSCOPE_CACHE_DIR=tempfile.mkdtemp(prefix="tpuscope-bench-sql-"))
-    for label, query in (("count and total per name", GROUP_BY_NAME), ("10 longest events", LONGEST)):
-        subprocess.run(
-            [*_tpuscope(), "sql", str(kineto), query], env=env, check=True, stdout=subprocess.DEVNULL
-        )
-        ours = statistics.median(_timed([*_tpuscope(), "sql", str(kineto), query], env) for _ in range(3))
-        print(f"  tpuscope sql, {label}: {ours * 1000:.0f} ms (whole process, warm cache)")
-    try:
-        import pandas as pd
-    except ImportError:
-        print("  peer skipped: neither HTA nor pandas is installed (pip install 'tpuscope[bench]').")
+    fill = [*_tpuscope(), "info", str(kineto)]
+    subprocess.run(fill, env=env, check=True, stdout=subprocess.DEVNULL)  # the cache, as whole_process
+    worker = [peer_python, str(Path(__file__).resolve()), "--peer-worker", str(kineto)]
+    probe = subprocess.run(worker + ["--probe"], capture_output=True, text=True)
+    if probe.returncode != 0:
+        print(f"  peer skipped: {probe.stdout.strip() or probe.stderr.strip().splitlines()[-1]}")
         return
-    started = time.perf_counter()
-    try:
-        from hta.trace_analysis import TraceAnalysis
+    ours_total = 0.0
+    for label, query in (("count and total per name", GROUP_BY_NAME), ("10 longest events", LONGEST)):
+        argv = [*_tpuscope(), "sql", str(kineto), query, "--json"]
+        rows = len(json.loads(subprocess.run(argv, env=env, check=True, capture_output=True).stdout)["rows"])
+        ours = statistics.median(_timed(argv, env) for _ in range(repeat))
+        ours_total += ours
+        print(f"  tpuscope sql, {label}: {ours * 1000:.0f} ms whole process ({rows} rows)")
+    walls, reports = [], []
+    for _ in range(repeat):
+        started = time.perf_counter()
+        done = subprocess.run(worker, capture_output=True, text=True, check=True)
+        walls.append(time.perf_counter() - started)
+        reports.append(json.loads(done.stdout.strip().splitlines()[-1]))
+    middle = reports[walls.index(statistics.median_low(walls))]
+    theirs = statistics.median(walls)
+    print(f"  HTA {middle['version']} + pandas {middle['pandas']}: {theirs * 1000:.0f} ms whole process, "
+          f"both questions ({theirs / ours_total:.1f}x our two commands; "
+          f"import {middle['import_s'] * 1000:.0f} ms, parse to DataFrames "
+          f"{middle['parse_s'] * 1000:.0f} ms, count and total per name {middle['group_s'] * 1000:.1f} ms "
+          f"({middle['group_rows']} rows), 10 longest {middle['longest_s'] * 1000:.1f} ms)")  # fmt: skip
 
-        frame = TraceAnalysis(trace_files={0: str(kineto)}, trace_dir=str(kineto.parent)).t.get_trace(0)
-        which = "pandas over HTA's DataFrame (TraceAnalysis.t.get_trace)"
-    except ImportError:
-        opener = gzip.open if kineto.suffix == ".gz" else open
-        with opener(kineto, "rt") as f:
-            events = [e for e in json.load(f)["traceEvents"] if e.get("ph") == "X"]
-        frame = pd.DataFrame(
-            {"name": [e.get("name", "") for e in events], "dur": [e.get("dur", 0) for e in events]}
-        )
-        which = "pandas over a DataFrame of the trace's X events (HTA is not installed)"
-    load = time.perf_counter() - started
-    started = time.perf_counter()
-    frame.groupby("name")["dur"].agg(["count", "sum"])
-    group = time.perf_counter() - started
-    started = time.perf_counter()
-    frame.nlargest(10, "dur")
-    longest = time.perf_counter() - started
-    print(f"  {which}: load {load * 1000:.0f} ms, group by name {group * 1000:.1f} ms, "
-          f"10 longest {longest * 1000:.1f} ms")  # fmt: skip
+
+def peer_worker(kineto: Path, probe: bool) -> None:
+    """Runs in the peer's interpreter: HTA's parse, then the two questions with pandas; one JSON line."""
+    try:
+        started = time.perf_counter()
+        import pandas as pd
+        from hta.trace_analysis import TraceAnalysis
+    except ImportError as error:
+        print(f"HTA and pandas are not installed for {sys.executable} ({error}); "
+              "pip install 'tpuscope[bench]', or give --peer-python")  # fmt: skip
+        raise SystemExit(1) from None
+    if probe:
+        return
+    import importlib.metadata
+    import logging
+
+    logging.disable(logging.INFO)
+    imported = time.perf_counter()
+    analysis = TraceAnalysis(trace_files={0: str(kineto)}, trace_dir=str(kineto.parent))
+    frame = analysis.t.get_trace(0)
+    symbols = pd.Series(analysis.t.symbol_table.get_sym_table())
+    parsed = time.perf_counter()
+    per_name = frame.groupby("name")["dur"].agg(["count", "sum"])
+    per_name.index = symbols[per_name.index].to_numpy()  # HTA keeps names as symbol ids
+    grouped = time.perf_counter()
+    longest = frame.nlargest(10, "dur")[["name", "dur"]]
+    longest = longest.assign(name=symbols[longest["name"]].to_numpy())
+    done = time.perf_counter()
+    print(json.dumps({
+        "version": importlib.metadata.version("HolisticTraceAnalysis"), "pandas": pd.__version__,
+        "import_s": imported - started, "parse_s": parsed - imported, "group_s": grouped - parsed,
+        "longest_s": done - grouped, "group_rows": len(per_name), "longest_rows": len(longest),
+    }))  # fmt: skip
 
 
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--file", type=Path, default=DEFAULT_FILE)
     parser.add_argument("--repeat", type=int, default=5)
-    parser.add_argument("--kineto", type=Path, help="a Kineto trace for the pandas peer")
+    parser.add_argument("--kineto", type=Path, help="a Kineto trace for the peer (HTA over pandas)")
+    parser.add_argument("--peer-python", default=sys.executable,
+                        help="the interpreter that has HTA and pandas (default: this one)")  # fmt: skip
+    parser.add_argument("--peer-worker", type=Path, help=argparse.SUPPRESS)
+    parser.add_argument("--probe", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--before", type=Path, help="a folder holding an older tpuscope/ to time too")
     args = parser.parse_args()
+    if args.peer_worker:
+        peer_worker(args.peer_worker, args.probe)
+        return
     whole_process(args.file, args.repeat, args.before)
     if args.kineto:
-        peer(args.kineto)
+        peer(args.kineto, args.peer_python, args.repeat)
 
 
 if __name__ == "__main__":
