@@ -337,24 +337,34 @@ def _is_records(value) -> bool:
 
 
 def _label(key: str) -> tuple[str, str]:
-    """(words, unit) of a metric key: `compile_ms` -> ('compile', 'ms'), `percent_of_profile` ->
+    """(words, unit) of a metric key: `compile_ms` -> ('compile', 'ms'), `collective_ms_per_step` ->
+    ('collective per step', 'ms'), `median_op_us` -> ('median op', 'µs'), `percent_of_profile` ->
     ('percent of profile', '%')."""
     words = key.replace("_", " ").strip()
-    if key.endswith("_ms"):
-        return words[: -len(" ms")], "ms"
+    tokens = key.split("_")
     if key == "ms":
         return "time", "ms"
+    for token, unit in (("ms", "ms"), ("us", "µs")):
+        if token in tokens and len(tokens) > 1:
+            return " ".join(t for t in tokens if t != token), unit
     if "percent" in key:
         return words, "%"
     return words, ""
+
+
+def _with_unit(text: str, unit: str) -> str:
+    """A formatted number (escaped HTML) followed by its unit; a percent sign kept on its line."""
+    if not unit:
+        return text
+    return f"{text}&nbsp;%" if unit == "%" else f"{text} {html.escape(unit)}"
 
 
 def _labelled(key: str, value) -> tuple[str, str]:
     """The label and the (escaped, HTML) value text of one scalar metric."""
     words, unit = _label(key)
     text = _value_html(value, key)
-    if unit and isinstance(value, (int, float)) and not isinstance(value, bool):
-        text += f" {unit}" if unit == "ms" else "&nbsp;%"
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        text = _with_unit(text, unit)
     return words, text
 
 
@@ -369,7 +379,7 @@ def format_number(value: float | int, key: str = "") -> str:
     magnitude = abs(value)
     if "percent" in key:  # finding.percent rounds to 2 decimals; 1 reads enough above 1 %
         return f"{value:.1f}" if magnitude >= 1 else f"{value:.2f}"
-    if key.endswith("_ms") or key == "ms":  # finding.ms rounds to 3 decimals (1 µs)
+    if _label(key)[1] in ("ms", "µs"):  # finding.ms rounds to 3 decimals (1 µs)
         digits = 1 if magnitude >= 100 else 2 if magnitude >= 1 else 3
         return f"{value:,.{digits}f}"
     if magnitude >= 1000:
@@ -381,8 +391,13 @@ def _value_html(value, key: str = "") -> str:
     esc = html.escape
     if isinstance(value, (int, float)):
         return esc(format_number(value, key))
-    if isinstance(value, dict):
-        return esc(", ".join(f"{k}: {_plain_text(v, k)}" for k, v in list(value.items())[:8]))
+    if isinstance(value, dict):  # a number per name: the unit is the dict's (`waiting_for_ms`)
+        unit = _label(key)[1]
+        return ", ".join(
+            f"{esc(str(k))}: "
+            + (_with_unit(esc(_plain_text(v, key)), unit) if _is_quantity(v) else esc(_plain_text(v, str(k))))
+            for k, v in list(value.items())[:8]
+        )
     if _is_records(value):
         return "<br>".join(
             esc(", ".join(f"{k}: {_plain_text(v, k)}" for k, v in row.items())) for row in value
@@ -394,6 +409,10 @@ def _value_html(value, key: str = "") -> str:
             return esc(", ".join(items) + more)
         return "<br>".join(f"• {esc(i)}" for i in items) + esc(more)
     return esc(str(value))
+
+
+def _is_quantity(value) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
 def _plain_text(value, key: str = "") -> str:

@@ -118,7 +118,7 @@ def run(ctx: Context) -> RuleOutcome:
         "async_done_ms": ms(done_ps),
         "device_self_ms": ms(total_self),
         "ops": rows,
-        "waiting_for": {k: ms(v) for k, v in kinds.items()},
+        "waiting_for_ms": {k: ms(v) for k, v in kinds.items()},  # device time per kind of wait
     }
     top = ", ".join(f"`{r['op']}` {r['percent_of_device_time']}%" for r in rows[:4])
     top += lines_words([r["source"] for r in rows[:4]])
