@@ -53,15 +53,18 @@ stamps = {}
 app = application()
 settings = QSettings(str(Path(tempfile.mkdtemp()) / "s.ini"), QSettings.IniFormat)
 window = MainWindow(settings)
-overview = window.views["overview"]
-state = {"loaded": False, "ready": False}
+# The Overview is looked up once the trace is loaded: asking for the views sooner would make them
+# before the first paint, which the window itself puts off until after it.
+state = {"loaded": False, "ready": False, "overview": None}
 
 class Watch(QObject):
     def eventFilter(self, obj, event):
         if event.type() == QEvent.Type.Paint:
             now = time.monotonic()
             stamps.setdefault("window", now)
-            inside = obj.isWidgetType() and (obj is overview or overview.isAncestorOf(obj))
+            overview = state["overview"]
+            inside = overview is not None and obj.isWidgetType()
+            inside = inside and (obj is overview or overview.isAncestorOf(obj))
             if state["loaded"] and inside:
                 stamps.setdefault("usable", now)
                 if getattr(overview, "overview", None) is not None:
@@ -74,16 +77,19 @@ class Watch(QObject):
 watch = Watch()
 app.installEventFilter(watch)
 
-def loaded(_trace):
-    state["loaded"] = True
-    overview.update()
-
-def ready(_overview):
+def ready(_overview=None):
     state["ready"] = True
+    state["overview"].update()
+
+def loaded(_trace):
+    overview = state["overview"] = window.views["overview"]
+    state["loaded"] = True
+    overview.overviewReady.connect(ready)
+    if getattr(overview.overview, "report", None) is not None:  # already shown with its findings
+        ready()
     overview.update()
 
 window.traceLoaded.connect(loaded)
-overview.overviewReady.connect(ready)
 window.loadFailed.connect(lambda message: (print(message, file=sys.stderr), app.exit(2)))
 window.resize(1600, 1000)
 window.show()

@@ -17,14 +17,14 @@ from typing import TYPE_CHECKING
 
 from PySide6.QtCore import QThread, Signal
 
-from tpuscope.analysis.session import TraceAnalysis
 from tpuscope.errors import LoadCancelled, ProfileError
-from tpuscope.model.trace import Trace
-from tpuscope.ui.timeline.palette import Colours
 from tpuscope.urls import is_url
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # imported by `prepare`, in the worker: the window paints without them
+    from tpuscope.analysis.session import TraceAnalysis
+    from tpuscope.model.trace import Trace
     from tpuscope.ui.timeline.lod import TimelineLod
+    from tpuscope.ui.timeline.palette import Colours
 
 log = logging.getLogger(__name__)
 
@@ -42,9 +42,12 @@ def prepare(path: Path | str, progress=None) -> LoadResult:
     """Loads and indexes one profile for the timeline: what the worker thread does, usable synchronously
     too. No analysis runs here: the window shows the trace as soon as the timeline can be drawn, and
     steps, findings and op tables fill in from the `AnalysisHub` as they finish."""
-    # The readers (protobuf, the decoder) load here, in the worker, while the window paints.
+    # The readers (protobuf, the decoder) and the analyses load here, in the worker, while the window
+    # paints.
+    from tpuscope.analysis.session import TraceAnalysis
     from tpuscope.opener import open_trace
     from tpuscope.ui.timeline.lod import TimelineLod
+    from tpuscope.ui.timeline.palette import Colours
 
     trace = open_trace(path, progress=progress)
     if progress is not None and progress(0.97, "indexing the timeline") is False:

@@ -6,7 +6,6 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-import numpy as np
 from PySide6.QtCore import QEvent, QObject, QSettings, Qt, QTimer, Signal
 from PySide6.QtGui import QAction, QKeySequence
 from PySide6.QtWidgets import (
@@ -22,28 +21,30 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from tpuscope.analysis.area_pivot import pivot_area
-from tpuscope.analysis.session import STEPS
-from tpuscope.analysis.steps import Steps
-from tpuscope.model.trace import Trace, Track
 from tpuscope.readers import dialog_filters
-from tpuscope.ui.analysis_hub import AnalysisHub
-from tpuscope.ui.details import DetailsDock, DetailsPanel
-from tpuscope.ui.jobs import LatestJobs
 from tpuscope.ui.loader import LoadResult, LoadWorker
-from tpuscope.ui.memory_counters import MEMORY_COUNTERS
 from tpuscope.ui.notice_bar import NoticeBar
-from tpuscope.ui.pod.session import PodSession
 from tpuscope.ui.registry import TIMELINE, VIEWS
-from tpuscope.ui.search import SearchBar, SearchResults
-from tpuscope.ui.timeline.view import PICKED_LAYER, SEARCH_LAYER, TimelineView
-from tpuscope.ui.views import View
 from tpuscope.ui.welcome import WelcomePage, bundled_sample
 from tpuscope.urls import is_url
 
-if TYPE_CHECKING:  # imported when File > Compare (or Run History) is first used: a faster start
+if TYPE_CHECKING:
+    import numpy as np
+
+    # The window's body: made just after the first paint (`_build_body`), so the empty window shows
+    # before numpy, the timeline, the analyses and the pod session are imported (issue 23).
+    from tpuscope.analysis.steps import Steps
+    from tpuscope.model.trace import Trace, Track
+    from tpuscope.ui.analysis_hub import AnalysisHub
+
+    # Imported when File > Compare (or Run History) is first used: a faster start.
     from tpuscope.ui.compare_view import CompareView
+    from tpuscope.ui.details import DetailsDock, DetailsPanel
     from tpuscope.ui.history_view import HistoryView
+    from tpuscope.ui.jobs import LatestJobs
+    from tpuscope.ui.pod.session import PodSession
+    from tpuscope.ui.search import SearchBar, SearchResults
+    from tpuscope.ui.timeline.view import TimelineView
 
 MAX_RECENT = 10
 OUTLINE_MESSAGE_MS = 8000  # how long the status bar says where outlined events came from
@@ -74,31 +75,21 @@ class MainWindow(QMainWindow):
         self.generation = 0
         self._cancelled_generation = -1
         self.workers: set[LoadWorker] = set()
-        self.jobs = LatestJobs(self)  # range summaries; a newer range drops an older one's
-        self.hub = AnalysisHub(self)  # the trace's analyses, computed once for every view
         self.compare_view: CompareView | None = None  # the Compare tab, once File > Compare made it
         self.history_view: HistoryView | None = None  # the History tab, once File > Run History made it
         self._status_head = ""  # the status line of the trace shown, before its steps are known
 
-        self.timeline = TimelineView(self)
-        self.search = SearchBar(self)
-        timeline_tab = QWidget(self)
-        column = QVBoxLayout(timeline_tab)
-        column.setContentsMargins(0, 0, 0, 0)
-        column.setSpacing(0)
-        column.addWidget(self.search)
-        column.addWidget(self.timeline, 1)
         self.tabs = QTabWidget(self)
         self.titles: dict[str, str] = {spec.key: spec.title for spec in VIEWS}
-        # The timeline tab now; every `View` once the window has first painted (see `views`).
-        self._views: dict[str, QWidget] = {TIMELINE: timeline_tab}
+        # Made after the first paint (see `_build_body` and `views`), or at once when asked for sooner.
+        self._body_built = False
+        self._views: dict[str, QWidget] = {}
         self._views_built = False
-        self.tabs.addTab(timeline_tab, self.titles[TIMELINE])
-        self.hub.subscribe(STEPS, self._on_steps)
-        self.hub.subscribe(MEMORY_COUNTERS, self.timeline.set_counters)
+        self._painted = False
+        self._open_after_paint: Path | str | None = None  # a path opened before the window painted
 
         self.welcome = WelcomePage(self)
-        self._first_paint = _FirstPaint(self.welcome, self._build_views_soon)
+        self._first_paint = _FirstPaint(self.welcome, self._on_first_paint)
         self.stack = QStackedWidget(self)
         self.stack.addWidget(self.welcome)
         self.stack.addWidget(self.tabs)
@@ -110,10 +101,6 @@ class MainWindow(QMainWindow):
         central_column.addWidget(self.notice)
         central_column.addWidget(self.stack, 1)
         self.setCentralWidget(central)
-
-        self.details = DetailsPanel(self, self.hub)
-        self.details_dock = DetailsDock(self.details, self.settings, self)  # opens with something to show
-        self.addDockWidget(Qt.DockWidgetArea.RightDockWidgetArea, self.details_dock)
 
         self.status_label = QLabel("", self)
         self.progress = QProgressBar(self)
@@ -130,15 +117,104 @@ class MainWindow(QMainWindow):
         self.welcome.openFileRequested.connect(self.open_file_dialog)
         self.welcome.openFolderRequested.connect(self.open_folder_dialog)
         self.welcome.openPathRequested.connect(self.open_path)
-        self.timeline.eventSelected.connect(self._on_event_selected)
-        self.timeline.rangeSelected.connect(self._on_range_selected)
-        self.details.flowTargetClicked.connect(self._jump_to_event)
-        self.details.sqlRequested.connect(self.run_sql)
-        self.search.matchesChanged.connect(self._on_matches)
-        self.search.currentMatch.connect(self._on_current_match)
         self._refresh_recent()
         self._restore_state()
-        self.pods = PodSession(self)  # runs of many hosts: the pod page first, one host's trace at a time
+
+    # ----- the body: what the window shows a profile with, made after the first paint --------------
+
+    def _build_body(self) -> None:
+        """The timeline tab, search bar, Details dock, analysis hub and pod session: their modules
+        (numpy, the timeline's, the analyses') are most of the window's start, so the empty window is
+        painted first and they are made just after; anything asking for them earlier makes them at once."""
+        if self._body_built:
+            return
+        self._body_built = True
+        from tpuscope.analysis.session import STEPS
+        from tpuscope.ui.analysis_hub import AnalysisHub
+        from tpuscope.ui.details import DetailsDock, DetailsPanel
+        from tpuscope.ui.jobs import LatestJobs
+        from tpuscope.ui.memory_counters import MEMORY_COUNTERS
+        from tpuscope.ui.pod.session import PodSession
+        from tpuscope.ui.search import SearchBar
+        from tpuscope.ui.timeline.view import TimelineView
+
+        self._jobs = LatestJobs(self)  # range summaries; a newer range drops an older one's
+        self._hub = AnalysisHub(self)  # the trace's analyses, computed once for every view
+        self._timeline = TimelineView(self)
+        self._search = SearchBar(self)
+        timeline_tab = QWidget(self)
+        column = QVBoxLayout(timeline_tab)
+        column.setContentsMargins(0, 0, 0, 0)
+        column.setSpacing(0)
+        column.addWidget(self._search)
+        column.addWidget(self._timeline, 1)
+        self._views[TIMELINE] = timeline_tab
+        self.tabs.addTab(timeline_tab, self.titles[TIMELINE])
+        self._hub.subscribe(STEPS, self._on_steps)
+        self._hub.subscribe(MEMORY_COUNTERS, self._timeline.set_counters)
+
+        self._details = DetailsPanel(self, self._hub)
+        self._details_dock = DetailsDock(self._details, self.settings, self)  # opens with something to show
+        self.addDockWidget(Qt.DockWidgetArea.RightDockWidgetArea, self._details_dock)
+        self.restoreDockWidget(self._details_dock)  # where the user had it (`_restore_state` ran first)
+        self._details_dock.hide()  # nothing to show yet: it opens with the first event or range shown
+        self.view_menu.addAction(self._details_dock.toggleViewAction())
+
+        self._timeline.eventSelected.connect(self._on_event_selected)
+        self._timeline.rangeSelected.connect(self._on_range_selected)
+        self._details.flowTargetClicked.connect(self._jump_to_event)
+        self._details.sqlRequested.connect(self.run_sql)
+        self._search.matchesChanged.connect(self._on_matches)
+        self._search.currentMatch.connect(self._on_current_match)
+        self._pods = PodSession(self)  # runs of many hosts: the pod page first, one host's trace at a time
+
+    @property
+    def timeline(self) -> TimelineView:
+        self._build_body()
+        return self._timeline
+
+    @property
+    def search(self) -> SearchBar:
+        self._build_body()
+        return self._search
+
+    @property
+    def hub(self) -> AnalysisHub:
+        self._build_body()
+        return self._hub
+
+    @property
+    def jobs(self) -> LatestJobs:
+        self._build_body()
+        return self._jobs
+
+    @property
+    def details(self) -> DetailsPanel:
+        self._build_body()
+        return self._details
+
+    @property
+    def details_dock(self) -> DetailsDock:
+        self._build_body()
+        return self._details_dock
+
+    @property
+    def pods(self) -> PodSession:
+        self._build_body()
+        return self._pods
+
+    def _on_first_paint(self) -> None:
+        self._painted = True
+        QTimer.singleShot(0, self._after_first_paint)
+
+    def _after_first_paint(self) -> None:
+        """The body, then the load the user asked for before the paint (its worker reads while the
+        views are made), then the views, each in its own turn of the event loop."""
+        self._build_body()
+        pending, self._open_after_paint = self._open_after_paint, None
+        if pending is not None:
+            self.open_path(pending)
+        QTimer.singleShot(0, self._build_views)
 
     # ----- views -----------------------------------------------------------------------------
 
@@ -152,12 +228,10 @@ class MainWindow(QMainWindow):
         self._build_views()
         return self._views
 
-    def _build_views_soon(self) -> None:
-        QTimer.singleShot(0, self._build_views)
-
     def _build_views(self) -> None:
         if self._views_built:
             return
+        self._build_body()
         self._views_built = True
         made: dict[str, QWidget] = {}  # in the registry's order, as their tabs
         for spec in VIEWS:
@@ -202,7 +276,7 @@ class MainWindow(QMainWindow):
         file_menu.addSeparator()
         self._action(file_menu, "&Quit", self.close, QKeySequence.StandardKey.Quit)
         view_menu = self.menuBar().addMenu("&View")
-        self._action(view_menu, "Zoom to &Fit", self.timeline.zoom_to_fit, "Ctrl+0")
+        self._action(view_menu, "Zoom to &Fit", lambda: self.timeline.zoom_to_fit(), "Ctrl+0")
         self._action(
             view_menu, "Zoom &In (W)", lambda: self.timeline.zoom(1.25), QKeySequence.StandardKey.ZoomIn
         )
@@ -220,7 +294,7 @@ class MainWindow(QMainWindow):
             go_to = lambda _=False, k=key: self.show_view(k)  # noqa: E731 (one slot per tab)
             self._action(view_menu, f"Go to {self.titles[key]}", go_to, f"Ctrl+{number}")
         view_menu.addSeparator()
-        view_menu.addAction(self.details_dock.toggleViewAction())
+        self.view_menu = view_menu  # View > Details is added with the dock (`_build_body`)
         help_menu = self.menuBar().addMenu("&Help")
         self._action(help_menu, "&Keys", self._show_keys)
 
@@ -357,7 +431,13 @@ class MainWindow(QMainWindow):
         return str(Path(recent[0]).parent) if recent else str(Path.home())
 
     def open_path(self, path: str | Path) -> None:
-        """Starts loading `path` in a worker; any load still running is cancelled and its result dropped."""
+        """Starts loading `path` in a worker; any load still running is cancelled and its result dropped.
+
+        Asked for before the window first painted (`tpuscope PATH`), the load starts just after it."""
+        if self.isVisible() and not self._painted and not self._body_built:
+            self._open_after_paint = path
+            self.status_label.setText(f"Opening {path}\u2026")
+            return
         self.cancel_load()
         self.generation += 1
         worker = LoadWorker(self.generation, path, self, work=self.pods.work)
@@ -374,6 +454,7 @@ class MainWindow(QMainWindow):
 
     def cancel_load(self) -> None:
         """Stops the running load; a result that was already on its way is dropped too."""
+        self._open_after_paint = None
         for worker in self.workers:
             worker.cancel()
         self._cancelled_generation = self.generation
@@ -467,6 +548,8 @@ class MainWindow(QMainWindow):
     def open_view(self, key: str, target: object = None) -> None:
         """Brings view `key` to the front (first, so a view that fills when shown has begun) and
         selects `target` there (a view's `openRequested`)."""
+        from tpuscope.ui.views import View  # loaded with the views, after the first paint
+
         if self.show_view(key) and target is not None:
             view = self.views[key]
             if isinstance(view, View):
@@ -489,6 +572,10 @@ class MainWindow(QMainWindow):
         the user selects something there, and the user's place must not jump.
         zoomRequested does both.
         """
+        import numpy as np
+
+        from tpuscope.ui.timeline.view import PICKED_LAYER
+
         matches = [(t, np.asarray(i)) for t, i in matches if len(i)]
         self.timeline.set_highlight(matches, PICKED_LAYER)
         source = self.sender()
@@ -502,6 +589,8 @@ class MainWindow(QMainWindow):
 
     def outline_ops(self, names: set[str]) -> None:
         """Marks the ops named (picked in one view, e.g. a source line's) in every view listing ops."""
+        from tpuscope.ui.views import View  # loaded with the views, after the first paint
+
         for view in self._views.values():
             if isinstance(view, View):
                 view.outline_ops(names)
@@ -560,6 +649,8 @@ class MainWindow(QMainWindow):
             self.details.show_range(pivot)
             self.rangeSummarized.emit(pivot)
 
+        from tpuscope.analysis.area_pivot import pivot_area
+
         self.jobs.start(lambda: pivot_area(tracks, t0_ps, t1_ps), show)
 
     def run_sql(self, query: str) -> None:
@@ -569,6 +660,8 @@ class MainWindow(QMainWindow):
             run(query)
 
     def _on_matches(self, results: SearchResults) -> None:
+        from tpuscope.ui.timeline.view import SEARCH_LAYER
+
         self.timeline.set_highlight_lods(results.outlines, SEARCH_LAYER)
 
     def _on_current_match(self, track: Track, index: int) -> None:
@@ -615,14 +708,18 @@ class MainWindow(QMainWindow):
         if geometry is not None:
             self.restoreGeometry(geometry)
         if state is not None:
-            self.restoreState(state)
-        self.details_dock.hide()  # nothing to show yet: it opens with the first event or range shown
+            self.restoreState(state)  # the Details dock's place is restored when it is made
 
     def wait_for_background_work(self) -> None:
         """Cancels loading and waits for every worker thread, ours and the views' (before closing)."""
         self.cancel_load()
+        self.pods.shutdown()  # a pod's background diagnosis: its workers stopped
         for worker in list(self.workers):
             worker.wait()
+        if not self._body_built:
+            return  # nothing else ever ran
+        from tpuscope.ui.views import View  # loaded with the views, after the first paint
+
         self.search.shutdown()
         self.jobs.wait()
         self.details.wait_for_code()
