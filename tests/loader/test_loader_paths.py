@@ -114,6 +114,7 @@ def test_cache_reopens_identical_writable_columns(path, tmp_path):
     copy = tmp_path / path.name
     shutil.copy(path, copy)
     first = open_trace(copy)
+    cache.wait_for_writes()  # the entry is written in the background
     assert list(cache.cache_dir().glob("*.trace")), "the first open should have written the cache"
     second = open_trace(copy)
     assert _columns(second) == _columns(first)
@@ -127,6 +128,7 @@ def test_damaged_cache_file_is_ignored(damage, tmp_path):
     copy = tmp_path / TPU_TRACE.name
     shutil.copy(TPU_TRACE, copy)
     expected = _columns(open_trace(copy))
+    cache.wait_for_writes()
     (stored,) = cache.cache_dir().glob("*.trace")
     raw = stored.read_bytes()
     stored.write_bytes({"garbage": b"TPUSCOPE" + bytes(range(256)) * 64, "truncated": raw[: len(raw) // 2],

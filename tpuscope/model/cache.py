@@ -1,47 +1,114 @@
 """A columnar cache of loaded traces, so re-opening an unchanged profile is instant.
 
-Keyed by each source file's absolute path, size and modification time (and
-the cache format version), stored in the per-user cache folder.
+Keyed by each source file's absolute path, size and modification time (`key`), with the cache
+format's version in the entry's name, stored in the per-user cache folder.
 
-Format: one file per trace. The object graph (planes, tracks, string table)
-is pickled with protocol 5 and its numpy columns go *out of band*: their raw
-bytes follow the pickle, each 64-byte aligned. Re-opening maps the file
-(copy-on-write) and hands pickle those mapped bytes, so every column is a
-zero-copy view of the page cache: the cost is the small object graph, not the
-size of the trace (1M events: ~5 ms; 10M: ~10 ms, where reading the columns
-into memory took 143 ms). Columns stay writable; a write copies only the
-touched page. A cache that cannot be read or written is ignored: it only ever
-makes loading faster.
+Format: one file per trace. The object graph (planes, tracks, string table) is pickled with
+protocol 5 and its numpy columns go *out of band*: their raw bytes follow the pickle, each 64-byte
+aligned. Re-opening maps the file (copy-on-write) and hands pickle those mapped bytes, so every
+column is a zero-copy view of the page cache: the cost is the small object graph, not the size of
+the trace (1M or 10M events: ~2 ms). Columns stay writable; a write copies only the touched page.
 
-    [8 bytes magic][8 bytes pickle length][8 bytes buffer count]
-    [pickle][buffer table: (offset, length) int64 pairs][padding][buffers...]
+    [header: magic, format version, label length, pickle length, buffer count, total length]
+    [label: JSON, what `tpuscope cache` shows][pickle][buffer table: (offset, length) int64 pairs]
+    [padding][buffers...]
+
+The answer never waits for the cache. Writing a 10M-event entry (370 MB) took 0.1-1.3 s on this
+machine, as long as decoding the file (benchmarks/README.md, "The trace cache"). So `store` pickles
+the small graph on the caller's thread (the trace may change once returned: its sources are set by
+the opener) and a background thread writes the columns while the caller prints or draws. A process
+that exits before the write is done hands it, at exit, to a detached child that continues from the
+same open file (Linux: `os.fork`; the child touches no lock another thread may hold: it only writes
+bytes and renames); elsewhere the exit waits for it.
+
+Nothing partial is ever an entry: an entry is written under `.<name>.partial`, locked (flock) while
+written, and renamed into place when complete; two processes writing the same trace: the second
+sees the lock and leaves it to the first. A reader checks the header's version and total length, so
+an entry cut short or of another format is a miss. A cache that cannot be read or written costs one
+warning on stderr at most and the trace opens from its files.
+
+Bounded: at most `size_limit()` bytes (TPUSCOPE_CACHE_MAX, the app's setting, or by default the
+smaller of 4 GiB and a quarter of the disk's free space); least-recently-used entries (a hit
+touches its entry's mtime) are removed when a new one is written, and so are entries of older
+formats and partial files no writer holds.
 """
 
 from __future__ import annotations
 
+import json
 import mmap
 import os
 import pickle
+import re
+import shutil
 import struct
+import sys
 import threading
+import time
 import zlib
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
 from tpuscope.model.trace import Trace
 
-FORMAT_VERSION = 11  # 3: Trace.load_warnings; 4: TrackKind per track, plane identity, trace dialect;
+FORMAT_VERSION = 12  # 3: Trace.load_warnings; 4: TrackKind per track, plane identity, trace dialect;
 # 5: the dialect's op families (a pickled dialect keeps the fields it was written with); 7: the
 # dialect's new event classes and compile, version and framework-op names, and the plane identity's
 # `sparse_core`; 8: the dialect's program decoders (pickled by reference) and allocator names; 9: the
 # dialect's input and DCN event classes and barrier names; 10: the dialect's program-code decoder;
-# 11: PyTorch kernels' Python source and stack stats
-_MAGIC = b"TPUSCOPE"
-_HEADER = struct.Struct("<8sqq")
+# 11: PyTorch kernels' Python source and stack stats; 12: the header holds the version, the total
+# length and a label, the version is in the entry's name, the key is the files' identity alone
+_MAGIC = b"TPUSCOPC"  # formats up to 11 began b"TPUSCOPE" and a pickle length
+_HEADER = struct.Struct("<8sIIqqq")  # magic, version, label length, pickle length, buffers, total length
 _ALIGNMENT = 64  # numpy's preferred alignment for SIMD loops over the mapped columns
+ENTRY_SUFFIX = ".trace"
+PARTIAL_SUFFIX = ".partial"
+_ENTRY_NAME = re.compile(r"^([0-9a-f]{16})-v(\d+)\.trace$")
+# Entries of formats up to 11: a 16-hex key (two zlib checksums) or, before that, 32 hex of SHA-256.
+_OLD_ENTRY_NAME = re.compile(r"^(?:[0-9a-f]{16}|[0-9a-f]{32})\.trace$")
 _DISABLE_ENV = "TPUSCOPE_NO_CACHE"
 _DIR_ENV = "TPUSCOPE_CACHE_DIR"
+MAX_ENV = "TPUSCOPE_CACHE_MAX"
+# The default cap: a few entries of the largest profiles measured (a 60M-event file's entry is
+# 2.1 GB) and never more than a share of the free disk (our heuristic, like a browser's cache).
+DEFAULT_MAX_BYTES = 4 << 30
+FREE_DISK_SHARE = 0.25
+# An entry is never written when it would leave less than this free on the cache's disk (our
+# heuristic: the user's own files need the disk more than a cache does).
+MIN_FREE_BYTES = 1 << 30
+# Columns are written in pieces of this size, so a writer stops within one piece when told to.
+WRITE_PIECE_BYTES = 16 << 20
+# A detached writer that has not finished in this time is stuck (a full, hung network disk): its
+# default SIGALRM ends it, and its partial file is removed by the next writer (our heuristic).
+DETACHED_TIME_LIMIT_S = 1800
+_SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kmgt]?)(i?b)?\s*$", re.IGNORECASE)
+_UNITS = {"": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40}
+
+_app_limit: int | None = None  # the desktop app's setting (set_size_limit)
+_warned = False
+_writers: list[_Writer] = []
+_writers_lock = threading.Lock()
+_exit_hook_registered = False
+
+
+def _stderr_warning(sentence: str) -> None:
+    print(f"tpuscope: warning: {sentence}", file=sys.stderr)
+
+
+warn: Callable[[str], None] = _stderr_warning  # where the one warning goes (the app may set its own)
+
+
+def _warn_once(sentence: str) -> None:
+    global _warned
+    if not _warned:
+        _warned = True
+        try:
+            warn(sentence)
+        except (OSError, ValueError):  # stderr closed: the warning is not worth a failure
+            pass
 
 
 def cache_dir() -> Path:
@@ -53,8 +120,10 @@ def cache_dir() -> Path:
     return Path(user_cache_dir("tpuscope")) / "traces"
 
 
-def _key(files: list[Path]) -> str | None:
-    parts = [f"v{FORMAT_VERSION}"]
+def key(files: list[Path]) -> str | None:
+    """The files' identity (absolute paths, sizes, modification times) as 16 hex digits; None when
+    one cannot be read. Stable across cache formats: other caches key their entries with it."""
+    parts = []
     for file in files:
         try:
             st = file.stat()
@@ -68,35 +137,101 @@ def _key(files: list[Path]) -> str | None:
     return f"{zlib.crc32(identity):08x}{zlib.adler32(identity):08x}"
 
 
+def entry_name(files_key: str) -> str:
+    return f"{files_key}-v{FORMAT_VERSION}{ENTRY_SUFFIX}"
+
+
+def parse_size(text: str) -> int:
+    """'2G', '500M', '1.5GiB', '0' or plain bytes -> bytes (powers of 1024). Raises ValueError."""
+    match = _SIZE.match(text)
+    if match is None:
+        raise ValueError(f"{text!r} is not a size (like 2G, 500M or a number of bytes)")
+    return int(float(match.group(1)) * _UNITS[match.group(2).lower()])
+
+
+def set_size_limit(limit_bytes: int | None) -> None:
+    """The desktop app's setting (None: the default). TPUSCOPE_CACHE_MAX, when set, wins."""
+    global _app_limit
+    _app_limit = limit_bytes
+
+
+def configured_limit() -> tuple[int | None, str]:
+    """The explicit cap and where it comes from, or (None, 'default')."""
+    text = os.environ.get(MAX_ENV, "").strip()
+    if text:
+        try:
+            return parse_size(text), MAX_ENV
+        except ValueError as error:
+            _warn_once(f"{MAX_ENV}: {error}; the default limit is used.")
+    if _app_limit is not None:
+        return _app_limit, "the app's setting"
+    return None, "default"
+
+
+def size_limit(folder: Path | None = None) -> int:
+    """Bytes the cache may hold: the explicit cap, or min(4 GiB, a quarter of free disk + the cache)."""
+    explicit, _ = configured_limit()
+    if explicit is not None:
+        return explicit
+    folder = folder or cache_dir()
+    try:
+        free = shutil.disk_usage(_existing_parent(folder)).free
+    except OSError:
+        return DEFAULT_MAX_BYTES
+    held = sum(entry.size for entry in entries(folder))
+    return min(DEFAULT_MAX_BYTES, int(FREE_DISK_SHARE * (free + held)))
+
+
+def _existing_parent(folder: Path) -> Path:
+    while not folder.exists() and folder.parent != folder:
+        folder = folder.parent
+    return folder
+
+
 def _enabled() -> bool:
-    return os.environ.get(_DISABLE_ENV, "") in ("", "0")
+    if os.environ.get(_DISABLE_ENV, "") not in ("", "0"):
+        return False
+    explicit, _ = configured_limit()
+    return explicit != 0
 
 
 def _aligned(offset: int) -> int:
     return -(-offset // _ALIGNMENT) * _ALIGNMENT
 
 
+# ----- reading ------------------------------------------------------------------------------------
+
+
 def load(files: list[Path]) -> Trace | None:
     if not _enabled():
         return None
-    key = _key(files)
-    if key is None:
+    files_key = key(files)
+    if files_key is None:
         return None
+    path = cache_dir() / entry_name(files_key)
     try:
-        with open(cache_dir() / f"{key}.trace", "rb") as handle:
+        with open(path, "rb") as handle:
             mapped = mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_COPY)
-        return _decode(mapped)
+        trace = _decode(mapped)
     except (OSError, ValueError, struct.error, pickle.UnpicklingError, EOFError, AttributeError,
             ImportError, TypeError, IndexError):  # fmt: skip
         return None
+    if trace is not None:
+        try:
+            os.utime(path)  # least recently used goes first when the cache is full
+        except OSError:
+            pass
+    return trace
 
 
 def _decode(mapped: mmap.mmap) -> Trace | None:
     view = memoryview(mapped)
-    magic, pickle_length, n_buffers = _HEADER.unpack_from(view, 0)
-    if magic != _MAGIC or pickle_length < 0 or n_buffers < 0:
+    magic, version, label_length, pickle_length, n_buffers, total = _HEADER.unpack_from(view, 0)
+    if magic != _MAGIC or version != FORMAT_VERSION or total != len(view):  # another format, or cut short
         return None
-    start = _HEADER.size
+    if min(label_length, pickle_length, n_buffers) < 0:
+        return None
+    start = _HEADER.size + label_length
     table_start = start + pickle_length
     table = np.frombuffer(view[table_start : table_start + 16 * n_buffers], dtype="<i8").reshape(-1, 2)
     if len(table) != n_buffers or (table < 0).any() or (table.sum(axis=1) > len(view)).any():
@@ -106,38 +241,375 @@ def _decode(mapped: mmap.mmap) -> Trace | None:
     return trace if isinstance(trace, Trace) else None
 
 
-def store(files: list[Path], trace: Trace) -> None:
+def read_label(path: Path) -> tuple[int, dict] | None:
+    """An entry's format version and label (sources, events), or None when it is not one of ours."""
+    try:
+        with open(path, "rb") as handle:
+            head = handle.read(_HEADER.size)
+            magic, version, label_length, _, _, _ = _HEADER.unpack(head)
+            if magic != _MAGIC or not 0 <= label_length < 1 << 20:
+                return None
+            label = json.loads(handle.read(label_length)) if version == FORMAT_VERSION else {}
+    except (OSError, struct.error, ValueError):
+        return None
+    return version, label if isinstance(label, dict) else {}
+
+
+# ----- writing ------------------------------------------------------------------------------------
+
+
+class _Writer:
+    """One entry being written: its locked partial file and the pieces still to write."""
+
+    def __init__(self, folder: Path, name: str, descriptor: int, pieces: list[tuple[int, memoryview]],
+                 total: int):  # fmt: skip
+        self.folder = folder
+        self.name = name
+        self.partial = folder / f".{name}{PARTIAL_SUFFIX}"
+        self.descriptor = descriptor
+        self.pieces = pieces
+        self.total = total
+        self.next_piece = 0
+        self.prepared = False
+        self.finished = False
+        self.stop = threading.Event()
+        self.thread: threading.Thread | None = None
+
+    def run(self) -> None:
+        """Writes what is left (until `stop`), then renames the entry into place and prunes."""
+        try:
+            if not self.prepared:
+                self.prepared = True
+                if not _make_room(self.folder, self.total, keep=self.name):
+                    self.abandon()
+                    return
+                os.ftruncate(self.descriptor, 0)
+            while self.next_piece < len(self.pieces):
+                if self.stop.is_set():
+                    return
+                offset, data = self.pieces[self.next_piece]
+                written = 0
+                while written < len(data):
+                    written += os.pwrite(self.descriptor, data[written:], offset + written)
+                self.next_piece += 1
+            os.ftruncate(self.descriptor, self.total)  # the padding, and empty columns at the end
+            os.replace(self.partial, self.folder / self.name)
+            self.finished = True
+            os.close(self.descriptor)
+        except OSError as error:
+            self.abandon()
+            _warn_once(f"the trace cache in {self.folder} could not be written ({error.strerror or error}); "
+                       "profiles still open from their files.")  # fmt: skip
+
+    def abandon(self) -> None:
+        self.finished = True
+        try:
+            os.unlink(self.partial)  # still ours: the lock is held until the close below
+        except OSError:
+            pass
+        try:
+            os.close(self.descriptor)
+        except OSError:
+            pass
+
+
+def store(files: list[Path], trace: Trace, wait: bool = False) -> None:
+    """Writes `trace`'s entry in the background (or before returning, with `wait`).
+
+    Only the object graph is pickled here; the columns are written by a thread, so the caller's
+    answer does not wait for them."""
     if not _enabled():
         return
-    key = _key(files)
-    if key is None:
+    files_key = key(files)
+    if files_key is None:
         return
     folder = cache_dir()
-    tmp = None
+    name = entry_name(files_key)
     try:
-        folder.mkdir(parents=True, exist_ok=True)
         buffers: list[pickle.PickleBuffer] = []
         graph = pickle.dumps(trace, protocol=5, buffer_callback=buffers.append)
         raws = [b.raw() for b in buffers]
-        table_end = _HEADER.size + len(graph) + 16 * len(raws)
-        offsets, position = [], _aligned(table_end)
-        for raw in raws:
-            offsets.append((position, raw.nbytes))
-            position = _aligned(position + raw.nbytes)
-        tmp = folder / f".{key}.{os.getpid()}.{threading.get_ident()}.partial"  # unique to this writer
-        with open(tmp, "xb") as handle:
-            handle.write(_HEADER.pack(_MAGIC, len(graph), len(raws)))
-            handle.write(graph)
-            handle.write(np.array(offsets, dtype="<i8").reshape(-1, 2).tobytes())
-            written = table_end
-            for (offset, _), raw in zip(offsets, raws, strict=True):
-                handle.write(b"\0" * (offset - written))
-                handle.write(raw)
-                written = offset + raw.nbytes
-        os.replace(tmp, folder / f"{key}.trace")
-    except (OSError, pickle.PicklingError, ValueError):
-        if tmp is not None:
+    except (pickle.PicklingError, ValueError, TypeError, AttributeError):
+        return
+    label = json.dumps({"sources": [os.path.abspath(s) for s in files], "events": trace.event_count}).encode()
+    table_end = _HEADER.size + len(label) + len(graph) + 16 * len(raws)
+    offsets, position = [], _aligned(table_end)
+    for raw in raws:
+        offsets.append((position, raw.nbytes))
+        position = _aligned(position + raw.nbytes)
+    total = offsets[-1][0] + offsets[-1][1] if offsets else table_end
+    head = b"".join([_HEADER.pack(_MAGIC, FORMAT_VERSION, len(label), len(graph), len(raws), total), label,
+                     graph, np.array(offsets, dtype="<i8").reshape(-1, 2).tobytes()])  # fmt: skip
+    pieces: list[tuple[int, memoryview]] = [(0, memoryview(head))]
+    for (offset, length), raw in zip(offsets, raws, strict=True):
+        for start in range(0, length, WRITE_PIECE_BYTES):
+            pieces.append((offset + start, raw[start : start + WRITE_PIECE_BYTES]))
+    writer = _open_writer(folder, name, pieces, total)
+    if writer is None:
+        return
+    if wait:
+        writer.run()
+        return
+    _start(writer)
+
+
+def _open_writer(folder: Path, name: str, pieces: list[tuple[int, memoryview]], total: int) -> _Writer | None:
+    """The entry's partial file, created and locked; None when another writer holds it, the entry is
+    already there, or the folder cannot be written (one warning)."""
+    partial = folder / f".{name}{PARTIAL_SUFFIX}"
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        descriptor = os.open(partial, os.O_WRONLY | os.O_CREAT | getattr(os, "O_CLOEXEC", 0), 0o644)
+    except OSError as error:
+        _warn_once(f"the trace cache in {folder} cannot be written ({error.strerror or error}); "
+                   "profiles still open from their files.")  # fmt: skip
+        return None
+    if not _lock(descriptor, exclusive=True, blocking=False):
+        os.close(descriptor)  # another process is writing this entry
+        return None
+    writer = _Writer(folder, name, descriptor, pieces, total)
+    if (folder / name).exists():  # written by another process since our miss
+        writer.abandon()
+        return None
+    return writer
+
+
+def _lock(descriptor: int, exclusive: bool, blocking: bool) -> bool:
+    try:
+        import fcntl
+    except ImportError:  # Windows: partial names are still unique per entry; writers may race
+        return True
+    flags = (fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH) | (0 if blocking else fcntl.LOCK_NB)
+    try:
+        fcntl.flock(descriptor, flags)
+    except BlockingIOError:
+        return False
+    except OSError:  # a file system without locks: write anyway, the rename keeps entries whole
+        return True
+    return True
+
+
+def _start(writer: _Writer) -> None:
+    global _exit_hook_registered
+    with _writers_lock:
+        _writers[:] = [w for w in _writers if not w.finished]
+        _writers.append(writer)
+        if not _exit_hook_registered:
+            import atexit
+
+            atexit.register(_finish_at_exit)
+            _exit_hook_registered = True
+    writer.thread = threading.Thread(target=writer.run, name="tpuscope-cache-writer", daemon=True)
+    writer.thread.start()
+
+
+def wait_for_writes(folder: Path | None = None) -> None:
+    """Returns when this process's entries are written and no other process is writing in `folder`
+    (tests and benchmarks; a detached writer holds its partial file's lock until it is done)."""
+    with _writers_lock:
+        pending = list(_writers)
+    for writer in pending:
+        if writer.thread is not None:
+            writer.thread.join()
+    folder = folder or cache_dir()
+    try:
+        partials = [p for p in folder.iterdir() if p.name.endswith(PARTIAL_SUFFIX)]
+    except OSError:
+        return
+    for partial in partials:
+        try:
+            descriptor = os.open(partial, os.O_RDONLY)
+        except OSError:
+            continue  # renamed into place or removed meanwhile
+        try:
+            _lock(descriptor, exclusive=False, blocking=True)
+        finally:
+            os.close(descriptor)
+
+
+def _finish_at_exit() -> None:
+    """At exit, unfinished writes go on in a detached child (Linux) or are waited for (elsewhere)."""
+    with _writers_lock:
+        pending = [w for w in _writers if not w.finished]
+    if not pending:
+        return
+    detach = sys.platform.startswith("linux") and hasattr(os, "fork")
+    for writer in pending:
+        if detach:
+            writer.stop.set()
+        if writer.thread is not None:
+            writer.thread.join()
+    pending = [w for w in pending if not w.finished]
+    if not pending:
+        return
+    try:
+        child = os.fork() if detach else 0
+    except OSError:
+        child = 0  # no fork: finish here
+    if child == 0:
+        if detach:
+            _detach_from_parent()
+        for writer in pending:
+            writer.stop.clear()
+            writer.run()
+        if detach:
+            os._exit(0)
+        return
+    for writer in pending:  # the child holds the same open files, and with them the locks
+        os.close(writer.descriptor)
+
+
+def _detach_from_parent() -> None:
+    """In the forked child: its own session, no terminal or pipes of the parent, a time limit."""
+    import signal
+
+    try:
+        os.setsid()
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+        signal.signal(signal.SIGALRM, signal.SIG_DFL)
+        signal.alarm(DETACHED_TIME_LIMIT_S)
+        null = os.open(os.devnull, os.O_RDWR)
+        for stream in (0, 1, 2):
+            os.dup2(null, stream)
+        os.close(null)
+    except OSError:
+        pass
+    global warn
+    warn = lambda sentence: None  # noqa: E731 (nobody reads a detached child's stderr)
+
+
+# ----- the bound ----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Entry:
+    """A file of the cache folder as `tpuscope cache` lists it."""
+
+    path: Path
+    size: int
+    last_used: float  # the entry's mtime: touched by each hit
+    version: int | None  # None: a partial file, or not a trace entry
+
+    @property
+    def current(self) -> bool:
+        return self.version == FORMAT_VERSION
+
+
+def _entry_version(name: str) -> int | None:
+    match = _ENTRY_NAME.match(name)
+    if match:
+        return int(match.group(2))
+    if _OLD_ENTRY_NAME.match(name):
+        return 0  # format 11 or older: which one the name does not say
+    return None
+
+
+def entries(folder: Path | None = None) -> list[Entry]:
+    """The trace entries and partial files directly in the folder (subfolders are other caches')."""
+    folder = folder or cache_dir()
+    found = []
+    try:
+        listing = list(os.scandir(folder))
+    except OSError:
+        return []
+    for item in listing:
+        version = _entry_version(item.name)
+        if version is None and not item.name.endswith(PARTIAL_SUFFIX):
+            continue
+        try:
+            st = item.stat(follow_symlinks=False)
+        except OSError:
+            continue
+        found.append(Entry(Path(item.path), st.st_size, st.st_mtime, version))
+    return found
+
+
+def _make_room(folder: Path, incoming: int, keep: str) -> bool:
+    """Removes stale files, then least-recently-used entries until `incoming` bytes fit the limit;
+    False when the entry cannot fit (larger than the limit, or the disk would be nearly full)."""
+    present = []
+    for entry in entries(folder):
+        if entry.path.name == keep or entry.path.name == f".{keep}{PARTIAL_SUFFIX}":
+            continue
+        if entry.version is None:  # a partial file: removed unless its writer still holds it
+            _remove_unheld_partial(entry.path)
+        elif entry.version < FORMAT_VERSION:
+            entry.path.unlink(missing_ok=True)
+        else:
+            present.append(entry)
+    limit = size_limit(folder)
+    if incoming > limit:
+        return False
+    held = sum(e.size for e in present)
+    for entry in sorted(present, key=lambda e: e.last_used):
+        if held + incoming <= limit:
+            break
+        try:
+            entry.path.unlink()
+        except OSError:
+            continue
+        held -= entry.size
+    try:
+        free = shutil.disk_usage(folder).free
+    except OSError:
+        return True
+    return free - incoming >= MIN_FREE_BYTES
+
+
+def _remove_unheld_partial(path: Path) -> None:
+    try:
+        descriptor = os.open(path, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        if _lock(descriptor, exclusive=True, blocking=False):
+            path.unlink(missing_ok=True)
+    finally:
+        os.close(descriptor)
+
+
+def clear(folder: Path | None = None) -> tuple[int, int]:
+    """Empties the cache folder (its subfolders too: the pod summaries); returns (files, bytes)."""
+    folder = folder or cache_dir()
+    removed = freed = 0
+    for root, _, names in os.walk(folder, topdown=False):
+        for file_name in names:
+            path = Path(root) / file_name
             try:
-                os.unlink(tmp)
+                size = path.lstat().st_size
+                path.unlink()
+            except OSError:
+                continue
+            removed += 1
+            freed += size
+        if Path(root) != folder:
+            try:
+                os.rmdir(root)
             except OSError:
                 pass
+    return removed, freed
+
+
+def folder_size(folder: Path | None = None) -> int:
+    """Every byte in the folder, its subfolders included."""
+    folder = folder or cache_dir()
+    total = 0
+    for root, _, names in os.walk(folder):
+        for file_name in names:
+            try:
+                total += (Path(root) / file_name).lstat().st_size
+            except OSError:
+                pass
+    return total
+
+
+def age_words(seconds: float) -> str:
+    """'just now', '5 min ago', '3 h ago', '2 days ago' (for `tpuscope cache`)."""
+    ago = max(0.0, time.time() - seconds)
+    if ago < 60:
+        return "just now"
+    if ago < 3600:
+        return f"{int(ago // 60)} min ago"
+    if ago < 86400:
+        return f"{int(ago // 3600)} h ago"
+    return f"{int(ago // 86400)} days ago"
