@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING
 from PySide6.QtCore import Qt, QUrl, Signal
 from PySide6.QtWidgets import (
     QLabel,
+    QListView,
     QListWidget,
     QListWidgetItem,
     QSplitter,
@@ -62,6 +63,10 @@ class DiagnosticsView(View):
         self.summary.setWordWrap(True)
         self.findings = QListWidget()
         self.findings.setAlternatingRowColors(True)
+        # A long title wraps under the list's width instead of hiding behind a sideways scroll bar.
+        self.findings.setWordWrap(True)
+        self.findings.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        self.findings.setResizeMode(QListView.ResizeMode.Adjust)
         # Details follow the current row; highlights follow the selection, and only a selection
         # made outside `_show` (the user's, or the Overview's on the user's click) sends them.
         self._selecting_first = False
@@ -84,6 +89,8 @@ class DiagnosticsView(View):
         self.checked_toggle.toggled.connect(self._on_checked_toggled)
         self.checked_list = QListWidget()
         self.checked_list.setWordWrap(True)
+        self.checked_list.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        self.checked_list.setResizeMode(QListView.ResizeMode.Adjust)
         self.checked_list.setAlternatingRowColors(True)
         self.checked_list.setVisible(False)
         left = QWidget()
