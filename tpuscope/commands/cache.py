@@ -1,0 +1,69 @@
+"""`tpuscope cache`: where the trace cache is, how much it holds and of what; `tpuscope cache clear`."""
+
+from __future__ import annotations
+
+from tpuscope.commands._console import print_json
+from tpuscope.model import cache
+from tpuscope.model.units import format_bytes
+
+
+def register(subparsers) -> None:
+    parser = subparsers.add_parser(
+        "cache", help="the trace cache: its folder, size, limit and entries; `cache clear` empties it"
+    )
+    parser.add_argument("action", nargs="?", choices=["show", "clear"], default="show",
+                        help="show (the default) or clear")  # fmt: skip
+    parser.add_argument("--json", action="store_true", help="print machine-readable JSON")
+    parser.set_defaults(handler=run)
+
+
+def summary() -> dict:
+    folder = cache.cache_dir()
+    limit, source = cache.configured_limit()
+    listed = []
+    for entry in sorted(cache.entries(folder), key=lambda e: e.last_used, reverse=True):
+        label = cache.read_label(entry.path) if entry.current else None
+        listed.append({
+            "name": entry.path.name,
+            "bytes": entry.size,
+            "last_used": entry.last_used,
+            "state": "partial" if entry.version is None else "current" if entry.current else "older format",
+            "sources": (label[1].get("sources", []) if label else []),
+            "events": (label[1].get("events") if label else None),
+        })  # fmt: skip
+    return {
+        "folder": str(folder),
+        "bytes": cache.folder_size(folder),
+        "entry_bytes": sum(e["bytes"] for e in listed),
+        "limit_bytes": cache.size_limit(folder),
+        "limit_source": source if limit is not None else f"default: min({format_bytes(cache.DEFAULT_MAX_BYTES)}, "
+        f"{cache.FREE_DISK_SHARE:.0%} of free disk)",
+        "format_version": cache.FORMAT_VERSION,
+        "entries": listed,
+    }
+
+
+def run(args) -> int:
+    if args.action == "clear":
+        folder = cache.cache_dir()
+        removed, freed = cache.clear(folder)
+        if args.json:
+            print_json({"folder": str(folder), "removed_files": removed, "freed_bytes": freed})
+        else:
+            print(f"Removed {removed:,} files ({format_bytes(freed)}) from {folder}.")
+        return 0
+    payload = summary()
+    if args.json:
+        print_json(payload)
+        return 0
+    print(f"Folder:   {payload['folder']}")
+    print(f"Size:     {format_bytes(payload['bytes'])} ({len(payload['entries'])} entries, "
+          f"{format_bytes(payload['entry_bytes'])})")  # fmt: skip
+    print(f"Limit:    {format_bytes(payload['limit_bytes'])} ({payload['limit_source']})")
+    for entry in payload["entries"]:
+        what = ", ".join(entry["sources"]) or entry["name"]
+        events = f"{entry['events']:,} events, " if entry["events"] is not None else ""
+        state = "" if entry["state"] == "current" else f" [{entry['state']}]"
+        print(f"  {format_bytes(entry['bytes']):>10}  {cache.age_words(entry['last_used']):>12}  "
+              f"{events}{what}{state}")  # fmt: skip
+    return 0
