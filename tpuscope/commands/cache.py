@@ -20,6 +20,9 @@ def register(subparsers) -> None:
 def summary() -> dict:
     folder = cache.cache_dir()
     limit, source = cache.configured_limit()
+    if limit is None:
+        share = f"{cache.FREE_DISK_SHARE:.0%} of free disk"
+        source = f"default: min({format_bytes(cache.DEFAULT_MAX_BYTES)}, {share})"
     listed = []
     for entry in sorted(cache.entries(folder), key=lambda e: e.last_used, reverse=True):
         label = cache.read_label(entry.path) if entry.current else None
@@ -36,8 +39,7 @@ def summary() -> dict:
         "bytes": cache.folder_size(folder),
         "entry_bytes": sum(e["bytes"] for e in listed),
         "limit_bytes": cache.size_limit(folder),
-        "limit_source": source if limit is not None else f"default: min({format_bytes(cache.DEFAULT_MAX_BYTES)}, "
-        f"{cache.FREE_DISK_SHARE:.0%} of free disk)",
+        "limit_source": source,
         "format_version": cache.FORMAT_VERSION,
         "entries": listed,
     }
