@@ -47,32 +47,44 @@ def analyze_hosts(
 
     `workers` > 0 starts a local Dask cluster of that many processes; `scheduler` (an address such
     as tcp://10.0.0.5:8786) uses an existing cluster instead. Only HostResults travel back.
-    With an `unreadable` list (in process only), a host file that cannot be read is left out and its
-    one-sentence reason appended there, so one broken host does not hide the other 63; without it,
-    the first such file ends the analysis (ProfileError), as the CLI wants.
+    With an `unreadable` list (here or on Dask), a host file that cannot be read is left out and
+    its one-sentence reason appended there, so one broken host does not hide the other 63; without
+    it, the first such file ends the analysis (ProfileError). The run's `unreadable` lists them too.
     """
     names = [str(f) for f in files]
+    errors: list[ProfileError] = []
     if workers > 0 or scheduler:
-        results = _on_dask(names, workers, scheduler, progress)
+        results = _on_dask(names, workers, scheduler, progress, errors)
     else:
         results = []
-        first_error: ProfileError | None = None
         for done, name in enumerate(names):
             if progress is not None and progress(done, len(names), name) is False:
                 raise LoadCancelled()
             try:
                 results.extend(analyze_host_file(name, _within_host(progress, done, len(names), name)))
             except ProfileError as error:
-                if unreadable is None:
-                    raise
-                unreadable.append(str(error))
-                first_error = first_error or error
-        if not results and first_error is not None:
-            raise ProfileError(
-                Path(names[0]).parent,
-                f"none of its {len(names)} host files can be read (the first one: {first_error.cause})",
-            )
-    return combine(results)
+                errors.append(error)
+    if errors and unreadable is None:
+        raise errors[0]
+    if not results and errors:
+        raise ProfileError(
+            Path(names[0]).parent,
+            f"none of its {len(names)} host files can be read (the first one: {errors[0].cause})",
+        )
+    run = combine(results)
+    run.unreadable = [str(e) for e in errors]
+    if unreadable is not None:
+        unreadable.extend(run.unreadable)
+    return run
+
+
+def host_file_or_error(path: str) -> tuple[list[HostResult], tuple[str, str] | None]:
+    """`analyze_host_file(path)`, or (the file, why it cannot be read): what a Dask worker sends back,
+    so one broken host file does not end the others' analysis (a ProfileError does not pickle)."""
+    try:
+        return analyze_host_file(path), None
+    except ProfileError as error:
+        return [], (str(error.path if error.path is not None else path), error.cause)
 
 
 def _within_host(progress: HostProgress | None, done: int, total: int, name: str) -> ProgressCallback | None:
@@ -82,7 +94,13 @@ def _within_host(progress: HostProgress | None, done: int, total: int, name: str
     return lambda fraction, _message: progress(done + fraction, total, name)
 
 
-def _on_dask(names: list[str], workers: int, scheduler: str | None, progress: HostProgress | None):
+def _on_dask(
+    names: list[str],
+    workers: int,
+    scheduler: str | None,
+    progress: HostProgress | None,
+    errors: list[ProfileError],
+) -> list[HostResult]:
     try:
         from distributed import Client, LocalCluster, as_completed
     except ImportError:
@@ -105,14 +123,15 @@ def _on_dask(names: list[str], workers: int, scheduler: str | None, progress: Ho
             )
         client = Client(cluster)
     try:
-        futures = client.map(analyze_host_file, names, pure=False)
+        futures = client.map(host_file_or_error, names, pure=False)
         by_future = dict(zip(futures, names, strict=True))
-        results_of: dict[str, list[HostResult]] = {}
+        results_of: dict[str, tuple[list[HostResult], tuple[str, str] | None]] = {}
         for done, future in enumerate(as_completed(futures), start=1):
             results_of[by_future[future]] = future.result()
             if progress is not None:
                 progress(done, len(names), by_future[future])
-        return [r for name in names for r in results_of[name]]
+        errors.extend(ProfileError(*e) for name in names if (e := results_of[name][1]) is not None)
+        return [r for name in names for r in results_of[name][0]]
     finally:
         client.close()
         if cluster is not None:

@@ -11,7 +11,9 @@ Scenarios:
 - `host_work`: process STRAGGLER sleeps as long at the end of every step, logging metrics (host work);
 - `balanced`: every process does the same work (no straggler);
 - `collective_heavy`: every process does the same small compute and a large all-gather;
-- `input_bound`: every process sleeps STRAGGLER_SLEEP_S in its data loader every step, alike.
+- `input_bound`: every process sleeps STRAGGLER_SLEEP_S in its data loader every step, alike;
+- `uneven_steps`: the balanced loop, but the last process starts profiling LATE_START_STEPS steps late
+  (its profile holds fewer steps than the others').
 """
 
 from __future__ import annotations
@@ -24,11 +26,12 @@ import sys
 import time
 from pathlib import Path
 
-SCENARIOS = ("straggler", "host_work", "balanced", "collective_heavy", "input_bound")
+SCENARIOS = ("straggler", "host_work", "balanced", "collective_heavy", "input_bound", "uneven_steps")
 PROCESSES = 4
 STEPS = 12
 STRAGGLER = 2  # the process that sleeps in its data loader
 STRAGGLER_SLEEP_S = 0.03
+LATE_START_STEPS = 4
 # (features, rows per process, layers): the weights are features x features, so the all-reduce sends
 # that much; rows and layers set the compute.
 SHAPE = (128, 2048, 1)
@@ -81,8 +84,12 @@ def worker(scenario: str, process_id: int, processes: int, port: int, logdir: st
     )
     w, loss = train_step(w, x)  # compile and run once outside the profile
     jax.block_until_ready(w)
-    jax.profiler.start_trace(logdir)
+    late_start = LATE_START_STEPS if scenario == "uneven_steps" and process_id == processes - 1 else 0
+    if not late_start:
+        jax.profiler.start_trace(logdir)
     for step in range(STEPS):
+        if late_start and step == late_start:
+            jax.profiler.start_trace(logdir)
         with jax.profiler.StepTraceAnnotation("train", step_num=step):
             with jax.profiler.TraceAnnotation("load_batch"):
                 if (scenario == "straggler" and process_id == STRAGGLER) or scenario == "input_bound":

@@ -98,4 +98,5 @@ def test_opening_the_straggler_finding_jumps_to_the_late_hosts_slowest_step(qtbo
     outlined = [t for layer in timeline.highlights.values() for t in (lod.track for lod in layer.values())]
     assert any(t.plane.host == LATE_HOST and t.name == focus["track"] for t in outlined)
     window.grab().save(str(tmp_path / "pod_straggler_step.png"))
-    assert overview.overview.findings[0].id == "straggler"
+    # The late host's own input-bound finding ranks beside the straggler (both critical, by cost).
+    assert "straggler" in [f.id for f in overview.overview.findings[:2]]

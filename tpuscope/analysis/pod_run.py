@@ -8,10 +8,19 @@ pure function of the per-host results, so wherever they were computed the pod is
 
 Host times are trace-relative per file; the results are shifted onto the run's common time origin
 (the earliest host), as a trace holding every host would have them.
+
+One pod analysis, whichever way the run is read: `diagnose_pod`
+(`tpuscope.analysis.diagnose.across_hosts`) makes a pod's findings from each host's own diagnosis
+(the per-host rules, run on that host alone) and the pod table (the rules that compare hosts, run
+once over every host's summary), grouped across hosts. `combine` calls it on the results of host
+files read one at a time (here or on Dask), `engine.diagnose` on a trace holding every host, each
+host's rules run on that host's planes alone. So `tpuscope diagnose RUN`, `--per-host`,
+`--workers N` and the Pod page give the same findings.
 """
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -19,7 +28,7 @@ from typing import Any
 import numpy as np
 
 import tpuscope.analysis.diagnose as rules_package  # its engine loads when a rule runs
-from tpuscope.analysis.diagnose import RuleOutcome, collective_bound, straggler
+from tpuscope.analysis.diagnose.across_hosts import POD_RULES, PodDiagnosis, diagnose_pod, host_rules
 from tpuscope.analysis.framework import Framework
 from tpuscope.analysis.pod.analysis import PodAnalysis, analyze_pod
 from tpuscope.analysis.pod.summary import HostSummary, host_trace, summarize_host
@@ -27,8 +36,7 @@ from tpuscope.analysis.roofline import BOUND_NAMES, Peaks, bound_by
 from tpuscope.analysis.session import FRAMEWORK, POD, TraceAnalysis
 from tpuscope.model.trace import Trace
 
-# Rules that compare hosts: they run once over every host's summary, not on each host alone.
-POD_RULES = (straggler.RULE_ID, collective_bound.RULE_ID)
+__all__ = ["MANY_HOSTS", "POD_RULES", "HostResult", "PodDiagnosis", "PodRun", "analyze_host", "combine"]
 # From this many host files on, the commands analyse a run host by host instead of as one trace
 # (bounded memory). Our heuristic: a 16-host run of 100 MB files already needs ~20 GB as one trace.
 MANY_HOSTS = 16
@@ -56,7 +64,7 @@ def analyze_host(trace: Trace, host: str, source: str) -> HostResult:
     left out: they run over every host's summary in `combine`) and its op table."""
     one = trace if list(trace.hosts) == [host] else host_trace(trace, host)
     analysis = TraceAnalysis(one)
-    rules = {k: v for k, v in rules_package.RULES.items() if k not in POD_RULES}
+    rules = host_rules(rules_package.RULES)
     ctx = analysis.context
     with analysis.context_lock:
         report = rules_package.diagnose(ctx, rules)
@@ -83,39 +91,28 @@ class PodRun:
     hosts: list[HostResult]
     pod: PodAnalysis
     framework: Framework
-    pod_findings: list[dict[str, Any]]
+    pod_findings: list[dict[str, Any]]  # the cross-host rules' findings (in `findings()` too)
     pod_checked: list[dict[str, str]]
+    diagnosis: PodDiagnosis | None = None  # every finding, grouped across hosts (`diagnose_pod`)
+    unreadable: list[str] = field(default_factory=list)  # one sentence per host file left out
 
     @property
     def event_count(self) -> int:
         return sum(h.event_count for h in self.hosts)
 
     def findings(self) -> list[dict[str, Any]]:
-        """The pod's findings first, then each host's own, worst first; host findings name their host."""
-        order = {"critical": 0, "warning": 1, "info": 2}
-        per_host = []
-        for result in self.hosts:
-            for finding in result.report.get("findings", []):
-                per_host.append(dict(finding, host=result.host, title=f"{result.host}: {finding['title']}"))
-        combined = self.pod_findings + per_host
-        return sorted(combined, key=lambda f: order.get(f["severity"], 3))
+        """Every finding worst first, as `tpuscope diagnose` of the run as one trace lists them: the
+        cross-host rules' and each per-host rule's grouped across hosts, each naming its hosts
+        (`metrics["on_hosts"]`; evidence in run time)."""
+        return list(self.diagnosis.findings) if self.diagnosis is not None else list(self.pod_findings)
 
     def checked(self) -> list[dict[str, str]]:
-        """Per rule: the pod rules' lines, and for host rules how many hosts were clean."""
-        lines = list(self.pod_checked)
-        rules: dict[str, list[str]] = {}
-        for result in self.hosts:
-            for item in result.report.get("checked", []):
-                rules.setdefault(item["rule"], []).append(result.host)
-        flagged: Counter[str] = Counter()
-        for result in self.hosts:
-            for rule in {f["id"] for f in result.report.get("findings", [])}:
-                flagged[rule] += 1
-        for rule, hosts in rules.items():
-            lines.append(
-                {"rule": rule, "summary": f"ran on each of {len(hosts)} hosts; {flagged[rule]} had findings"}
-            )
-        return lines
+        """One line per rule: the pod rules' own, each per-host rule's merged over the hosts."""
+        return list(self.diagnosis.checked) if self.diagnosis is not None else list(self.pod_checked)
+
+    @property
+    def rule_errors(self) -> dict[str, str]:
+        return dict(self.diagnosis.rule_errors) if self.diagnosis is not None else {}
 
     def op_rows(self, top: int | None = None) -> list[dict[str, Any]]:
         """The run's op table: each op's rows of all hosts added up, largest self time first."""
@@ -128,8 +125,10 @@ class PodRun:
             "analysed": "host by host",
             "hosts": [h.host for h in self.hosts],
             "steps": {"count": self.pod.step_count, "aligned_by": self.pod.alignment},
+            "unreadable": list(self.unreadable),
+            "notes": self.pod.notes(),
             "findings": self.findings(),
-            "rule_errors": {},
+            "rule_errors": self.rule_errors,
             "checked": self.checked(),
         }
 
@@ -159,21 +158,24 @@ def combine(results: list[HostResult]) -> PodRun:
     summaries = [_shifted(r.summary, (r.origin_ns - origin) * 1000) for r in results]
     pod = analyze_pod(summaries)
     framework = _most_common_framework([r.framework for r in results])
+    reports = [(r.host, _shifted_report(r.report, (r.origin_ns - origin) * 1000)) for r in results]
     # The pod rules read the pod table and the framework only: an analysis of the host names that
     # holds these two has all they ask.
     analysis = TraceAnalysis(Trace(hosts=[r.host for r in results]), known={POD: pod, FRAMEWORK: framework})
-    ctx = analysis.context
-    findings: list[dict[str, Any]] = []
-    checked: list[dict[str, str]] = []
-    for rule_id in POD_RULES:
-        outcome = rules_package.RULES[rule_id](ctx)
-        if isinstance(outcome, RuleOutcome):
-            findings.extend(f.to_json() for f in outcome.findings)
-            checked.append({"rule": rule_id, "summary": outcome.checked})
-        else:
-            findings.extend(f.to_json() for f in outcome)
-            checked.append({"rule": rule_id, "summary": ""})
-    return PodRun(results, pod, framework, findings, checked)
+    with analysis.context_lock:
+        diagnosis = diagnose_pod(analysis.context, reports, rules_package.RULES)
+    return PodRun(results, pod, framework, diagnosis.pod_findings, diagnosis.pod_checked, diagnosis)
+
+
+def _shifted_report(report: dict[str, Any], offset_ps: int) -> dict[str, Any]:
+    """A host's report with its findings' evidence on the run's time origin instead of its file's."""
+    if offset_ps == 0:
+        return report
+    findings = [
+        dict(f, evidence=[_shift_item(e, offset_ps) for e in f.get("evidence", [])])
+        for f in report.get("findings", [])
+    ]
+    return dict(report, findings=findings)
 
 
 def _renamed(result: HostResult, host: str) -> HostResult:
@@ -183,9 +185,28 @@ def _renamed(result: HostResult, host: str) -> HostResult:
     summary = replace(
         result.summary, host=host, evidence={k: items(v) for k, v in result.summary.evidence.items()}
     )
-    report = dict(result.report)
+    report = _with_host_name(result.report, result.host, host)
     report["findings"] = [dict(f, evidence=items(f.get("evidence", []))) for f in report.get("findings", [])]
     return replace(result, host=host, summary=summary, report=report)
+
+
+def _with_host_name(value: Any, old: str, new: str) -> Any:
+    """`value` (a report as JSON) with the host name `old` said as `new` wherever it stands as a
+    word, as the report of that host's planes in a trace of every host says it."""
+    if not old:
+        return value
+    word = re.compile(rf"(?<![\w.-]){re.escape(old)}(?![\w.-])")
+
+    def renamed(item: Any) -> Any:
+        if isinstance(item, str):
+            return word.sub(new, item)
+        if isinstance(item, dict):
+            return {renamed(k): renamed(v) for k, v in item.items()}
+        if isinstance(item, list):
+            return [renamed(v) for v in item]
+        return item
+
+    return renamed(value)
 
 
 def _shifted(summary: HostSummary, offset_ps: int) -> HostSummary:

@@ -40,15 +40,19 @@ def add_per_host_arguments(parser) -> None:
     )  # fmt: skip
 
 
-def per_host_run(args) -> PodRun | None:
-    """The host-by-host analysis when asked for (or when the run has many hosts), else None."""
+def per_host_run(args, force: bool = False) -> PodRun | None:
+    """The host-by-host analysis when asked for (or `force`d, or when the run has many hosts), else None.
+
+    A host file that cannot be read is left out with one warning on stderr naming it (an error,
+    exit 2, with --strict), and the other hosts are analysed; so is a host the pod table treats
+    apart (no steps, fewer steps, no device plane): one note on stderr naming it."""
     from tpuscope.analysis.pod_run import MANY_HOSTS
     from tpuscope.commands import UserFacingError
     from tpuscope.per_host import analyze_hosts
 
     if args.workers < 0:
         raise UserFacingError(f"--workers must be 0 or a positive number of processes, not {args.workers}.")
-    asked = args.per_host or args.workers > 0 or bool(args.scheduler)
+    asked = force or args.per_host or args.workers > 0 or bool(args.scheduler)
     if not asked and _file_count(args) < MANY_HOSTS:
         return None
     files = _profile_files(args)
@@ -60,13 +64,30 @@ def per_host_run(args) -> PodRun | None:
             sys.stderr.write(f"\ranalysing hosts: {int(done)}/{total} {Path(name).name[:40]:<40}")
             sys.stderr.flush()
 
+    unreadable: list[str] | None = None if getattr(args, "strict", False) else []
     try:
-        return analyze_hosts(files, workers=args.workers, scheduler=args.scheduler, progress=progress)
+        run = analyze_hosts(
+            files, workers=args.workers, scheduler=args.scheduler, progress=progress, unreadable=unreadable
+        )
     except OSError as error:  # a scheduler that cannot be reached
         raise UserFacingError(f"the Dask scheduler {args.scheduler} cannot be reached ({error}).") from None
     finally:
         if show and time.monotonic() - started > 0.5:
             sys.stderr.write("\r" + " " * 70 + "\r")
+    left = len(run.hosts)
+    for sentence in run.unreadable:
+        print(
+            f"tpuscope: warning: {sentence} It is left out; the other {left} hosts are analysed.",
+            file=sys.stderr,
+        )
+    warn_about_pod(run.pod.notes())
+    return run
+
+
+def warn_about_pod(notes: list[str]) -> None:
+    """Each host the pod table treats apart from the others, named in one note on stderr."""
+    for note in notes:
+        print(f"tpuscope: note: {note}", file=sys.stderr)
 
 
 def _file_count(args) -> int:
@@ -95,6 +116,8 @@ def print_findings(run: PodRun) -> None:
         print(f"\n{_MARK.get(finding['severity'], '')} {finding['title']}")
         print(f"    {cost_line(finding.get('impact'), finding.get('impact_note', ''))}")
         print(f"    {finding['explanation']}")
+    for rule, error in run.rule_errors.items():
+        print(f"\nRule {rule} could not run on this profile: {error}")
     print("\nChecked:")
     for item in run.checked():
         print(f"  {item['rule']}: {item['summary']}")

@@ -2,6 +2,12 @@
 
 With `--fail-on warning|critical` the exit code is 1 when a finding of that severity or worse
 exists, so CI can gate on it; errors (bad path, unreadable profile) stay exit 2.
+
+A run of several hosts gets the same findings whether it is read as one trace or host by host
+(`--per-host`, `--workers N`): each per-host rule runs on each host alone and its findings are
+grouped across hosts (`tpuscope.analysis.pod_run`). A host file of such a run that cannot be
+read is named on stderr and left out, and the others are analysed (host by host); `--strict`
+makes it an error.
 """
 
 from __future__ import annotations
@@ -12,7 +18,8 @@ from tpuscope.analysis.diagnose import Report, Severity
 from tpuscope.analysis.session import TraceAnalysis
 from tpuscope.commands import EXIT_FINDINGS, EXIT_OK
 from tpuscope.commands._console import add_path_argument, cost_line, load_for_cli, print_json
-from tpuscope.commands._per_host import add_per_host_arguments, per_host_run, print_findings
+from tpuscope.commands._per_host import add_per_host_arguments, per_host_run, print_findings, warn_about_pod
+from tpuscope.errors import ProfileError
 
 _MARK = {Severity.CRITICAL: "[CRITICAL]", Severity.WARNING: "[WARNING] ", Severity.INFO: "[info]    "}
 
@@ -34,6 +41,16 @@ def register(subparsers) -> None:
 
 def run(args) -> int:
     pod = per_host_run(args)
+    trace = None
+    if pod is None:
+        try:
+            trace = load_for_cli(args)
+        except ProfileError:
+            # A run folder whose one host file cannot be read is analysed host by host: that host is
+            # named and left out, the others are analysed (the same findings as one trace would give).
+            if getattr(args, "strict", False) or _host_file_count(args) < 2:
+                raise
+            pod = per_host_run(args, force=True)
     if pod is not None:
         print_json(pod.diagnose_json()) if args.json else print_findings(pod)
         worst = max((Severity.parse(f["severity"]) for f in pod.findings()), default=None)
@@ -42,14 +59,27 @@ def run(args) -> int:
             if args.fail_on and worst is not None and worst >= Severity.parse(args.fail_on)
             else EXIT_OK
         )
-    report = TraceAnalysis(load_for_cli(args)).report
+    assert trace is not None
+    analysis = TraceAnalysis(trace)
+    notes = analysis.pod.notes() if len(trace.hosts) > 1 else []
+    warn_about_pod(notes)
+    report = analysis.report
     if args.json:
-        print_json(report_json(report))
+        print_json({**report_json(report), "notes": notes} if len(trace.hosts) > 1 else report_json(report))
     else:
         print_text(report)
     if args.fail_on and report.worst is not None and report.worst >= Severity.parse(args.fail_on):
         return EXIT_FINDINGS
     return EXIT_OK
+
+
+def _host_file_count(args) -> int:
+    from tpuscope.runs import host_file_count
+
+    try:
+        return host_file_count(args.path, args.run)
+    except ProfileError:
+        return 0
 
 
 def report_json(report: Report) -> dict:

@@ -32,9 +32,11 @@ from tpuscope.analysis.diagnose import (
     straggler,
     tensorcore_idle,
 )
+from tpuscope.analysis.diagnose.across_hosts import diagnose_pod, finding_from_json, host_rules
 from tpuscope.analysis.diagnose.finding import Finding, ImpactThresholds, RuleOutcome, Severity
 from tpuscope.analysis.facts.context import Context
 from tpuscope.analysis.framework import Framework
+from tpuscope.analysis.pod.summary import host_trace
 from tpuscope.analysis.steps import Steps
 
 Rule = Callable[[Context], "list[Finding] | RuleOutcome"]
@@ -106,7 +108,13 @@ def diagnose(ctx: Context, rules: dict[str, Rule] | None = None) -> Report:
 
     The context is its analysis' (`TraceAnalysis(trace).context`; `TraceAnalysis.report` is every
     rule's report, computed once): what the rules compute stays there for the views and commands.
+
+    A trace of several hosts (a pod's run folder) is diagnosed as its hosts read one at a time are
+    (`tpuscope.analysis.pod_run.diagnose_by_host`): each per-host rule on each host's planes
+    alone, the rules comparing hosts once over the pod table, the findings grouped across hosts.
     """
+    if len(ctx.trace.hosts) > 1:
+        return _diagnose_by_host(ctx, None if rules is None else list(rules))
     started = time.perf_counter()
     findings: list[Finding] = []
     errors: dict[str, str] = {}
@@ -125,3 +133,22 @@ def diagnose(ctx: Context, rules: dict[str, Rule] | None = None) -> Report:
     order = {rule_id: k for k, rule_id in enumerate(RULES)}
     findings.sort(key=lambda f: (-int(f.severity), -_impact_percent(f), order.get(f.id, len(order))))
     return Report(ctx.framework, ctx.steps, findings, errors, time.perf_counter() - started, checked)
+
+
+def _diagnose_by_host(ctx: Context, wanted: list[str] | None) -> Report:
+    """The report of a trace holding several hosts, as `tpuscope.analysis.pod_run.combine` finds it
+    for their files read one at a time: each per-host rule on each host's planes alone
+    (`host_trace`), the rules comparing hosts once on the pod table, the findings grouped."""
+    started = time.perf_counter()
+    rules = host_rules(RULES)
+    if wanted is not None:
+        rules = {k: v for k, v in rules.items() if k in wanted}
+    reports = []
+    for host in ctx.trace.hosts:
+        analysis = type(ctx.analysis)(host_trace(ctx.trace, host))  # an analysis of its planes alone
+        with analysis.context_lock:
+            reports.append((host, diagnose(analysis.context, rules).to_json()))
+    outcome = diagnose_pod(ctx, reports, RULES, wanted)
+    findings = [finding_from_json(f) for f in outcome.findings]
+    seconds = time.perf_counter() - started
+    return Report(ctx.framework, ctx.steps, findings, outcome.rule_errors, seconds, outcome.checked)

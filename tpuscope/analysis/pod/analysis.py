@@ -94,6 +94,27 @@ class PodAnalysis:
             )
         return found
 
+    def notes(self) -> list[str]:
+        """One sentence per host the table treats apart from the others, naming it: a host without
+        steps (listed, not in the table), with fewer steps than the others (the table holds only
+        the steps every host has), or without a device plane (its steps are all host time)."""
+        found = [f"{host} has no steps: it is listed but has no row in the host x step table." for host in
+                 self.hosts_without_steps]  # fmt: skip
+        counts = {s.host: len(s) for s in self.host_summaries}
+        most = max(counts.values(), default=0)
+        for host, count in counts.items():
+            if count < most:
+                found.append(
+                    f"{host} has {count} steps where another host has {most}: the host x step table holds "
+                    f"the {self.step_count} steps every host has (aligned by {self.alignment})."
+                )
+        found.extend(
+            f"{s.host} has no device plane: its steps are all host time, and no device rule applies to it."
+            for s in self.summaries
+            if not s.devices
+        )
+        return found
+
     def to_json(self) -> dict[str, Any]:
         return {
             "hosts": list(self.hosts),
