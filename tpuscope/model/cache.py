@@ -368,10 +368,21 @@ def _open_writer(folder: Path, name: str, pieces: list[tuple[int, memoryview]], 
         os.close(descriptor)  # another process is writing this entry
         return None
     writer = _Writer(folder, name, descriptor, pieces, total)
-    if (folder / name).exists():  # written by another process since our miss
+    if _is_whole(folder / name):  # written by another process since our miss
         writer.abandon()
         return None
     return writer
+
+
+def _is_whole(path: Path) -> bool:
+    """An entry of this format as long as its header says (one cut short is replaced)."""
+    try:
+        with open(path, "rb") as handle:
+            magic, version, _, _, _, total = _HEADER.unpack(handle.read(_HEADER.size))
+            size = os.fstat(handle.fileno()).st_size
+            return magic == _MAGIC and version == FORMAT_VERSION and total == size
+    except (OSError, struct.error):
+        return False
 
 
 def _lock(descriptor: int, exclusive: bool, blocking: bool) -> bool:
