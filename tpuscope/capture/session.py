@@ -15,6 +15,7 @@ import socket
 import tempfile
 import time
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -23,7 +24,7 @@ import grpc
 
 from tpuscope.capture.errors import CaptureCancelled, CaptureError
 from tpuscope.capture.grpc_client import ProfileCall, TracerLevels, build_request, explain_rpc_error
-from tpuscope.capture.ssh import LocalForward, SshConnection, SshOptions, connect
+from tpuscope.capture.ssh import LocalForward, SshConnection, SshOptions, SshRoute, connect
 from tpuscope.capture.targets import SshHost, Target, file_label
 
 # What a profiler server writes and a capture saves: one XPlane file per host (see the module docstring).
@@ -39,6 +40,9 @@ _POLL_S = 0.1
 _PROFILING_SHARE = 0.9  # of the progress bar: the rest is receiving and saving
 MAX_LEVELS = {"host": 3, "device": 1, "python": 1}  # tsl profiler_options.proto ProfileOptions field docs
 _LOCAL_NAMES = {"localhost", "127.0.0.1", "::1", socket.gethostname().lower()}
+# SSH connections opened at once: a 64-worker slice connects in a few handshakes' time, as gcloud's
+# --worker=all runs its connections in parallel threads (our heuristic for the count).
+MAX_PARALLEL_CONNECTIONS = 16
 
 
 @dataclass
@@ -59,6 +63,19 @@ class CaptureSettings:
     # where a server that cannot answer inline saves the trace, and tpuscope fetches it from there;
     # False forces that path.
     inline: bool = True
+    # Machines reached each over its own SSH route (a TPU slice's workers); the target, one for all
+    # or one per route, is as seen from each machine. Used instead of ssh_hosts when given.
+    routes: list[SshRoute] = field(default_factory=list)
+    # Keep the workers that answered when others cannot be reached or fail: the result names the
+    # missing ones (CaptureResult.missing) instead of the whole capture failing.
+    keep_partial: bool = False
+
+    def with_passphrase(self, passphrase: str) -> CaptureSettings:
+        """The same settings with the key's passphrase (kept in memory only) on every SSH route."""
+        from dataclasses import replace
+
+        routes = [replace(r, options=replace(r.options, passphrase=passphrase)) for r in self.routes]
+        return replace(self, ssh=replace(self.ssh, passphrase=passphrase), routes=routes)
 
     def response_wait_s(self) -> float:
         if self.timeout_s is not None:
@@ -72,6 +89,7 @@ class CaptureResult:
     files: list[Path]
     hosts: list[str]
     bytes_received: int
+    missing: list[str] = field(default_factory=list)  # one sentence per worker left out (keep_partial)
 
 
 @dataclass
@@ -84,7 +102,11 @@ class _Worker:
     call: ProfileCall | None = None
     repository_root: str = ""
 
+    description: str = ""  # what messages call it ("worker 2 of my-tpu (10.0.0.4)"), when it has a name
+
     def describe(self) -> str:
+        if self.description:
+            return self.description
         return f"{self.target} (via SSH {self.via.label})" if self.via else str(self.target)
 
     def started_call(self) -> ProfileCall:
@@ -107,6 +129,11 @@ def validate(settings: CaptureSettings) -> None:
         value = getattr(settings.levels, name)
         if not 0 <= value <= top:
             raise CaptureError(f"The {name} tracer level {value} is out of range: use 0 to {top}.")
+    if settings.routes and len(settings.targets) not in (1, len(settings.routes)):
+        raise CaptureError(
+            f"{len(settings.targets)} targets were given for {len(settings.routes)} workers: give one "
+            "target for every worker, or one per worker in order."
+        )
     count = len(settings.ssh_hosts)
     if count > 1 and len(settings.targets) > 1 and count != len(settings.targets):
         raise CaptureError(
@@ -139,15 +166,18 @@ def capture(settings: CaptureSettings, progress: ProgressCallback | None = None)
     connections: list[SshConnection] = []
     workers: list[_Worker] = []
     local_roots: list[Path] = []
+    missing: list[str] = []
     try:
         _report(progress, 0.0, "connecting")
-        workers = _prepare_workers(settings, connections, progress)
+        workers = _prepare_workers(settings, connections, progress, missing)
         _make_folder(staging)
-        replies = _profile_all(settings, run_name, workers, local_roots, progress)
+        answered = _profile_all(settings, run_name, workers, local_roots, progress, missing)
         _report(progress, 0.95, "saving")
-        files = _save(settings, run_name, workers, replies, staging, final_folder)
+        kept = [w for w, _ in answered]
+        files = _save(settings, run_name, kept, [r for _, r in answered], staging, final_folder)
         _report(progress, 1.0, "done")
-        return CaptureResult(final_folder, files, [w.label for w in workers], sum(len(r) for r in replies))
+        return CaptureResult(final_folder, files, [w.label for w in kept], sum(len(r) for _, r in answered),
+                             missing)  # fmt: skip
     finally:
         for worker in workers:
             if worker.call is not None:
@@ -172,20 +202,32 @@ def _make_folder(folder: Path) -> None:
 
 
 def _prepare_workers(settings: CaptureSettings, connections: list[SshConnection],
-                     progress: ProgressCallback | None) -> list[_Worker]:  # fmt: skip
-    if not settings.ssh_hosts:
+                     progress: ProgressCallback | None, missing: list[str]) -> list[_Worker]:  # fmt: skip
+    if not settings.ssh_hosts and not settings.routes:
         return [_Worker(t, file_label(t), str(t)) for t in settings.targets]
-    by_host: dict[SshHost, SshConnection] = {}
+    plan = _plan(settings)
+    unique = list(dict.fromkeys(route for _, route in plan))
+    _report(progress, 0.0, f"connecting to {unique[0].description}" if len(unique) == 1
+            else f"connecting to {len(unique)} machines over SSH")  # fmt: skip
+    opened = _connect_all(unique)
+    connections.extend(o for o in opened.values() if isinstance(o, SshConnection))
+    failures = [(route, o) for route, o in opened.items() if not isinstance(o, SshConnection)]
+    for route, error in failures:  # the user must answer these (a host key, a passphrase) or fix them
+        if not settings.keep_partial or not isinstance(error, CaptureError) or _needs_an_answer(error):
+            raise error
+        missing.append(f"{_capitalized(route.description)} was not captured: {error}")
     workers = []
-    for target, host in _pairs(settings):
-        if host not in by_host:
-            _report(progress, 0.0, f"connecting to {host} over SSH")
-            by_host[host] = connect(host, settings.ssh)
-            connections.append(by_host[host])
-        connection = by_host[host]
+    for target, route in plan:
+        connection = opened[route]
+        if not isinstance(connection, SshConnection):
+            continue
         forward = connection.forward(target.host, target.port)
-        workers.append(_Worker(target, file_label(target, host), f"127.0.0.1:{forward.local_port}",
-                               via=connection, forward=forward))  # fmt: skip
+        label = route.label or file_label(target, route.host)
+        named = route.description if route.label else ""
+        workers.append(_Worker(target, label, f"127.0.0.1:{forward.local_port}", via=connection,
+                               forward=forward, description=named))  # fmt: skip
+    if not workers:
+        raise CaptureError(f"No worker could be reached: {' '.join(missing)}")
     labels = [w.label for w in workers]
     repeats: dict[str, int] = {}
     for worker in workers:
@@ -193,6 +235,39 @@ def _prepare_workers(settings: CaptureSettings, connections: list[SshConnection]
             repeats[worker.label] = repeats.get(worker.label, 0) + 1
             worker.label = f"{worker.label}_{repeats[worker.label]}"
     return workers
+
+
+def _plan(settings: CaptureSettings) -> list[tuple[Target, SshRoute]]:
+    """Each target with the SSH route it is reached through."""
+    if settings.routes:
+        targets, routes = settings.targets, settings.routes
+        return list(zip(targets * len(routes) if len(targets) == 1 else targets, routes, strict=True))
+    return [(target, SshRoute(host, settings.ssh, "", str(host))) for target, host in _pairs(settings)]
+
+
+def _connect_all(routes: list[SshRoute]) -> dict[SshRoute, SshConnection | BaseException]:
+    """Every route's SSH connection, opened in parallel; a failure is kept in place of its connection."""
+
+    def attempt(route: SshRoute) -> SshConnection | BaseException:
+        try:
+            return connect(route.host, route.options)
+        except Exception as error:  # noqa: BLE001 - handed back to the caller, which decides
+            return error
+
+    if len(routes) == 1:
+        return {routes[0]: attempt(routes[0])}
+    with ThreadPoolExecutor(max_workers=min(MAX_PARALLEL_CONNECTIONS, len(routes))) as pool:
+        return dict(zip(routes, pool.map(attempt, routes), strict=True))
+
+
+def _needs_an_answer(error: CaptureError) -> bool:
+    from tpuscope.capture.errors import PassphraseRequired, UnknownHostKey
+
+    return isinstance(error, UnknownHostKey | PassphraseRequired)
+
+
+def _capitalized(text: str) -> str:
+    return text[:1].upper() + text[1:]
 
 
 def _pairs(settings: CaptureSettings) -> list[tuple[Target, SshHost]]:
@@ -206,7 +281,8 @@ def _pairs(settings: CaptureSettings) -> list[tuple[Target, SshHost]]:
 
 
 def _profile_all(settings: CaptureSettings, run_name: str, workers: list[_Worker], local_roots: list[Path],
-                 progress: ProgressCallback | None) -> list[bytes]:  # fmt: skip
+                 progress: ProgressCallback | None, missing: list[str]
+                 ) -> list[tuple[_Worker, bytes]]:  # fmt: skip
     window_s = settings.delay_s + settings.duration_s
     deadline_s = window_s + settings.response_wait_s()
     for worker in workers:
@@ -217,6 +293,7 @@ def _profile_all(settings: CaptureSettings, run_name: str, workers: list[_Worker
         )  # fmt: skip
         worker.call = ProfileCall(worker.address, request, deadline_s)
     started = time.monotonic()
+    failed: dict[int, str] = {}  # keep_partial: worker position -> why it has no trace
     try:
         while not all(w.started_call().done() for w in workers):
             elapsed = time.monotonic() - started
@@ -227,17 +304,39 @@ def _profile_all(settings: CaptureSettings, run_name: str, workers: list[_Worker
             else:
                 message = "receiving"
             _report(progress, _PROFILING_SHARE * min(1.0, elapsed / window_s), message)
-            # A failed worker fails the capture: don't make the user wait for the others.
-            for worker in workers:
-                if worker.started_call().done():
-                    _check_reply(worker, settings, deadline_s)
+            # A failed worker fails the capture (don't make the user wait for the others), unless
+            # the others are to be kept.
+            for position, worker in enumerate(workers):
+                if worker.started_call().done() and position not in failed:
+                    _check_or_note(worker, settings, deadline_s, failed, position)
             time.sleep(_POLL_S)
     except BaseException:
         for worker in workers:
             worker.started_call().cancel()
         raise
-    return [_fetch_if_needed(worker, run_name, _check_reply(worker, settings, deadline_s))
-            for worker in workers]  # fmt: skip
+    answered = []
+    for position, worker in enumerate(workers):
+        if position not in failed:
+            xspace = _check_or_note(worker, settings, deadline_s, failed, position)
+            if position not in failed:
+                answered.append((worker, _fetch_if_needed(worker, run_name, xspace)))
+    for position, why in sorted(failed.items()):
+        missing.append(f"{_capitalized(workers[position].describe())} was not captured: {why}")
+    if not answered:
+        raise CaptureError(f"No worker was captured: {' '.join(missing)}")
+    return answered
+
+
+def _check_or_note(worker: _Worker, settings: CaptureSettings, deadline_s: float, failed: dict[int, str],
+                   position: int) -> bytes:  # fmt: skip
+    """The worker's trace; with keep_partial, a failure is noted in `failed` (b"" returned) instead."""
+    try:
+        return _check_reply(worker, settings, deadline_s)
+    except CaptureError as error:
+        if not settings.keep_partial:
+            raise
+        failed[position] = str(error)
+        return b""
 
 
 def _check_reply(worker: _Worker, settings: CaptureSettings, deadline_s: float) -> bytes:

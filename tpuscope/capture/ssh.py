@@ -1,8 +1,11 @@
 """Reaching profiler servers on remote machines through SSH, made by tpuscope itself (paramiko).
 
-Honours ~/.ssh/config (HostName, User, Port, IdentityFile, ProxyJump,
+Honours ~/.ssh/config (HostName, User, Port, IdentityFile, ProxyJump, ProxyCommand,
 UserKnownHostsFile), keys, ssh-agent and a jump host. Host keys are checked
-against known_hosts and an unknown key is refused with its fingerprint.
+against known_hosts and an unknown key is refused with its fingerprint; a host
+may be known under an alias instead of its address (OpenSSH's HostKeyAlias,
+which gcloud uses for TPU workers), and a key the Cloud API reported for the
+host is trusted and recorded under that alias.
 Forwarded ports listen on 127.0.0.1 only, since the profiler service has no
 authentication. Passphrases live only in memory, never in files or logs.
 """
@@ -13,6 +16,7 @@ import base64
 import contextlib
 import getpass
 import hashlib
+import logging
 import os
 import select
 import socket
@@ -25,6 +29,10 @@ from paramiko.ssh_exception import NoValidConnectionsError
 
 from tpuscope.capture.errors import CaptureError, PassphraseRequired, UnknownHostKey
 from tpuscope.capture.targets import DEFAULT_SSH_PORT, SshHost, parse_ssh_host
+
+# paramiko logs a failed handshake with a traceback, which Python prints on stderr when nothing is
+# configured; every failure here becomes one sentence instead.
+logging.getLogger("paramiko").addHandler(logging.NullHandler())
 
 DEFAULT_CONNECT_TIMEOUT_S = 15.0  # generous for a first connection to a cloud VM; OpenSSH has no default
 _PUMP_CHUNK = 1 << 16
@@ -39,6 +47,22 @@ class SshOptions:
     connect_timeout_s: float = DEFAULT_CONNECT_TIMEOUT_S
     passphrase: str | None = None  # for an encrypted key; kept in memory only
     use_agent: bool = True
+    # known_hosts entries are looked up under this name instead of the address (OpenSSH HostKeyAlias)
+    host_key_alias: str | None = None
+    # (type, base64) keys the Cloud API reports for this host: trusted, and recorded under the alias
+    cloud_host_keys: tuple[tuple[str, str], ...] = ()
+    proxy_command: str | None = None  # OpenSSH ProxyCommand (%h, %p, %r expanded); from the config if None
+
+
+@dataclass(frozen=True)
+class SshRoute:
+    """One machine reached over SSH with its own options, and the name its trace is saved under
+    (a Cloud TPU slice's worker: its address, gcloud's key and host key alias)."""
+
+    host: SshHost
+    options: SshOptions
+    label: str  # the file name stem: <label>.xplane.pb
+    description: str  # "worker 2 of my-tpu (10.130.0.4)", for messages
 
 
 def fingerprint(key: paramiko.PKey) -> str:
@@ -79,6 +103,60 @@ class _RefuseUnknownHost(paramiko.MissingHostKeyPolicy):
         )
 
 
+class _CheckAlias(paramiko.MissingHostKeyPolicy):
+    """Host key checking under a HostKeyAlias: known_hosts entries named after the alias (or, when the
+    alias has no host key suffix, gcloud's suffixed form of it), else the key the Cloud API reported."""
+
+    def __init__(self, alias: str, known_hosts: list[Path], cloud_keys: tuple[tuple[str, str], ...]):
+        self.alias = alias
+        self._files = known_hosts
+        self._cloud_keys = cloud_keys
+
+    def _known(self) -> list[tuple[str, paramiko.PKey]]:
+        found: list[tuple[str, paramiko.PKey]] = []
+        for path in self._files:
+            if not path.is_file():
+                continue
+            try:
+                keys = paramiko.HostKeys(str(path))
+            except (OSError, paramiko.SSHException) as error:
+                raise CaptureError(f"The known_hosts file {path} cannot be read ({error}).") from None
+            for name in keys.keys():
+                if name == self.alias or name.startswith(f"{self.alias}-"):
+                    found.extend((name, key) for key in keys[name].values())
+        return found
+
+    def missing_host_key(self, client, hostname, key):
+        known = self._known()
+        if any(k.get_name() == key.get_name() and k.asbytes() == key.asbytes() for _, k in known):
+            return
+        if any(k.get_name() == key.get_name() for _, k in known):
+            raise CaptureError(
+                f"The SSH host {hostname} ({self.alias}) presented a different host key "
+                f"({fingerprint(key)}) than the one in {self._files[0]}: the machine was recreated, or "
+                "someone is intercepting the connection; refusing to connect."
+            )
+        cloud = [k for kind, k in self._cloud_keys if kind == key.get_name()]
+        if cloud and key.get_base64() in cloud:
+            trust_host_key(self.alias, key, str(self._files[0]))  # as gcloud records it
+            return
+        if cloud:
+            raise CaptureError(
+                f"The SSH host {hostname} ({self.alias}) presented a host key ({fingerprint(key)}) other "
+                "than the one the Cloud API reports for it; refusing to connect."
+            )
+        where = str(self._files[0]) if self._files else "known_hosts"
+        raise UnknownHostKey(
+            f"The SSH host {hostname} is not in {where} as {self.alias} (its {key.get_name()} key "
+            f"fingerprint is {fingerprint(key)}): check the fingerprint, or connect once with gcloud, "
+            "which records it.",
+            self.alias,
+            key,
+            fingerprint(key),
+            where,
+        )
+
+
 @dataclass(frozen=True)
 class _Resolved:
     label: str  # what the user typed, for messages
@@ -88,6 +166,9 @@ class _Resolved:
     identity_files: tuple[str, ...]
     jumps: tuple[str, ...]
     known_hosts: tuple[Path, ...]
+    proxy_command: str | None = None
+    host_key_alias: str | None = None
+    cloud_host_keys: tuple[tuple[str, str], ...] = ()
 
 
 def _resolve(host: SshHost, options: SshOptions) -> _Resolved:
@@ -111,14 +192,23 @@ def _resolve(host: SshHost, options: SshOptions) -> _Resolved:
         known = [Path(f).expanduser() for f in entry["userknownhostsfile"].split()]
     else:
         known = [Path("~/.ssh/known_hosts").expanduser()]
+    hostname = entry.get("hostname", host.host)
+    port = host.port or int(entry.get("port", DEFAULT_SSH_PORT))
+    user = host.user or entry.get("user") or getpass.getuser()
+    proxy = options.proxy_command or entry.get("proxycommand")
+    if proxy and proxy.lower() != "none":  # OpenSSH's tokens; paramiko expands the config's already
+        proxy = proxy.replace("%h", hostname).replace("%p", str(port)).replace("%r", user)
     return _Resolved(
         label=str(host),
-        hostname=entry.get("hostname", host.host),
-        port=host.port or int(entry.get("port", DEFAULT_SSH_PORT)),
-        user=host.user or entry.get("user") or getpass.getuser(),
+        hostname=hostname,
+        port=port,
+        user=user,
         identity_files=tuple(f for f in identity if Path(f).is_file()),
         jumps=jumps,
         known_hosts=tuple(known),
+        proxy_command=proxy if proxy and proxy.lower() != "none" else None,
+        host_key_alias=options.host_key_alias,
+        cloud_host_keys=options.cloud_host_keys,
     )
 
 
@@ -233,11 +323,14 @@ class SshConnection:
 def connect(host: SshHost, options: SshOptions) -> SshConnection:
     """Opens an authenticated SSH connection (through each jump host in turn), or raises CaptureError."""
     resolved = _resolve(host, options)
-    no_jump = replace(options, jump="none")
+    # the alias, the Cloud API's keys and the ProxyCommand given for the target are not the jump hosts'
+    no_jump = replace(options, jump="none", host_key_alias=None, cloud_host_keys=(), proxy_command=None)
     chain = [_resolve(parse_ssh_host(jump), no_jump) for jump in resolved.jumps] + [resolved]
     hops: list[paramiko.SSHClient] = []
-    sock = None
+    sock: paramiko.ProxyCommand | paramiko.Channel | None = None
     try:
+        if chain[0].proxy_command:
+            sock = _start_proxy(chain[0])
         for position, hop in enumerate(chain):
             client = _open(hop, options, sock)
             if position == len(chain) - 1:
@@ -269,6 +362,41 @@ def _channel_to(hop: paramiko.SSHClient, target: _Resolved, jump_label: str) -> 
             f"{target.hostname}:{target.port} "
             f"({reason})."
         ) from None
+
+
+class _ProxyCommand(paramiko.ProxyCommand):
+    """paramiko's ProxyCommand, whose close() also copes with a command that has already ended."""
+
+    def close(self) -> None:
+        with contextlib.suppress(ProcessLookupError):
+            super().close()
+
+
+def _start_proxy(hop: _Resolved) -> paramiko.ProxyCommand:
+    try:
+        return _ProxyCommand(hop.proxy_command or "")
+    except (OSError, ValueError) as error:
+        raise CaptureError(
+            f"The ProxyCommand for the SSH host {hop.label} cannot be started ({error})."
+        ) from None
+
+
+def _proxy_failure(sock, where: str) -> CaptureError | None:
+    """Why a ProxyCommand (e.g. gcloud's IAP tunnel) ended before SSH could start, if it did."""
+    if not isinstance(sock, paramiko.ProxyCommand):
+        return None
+    process = sock.process
+    try:
+        process.wait(timeout=2)
+    except Exception:  # noqa: BLE001 - still running: the proxy is not what failed
+        return None
+    said_bytes = (process.stderr.read() or b"") if process.stderr else b""
+    message = said_bytes.decode(errors="replace").strip().splitlines()
+    said = f": {message[-1].strip()}" if message else ""
+    return CaptureError(
+        f"The ProxyCommand to {where} ({' '.join(sock.cmd[:3])} ...) exited with code "
+        f"{process.returncode} before SSH could start{said.rstrip('.')}."
+    )
 
 
 def _encrypted(key_files: tuple[str, ...]) -> list[str]:
@@ -306,13 +434,18 @@ def _open(resolved: _Resolved, options: SshOptions, sock) -> paramiko.SSHClient:
     elif encrypted and not agent:  # without an agent holding it, the key cannot be used: ask first
         raise _passphrase_required(encrypted[0])
     client = paramiko.SSHClient()
-    for known in resolved.known_hosts:
+    for known in resolved.known_hosts if resolved.host_key_alias is None else ():
         if known.is_file():
             try:
                 client.load_system_host_keys(str(known))  # read-only: never rewritten by tpuscope
             except (OSError, paramiko.SSHException) as error:
                 raise CaptureError(f"The known_hosts file {known} cannot be read ({error}).") from None
-    client.set_missing_host_key_policy(_RefuseUnknownHost(list(resolved.known_hosts)))
+    if resolved.host_key_alias is not None:  # every key is checked by the policy, under the alias
+        alias, files = resolved.host_key_alias, list(resolved.known_hosts)
+        policy: paramiko.MissingHostKeyPolicy = _CheckAlias(alias, files, resolved.cloud_host_keys)
+    else:
+        policy = _RefuseUnknownHost(list(resolved.known_hosts))
+    client.set_missing_host_key_policy(policy)
     where = f"{resolved.hostname}:{resolved.port}"
     timeout = options.connect_timeout_s
     try:
@@ -325,7 +458,7 @@ def _open(resolved: _Resolved, options: SshOptions, sock) -> paramiko.SSHClient:
             timeout=timeout, banner_timeout=timeout, auth_timeout=timeout, channel_timeout=timeout, sock=sock,
         )  # fmt: skip
         return client
-    except UnknownHostKey:
+    except CaptureError:  # UnknownHostKey, or the alias check's refusal
         client.close()
         raise
     except paramiko.BadHostKeyException as error:
@@ -373,6 +506,9 @@ def _open(resolved: _Resolved, options: SshOptions, sock) -> paramiko.SSHClient:
         ) from None
     except paramiko.SSHException as error:
         client.close()
+        proxy_error = _proxy_failure(sock, where)
+        if proxy_error is not None:
+            raise proxy_error from None
         text = str(error).lower()
         if "no authentication methods" in text:
             raise CaptureError(

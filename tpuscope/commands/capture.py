@@ -1,9 +1,12 @@
 """`tpuscope capture TARGET[,TARGET...]`: record a live trace from running programs and save it locally.
 
 The programs run a profiler server (`jax.profiler.start_server(9012)`);
-remote ones are reached through SSH port forwarding (`--ssh`). The trace is
-saved as `<out>/plugins/profile/<run>/<host>.xplane.pb`, which `tpuscope info`,
-`ops`, `diagnose` and the app open as is.
+remote ones are reached through SSH port forwarding (`--ssh`), and a whole
+Cloud TPU slice by its name (`--tpu NAME --zone ZONE`: the workers as the
+user's gcloud describes them, reached as `gcloud compute tpus tpu-vm ssh`
+reaches them, see tpuscope.capture.gcloud). The trace is saved as
+`<out>/plugins/profile/<run>/<host>.xplane.pb`, which `tpuscope info`, `ops`,
+`diagnose` and the app open as is.
 """
 
 from __future__ import annotations
@@ -13,6 +16,7 @@ import sys
 import time
 from dataclasses import replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from tpuscope.capture.errors import CaptureCancelled, CaptureError, PassphraseRequired, UnknownHostKey
 from tpuscope.capture.grpc_client import TracerLevels
@@ -21,7 +25,14 @@ from tpuscope.capture.ssh import SshOptions, trust_host_key
 from tpuscope.capture.targets import parse_duration, parse_ssh_host, parse_targets
 from tpuscope.commands._console import print_json
 
+if TYPE_CHECKING:
+    from tpuscope.capture.gcloud import TpuNode
+
 DEFAULT_LOGDIR = "tpuscope-captures"
+# The profiler port of a --tpu capture when no target is given: the port the PyTorch/XLA profiling
+# guide starts its server on (xp.start_server(9012); Lightning's XLAProfiler default) and this
+# README's examples use; JAX's start_server has no default.
+DEFAULT_TPU_TARGET = "localhost:9012"
 _BAR_WIDTH = 30
 
 
@@ -34,9 +45,10 @@ def register(subparsers) -> None:
     )  # fmt: skip
     parser.add_argument(
         "targets",
-        nargs="+",
+        nargs="*",
         metavar="TARGET[,TARGET...]",
-        help="profiler servers as host:port (as seen from the SSH host with --ssh)",
+        help="profiler servers as host:port (as seen from the SSH host with --ssh, from each worker with "
+        f"--tpu, where it defaults to {DEFAULT_TPU_TARGET})",
     )
     parser.add_argument("--duration", default="2s", help="how long to record (e.g. 2s, 500ms; default 2s)")
     parser.add_argument("--delay", default="0s", help="wait this long before recording (default 0s)")
@@ -53,6 +65,17 @@ def register(subparsers) -> None:
     parser.add_argument("--jump", metavar="[USER@]HOST[:PORT]", help="SSH jump host (like ssh -J)")
     parser.add_argument("--known-hosts", metavar="FILE", help="known_hosts file (default ~/.ssh/known_hosts)")
     parser.add_argument("--ssh-config", metavar="FILE", help="SSH config file (default ~/.ssh/config)")
+    tpu = parser.add_argument_group("Cloud TPU slice (workers found with your gcloud CLI)")
+    tpu.add_argument("--tpu", metavar="[USER@]NAME",
+                     help="capture every worker of this TPU VM (user: your login name if not given)")
+    tpu.add_argument("--zone", help="the TPU's zone (default: gcloud's compute/zone)")
+    tpu.add_argument("--project", help="the TPU's project (default: gcloud's core/project)")
+    tpu.add_argument("--worker", default="all", metavar="all|N,...",
+                     help="which workers: all (default), 0, 1,4,6 or 1-3, as in gcloud")  # fmt: skip
+    tpu.add_argument("--internal-ip", action="store_true",
+                     help="connect to the workers' internal IPs (from a VM in the same network)")  # fmt: skip
+    tpu.add_argument("--tunnel-through-iap", action="store_true",
+                     help="reach the workers through IAP (gcloud compute start-iap-tunnel)")  # fmt: skip
     parser.add_argument(
         "--out",
         default=DEFAULT_LOGDIR,
@@ -74,9 +97,10 @@ def register(subparsers) -> None:
     parser.set_defaults(handler=run)
 
 
-def settings_from_args(args) -> CaptureSettings:
-    return CaptureSettings(
-        targets=parse_targets(args.targets),
+def settings_from_args(args) -> tuple[CaptureSettings, TpuNode | None]:
+    """The capture's settings, and the TPU whose workers they reach when --tpu names one."""
+    settings = CaptureSettings(
+        targets=parse_targets(args.targets or ([DEFAULT_TPU_TARGET] if args.tpu else [])),
         logdir=Path(args.out).expanduser(),
         duration_s=parse_duration(args.duration, "duration"),
         delay_s=parse_duration(args.delay, "delay"),
@@ -94,30 +118,82 @@ def settings_from_args(args) -> CaptureSettings:
         run_name=args.run,
         inline=not args.fetch_file,
     )
+    if args.tpu:
+        if args.ssh:
+            raise CaptureError("--tpu finds the workers' SSH hosts itself: leave out --ssh.")
+        return with_tpu_slice(settings, args)
+    if args.zone or args.project or args.internal_ip or args.tunnel_through_iap:
+        raise CaptureError("--zone, --project, --internal-ip and --tunnel-through-iap go with --tpu NAME.")
+    return settings, None
+
+
+def with_tpu_slice(settings: CaptureSettings, args) -> tuple[CaptureSettings, TpuNode]:
+    """The settings with one SSH route per chosen worker of the TPU named by --tpu."""
+    from tpuscope.capture.gcloud import resolve_slice
+
+    node, routes = resolve_slice(args.tpu, args.zone, args.project, args.worker, args.internal_ip,
+                                 args.tunnel_through_iap, settings.ssh)  # fmt: skip
+    return replace(settings, routes=routes, keep_partial=True), node
 
 
 def run(args) -> int:
-    from tpuscope.commands import UserFacingError
+    from tpuscope.commands import EXIT_ERROR, UserFacingError
 
     try:
-        settings = settings_from_args(args)
+        settings, node = settings_from_args(args)
         result = _capture_interactively(settings)
     except CaptureCancelled:
         raise UserFacingError("The capture was cancelled; nothing was saved.") from None
     except CaptureError as error:
         raise UserFacingError(str(error)) from None
+    pod = _pod_rows(result) if node is not None else None
     if args.json:
         print_json({"run_folder": str(result.run_folder), "files": [str(f) for f in result.files],
-                    "hosts": result.hosts, "bytes": result.bytes_received})  # fmt: skip
+                    "hosts": result.hosts, "bytes": result.bytes_received, "missing": result.missing,
+                    **({"pod": pod} if pod is not None else {})})  # fmt: skip
     else:
         print(str(result.run_folder))
         print(f"Saved {len(result.files)} host(s), {result.bytes_received / 1e6:.1f} MB: "
               f"{', '.join(result.hosts)}", file=sys.stderr)  # fmt: skip
+        if pod is not None and node is not None:
+            _print_pod(node, len(settings.routes), pod)
+    for sentence in result.missing:
+        print(f"tpuscope: {sentence}", file=sys.stderr)
     if args.open:
         from tpuscope.cli import gui_main
 
-        return gui_main([str(result.run_folder)])
-    return 0
+        code = gui_main([str(result.run_folder)])
+        return EXIT_ERROR if result.missing else code
+    return EXIT_ERROR if result.missing else 0
+
+
+def _pod_rows(result: CaptureResult) -> dict | None:
+    """The saved slice opened as a pod (host by host, as `overview --per-host`): each worker's steps
+    and mean step time, and the pod's own findings (a straggler); None if it cannot be read."""
+    from tpuscope.errors import ProfileError
+    from tpuscope.per_host import analyze_hosts
+
+    try:
+        run = analyze_hosts(result.files)
+    except ProfileError as error:
+        return {"error": str(error)}
+    rows = [row.to_json() for row in run.pod.rows()]
+    return {"steps": run.pod.step_count, "aligned_by": run.pod.alignment, "per_host": rows,
+            "findings": [f["title"] for f in run.pod_findings]}  # fmt: skip
+
+
+def _print_pod(node: TpuNode, asked: int, pod: dict) -> None:
+    print(f"TPU {node.name} ({node.accelerator_type}, {node.zone}): {asked} worker(s) asked",
+          file=sys.stderr)  # fmt: skip
+    if "error" in pod:
+        print(f"  the saved run could not be opened as a pod: {pod['error']}", file=sys.stderr)
+        return
+    print(f"  {pod['steps']} steps aligned by {pod['aligned_by']}", file=sys.stderr)
+    for row in pod["per_host"]:
+        print(f"  {row['host'][:40]:<40} {row['steps']:>6} steps  {row['step_time_us'] / 1e3:9.2f} ms/step",
+              file=sys.stderr)  # fmt: skip
+    for title in pod["findings"]:
+        print(f"  {title}", file=sys.stderr)
 
 
 def _capture_interactively(settings: CaptureSettings) -> CaptureResult:
@@ -132,7 +208,7 @@ def _capture_interactively(settings: CaptureSettings) -> CaptureResult:
                 raise
             bar.clear()
             secret = getpass.getpass(f"Passphrase for {error.key_file}: ")  # kept in memory only
-            settings = replace(settings, ssh=replace(settings.ssh, passphrase=secret))
+            settings = settings.with_passphrase(secret)
         except UnknownHostKey as error:
             if not interactive:
                 raise
