@@ -46,9 +46,20 @@ def _tpuscope() -> list[str]:
 
 
 def _timed(argv: list[str], env: dict) -> float:
+    return _timed_cpu(argv, env)[0]
+
+
+def _timed_cpu(argv: list[str], env: dict) -> tuple[float, float]:
+    """(wall, CPU) seconds of one run; CPU (user + system of the process and its threads) moves less
+    than wall time when other work shares the machine."""
     started = time.perf_counter()
-    subprocess.run(argv, env=env, check=True, stdout=subprocess.DEVNULL)
-    return time.perf_counter() - started
+    process = subprocess.Popen(argv, env=env, stdout=subprocess.DEVNULL)
+    _, status, usage = os.wait4(process.pid, 0)
+    process.returncode = os.waitstatus_to_exitcode(status)
+    wall = time.perf_counter() - started
+    if process.returncode:
+        raise subprocess.CalledProcessError(process.returncode, argv)
+    return wall, usage.ru_utime + usage.ru_stime
 
 
 def _tpuscope_from(source: Path) -> list[str]:
@@ -73,14 +84,19 @@ def whole_process(path: Path, repeat: int, before: Path | None = None) -> None:
     if before is not None:
         contenders["sql, before"] = [*_tpuscope_from(before), "sql", str(path), GROUP_BY_NAME]
     times: dict[str, list[float]] = {k: [] for k in contenders}
+    cpu: dict[str, list[float]] = {k: [] for k in contenders}
     for _ in range(repeat):
         for name, argv in contenders.items():
-            times[name].append(_timed(argv, env))
-    info = statistics.median(times["info"])
-    print(f"{path.name}: whole process, warm cache, median of {repeat}")
+            wall, used = _timed_cpu(argv, env)
+            times[name].append(wall)
+            cpu[name].append(used)
+    info, info_cpu = statistics.median(times["info"]), statistics.median(cpu["info"])
+    print(f"{path.name}: whole process, warm cache, median of {repeat} (load average "
+          f"{os.getloadavg()[0]:.1f} on {os.cpu_count()} cores)")  # fmt: skip
     for name, values in times.items():
-        median = statistics.median(values)
-        print(f"  {name:<24} {median * 1000:8.0f} ms  ({median / info:.2f}x info)")
+        median, used = statistics.median(values), statistics.median(cpu[name])
+        print(f"  {name:<24} {median * 1000:8.0f} ms wall ({median / info:.2f}x info), "
+              f"{used * 1000:6.0f} ms CPU ({used / info_cpu:.2f}x info)")  # fmt: skip
 
 
 def peer(kineto: Path, peer_python: str, repeat: int) -> None:

@@ -51,10 +51,9 @@ def run(args) -> int:
         return 0
     if not args.query:
         raise UserFacingError("give a QUERY (or --schema to list the tables).")
-    from tpuscope.analysis.session import TraceAnalysis
     from tpuscope.query.session import QueryError, QuerySession, describe_error
 
-    session = QuerySession(TraceAnalysis(load_for_cli(args)))
+    session = QuerySession(load_for_cli(args))  # the analyses are made only if a table needs them
     try:
         relation = session.sql(args.query)
         if relation is None:

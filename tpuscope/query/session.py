@@ -21,13 +21,16 @@ import re
 import threading
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import duckdb
 import pyarrow as pa
 
-from tpuscope.analysis.session import TraceAnalysis
-from tpuscope.query.tables import TABLES, TRACE_COLUMNS, TableSpec
+from tpuscope.model.trace import Trace
+from tpuscope.query.tables import TABLES, TRACE_COLUMNS, TableSpec, TraceColumns
+
+if TYPE_CHECKING:
+    from tpuscope.analysis.session import TraceAnalysis
 
 _ALL_EVENT_COLUMNS = frozenset(c.name for c in TABLES["events"].columns)
 
@@ -78,14 +81,36 @@ class QuerySession:
 
     Not for concurrent queries from several threads; `interrupt()` may be called from any thread
     to cancel the query running now.
+
+    Made over a `TraceAnalysis`, its tables share the analysis's results (the app's tabs, the API);
+    made over a bare `Trace` (the CLI), the analysis is made when a table other than `events` and
+    its `step` need it, so a query over events never imports the analyses.
     """
 
-    def __init__(self, analysis: TraceAnalysis):
-        self.analysis = analysis
+    def __init__(self, source: TraceAnalysis | Trace):
+        self._analysis: TraceAnalysis | None = None if isinstance(source, Trace) else source
+        self.trace: Trace = source if isinstance(source, Trace) else source.trace
+        self._own_columns: TraceColumns | None = None
         self.connection = duckdb.connect(":memory:", config=dict(LOCKED_CONFIG))
         self.connection.sql("SET lock_configuration = true")
         self._registered: set[str] = set()
         self._lock = threading.Lock()
+
+    @property
+    def analysis(self) -> TraceAnalysis:
+        """The trace's analyses (made now when the session was made over a bare trace)."""
+        if self._analysis is None:
+            from tpuscope.analysis.session import TraceAnalysis
+
+            self._analysis = TraceAnalysis(self.trace)
+        return self._analysis
+
+    def _event_columns(self) -> TraceColumns:
+        if self._analysis is not None and self._own_columns is None:
+            return self._analysis.get(TRACE_COLUMNS)
+        if self._own_columns is None:
+            self._own_columns = TraceColumns(self.trace, lambda: self.analysis.steps)
+        return self._own_columns
 
     # -- tables --------------------------------------------------------------------------------
     def register(self, names: Iterable[str], event_columns: set[str] | None = None) -> None:
@@ -95,7 +120,7 @@ class QuerySession:
             for name in names:
                 key = name.lower()
                 if key == "events":
-                    columns = self.analysis.get(TRACE_COLUMNS)
+                    columns = self._event_columns()
                     if key not in self._registered or not (
                         (event_columns or _ALL_EVENT_COLUMNS) <= columns.built()
                     ):

@@ -20,17 +20,18 @@ import json
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pyarrow as pa
 
-from tpuscope.analysis.memory.report import MEMORY_REPORT
-from tpuscope.analysis.programs import PROGRAM_CODE
 from tpuscope.analysis.results import Result
-from tpuscope.analysis.session import TraceAnalysis
-from tpuscope.model.trace import Track
+from tpuscope.model.trace import Trace, Track
 from tpuscope.model.vocabulary import Stat, TrackKind
+
+if TYPE_CHECKING:  # the analyses are imported when a table of theirs is built: `events` needs none
+    from tpuscope.analysis.session import TraceAnalysis
+    from tpuscope.analysis.steps import Steps
 
 
 @dataclass(frozen=True)
@@ -86,9 +87,9 @@ class TraceColumns:
     costs neither the ids nor the step of every event.
     """
 
-    def __init__(self, analysis: TraceAnalysis):
-        self.analysis = analysis
-        self.trace = analysis.trace
+    def __init__(self, trace: Trace, steps: Callable[[], Steps]):
+        self.trace = trace
+        self._steps = steps  # the trace's steps, found only when a query names `step`
         self.tracks: list[Track] = self.trace.track_list()
         lengths = np.fromiter((len(t) for t in self.tracks), np.int64, len(self.tracks))
         self.offsets = np.zeros(len(self.tracks) + 1, np.int64)
@@ -160,7 +161,7 @@ class TraceColumns:
         return self._stat(stat, kind, self._type_of(TABLES["events"].column(name)))
 
     def _step(self) -> pa.ChunkedArray:
-        steps = self.analysis.steps
+        steps = self._steps()
         numbers = pa.array(np.concatenate([[0], steps.number]).astype(np.int64),
                            mask=np.arange(len(steps) + 1) == 0)  # fmt: skip
         chunks = []
@@ -354,6 +355,8 @@ def _build_ops(analysis: TraceAnalysis) -> pa.Table:
 
 def ops_records(analysis: TraceAnalysis, by: str = "op", device: str | int = "all") -> list[dict]:
     """The rows `tpuscope ops --json` prints (empty when the profile has no device ops)."""
+    from tpuscope.analysis.programs import PROGRAM_CODE
+
     if not analysis.chosen_devices(device):
         return []
     table = analysis.op_table(by, device)
@@ -383,6 +386,8 @@ def _build_findings(analysis: TraceAnalysis) -> pa.Table:
 
 
 def _build_memory_allocations(analysis: TraceAnalysis) -> pa.Table:
+    from tpuscope.analysis.memory.report import MEMORY_REPORT
+
     report = analysis.get(MEMORY_REPORT).to_json()
     rows = [
         {"host": a["host"], "allocator": a["id"], **live}
@@ -393,6 +398,8 @@ def _build_memory_allocations(analysis: TraceAnalysis) -> pa.Table:
 
 
 def _build_memory_buffers(analysis: TraceAnalysis) -> pa.Table:
+    from tpuscope.analysis.memory.report import MEMORY_REPORT
+
     report = analysis.get(MEMORY_REPORT).to_json()
     rows = [
         {"program": p["name"], "program_id": p["program_id"], "memory_space": p["memory_space_name"], **b}
@@ -611,7 +618,7 @@ TABLES: dict[str, TableSpec] = {
 
 
 def _trace_columns(analysis: TraceAnalysis) -> TraceColumns:
-    return TraceColumns(analysis)
+    return TraceColumns(analysis.trace, lambda: analysis.steps)
 
 
 TRACE_COLUMNS: Result[TraceColumns] = Result("query_trace_columns", _trace_columns)
