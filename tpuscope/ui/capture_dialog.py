@@ -1,4 +1,5 @@
-"""File > Capture...: record a live trace from running programs, locally or over SSH, then open it.
+"""File > Capture...: record a live trace from running programs, locally, over SSH or from a whole
+Cloud TPU slice (its workers listed with the user's gcloud CLI), then open it.
 
 The capture runs in a QThread (the window stays responsive and Cancel works);
 when it succeeds the dialog emits `captured(run_folder)` and closes, and the
@@ -8,12 +9,13 @@ and as "last used": hosts, ports, SSH user, key path, never a passphrase.
 
 from __future__ import annotations
 
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import platformdirs
 from PySide6.QtCore import QSettings, QThread, Signal
 from PySide6.QtWidgets import (
+    QCheckBox,
     QComboBox,
     QDialog,
     QDialogButtonBox,
@@ -29,10 +31,13 @@ from PySide6.QtWidgets import (
     QProgressBar,
     QPushButton,
     QSpinBox,
+    QTreeWidget,
+    QTreeWidgetItem,
     QVBoxLayout,
     QWidget,
 )
 
+from tpuscope.capture import gcloud
 from tpuscope.capture.errors import CaptureCancelled, CaptureError, PassphraseRequired, UnknownHostKey
 from tpuscope.capture.grpc_client import TracerLevels
 from tpuscope.capture.session import CaptureResult, CaptureSettings, capture
@@ -43,7 +48,11 @@ PRESETS_GROUP = "capture/presets"
 LAST_GROUP = "capture/last"
 # The only keys ever written to QSettings: no passphrase or password has a place here.
 SAVED_KEYS = ("targets", "duration_s", "delay_s", "host_level", "device_level", "python_level", "logdir",
-              "timeout_s", "use_ssh", "ssh_hosts", "identity_file", "jump")  # fmt: skip
+              "timeout_s", "use_ssh", "ssh_hosts", "identity_file", "jump",
+              "use_tpu", "tpu", "zone", "project", "tpu_workers", "internal_ip", "iap")  # fmt: skip
+# The profiler port on each worker when no target is given (as the CLI's --tpu default).
+DEFAULT_TPU_TARGET = "localhost:9012"
+TPU_COLUMNS = ("Name", "Zone", "Accelerator", "State")
 _PROGRESS_STEPS = 1000
 
 
@@ -58,6 +67,35 @@ def _default_settings(parent) -> QSettings:
     return QSettings(QSettings.Format.IniFormat, QSettings.Scope.UserScope, "tpuscope", "tpuscope")
 
 
+class TpuListWorker(QThread):
+    """Lists the user's TPU VMs with gcloud off the UI thread (gcloud takes seconds to answer)."""
+
+    listed = Signal(object)  # list[TpuNode]
+    failed = Signal(str)
+
+    def __init__(self, zone: str, project: str, parent=None):
+        super().__init__(parent)
+        self.zone, self.project = zone, project
+
+    def run(self) -> None:
+        try:
+            self.listed.emit(gcloud.list_tpus(self.zone or None, self.project or None))
+        except CaptureError as error:
+            self.failed.emit(str(error))
+
+
+@dataclass(frozen=True)
+class TpuRequest:
+    """A slice to resolve (with gcloud, in the capture's thread) into SSH routes before capturing."""
+
+    tpu: str
+    zone: str
+    project: str
+    workers: str = "all"
+    internal_ip: bool = False
+    iap: bool = False
+
+
 class CaptureWorker(QThread):
     """Runs one capture off the UI thread and reports through signals."""
 
@@ -68,9 +106,10 @@ class CaptureWorker(QThread):
     unknown_host = Signal(object)  # UnknownHostKey
     passphrase_needed = Signal(object)  # PassphraseRequired
 
-    def __init__(self, settings: CaptureSettings, parent=None):
+    def __init__(self, settings: CaptureSettings, parent=None, tpu: TpuRequest | None = None):
         super().__init__(parent)
         self.settings = settings
+        self.tpu = tpu
         self._cancel = False
 
     def cancel(self) -> None:
@@ -82,7 +121,14 @@ class CaptureWorker(QThread):
 
     def run(self) -> None:
         try:
-            result = capture(self.settings, progress=self._progress)
+            settings = self.settings
+            if self.tpu is not None:
+                self.progressed.emit(0.0, f"finding the workers of {self.tpu.tpu} with gcloud")
+                asked = self.tpu
+                _, routes = gcloud.resolve_slice(asked.tpu, asked.zone, asked.project, asked.workers,
+                                                 asked.internal_ip, asked.iap, settings.ssh)  # fmt: skip
+                settings = replace(settings, routes=routes, keep_partial=True)
+            result = capture(settings, progress=self._progress)
         except CaptureCancelled:
             self.cancelled.emit()
         except UnknownHostKey as error:
@@ -180,6 +226,8 @@ class CaptureDialog(QDialog):
         ssh_form.addRow("Key file:", self._row(self.identity, browse_key))
         ssh_form.addRow("Jump host:", self.jump)
 
+        self.tpu_group = self._build_tpu_group()
+
         self.progress = QProgressBar(self)
         self.progress.setRange(0, _PROGRESS_STEPS)
         self.progress.setValue(0)
@@ -195,10 +243,102 @@ class CaptureDialog(QDialog):
         column.addLayout(presets)
         column.addLayout(form)
         column.addWidget(self.ssh_group)
+        column.addWidget(self.tpu_group)
         column.addWidget(self.progress)
         column.addWidget(self.status)
         column.addWidget(self.buttons)
         self.resize(620, self.sizeHint().height())
+
+    def _build_tpu_group(self) -> QGroupBox:
+        """A Cloud TPU slice by name: the user's TPU VMs (gcloud), their workers, how to reach them."""
+        group = QGroupBox("Cloud TPU slice (every worker, found with your gcloud CLI)", self)
+        group.setCheckable(True)
+        group.setChecked(False)
+        self.zone = QLineEdit(group)
+        self.zone.setPlaceholderText("e.g. us-central2-b; empty: every zone")
+        self.project = QLineEdit(group)
+        self.project.setPlaceholderText("default: gcloud's core/project")
+        self.list_tpus_button = QPushButton("List TPU VMs", group)
+        self.list_tpus_button.clicked.connect(self.list_tpus)
+        self.tpu_tree = QTreeWidget(group)
+        self.tpu_tree.setColumnCount(len(TPU_COLUMNS))
+        self.tpu_tree.setHeaderLabels(list(TPU_COLUMNS))
+        self.tpu_tree.setMinimumHeight(120)
+        self.tpu_tree.itemSelectionChanged.connect(self._tpu_selected)
+        self.tpu_name = QLineEdit(group)
+        self.tpu_name.setPlaceholderText("[user@]tpu-name (or pick one above)")
+        self.tpu_workers = QLineEdit("all", group)
+        self.tpu_workers.setToolTip("all, 0, 1,4,6 or 1-3, as gcloud's --worker")
+        self.internal_ip = QCheckBox("Internal IPs", group)
+        self.iap = QCheckBox("Tunnel through IAP", group)
+        self.tpu_listing: TpuListWorker | None = None
+        self.tpu_nodes: list[gcloud.TpuNode] = []
+        where = QHBoxLayout()
+        for label, widget in (("Zone:", self.zone), ("Project:", self.project)):
+            where.addWidget(QLabel(label, group))
+            where.addWidget(widget, 1)
+        where.addWidget(self.list_tpus_button)
+        reach = QHBoxLayout()
+        for label, widget in (("TPU:", self.tpu_name), ("Workers:", self.tpu_workers)):
+            reach.addWidget(QLabel(label, group))
+            reach.addWidget(widget, 1)
+        reach.addWidget(self.internal_ip)
+        reach.addWidget(self.iap)
+        layout = QVBoxLayout(group)
+        layout.addLayout(where)
+        layout.addWidget(self.tpu_tree)
+        layout.addLayout(reach)
+        return group
+
+    def list_tpus(self) -> None:
+        """Fills the list with the user's TPU VMs in the zone (gcloud, off the UI thread)."""
+        if self.tpu_listing is not None and self.tpu_listing.isRunning():
+            return
+        self.list_tpus_button.setEnabled(False)
+        self._show_status("listing TPU VMs with gcloud\u2026")
+        listing = TpuListWorker(self.zone.text().strip(), self.project.text().strip(), self)
+        listing.listed.connect(self._show_tpus)
+        listing.failed.connect(self._tpu_list_failed)
+        self.tpu_listing = listing
+        listing.start()
+
+    def _listing_done(self) -> None:
+        if self.tpu_listing is not None:
+            self.tpu_listing.wait()
+        self.list_tpus_button.setEnabled(True)
+
+    def _show_tpus(self, nodes: list) -> None:
+        self._listing_done()
+        self.tpu_nodes = list(nodes)
+        self.tpu_tree.clear()
+        for node in self.tpu_nodes:
+            item = QTreeWidgetItem([node.name, node.zone, node.accelerator_type, node.state])
+            for worker in node.workers:
+                external = f", external {worker.external_ip}" if worker.external_ip else ""
+                addresses = worker.internal_ip + external
+                item.addChild(QTreeWidgetItem([f"worker {worker.index}", addresses, "", ""]))
+            self.tpu_tree.addTopLevelItem(item)
+        self.tpu_tree.expandAll()
+        for column in range(len(TPU_COLUMNS)):
+            self.tpu_tree.resizeColumnToContents(column)
+        zone = self.zone.text().strip() or "every zone"
+        self._show_status(f"{len(self.tpu_nodes)} TPU VM(s) in {zone}" if self.tpu_nodes
+                          else f"No TPU VMs in {zone}.")  # fmt: skip
+
+    def _tpu_list_failed(self, message: str) -> None:
+        self._listing_done()
+        self._show_status(message, error=True)
+
+    def _tpu_selected(self) -> None:
+        items = self.tpu_tree.selectedItems()
+        if not items:
+            return
+        item = items[0].parent() or items[0]
+        self.tpu_name.setText(item.text(0))
+        if item.text(1):
+            self.zone.setText(item.text(1))
+        if items[0].parent() is not None:  # a worker row: capture that worker
+            self.tpu_workers.setText(items[0].text(0).removeprefix("worker "))
 
     def _seconds(self, low: float, high: float, value: float, tip: str) -> QDoubleSpinBox:
         box = QDoubleSpinBox(self)
@@ -256,6 +396,13 @@ class CaptureDialog(QDialog):
             "ssh_hosts": self.ssh_hosts.text().strip(),
             "identity_file": self.identity.text().strip(),
             "jump": self.jump.text().strip(),
+            "use_tpu": self.tpu_group.isChecked(),
+            "tpu": self.tpu_name.text().strip(),
+            "zone": self.zone.text().strip(),
+            "project": self.project.text().strip(),
+            "tpu_workers": self.tpu_workers.text().strip() or "all",
+            "internal_ip": self.internal_ip.isChecked(),
+            "iap": self.iap.isChecked(),
         }
 
     def _apply(self, values: dict) -> None:
@@ -277,6 +424,13 @@ class CaptureDialog(QDialog):
         self.ssh_hosts.setText(str(values.get("ssh_hosts", "")))
         self.identity.setText(str(values.get("identity_file", "")))
         self.jump.setText(str(values.get("jump", "")))
+        self.tpu_group.setChecked(str(values.get("use_tpu", "false")).lower() == "true")
+        self.tpu_name.setText(str(values.get("tpu", "")))
+        self.zone.setText(str(values.get("zone", "")))
+        self.project.setText(str(values.get("project", "")))
+        self.tpu_workers.setText(str(values.get("tpu_workers") or "all"))
+        self.internal_ip.setChecked(str(values.get("internal_ip", "false")).lower() == "true")
+        self.iap.setChecked(str(values.get("iap", "false")).lower() == "true")
 
     def _read_group(self, group: str) -> dict:
         self.store.beginGroup(group)
@@ -348,8 +502,13 @@ class CaptureDialog(QDialog):
         ssh_hosts = [parse_ssh_host(h) for h in typed_hosts if h.strip()]
         if use_ssh and not ssh_hosts:
             raise CaptureError("Name the SSH host (as [user@]host[:port]) or untick 'Through SSH'.")
+        if values["use_tpu"] and use_ssh:
+            raise CaptureError("A Cloud TPU slice finds its workers' SSH hosts itself: untick 'Through SSH'.")
+        if values["use_tpu"] and not values["tpu"]:
+            raise CaptureError("Name the TPU VM (or pick one from the list) or untick 'Cloud TPU slice'.")
+        typed_targets = values["targets"] or (DEFAULT_TPU_TARGET if values["use_tpu"] else "")
         return CaptureSettings(
-            targets=parse_targets(values["targets"]),
+            targets=parse_targets(typed_targets),
             logdir=Path(values["logdir"] or default_logdir()).expanduser(),
             duration_s=values["duration_s"],
             delay_s=values["delay_s"],
@@ -362,6 +521,13 @@ class CaptureDialog(QDialog):
             ),  # fmt: skip
             timeout_s=values["timeout_s"] or None,
         )
+
+    def tpu_request(self) -> TpuRequest | None:
+        values = self.values()
+        if not values["use_tpu"]:
+            return None
+        return TpuRequest(values["tpu"], values["zone"], values["project"], values["tpu_workers"],
+                          values["internal_ip"], values["iap"])  # fmt: skip
 
     def is_running(self) -> bool:
         return self._running_worker() is not None
@@ -385,7 +551,7 @@ class CaptureDialog(QDialog):
         self.progress.setValue(0)
         self._show_status("connecting\u2026")
         self._set_editing(False)
-        worker = CaptureWorker(settings, self)
+        worker = CaptureWorker(settings, self, tpu=self.tpu_request())
         worker.progressed.connect(self._on_progress)
         worker.succeeded.connect(self._on_succeeded)
         worker.failed.connect(lambda message: self._on_stopped(message, error=True))
@@ -418,6 +584,8 @@ class CaptureDialog(QDialog):
         self._set_editing(True)
         self.progress.setValue(_PROGRESS_STEPS)
         self._show_status(f"Saved {len(result.files)} host(s) into {result.run_folder}")
+        if result.missing:  # the others are kept and opened; say which workers are not there
+            self.show_missing(result.missing)
         self.captured.emit(str(result.run_folder))
         self.accept()
 
@@ -440,6 +608,10 @@ class CaptureDialog(QDialog):
             self._passphrase = passphrase
             settings = self.capture_settings()
             self._run(replace(settings, ssh=replace(settings.ssh, passphrase=passphrase)))
+
+    def show_missing(self, missing: list[str]) -> None:
+        """Names the workers left out of a slice capture (the others are saved and opened)."""
+        QMessageBox.warning(self, "Some workers were not captured", "\n\n".join(missing))
 
     def ask_trust(self, error: UnknownHostKey) -> bool:
         """Asks whether to add an unknown SSH host key to known_hosts, showing its fingerprint."""
@@ -467,6 +639,7 @@ class CaptureDialog(QDialog):
             self.python_level,
             self.logdir,
             self.ssh_group,
+            self.tpu_group,
             self.preset_box,
             self.start_button,
         )
@@ -483,4 +656,6 @@ class CaptureDialog(QDialog):
         if worker is not None:
             worker.cancel()
             worker.wait()
+        if self.tpu_listing is not None:
+            self.tpu_listing.wait()
         super().done(code)
