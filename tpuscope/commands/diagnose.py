@@ -65,7 +65,8 @@ def run(args) -> int:
     warn_about_pod(notes)
     report = analysis.report
     if args.json:
-        print_json({**report_json(report), "notes": notes} if len(trace.hosts) > 1 else report_json(report))
+        pod_keys = {"hosts": list(trace.hosts), "unreadable": [], "notes": notes}  # as --per-host's JSON
+        print_json({**report_json(report), **pod_keys} if len(trace.hosts) > 1 else report_json(report))
     else:
         print_text(report)
     if args.fail_on and report.worst is not None and report.worst >= Severity.parse(args.fail_on):
