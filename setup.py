@@ -1,5 +1,6 @@
-"""Builds tpuscope's C extensions: the XLine column decoder, the XPlane header parser, the model's
-column kernels and the timeline's box merge (see their header comments)."""
+"""Builds tpuscope's C extensions: the XLine column decoder, the XPlane header parser, the
+trace-event JSON decoder, the model's column kernels and the timeline's box merge (see their header
+comments)."""
 
 from setuptools import Extension, setup
 
@@ -15,6 +16,11 @@ setup(
             "tpuscope.readers.xplane._planeheader",
             sources=["tpuscope/readers/xplane/_planeheader.c"],
             depends=["tpuscope/readers/xplane/_wire.h"],
+            extra_compile_args=["-O3"],
+        ),
+        Extension(
+            "tpuscope.readers.trace_event._jsontok",
+            sources=["tpuscope/readers/trace_event/_jsontok.c"],
             extra_compile_args=["-O3"],
         ),
         Extension(

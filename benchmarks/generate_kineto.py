@@ -15,8 +15,8 @@ import argparse
 import gzip
 from pathlib import Path
 
+import msgspec
 import numpy as np
-import orjson
 
 PID, TID, GPU_PID = 4242, 4242, 0
 STREAMS = (7, 20)
@@ -131,7 +131,7 @@ def kineto_trace(n_events: int, seed: int = 0) -> dict:
 
 
 def write_kineto(path: Path, n_events: int, compress: bool = False) -> Path:
-    data = orjson.dumps(kineto_trace(n_events))
+    data = msgspec.json.encode(kineto_trace(n_events))
     path.write_bytes(gzip.compress(data, compresslevel=1) if compress else data)
     return path
 

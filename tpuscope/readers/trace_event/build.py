@@ -23,6 +23,7 @@ from tpuscope.model.flows import Flows, bind_flows
 from tpuscope.model.stats import StatColumn
 from tpuscope.model.trace import Plane, Trace
 from tpuscope.model.vocabulary import Dialect, PlaneIdentity, TrackKind
+from tpuscope.readers.trace_event.native import ARG_FLOAT, ARG_INT, ARG_STR, ArgValues, renumber_ids
 from tpuscope.readers.trace_event.parse import ARG_COLUMNS, PHASE_FLOW_END, TraceEventFile
 
 Progress = Callable[[float, str], None]
@@ -217,9 +218,14 @@ def _stat_columns(trace: Trace, file: TraceEventFile) -> dict[str, tuple[np.ndar
     out: dict[str, tuple[np.ndarray, str, np.ndarray]] = {}
     for attribute, (rows, values) in file.events.args.items():
         stat = _STAT_NAME[attribute]
-        if attribute in TEXT_ARGS:
-            values = [v if isinstance(v, str) else NOT_TEXT for v in values]
-        kind, column = _typed(trace, values, attribute in NUMERIC_ARGS)
+        typed = _typed_columnar(trace, values, attribute) if isinstance(values, ArgValues) else None
+        if typed is None:
+            if isinstance(values, ArgValues):
+                values = values.tolist()
+            if attribute in TEXT_ARGS:
+                values = [v if isinstance(v, str) else NOT_TEXT for v in values]
+            typed = _typed(trace, values, attribute in NUMERIC_ARGS)
+        kind, column = typed
         if stat in out:  # two writers' spellings of one neutral stat: the first wins where both exist
             old_rows, old_kind, old_values = out[stat]
             if old_kind != kind:
@@ -233,6 +239,34 @@ def _stat_columns(trace: Trace, file: TraceEventFile) -> dict[str, tuple[np.ndar
     return out
 
 
+def _numeric(as_float: np.ndarray) -> tuple[str, np.ndarray]:
+    integral = np.isfinite(as_float).all() and (as_float == np.rint(as_float)).all()
+    if integral and (np.abs(as_float) < 2**53).all():
+        return "int", as_float.astype(np.int64)
+    return "float", as_float
+
+
+def _typed_columnar(trace: Trace, values: ArgValues, attribute: str) -> tuple[str, np.ndarray] | None:
+    """`_typed` on the C decoder's columns without a Python object per value, for the usual cases
+    (numbers for a numeric arg; strings, TSL's numbers too); None for the rest (then `_typed` on
+    the values as objects, the same answer)."""
+    if attribute in NUMERIC_ARGS and values.all_of(ARG_INT, ARG_FLOAT):
+        return _numeric(values.numbers())
+    if not values.all_of(ARG_STR):
+        return None
+    distinct_ids, first_seen = renumber_ids(values.value, len(values.strings))
+    distinct = [values.strings[i] for i in first_seen.tolist()]
+    if attribute in NUMERIC_ARGS:
+        try:
+            as_float = np.array(distinct, dtype=np.float64)
+        except (TypeError, ValueError, OverflowError):
+            as_float = None
+        if as_float is not None:
+            return _numeric(as_float[distinct_ids])
+    ids = trace.strings.intern_many(distinct)
+    return "str", ids[distinct_ids].astype(np.int32)
+
+
 def _typed(trace: Trace, values: list, numeric: bool) -> tuple[str, np.ndarray]:
     if numeric:
         try:
@@ -240,10 +274,7 @@ def _typed(trace: Trace, values: list, numeric: bool) -> tuple[str, np.ndarray]:
         except (TypeError, ValueError, OverflowError, RecursionError):
             as_float = None
         if as_float is not None and as_float.ndim == 1:
-            integral = np.isfinite(as_float).all() and (as_float == np.rint(as_float)).all()
-            if integral and (np.abs(as_float) < 2**53).all():
-                return "int", as_float.astype(np.int64)
-            return "float", as_float
+            return _numeric(as_float)
     try:
         texts = [v if isinstance(v, str) else str(v) for v in values]
     except RecursionError:  # an array or object arg nested deeper than repr follows

@@ -222,6 +222,8 @@ class TraceEventFile:
     counters_skipped: int = 0
     # What the reader could not keep: (the load warning, the cause of the error `--strict` makes of it).
     losses: list[tuple[str, str]] = field(default_factory=list)
+    # Which decoder read it: "c" (native.py), else "msgspec" and why the C decoder declined.
+    decoder: str = "msgspec"
 
 
 def read_trace_events(
@@ -307,6 +309,21 @@ def read_trace_events(
     )
     event_columns.names = names.strings()
     event_columns.categories = categories.strings()
+    return finish_file(path, event_columns, flow_columns, meta, decoded, drops, counters, losses)
+
+
+def finish_file(
+    path: Path,
+    events: EventColumns,
+    flows: FlowColumns,
+    meta: list,
+    decoded: _Decoded,
+    drops: Counter[str],
+    counters: int,
+    losses: list[tuple[str, str]],
+) -> TraceEventFile:
+    """The file from its columns, metadata records (typed `_Event`s) and top-level fields, and what
+    reading it cost as load warnings (both decoders end here)."""
     process_names: dict[int | str, str] = {}
     process_labels: dict[int | str, str] = {}
     thread_names: dict[tuple[int | str, int | str], str] = {}
@@ -329,14 +346,14 @@ def read_trace_events(
     if drops:
         cause = _drop_sentence(drops)
         losses.insert(0, (f"{display_path(path)}: {cause}.", cause))
-    if decoded.cut is not None and len(event_columns) == 0:
+    if decoded.cut is not None and len(events) == 0:
         raise ProfileError(path, f"the file is cut short before its first complete event ({decoded.cut})")
-    if drops and len(event_columns) == 0:
+    if drops and len(events) == 0:
         raise ProfileError(path, f"it is not a trace-event JSON file ({_drop_sentence(drops)}, none kept)")
     return TraceEventFile(
         path=path,
-        events=event_columns,
-        flows=flow_columns,
+        events=events,
+        flows=flows,
         process_names=process_names,
         process_labels=process_labels,
         thread_names=thread_names,

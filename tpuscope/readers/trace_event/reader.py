@@ -5,19 +5,52 @@ from __future__ import annotations
 from pathlib import Path
 
 from tpuscope.model.trace import Trace
-from tpuscope.readers.files import read_profile_bytes
+from tpuscope.readers.files import GZIP_MAGIC, read_profile_bytes
 from tpuscope.readers.registry import ProgressCallback, report_progress
+from tpuscope.readers.trace_event import native
 from tpuscope.readers.trace_event.build import Mapping, load_json_files
 from tpuscope.readers.trace_event.kineto import KinetoMapping, is_kineto
-from tpuscope.readers.trace_event.parse import TraceEventFile, read_json_bytes, read_trace_events
+from tpuscope.readers.trace_event.parse import (
+    TraceEventFile,
+    _utf8_text,
+    read_json_bytes,
+    read_trace_events,
+)
 from tpuscope.readers.trace_event.tsl import ChromeMapping, is_tsl
 
 
-def _read(path: Path) -> TraceEventFile:
-    # OS and gzip errors as ProfileErrors; gunzipped as a stream, its leading blanks skipped.
-    data, gzip_cut = read_profile_bytes(path, skip_leading_blanks=True)
-    data, inner_cut = read_json_bytes(path, data)
-    return read_trace_events(path, data, gzip_cut or inner_cut)
+def read_file(path: Path, use_c: bool = True) -> TraceEventFile:
+    """One file's columns: through the C decoder (a `.json.gz` streamed into it), else, where it
+    declines or `use_c` is off, through msgspec with every repair (parse.py)."""
+    declined = None
+    data = None
+    if use_c:
+        try:
+            with open(path, "rb") as handle:
+                magic = handle.read(2)
+        except OSError:
+            magic = b""  # the whole-file read below says what is wrong
+        if magic == GZIP_MAGIC:
+            result = native.read_gzip(path)
+        elif magic:
+            data, _ = read_profile_bytes(path)
+            result = native.decode_text(path, _utf8_text(path, data))
+        else:
+            result = native.Declined("the file cannot be read")
+        if isinstance(result, TraceEventFile):
+            return result
+        declined = result.reason
+    if data is None:
+        # OS and gzip errors as ProfileErrors; gunzipped as a stream, its leading blanks skipped.
+        data, gzip_cut = read_profile_bytes(path, skip_leading_blanks=True)
+        data, inner_cut = read_json_bytes(path, data)
+        cut = gzip_cut or inner_cut
+    else:
+        cut = False
+    file = read_trace_events(path, data, cut)
+    if declined is not None:
+        file.decoder = f"msgspec ({declined})"
+    return file
 
 
 def _choose(file: TraceEventFile) -> Mapping:
@@ -33,5 +66,5 @@ def load_trace_event_files(
     checks are dropped and a document cut short loads the records before the cut, each said in
     `Trace.load_warnings`; with `strict` any of these is a ProfileError instead."""
     return load_json_files(
-        files, _read, _choose, lambda fraction, what: report_progress(progress, fraction, what), strict
+        files, read_file, _choose, lambda fraction, what: report_progress(progress, fraction, what), strict
     )
