@@ -123,3 +123,22 @@ def test_a_window_showing_the_timeline_computes_none_of_the_overviews_analyses(q
     assert overview.overview is not None and overview.overview.report is not None
     assert "overview" in result.analysis.computed
     window.wait_for_background_work()
+
+
+def test_the_views_modules_are_imported_in_one_call_for_a_worker_thread():
+    """What the window's worker imports before the views are made: every view's module and the
+    modules a view imports only when made (the Query tab's DuckDB session), none of them before."""
+    child = (
+        "import json, sys\n"
+        "from tpuscope.ui.registry import VIEWS, import_view_modules\n"
+        "wanted = [n for s in VIEWS if s.module for n in (s.module, *s.imports)]\n"
+        "before = [n for n in wanted if n in sys.modules]\n"
+        "import_view_modules()\n"
+        "print('SEEN ' + json.dumps([before, [n for n in wanted if n not in sys.modules]]))\n"
+    )
+    env = dict(os.environ, QT_QPA_PLATFORM="offscreen", PYTHONPATH=str(ROOT))
+    done = subprocess.run([sys.executable, "-c", child], capture_output=True, text=True, env=env, timeout=300)
+    line = next((x for x in done.stdout.splitlines() if x.startswith("SEEN ")), None)
+    assert done.returncode == 0 and line is not None, done.stderr[-3000:]
+    before, missing = json.loads(line[len("SEEN ") :])
+    assert before == [] and missing == []

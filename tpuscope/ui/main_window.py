@@ -6,7 +6,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from PySide6.QtCore import QEvent, QObject, QSettings, Qt, QTimer, Signal
+from PySide6.QtCore import QEvent, QObject, QSettings, Qt, QThread, QTimer, Signal
 from PySide6.QtGui import QAction, QKeySequence
 from PySide6.QtWidgets import (
     QFileDialog,
@@ -86,6 +86,7 @@ class MainWindow(QMainWindow):
         self._views: dict[str, QWidget] = {}
         self._views_built = False
         self._painted = False
+        self._view_imports: QThread | None = None  # the worker importing the views' modules
         self._open_after_paint: Path | str | None = None  # a path opened before the window painted
 
         self.welcome = WelcomePage(self)
@@ -208,13 +209,23 @@ class MainWindow(QMainWindow):
         QTimer.singleShot(0, self._after_first_paint)
 
     def _after_first_paint(self) -> None:
-        """The body, then the load the user asked for before the paint (its worker reads while the
-        views are made), then the views, each in its own turn of the event loop."""
+        """The body, then the load the user asked for before the paint, then the views: their modules
+        are imported in a worker while the window stays responsive and the profile loads, and the
+        views are made on this thread once they are in."""
         self._build_body()
         pending, self._open_after_paint = self._open_after_paint, None
         if pending is not None:
             self.open_path(pending)
-        QTimer.singleShot(0, self._build_views)
+        if self._views_built:
+            return
+        from tpuscope.ui.jobs import Job
+        from tpuscope.ui.registry import import_view_modules
+
+        job = Job(0, import_view_modules)
+        job.done.connect(self._build_views)
+        job.failed.connect(self._build_views)  # the error is raised again where its view is made
+        self._view_imports = job
+        job.start()
 
     # ----- views -----------------------------------------------------------------------------
 
@@ -228,7 +239,7 @@ class MainWindow(QMainWindow):
         self._build_views()
         return self._views
 
-    def _build_views(self) -> None:
+    def _build_views(self, *_job_outcome: object) -> None:
         if self._views_built:
             return
         self._build_body()
@@ -713,11 +724,13 @@ class MainWindow(QMainWindow):
     def wait_for_background_work(self) -> None:
         """Cancels loading and waits for every worker thread, ours and the views' (before closing)."""
         self.cancel_load()
-        self.pods.shutdown()  # a pod's background diagnosis: its workers stopped
         for worker in list(self.workers):
             worker.wait()
+        if self._view_imports is not None:
+            self._view_imports.wait()
         if not self._body_built:
             return  # nothing else ever ran
+        self.pods.shutdown()  # a pod's background diagnosis: its workers stopped
         from tpuscope.ui.views import View  # loaded with the views, after the first paint
 
         self.search.shutdown()

@@ -22,6 +22,9 @@ class ViewSpec:
     title: str
     module: str = ""  # "" for the timeline, which the window builds
     class_name: str = ""
+    # Modules the view imports when it is made (not at its module's top): imported with its module,
+    # off the UI thread, by `import_view_modules`.
+    imports: tuple[str, ...] = ()
 
     def load(self) -> Any:
         """The view class (a `View` subclass), or None while its module does not exist in this build
@@ -46,6 +49,19 @@ VIEWS: tuple[ViewSpec, ...] = (
     ViewSpec("memory", "Memory", "tpuscope.ui.memory_view", "MemoryView"),
     ViewSpec("source", "Source", "tpuscope.ui.source_view", "SourceView"),
     ViewSpec("roofline", "Roofline", "tpuscope.ui.roofline_view", "RooflineView"),
-    ViewSpec("query", "Query", "tpuscope.ui.query_view", "QueryView"),
+    ViewSpec("query", "Query", "tpuscope.ui.query_view", "QueryView", ("tpuscope.query.session",)),
 )
 VIEW_KEYS: tuple[str, ...] = tuple(spec.key for spec in VIEWS)
+
+
+def import_view_modules() -> None:
+    """Imports every view's modules (pyqtgraph, DuckDB and the analyses: most of the cost of making the
+    views), for a worker thread to run while the window shows and a profile loads; making the views
+    afterwards on the UI thread then costs only their widgets. A module missing from this build is
+    skipped; any other import error is left for `ViewSpec.load` to raise where the view is made."""
+    for spec in VIEWS:
+        for name in (spec.module, *spec.imports) if spec.module else ():
+            try:
+                importlib.import_module(name)
+            except ImportError:
+                break
