@@ -43,6 +43,7 @@ from tpuscope.model.units import format_duration
 from tpuscope.ui.jobs import LatestJobs
 from tpuscope.ui.loader import LoadResult, prepare
 from tpuscope.ui.timeline.view import PICKED_LAYER, TimelineView
+from tpuscope.ui.widgets.code_spans import code_spans_html, without_code_marks
 from tpuscope.ui.widgets.colors import BUSY_COLOR
 from tpuscope.ui.widgets.tables import SortableItem
 
@@ -248,7 +249,7 @@ class CompareView(QWidget):
         verdict = html.escape(c.verdict.replace("_", " "))
         self.summary.setText(
             f"<p style='margin:0'><b style='color:{colour};font-size:120%'>{verdict}</b>&nbsp;&nbsp;"
-            f"{html.escape(c.summary)}</p>"
+            f"{code_spans_html(c.summary)}</p>"  # its ops and programs named as code
         )
 
     def _show_cards(self, c: Comparison) -> None:
@@ -307,7 +308,7 @@ class CompareView(QWidget):
         lines = [f"new  [{x.severity.label}]  {x.title}" for x in f.new]
         lines += [f"resolved  [{x.severity.label}]  {x.title}" for x in f.resolved]
         lines += [f"changed  [{b.severity.label} \u2192 {n.severity.label}]  {n.title}" for b, n in f.changed]
-        self.findings.addItems(lines or ["No finding changed."])
+        self.findings.addItems([without_code_marks(line) for line in lines] or ["No finding changed."])
 
     def _fill_table(self, c: Comparison) -> None:
         self.rows = list(c.ops.rows)

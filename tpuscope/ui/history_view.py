@@ -35,6 +35,7 @@ from tpuscope.analysis.compare.history import HistoryEntry
 from tpuscope.analysis.compare.runs import VERDICT_FASTER, VERDICT_SLOWER
 from tpuscope.history import History, read_history
 from tpuscope.ui.jobs import LatestJobs
+from tpuscope.ui.widgets.code_spans import without_code_marks
 from tpuscope.ui.widgets.tables import SortableItem
 
 COLUMNS = ("run", "steps", "median step", "95% interval", "change", "cause", "most changed op")
@@ -244,7 +245,7 @@ class HistoryView(QWidget):
             cells[CHANGE_COLUMN].setForeground(_colour(e))
             if c is not None and c.cause is not None:
                 for cell in cells:
-                    cell.setToolTip(c.cause.summary)
+                    cell.setToolTip(without_code_marks(c.cause.summary))
             for col, cell in enumerate(cells):
                 self.table.setItem(r, col, cell)
         self.table.resizeColumnsToContents()
