@@ -12,6 +12,11 @@ shared by all processes (CLOCK_MONOTONIC), when:
   still be on their way: the rules take longest);
 - `overview`: the Overview was painted with every number, chart and finding filled in.
 
+With `--timeline [FILE]` (default the 10M-event TPU-shaped file), also the whole process of
+`tpuscope screenshot FILE --view timeline` against `tpuscope info FILE` (its load: read, columns
+built, a summary printed), both with an empty cache, for each contender (issue 23: the timeline in
+at most 2.5x the load).
+
 The peer is this same checkout at an earlier commit (`--before`, default the commit before the
 shared analyses landed), run alternately with the current checkout on the same file in the same
 run, so the machine's load hits both alike. Each trial gets an empty cache folder (a cold open: the
@@ -34,6 +39,7 @@ ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_FILE = ROOT / "benchmarks" / "data" / "tpu_1M" / "tpu_1M.xplane.pb"
 # The last commit before the shared analyses (tpuscope.analysis.session) landed.
 DEFAULT_BEFORE = "22e7242"
+BIG_FILE = ROOT / "benchmarks" / "data" / "tpu_10M" / "tpu_10M.xplane.pb"
 MILESTONES = ("window", "usable", "figures", "overview")
 TRIAL_TIMEOUT_S = 300
 
@@ -119,6 +125,48 @@ def run_trial(checkout: Path, path: Path, cache_dir: str) -> dict[str, float]:
     return {k: float(v) - started for k, v in stamps.items()}
 
 
+def run_command(checkout: Path, argv: list[str], cache_dir: str) -> float:
+    """Seconds for the whole `python -m tpuscope ARGV` process of `checkout` (run from its folder)."""
+    env = dict(os.environ, XDG_CACHE_HOME=cache_dir, QT_QPA_PLATFORM="offscreen")
+    env.pop("PYTHONPATH", None)
+    started = time.monotonic()
+    done = subprocess.run(
+        [sys.executable, "-m", "tpuscope", *argv],
+        cwd=checkout,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=TRIAL_TIMEOUT_S,
+    )
+    if done.returncode != 0:
+        raise SystemExit(f"tpuscope {' '.join(argv)} in {checkout} failed:\n{done.stderr[-2000:]}")
+    return time.monotonic() - started
+
+
+def timeline_trials(contenders: dict[str, Path], path: Path, repeat: int, scratch: str) -> list[str]:
+    """`screenshot --view timeline` against `info` of the same file, per contender, alternated: the
+    lines of its table."""
+    times: dict[str, dict[str, list[float]]] = {name: {"info": [], "timeline": []} for name in contenders}
+    shot = str(Path(scratch) / "timeline.png")
+    for k in range(repeat):
+        for name, checkout in contenders.items():
+            for kind, argv in (
+                ("info", ["info", str(path)]),
+                ("timeline", ["screenshot", str(path), shot, "--view", "timeline"]),
+            ):
+                times[name][kind].append(run_command(checkout, argv, tempfile.mkdtemp(dir=scratch)))
+        print(f"timeline trial {k + 1}/{repeat} done", file=sys.stderr)
+    lines = [
+        f"{path.name}: whole process, seconds (median; min-max), empty cache:",
+        f"{'':<22}{'info (load)':>22}{'screenshot timeline':>22}{'timeline / load':>18}",
+    ]
+    for name, runs in times.items():
+        cells = [f"{statistics.median(v):.2f} ({min(v):.2f}-{max(v):.2f})" for v in runs.values()]
+        ratio = statistics.median(runs["timeline"]) / statistics.median(runs["info"])
+        lines.append(f"{name:<22}" + "".join(f"{c:>22}" for c in cells) + f"{ratio:>17.2f}x")
+    return lines
+
+
 def checkout_at(ref: str, into: Path) -> Path:
     """The repository's files at `ref` (a plain copy, with the C extension built in place)."""
     archive = subprocess.run(["git", "-C", str(ROOT), "archive", ref], capture_output=True, check=True)
@@ -139,7 +187,18 @@ def main() -> int:
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--warm", action="store_true", help="re-open with the columnar cache filled")
     parser.add_argument("--json", type=Path, help="also write the medians here")
+    parser.add_argument(
+        "--timeline",
+        type=Path,
+        nargs="?",
+        const=BIG_FILE,
+        help="also time screenshot --view timeline against info on this file (default %(const)s)",
+    )
     args = parser.parse_args()
+    if args.timeline is not None and not args.timeline.exists():
+        raise SystemExit(
+            f"{args.timeline} does not exist (benchmarks/generate_xspace.py --events 10000000 writes it)."
+        )
     if not args.file.exists():
         if args.file != DEFAULT_FILE:
             raise SystemExit(f"{args.file} does not exist.")
@@ -155,6 +214,9 @@ def main() -> int:
                     run_trial(checkout, args.file, cache)
                 trials[name].append(run_trial(checkout, args.file, cache))
             print(f"trial {k + 1}/{args.repeat} done", file=sys.stderr)
+        timeline_table = (
+            timeline_trials(contenders, args.timeline, args.repeat, scratch) if args.timeline else []
+        )
     medians = {
         name: {m: statistics.median(t[m] for t in runs) for m in MILESTONES} for name, runs in trials.items()
     }
@@ -172,6 +234,8 @@ def main() -> int:
         print(f"{name:<22}" + "".join(f"{c:>22}" for c in cells))
     now, peer = medians["now"], medians[f"before ({args.before})"]
     print("before / now:        " + "".join(f"{peer[m] / now[m]:>21.2f}x" for m in MILESTONES))
+    for line in timeline_table:
+        print(line)
     if args.json:
         args.json.write_text(json.dumps(medians, indent=2))
     return 0
