@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import pytest
 from PySide6.QtCore import QPoint, QRect, Qt
-from PySide6.QtWidgets import QAbstractScrollArea, QApplication, QScrollBar, QWidget
+from PySide6.QtWidgets import QAbstractScrollArea, QApplication, QLayout, QScrollBar, QWidget
 
 from tests.conftest import TPU_TRACE
 from tests.ui.conftest import open_and_wait
@@ -46,6 +46,20 @@ def _describe(widget: QWidget) -> str:
     return f"{type(widget).__name__}({str(name)[:40]!r})"
 
 
+def _laid_out(layout: QLayout | None) -> set[QWidget]:
+    """The widgets `layout` places, through its nested layouts (cards in a flow inside a column)."""
+    widgets: set[QWidget] = set()
+    for k in range(layout.count() if layout is not None else 0):
+        item = layout.itemAt(k)
+        if item is None:
+            continue
+        if item.widget() is not None:
+            widgets.add(item.widget())
+        elif item.layout() is not None:
+            widgets |= _laid_out(item.layout())
+    return widgets
+
+
 def layout_problems(window: QWidget, view: QWidget) -> list[str]:
     """Each visible widget of `view` outside its visible area, and laid-out siblings that overlap."""
     problems: list[str] = []
@@ -65,8 +79,8 @@ def layout_problems(window: QWidget, view: QWidget) -> list[str]:
             if not allowed.adjusted(-TOLERANCE_PX, -TOLERANCE_PX, TOLERANCE_PX, TOLERANCE_PX).contains(rect):
                 problems.append(f"{_describe(child)} at {rect.getRect()} outside {allowed.getRect()}")
             walk(child, rect.intersected(allowed))
-        layout = parent.layout()
-        laid_out = [c for c in children if layout is not None and layout.indexOf(c) >= 0]
+        managed = _laid_out(parent.layout())
+        laid_out = [c for c in children if c in managed]
         for i, first in enumerate(laid_out):
             for second in laid_out[i + 1 :]:
                 overlap = first.geometry().intersected(second.geometry())
