@@ -12,7 +12,7 @@ import pytest
 from tests.conftest import GPU_TRACE, PTXLA_TRACE, TPU_TRACE
 from tests.model.cache_helpers import columns, copied, names
 from tpuscope.cli import main
-from tpuscope.model import cache
+from tpuscope.model import cache, cache_limit
 from tpuscope.opener import open_trace
 from tpuscope.readers.files import one_format, resolve_profile_files
 
@@ -45,7 +45,7 @@ def test_a_size_that_is_none_says_so(text):
 
 def test_the_limit_comes_from_the_environment_then_the_app_then_the_default(monkeypatch):
     monkeypatch.delenv(cache.MAX_ENV, raising=False)
-    monkeypatch.setattr(cache, "_app_limit", None)
+    monkeypatch.setattr(cache_limit, "_app_limit", None)
     assert cache.configured_limit() == (None, "default")
     assert 0 < cache.size_limit() <= cache.DEFAULT_MAX_BYTES
     cache.set_size_limit(3 << 20)

@@ -52,6 +52,10 @@ from pathlib import Path
 
 import numpy as np
 
+from tpuscope.model import cache_limit
+from tpuscope.model.cache_limit import MAX_ENV as MAX_ENV  # the limit's settings, for callers of the cache
+from tpuscope.model.cache_limit import parse_size as parse_size
+from tpuscope.model.cache_limit import set_size_limit as set_size_limit
 from tpuscope.model.trace import Trace
 
 FORMAT_VERSION = 12  # 3: Trace.load_warnings; 4: TrackKind per track, plane identity, trace dialect;
@@ -71,7 +75,6 @@ _ENTRY_NAME = re.compile(r"^([0-9a-f]{16})-v(\d+)\.trace$")
 _OLD_ENTRY_NAME = re.compile(r"^(?:[0-9a-f]{16}|[0-9a-f]{32})\.trace$")
 _DISABLE_ENV = "TPUSCOPE_NO_CACHE"
 _DIR_ENV = "TPUSCOPE_CACHE_DIR"
-MAX_ENV = "TPUSCOPE_CACHE_MAX"
 # The default cap: a few entries of the largest profiles measured (a 60M-event file's entry is
 # 2.1 GB) and never more than a share of the free disk (our heuristic, like a browser's cache).
 DEFAULT_MAX_BYTES = 4 << 30
@@ -84,10 +87,6 @@ WRITE_PIECE_BYTES = 16 << 20
 # A detached writer that has not finished in this time is stuck (a full, hung network disk): its
 # default SIGALRM ends it, and its partial file is removed by the next writer (our heuristic).
 DETACHED_TIME_LIMIT_S = 1800
-_SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kmgt]?)(i?b)?\s*$", re.IGNORECASE)
-_UNITS = {"": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40}
-
-_app_limit: int | None = None  # the desktop app's setting (set_size_limit)
 _warned = False
 _writers: list[_Writer] = []
 _writers_lock = threading.Lock()
@@ -141,31 +140,12 @@ def entry_name(files_key: str) -> str:
     return f"{files_key}-v{FORMAT_VERSION}{ENTRY_SUFFIX}"
 
 
-def parse_size(text: str) -> int:
-    """'2G', '500M', '1.5GiB', '0' or plain bytes -> bytes (powers of 1024). Raises ValueError."""
-    match = _SIZE.match(text)
-    if match is None:
-        raise ValueError(f"{text!r} is not a size (like 2G, 500M or a number of bytes)")
-    return int(float(match.group(1)) * _UNITS[match.group(2).lower()])
-
-
-def set_size_limit(limit_bytes: int | None) -> None:
-    """The desktop app's setting (None: the default). TPUSCOPE_CACHE_MAX, when set, wins."""
-    global _app_limit
-    _app_limit = limit_bytes
-
-
 def configured_limit() -> tuple[int | None, str]:
-    """The explicit cap and where it comes from, or (None, 'default')."""
-    text = os.environ.get(MAX_ENV, "").strip()
-    if text:
-        try:
-            return parse_size(text), MAX_ENV
-        except ValueError as error:
-            _warn_once(f"{MAX_ENV}: {error}; the default limit is used.")
-    if _app_limit is not None:
-        return _app_limit, "the app's setting"
-    return None, "default"
+    """The explicit cap and where it comes from, or (None, 'default'); a bad TPUSCOPE_CACHE_MAX warns."""
+    limit, source, problem = cache_limit.configured_limit()
+    if problem:
+        _warn_once(problem)
+    return limit, source
 
 
 def size_limit(folder: Path | None = None) -> int:

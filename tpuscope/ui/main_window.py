@@ -22,6 +22,7 @@ from PySide6.QtWidgets import (
 )
 
 from tpuscope.readers import dialog_filters
+from tpuscope.ui.cache_setting import add_cache_limit_action
 from tpuscope.ui.loader import LoadResult, LoadWorker
 from tpuscope.ui.notice_bar import NoticeBar
 from tpuscope.ui.registry import TIMELINE, VIEWS
@@ -285,6 +286,7 @@ class MainWindow(QMainWindow):
             file_menu, "Export Selected &Range\u2026", lambda: self.export_dialog(True), "Ctrl+Shift+E"
         )
         file_menu.addSeparator()
+        add_cache_limit_action(self, file_menu, self.settings)
         self._action(file_menu, "&Quit", self.close, QKeySequence.StandardKey.Quit)
         view_menu = self.menuBar().addMenu("&View")
         self._action(view_menu, "Zoom to &Fit", lambda: self.timeline.zoom_to_fit(), "Ctrl+0")
