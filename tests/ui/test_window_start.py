@@ -58,7 +58,7 @@ NOT_AT_FIRST_PAINT = (
     "grpc",
     "pyqtgraph",
     "numpy",
-    "tpuscope.model",
+    "tpuscope.model.trace",
     "tpuscope.analysis",
     "tpuscope.ui.timeline",
     "tpuscope.ui.analysis_hub",
