@@ -53,6 +53,9 @@ COMPARE_TITLE = "Compare"  # the Compare tab, added on first use (it shows two t
 HISTORY_TITLE = "History"  # the History tab, added on first use (every run of a logdir)
 # Issue 7: the first view after a profile opens is the Overview (the timeline is the next tab, Ctrl+2).
 FIRST_VIEWS = ("overview", TIMELINE)  # shown after a load: the first of these this build has
+# A path opened before the first paint loads after it, or after this long if no paint comes (a window
+# started minimized is not painted); our heuristic: longer than a first paint takes.
+PAINT_WAIT_MS = 1000
 
 
 def default_settings() -> QSettings:
@@ -217,8 +220,8 @@ class MainWindow(QMainWindow):
         pending, self._open_after_paint = self._open_after_paint, None
         if pending is not None:
             self.open_path(pending)
-        if self._views_built:
-            return
+        if self._views_built or self._view_imports is not None:
+            return  # made already, or on their way (this ran before)
         from tpuscope.ui.jobs import Job
         from tpuscope.ui.registry import import_view_modules
 
@@ -450,6 +453,7 @@ class MainWindow(QMainWindow):
         if self.isVisible() and not self._painted and not self._body_built:
             self._open_after_paint = path
             self.status_label.setText(f"Opening {path}\u2026")
+            QTimer.singleShot(PAINT_WAIT_MS, self._after_first_paint)
             return
         self.cancel_load()
         self.generation += 1
