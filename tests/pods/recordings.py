@@ -12,6 +12,8 @@ Scenarios:
 - `balanced`: every process does the same work (no straggler);
 - `collective_heavy`: every process does the same small compute and a large all-gather;
 - `input_bound`: every process sleeps STRAGGLER_SLEEP_S in its data loader every step, alike;
+- `healthy`: every process does the same compute-heavy work with a small all-reduce (run with
+  HEALTHY_PROCESSES processes, one per core of a small machine, so no process waits for a core);
 - `uneven_steps`: the balanced loop, but the last process starts profiling LATE_START_STEPS steps late
   (its profile holds fewer steps than the others').
 """
@@ -26,7 +28,15 @@ import sys
 import time
 from pathlib import Path
 
-SCENARIOS = ("straggler", "host_work", "balanced", "collective_heavy", "input_bound", "uneven_steps")
+SCENARIOS = (
+    "straggler",
+    "host_work",
+    "balanced",
+    "collective_heavy",
+    "input_bound",
+    "healthy",
+    "uneven_steps",
+)
 PROCESSES = 4
 STEPS = 12
 STRAGGLER = 2  # the process that sleeps in its data loader
@@ -36,6 +46,8 @@ LATE_START_STEPS = 4
 # that much; rows and layers set the compute.
 SHAPE = (128, 2048, 1)
 HEAVY_SHAPE = (1024, 8, 1)
+HEALTHY_SHAPE = (256, 4096, 2)
+HEALTHY_PROCESSES = 2
 RECORD_TIMEOUT_S = 180
 
 
@@ -62,7 +74,7 @@ def worker(scenario: str, process_id: int, processes: int, port: int, logdir: st
     import numpy as np
     from jax.sharding import Mesh, NamedSharding, PartitionSpec
 
-    features, rows, layers = HEAVY_SHAPE if scenario == "collective_heavy" else SHAPE
+    features, rows, layers = {"collective_heavy": HEAVY_SHAPE, "healthy": HEALTHY_SHAPE}.get(scenario, SHAPE)
     mesh = Mesh(np.array(jax.devices()), ("data",))
     replicated = NamedSharding(mesh, PartitionSpec())
     sharded = NamedSharding(mesh, PartitionSpec("data"))
@@ -104,8 +116,10 @@ def worker(scenario: str, process_id: int, processes: int, port: int, logdir: st
     jax.distributed.shutdown()
 
 
-def record_pod(scenario: str, root: Path, processes: int = PROCESSES) -> Path:
-    """Runs `processes` processes of `scenario` and returns the run folder holding worker<i>.xplane.pb."""
+def record_pod(scenario: str, root: Path, processes: int | None = None) -> Path:
+    """Runs `processes` processes of `scenario` (default PROCESSES; HEALTHY_PROCESSES for `healthy`)
+    and returns the run folder holding worker<i>.xplane.pb."""
+    processes = processes or (HEALTHY_PROCESSES if scenario == "healthy" else PROCESSES)
     port = _free_port()
     env = {**os.environ, "JAX_PLATFORMS": "cpu", "XLA_FLAGS": "--xla_force_host_platform_device_count=1"}
     logdirs = [root / f"process{i}" for i in range(processes)]

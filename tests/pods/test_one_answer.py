@@ -18,6 +18,8 @@ import pytest
 from tests.conftest import SHARED_TRACES as TRACES
 from tests.pods import recordings
 from tpuscope.analysis.pod_run import POD_RULES
+from tpuscope.errors import ProfileError
+from tpuscope.per_host import analyze_hosts
 
 LATE_HOST = f"worker{recordings.STRAGGLER}"
 HOSTS = [f"worker{i}" for i in range(recordings.PROCESSES)]
@@ -124,6 +126,35 @@ def test_a_balanced_run_gets_one_answer_and_no_host_warns_on_its_own(answers):
     assert own == [], [f["title"] for f in own]
     checked = {c["rule"]: c["summary"] for c in report["checked"]}
     assert f"(each of {len(HOSTS)} hosts)" in checked["input_bound"]
+
+
+def test_a_healthy_run_gets_one_answer_and_no_warning(pod_run):
+    """Every process alike, compute-heavy, one per core: no path warns about anything."""
+    report = _same_answer(_every_path(pod_run("healthy")))
+    warnings = [f["title"] for f in report["findings"] if f["severity"] != "info"]
+    assert warnings == []
+    checked = {c["rule"]: c["summary"] for c in report["checked"]}
+    assert f"(each of {recordings.HEALTHY_PROCESSES} hosts)" in checked["input_bound"]
+    assert "findings" not in checked["input_bound"]
+
+
+def test_a_host_file_gone_before_it_is_read_is_named_and_the_others_are_analysed(pod_run, tmp_path):
+    """A host file listed but missing when read (deleted, an unmounted disk): here and on Dask."""
+    files = [str(f) for f in sorted(pod_run("straggler").glob("*.xplane.pb"))]
+    gone = str(tmp_path / "worker4.xplane.pb")
+    whole = analyze_hosts(files)
+    ways = {"here": {}, "dask": {"workers": 2}}
+    for name, options in ways.items():
+        if name == "dask":
+            pytest.importorskip("distributed")
+        unreadable: list[str] = []
+        run = analyze_hosts([*files, gone], unreadable=unreadable, **options)
+        assert len(unreadable) == 1 and "worker4.xplane.pb" in unreadable[0], (name, unreadable)
+        assert run.unreadable == unreadable
+        assert [h.host for h in run.hosts] == HOSTS
+        assert run.findings() == whole.findings() and run.checked() == whole.checked()
+        with pytest.raises(ProfileError, match="worker4"):  # without a list to note it in: an error
+            analyze_hosts([*files, gone], **options)
 
 
 def _broken_run(pod_run, tmp_path):
