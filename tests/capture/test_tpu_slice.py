@@ -19,6 +19,9 @@ from tests.capture.test_capture_cli import tpuscope
 from tests.capture.tpu_slice import NODE_ID, PROJECT, ZONE, guest_attributes, make_slice, node_json
 from tpuscope.capture.errors import CaptureError
 from tpuscope.capture.gcloud import host_key_alias, parse_node, parse_workers, worker_label
+from tpuscope.capture.session import CaptureSettings, capture
+from tpuscope.capture.ssh import SshOptions
+from tpuscope.capture.targets import parse_ssh_host, parse_targets
 from tpuscope.opener import open_trace
 from tpuscope.readers import host_from_filename
 
@@ -47,6 +50,9 @@ def test_every_worker_is_captured_in_one_window_and_opens_as_a_pod(
     assert [host_from_filename(f) for f in files] == ["my-tpu-worker0", "my-tpu-worker1"]
     trace = open_trace(run_folder, use_cache=False)
     assert sorted(trace.hosts) == ["my-tpu-worker0", "my-tpu-worker1"]
+    # one window for all: the workers' traces start together, not one 1 s capture after the other
+    starts = [open_trace(f, use_cache=False).origin_ns for f in files]
+    assert abs(starts[0] - starts[1]) < 0.5e9
     # the pod summary printed after the folder: both workers with their steps
     assert "TPU my-tpu (v4-16, us-central2-b): 2 worker(s) asked" in done.stderr
     for worker in ("my-tpu-worker0", "my-tpu-worker1"):
@@ -149,6 +155,29 @@ def test_an_unknown_host_key_is_refused_until_known_under_gclouds_alias(tpu, ssh
     tpu.known_hosts.write_text(f"tpu.{NODE_ID}-0 {other_type} {other}\n")
     changed = capture_tpu(tpu, "--out", str(tmp_path), targets=target)
     assert changed.returncode == 2 and "presented a different host key" in changed.stderr
+
+
+def test_a_proxycommand_in_the_ssh_config_is_honoured(tpu, sshd, training_worker, tmp_path, monkeypatch):
+    # an address nothing can route to, reached only through the config's ProxyCommand (here the tunnel)
+    for key in ("HOME", "PATH", "TPUSCOPE_GCLOUD_STATE"):
+        monkeypatch.setenv(key, tpu.env[key])
+    tpu.set(tunnels={"vm-behind-iap": sshd.port})
+    key_type, key = sshd.known_hosts.read_text().split()[1:3]
+    known = tmp_path / "known_hosts"
+    known.write_text(f"10.255.0.9 {key_type} {key}\n")
+    config = tmp_path / "ssh_config"
+    config.write_text(
+        f"Host behind-iap\n  HostName 10.255.0.9\n  User {sshd.user}\n  IdentityFile {sshd.user_key}\n"
+        f"  UserKnownHostsFile {known}\n  ProxyCommand gcloud compute start-iap-tunnel vm-behind-iap %p "
+        "--listen-on-stdin\n"
+    )
+    settings = CaptureSettings(parse_targets(f"localhost:{training_worker.port}"), tmp_path / "out",
+                               duration_s=0.5, ssh_hosts=[parse_ssh_host("behind-iap")],
+                               ssh=SshOptions(config_file=str(config)))  # fmt: skip
+    result = capture(settings)
+    assert [f.name for f in result.files] == [f"behind-iap_{training_worker.port}.xplane.pb"]
+    tunnel = next(c for c in tpu.calls_made() if c[:2] == ["compute", "start-iap-tunnel"])
+    assert tunnel[2:4] == ["vm-behind-iap", "22"]
 
 
 @pytest.mark.parametrize("case, expected", [

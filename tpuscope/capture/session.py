@@ -16,13 +16,13 @@ import tempfile
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from pathlib import Path
 
 import grpc
 
-from tpuscope.capture.errors import CaptureCancelled, CaptureError
+from tpuscope.capture.errors import CaptureCancelled, CaptureError, PassphraseRequired, UnknownHostKey
 from tpuscope.capture.grpc_client import ProfileCall, TracerLevels, build_request, explain_rpc_error
 from tpuscope.capture.ssh import LocalForward, SshConnection, SshOptions, SshRoute, connect
 from tpuscope.capture.targets import SshHost, Target, file_label
@@ -72,8 +72,6 @@ class CaptureSettings:
 
     def with_passphrase(self, passphrase: str) -> CaptureSettings:
         """The same settings with the key's passphrase (kept in memory only) on every SSH route."""
-        from dataclasses import replace
-
         routes = [replace(r, options=replace(r.options, passphrase=passphrase)) for r in self.routes]
         return replace(self, ssh=replace(self.ssh, passphrase=passphrase), routes=routes)
 
@@ -261,8 +259,7 @@ def _connect_all(routes: list[SshRoute]) -> dict[SshRoute, SshConnection | BaseE
 
 
 def _needs_an_answer(error: CaptureError) -> bool:
-    from tpuscope.capture.errors import PassphraseRequired, UnknownHostKey
-
+    """A failure the user answers (trust the host key, give the passphrase) before trying again."""
     return isinstance(error, UnknownHostKey | PassphraseRequired)
 
 

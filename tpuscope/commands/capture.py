@@ -122,8 +122,8 @@ def settings_from_args(args) -> tuple[CaptureSettings, TpuNode | None]:
         if args.ssh:
             raise CaptureError("--tpu finds the workers' SSH hosts itself: leave out --ssh.")
         return with_tpu_slice(settings, args)
-    if args.zone or args.project or args.internal_ip or args.tunnel_through_iap:
-        raise CaptureError("--zone, --project, --internal-ip and --tunnel-through-iap go with --tpu NAME.")
+    if args.zone or args.project or args.internal_ip or args.tunnel_through_iap or args.worker != "all":
+        raise CaptureError("--zone, --project, --worker, --internal-ip and --tunnel-through-iap need --tpu.")
     return settings, None
 
 
