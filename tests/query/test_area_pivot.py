@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from tests.conftest import SAMPLES, SHARED_TRACES, TF_TRACE, TPU_TRACE, require_shared_traces
-from tpuscope.analysis.area_pivot import DIMENSION_KEYS, pivot_area
+from tpuscope.analysis.area_pivot import DIMENSION_KEYS, exact_bincount, pivot_area
 from tpuscope.analysis.session import TraceAnalysis
 from tpuscope.opener import open_trace
 from tpuscope.query.area import area_pivot_sql, track_condition
@@ -94,3 +94,14 @@ def test_track_condition_writes_runs():
         "AND (track_id BETWEEN 0 AND 2 OR track_id BETWEEN 7 AND 8 OR track_id IN (4))"
     )
     assert track_condition([], 3) == "AND false"
+
+
+def test_sums_past_float_precision_stay_exact():
+    # Clipped times of a long selection over many tracks can sum past 2**53 ps (2.5 hours); there
+    # float weights would round, so the integer path must give SQL's exact sums.
+    values = np.array([2**53 - 1, 3, 5, 2**52 + 1, 7], np.int64)
+    bins = np.array([0, 0, 1, 0, 2])
+    assert exact_bincount(bins, values, 4).tolist() == [2**53 - 1 + 3 + 2**52 + 1, 5, 7, 0]
+    assert exact_bincount(bins, values % 1000, 4).tolist() == [
+        int(sum(values[bins == b] % 1000)) for b in range(4)
+    ]

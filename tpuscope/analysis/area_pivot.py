@@ -98,103 +98,172 @@ def clipped_self_times(
             continue
         owner = np.searchsorted(parents, kids) - 1
         has_owner = owner >= 0
-        np.add.at(children, parents[owner[has_owner]], clipped[kids[has_owner]])
+        children += exact_bincount(parents[owner[has_owner]], clipped[kids[has_owner]], len(indices))
     return clipped, np.maximum(clipped - children, 0)
 
 
-def event_stat_keys(track: Track, stat: str, indices: np.ndarray) -> np.ndarray:
-    """The stat's value of each event at `indices` (string ids for text), from the event itself or
-    else its op metadata; `_NO_KEY` where neither has it. The same values the `events` table's
-    column of that stat holds (a track whose metadata rows fall outside its plane's table takes no
-    value from the metadata)."""
-    n = len(track)
-    unsigned = stat == Stat.PROGRAM_ID
-    keys = np.full(len(indices), _NO_KEY, np.int64)
+# Integers below this are exact in float64, so float sums that stay below it are exact too.
+FLOAT_EXACT = 1 << 53
+
+
+def exact_bincount(bins: np.ndarray, values: np.ndarray, size: int) -> np.ndarray:
+    """Integer sums of `values` per bin, exact as SQL's: numpy's fast float bincount when the whole
+    sum stays below 2**53 (then every partial sum does), else integer np.add.at."""
+    if not len(values) or int(values.sum(dtype=np.int64)) < FLOAT_EXACT:
+        return np.bincount(bins, weights=values, minlength=size).astype(np.int64)
+    out = np.zeros(size, np.int64)
+    np.add.at(out, bins, values.astype(np.int64, copy=False))
+    return out
+
+
+def _metadata_keys(track: Track, stat: str) -> np.ndarray | None:
+    """The stat's key per row of the track's op metadata (string ids for text, `_NO_KEY` where the
+    row lacks it); None when the metadata cannot give it (no such stat, or rows outside the plane's
+    table, where the `events` table gives no value from the metadata either)."""
     metadata = track.plane.metadata
     column = metadata.stats.column(stat)
     rows = track.meta_index
     if (
-        column is not None
-        and column.kind != "bytes"
-        and len(metadata)
-        and n
-        and int(rows.min()) >= 0
-        and int(rows.max()) < len(metadata)
+        column is None
+        or column.kind == "bytes"
+        or not len(metadata)
+        or not len(track)
+        or int(rows.min()) < 0
+        or int(rows.max()) >= len(metadata)
     ):
-        chosen = rows[indices]
-        present = column.present(len(metadata))[chosen]
-        values = column.dense(len(metadata), 0)[chosen]
-        keys[present] = values[present].astype(np.uint64 if unsigned else np.int64).view(np.int64)
-    own = track.stats.column(stat)
-    if own is not None and own.kind != "bytes" and n:
-        present = own.present(n)[indices]
-        values = own.dense(n, 0)[indices]
-        keys[present] = values[present].astype(np.uint64 if unsigned else np.int64).view(np.int64)
+        return None
+    keys = np.full(len(metadata), _NO_KEY, np.int64)
+    present = column.present(len(metadata))
+    keys[present] = _as_keys(column.dense(len(metadata), 0)[present], stat)
     return keys
 
 
+def _as_keys(values: np.ndarray, stat: str) -> np.ndarray:
+    return values.astype(np.uint64 if stat == Stat.PROGRAM_ID else np.int64).view(np.int64)
+
+
+def event_stat_keys(track: Track, stat: str, indices: np.ndarray) -> np.ndarray:
+    """The stat's value of each event at `indices` (string ids for text), from the event itself or
+    else its op metadata; `_NO_KEY` where neither has it: the values the `events` table's column of
+    that stat holds."""
+    by_row = _metadata_keys(track, stat)
+    keys = (
+        by_row[track.meta_index[indices]] if by_row is not None else np.full(len(indices), _NO_KEY, np.int64)
+    )
+    own = track.stats.column(stat)
+    if own is not None and own.kind != "bytes" and len(track):
+        present = own.present(len(track))[indices]
+        keys[present] = _as_keys(own.dense(len(track), 0)[indices][present], stat)
+    return keys
+
+
+class _Partials:
+    """(key, count, total, self) rows of one dimension, summed per track before they are merged."""
+
+    def __init__(self) -> None:
+        self.parts: list[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]] = []
+
+    def add_events(self, keys: np.ndarray, clipped: np.ndarray, self_time: np.ndarray) -> None:
+        """Sums per key of these events (keys small integers: one bin each; else one row per event)."""
+        if not len(keys):
+            return
+        low, high = int(keys.min()), int(keys.max())
+        if low < _NO_KEY or high >= DIRECT_BINS:
+            self.parts.append((keys, np.ones(len(keys), np.int64), clipped, self_time))
+            return
+        bins = keys - _NO_KEY
+        self.add_bins(
+            np.arange(_NO_KEY, high + 1, dtype=np.int64), bins, high - _NO_KEY + 1, clipped, self_time
+        )
+
+    def add_bins(
+        self, key_of_bin: np.ndarray, bins: np.ndarray, size: int, clipped: np.ndarray, self_time: np.ndarray
+    ) -> None:
+        counts = np.bincount(bins, minlength=size).astype(np.int64)
+        totals = exact_bincount(bins, clipped, size)
+        selfs = exact_bincount(bins, self_time, size)
+        used = counts > 0
+        self.parts.append((key_of_bin[used], counts[used], totals[used], selfs[used]))
+
+    def merged(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        if not self.parts:
+            empty = np.empty(0, np.int64)
+            return empty, empty, empty, empty
+        keys, counts, totals, selfs = (np.concatenate(c) for c in zip(*self.parts, strict=True))
+        return keys, counts, totals, selfs
+
+
 def pivot_area(tracks: list[Track], t0_ps: float, t1_ps: float, dimensions=DIMENSION_KEYS) -> AreaPivot:
-    """What ran inside [t0, t1) on these tracks, per each of `dimensions`."""
+    """What ran inside [t0, t1) on these tracks, per each of `dimensions`.
+
+    Each track's events are summed per name id and per op metadata row first (bincounts over small
+    ids: no sort of the events), and a stat taken from the metadata maps those few rows to its keys;
+    only events that carry the stat themselves are keyed one by one."""
     t0, t1 = int(t0_ps), int(t1_ps)
-    keys: dict[str, list[np.ndarray]] = {d: [] for d in dimensions}
-    totals, selfs = [], []
+    partials = {d: _Partials() for d in dimensions}
+    events = 0
     trace = tracks[0].plane.trace if tracks else None
     for track in tracks:
         indices = track.overlapping(t0, t1)
         if not len(indices):
             continue
+        events += len(indices)
         clipped, self_time = clipped_self_times(track, indices, t0, t1)
-        totals.append(clipped)
-        selfs.append(self_time)
+        by_row: tuple | None = None  # (bins, rows) of the metadata rows, made when a dimension needs them
         for dimension in dimensions:
             stat = _STAT_OF[dimension]
-            keys[dimension].append(
-                track.name_id[indices].astype(np.int64)
-                if stat is None
-                else event_stat_keys(track, stat, indices)
-            )
+            if stat is None:
+                partials[dimension].add_events(track.name_id[indices].astype(np.int64), clipped, self_time)
+                continue
+            own = track.stats.column(stat)
+            row_keys = _metadata_keys(track, stat)
+            if (own is not None and own.kind != "bytes") or row_keys is None:
+                partials[dimension].add_events(event_stat_keys(track, stat, indices), clipped, self_time)
+                continue
+            if by_row is None:
+                by_row = (track.meta_index[indices].astype(np.int64), len(track.plane.metadata))
+            bins, size = by_row
+            partials[dimension].add_bins(row_keys, bins, size, clipped, self_time)
     pivot = AreaPivot(
         t0,
         t1,
         [trace.track_number(t) for t in tracks] if trace is not None else [],
         len(trace.track_list()) if trace is not None else 0,
-        int(sum(len(t) for t in totals)),
+        events,
     )
     strings = trace.strings if trace is not None else None
-    total = np.concatenate(totals) if totals else np.empty(0, np.int64)
-    own = np.concatenate(selfs) if selfs else np.empty(0, np.int64)
     for dimension in dimensions:
-        column = np.concatenate(keys[dimension]) if keys[dimension] else np.empty(0, np.int64)
-        pivot.by[dimension] = _group(dimension, column, total, own, strings)
+        pivot.by[dimension] = _group(dimension, *partials[dimension].merged(), strings)
     return pivot
 
 
-def _group(dimension: str, keys: np.ndarray, total: np.ndarray, own: np.ndarray, strings) -> PivotTable:
+# Keys below this are summed in one bin each (string ids, metadata rows, small program ids: no sort
+# over the events); larger ones (64-bit program fingerprints) are sorted. Our heuristic: 4M bins of
+# int64 are 32 MB, a passing cost, where np.unique over 10M keys took 1-10 s on this project's machine.
+DIRECT_BINS = 1 << 22
+
+
+def _group(
+    dimension: str, keys: np.ndarray, counts: np.ndarray, totals: np.ndarray, selfs: np.ndarray, strings
+) -> PivotTable:
     """Sums per distinct label (two string ids with the same text are one row, as SQL groups them)."""
-    unique, inverse = np.unique(keys, return_inverse=True)
+    unique, inverse = np.unique(keys, return_inverse=True)  # per-track sums: few rows
     labels = [_label(dimension, int(k), strings) for k in unique]
     merged: dict[str | None, int] = {}
     row_of = np.fromiter((merged.setdefault(label, len(merged)) for label in labels), np.int64, len(labels))
     rows = row_of[inverse] if len(inverse) else np.empty(0, np.int64)
     size = len(merged)
-    counts = np.bincount(rows, minlength=size).astype(np.int64)
-    totals = np.zeros(size, np.int64)  # exact sums, as SQL's: float weights round past 2**53 ps
-    selfs = np.zeros(size, np.int64)
-    np.add.at(totals, rows, total)
-    np.add.at(selfs, rows, own)
+    out = [np.zeros(size, np.int64) for _ in range(3)]
+    for summed, part in zip(out, (counts, totals, selfs), strict=True):
+        np.add.at(summed, rows, part)
     names = list(merged)
+
     # longest first; ties by label as SQL's ORDER BY total_ps DESC, label (numbers for programs)
     def tie(label: str | None) -> tuple:
         return (label is None, int(label) if dimension == "program" and label else 0, label or "")
 
-    order = np.array(sorted(range(size), key=lambda i: (-int(totals[i]), tie(names[i]))), np.int64)
-    return PivotTable(
-        dimension,
-        [names[i] for i in order.tolist()],
-        counts[order],
-        totals[order],
-        selfs[order],
-    )
+    order = np.array(sorted(range(size), key=lambda i: (-int(out[1][i]), tie(names[i]))), np.int64)
+    return PivotTable(dimension, [names[i] for i in order.tolist()], *(o[order] for o in out))
 
 
 def _label(dimension: str, key: int, strings) -> str | None:
