@@ -29,6 +29,9 @@ def open_trace(
     LoadCancelled when `progress` returns False. A file cut short loads what
     precedes the cut and `Trace.load_warnings` says what is missing; with
     `strict` it is a ProfileError instead, as is a cut file with no event.
+
+    With `use_cache`, an unchanged profile comes from the trace cache; a miss returns as soon as
+    the files are read, and the cache entry is written in the background (`tpuscope.model.cache`).
     """
     if is_url(path):
         return _open_remote(str(path), run, progress, use_cache, strict)

@@ -268,14 +268,17 @@ class _Writer:
                 if self.stop.is_set():
                     return
                 offset, data = self.pieces[self.next_piece]
-                written = 0
-                while written < len(data):
-                    written += os.pwrite(self.descriptor, data[written:], offset + written)
+                _write_at(self.descriptor, data, offset)
                 self.next_piece += 1
             os.ftruncate(self.descriptor, self.total)  # the padding, and empty columns at the end
-            os.replace(self.partial, self.folder / self.name)
-            self.finished = True
-            os.close(self.descriptor)
+            if _LOCKS:  # renamed while locked, so no other writer takes the name meanwhile
+                os.replace(self.partial, self.folder / self.name)
+                self.finished = True
+                os.close(self.descriptor)
+            else:  # Windows renames no open file
+                self.finished = True
+                os.close(self.descriptor)
+                os.replace(self.partial, self.folder / self.name)
         except OSError as error:
             self.abandon()
             _warn_once(f"the trace cache in {self.folder} could not be written ({error.strerror or error}); "
@@ -291,6 +294,16 @@ class _Writer:
             os.close(self.descriptor)
         except OSError:
             pass
+
+
+def _write_at(descriptor: int, data: memoryview, offset: int) -> None:
+    written = 0
+    while written < len(data):
+        if hasattr(os, "pwrite"):
+            written += os.pwrite(descriptor, data[written:], offset + written)
+        else:  # Windows: one writer per descriptor, so seeking first is the same
+            os.lseek(descriptor, offset + written, os.SEEK_SET)
+            written += os.write(descriptor, data[written:])
 
 
 def store(files: list[Path], trace: Trace, wait: bool = False) -> None:
@@ -339,7 +352,8 @@ def _open_writer(folder: Path, name: str, pieces: list[tuple[int, memoryview]], 
     partial = folder / f".{name}{PARTIAL_SUFFIX}"
     try:
         folder.mkdir(parents=True, exist_ok=True)
-        descriptor = os.open(partial, os.O_WRONLY | os.O_CREAT | getattr(os, "O_CLOEXEC", 0), 0o644)
+        flags = os.O_WRONLY | os.O_CREAT | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_BINARY", 0)
+        descriptor = os.open(partial, flags, 0o644)
     except OSError as error:
         _warn_once(f"the trace cache in {folder} cannot be written ({error.strerror or error}); "
                    "profiles still open from their files.")  # fmt: skip
@@ -365,10 +379,16 @@ def _is_whole(path: Path) -> bool:
         return False
 
 
+try:
+    import fcntl
+
+    _LOCKS = True
+except ImportError:  # Windows: two writers of one entry may race; the rename still keeps it whole
+    _LOCKS = False
+
+
 def _lock(descriptor: int, exclusive: bool, blocking: bool) -> bool:
-    try:
-        import fcntl
-    except ImportError:  # Windows: partial names are still unique per entry; writers may race
+    if not _LOCKS:
         return True
     flags = (fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH) | (0 if blocking else fcntl.LOCK_NB)
     try:
