@@ -73,6 +73,8 @@ from tpuscope.ui.widgets.tables import height_for_rows, style_list_table
 
 TOP_OPS_ROWS = 10  # ops listed; the Ops view has all of them
 TOP_FINDINGS_ROWS = 8  # findings listed; the Diagnostics view has all of them
+CARD_WIDTH_CAP_PX = 300  # a card asks at most this much room on its row (a pod's hosts card wraps)
+OP_COLUMN_CAP_PX = 320  # the op names' column fits them up to this (a GPU kernel's name runs on)
 
 
 class OverviewView(View):
@@ -110,7 +112,7 @@ class OverviewView(View):
         mute(self.status)
 
         self.cards: dict[str, Card] = {}
-        card_row = FlowLayout(spacing_px=10)  # the cards wrap to as many rows as the width needs
+        card_row = FlowLayout(spacing_px=10, cap_px=CARD_WIDTH_CAP_PX)  # wraps to the rows the width needs
         specs = (
             ("devices", "Devices", "ops"),
             ("hosts", "Hosts", "timeline"),
@@ -155,11 +157,13 @@ class OverviewView(View):
         self.ops_table.setCursor(Qt.CursorShape.PointingHandCursor)
         self.ops_table.setItemDelegateForColumn(3, PercentBarDelegate(self.ops_table))
         header = self.ops_table.horizontalHeader()
-        header.setSectionResizeMode(0, QHeaderView.ResizeMode.Stretch)
-        header.setSectionResizeMode(1, QHeaderView.ResizeMode.Interactive)
+        # The op name first (its text's width, up to a cap, set as the rows arrive); the program
+        # takes what is left and elides first (issue 23).
+        header.setSectionResizeMode(0, QHeaderView.ResizeMode.Interactive)
+        header.setSectionResizeMode(1, QHeaderView.ResizeMode.Stretch)
         header.setSectionResizeMode(2, QHeaderView.ResizeMode.ResizeToContents)
         header.setSectionResizeMode(3, QHeaderView.ResizeMode.Fixed)
-        header.resizeSection(1, 190)
+        header.resizeSection(0, 190)
         header.resizeSection(3, 150)
         self.ops_table.cellClicked.connect(lambda row, _column: self._on_op_clicked(row))
         self.ops_empty = message_label()
@@ -341,8 +345,10 @@ class OverviewView(View):
         swatch = "<span style='color:{};font-size:large'>■</span>&nbsp;{}"
         if not has_devices:
             parts = tuple(p for p in parts if p != "busy")  # nothing can be busy
-        items = [swatch.format(PART_COLORS[p].name(), html.escape(part_label(p, has_devices))) for p in parts]
-        self.legend.setText("&nbsp;&nbsp;&nbsp;".join(items))
+        # An entry never breaks inside ("waiting for / compilation"); a narrow page wraps between them.
+        labels = [html.escape(part_label(p, has_devices)).replace(" ", "&nbsp;") for p in parts]
+        items = [swatch.format(PART_COLORS[p].name(), label) for p, label in zip(parts, labels, strict=True)]
+        self.legend.setText("&nbsp;&nbsp; ".join(items))
 
     def _chart_series(self) -> StepSeries | None:
         """What the chart shows: the steps, or equal slices of the profile when there are none."""
@@ -429,6 +435,9 @@ class OverviewView(View):
             for column, cell in enumerate(cells):
                 cell.setData(Qt.ItemDataRole.UserRole, row)
                 self.ops_table.setItem(row, column, cell)
+        self.ops_table.resizeColumnToContents(0)
+        header = self.ops_table.horizontalHeader()
+        header.resizeSection(0, min(header.sectionSize(0), OP_COLUMN_CAP_PX))
 
     def _on_op_clicked(self, row: int) -> None:
         o = self.overview
