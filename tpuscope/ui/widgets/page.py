@@ -34,8 +34,9 @@ class ScrollPage(QWidget):
         # The layout's minimum at this width: its wrapped labels and cards as tall as they wrap to,
         # which is what the layout gives them (minimumSizeHint counts each label as one line).
         layout = self.layout()
-        wraps = layout is not None and layout.hasHeightForWidth()
-        wrapped = layout.minimumHeightForWidth(width) if wraps else 0
+        wrapped = (
+            layout.minimumHeightForWidth(width) if layout is not None and layout.hasHeightForWidth() else 0
+        )
         return max(self.minimumSizeHint().height(), wrapped)
 
 
