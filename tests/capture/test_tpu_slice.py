@@ -11,11 +11,14 @@ import json
 import os
 import shutil
 import subprocess
+import sys
+import time
 from pathlib import Path
 
 import pytest
 
-from tests.capture.test_capture_cli import tpuscope
+from tests.capture.processes import start_worker, stop
+from tests.capture.test_capture_cli import ROOT, tpuscope
 from tests.capture.tpu_slice import NODE_ID, PROJECT, ZONE, guest_attributes, make_slice, node_json
 from tpuscope.capture.errors import CaptureError
 from tpuscope.capture.gcloud import host_key_alias, parse_node, parse_workers, worker_label
@@ -92,6 +95,38 @@ def test_an_unreachable_worker_is_named_and_the_others_are_kept(tpu, sshd, train
         f"127.0.0.2:{sshd.port}: connection refused (no SSH server listens on that port)."
     ]
     assert "Traceback" not in done.stderr
+
+
+def test_a_worker_whose_program_dies_mid_capture_is_named_and_the_others_kept(
+    tpu, sshd, training_worker, tmp_path
+):
+    tpu.set(nodes=[node_json("my-tpu", [("10.130.0.2", "127.0.0.1"), ("10.130.0.3", "127.0.0.1")])],
+            guest_attributes={"my-tpu": guest_attributes(sshd, 2)})  # fmt: skip
+    dying = start_worker("train")  # worker 1's program, killed once the profiling has started
+    targets = f"localhost:{training_worker.port},localhost:{dying.port}"
+    command = [sys.executable, "-m", "tpuscope", "capture", targets, "--tpu", "my-tpu", "--zone", ZONE,
+               "--duration", "5s", "--out", str(tmp_path)]  # fmt: skip
+    process = subprocess.Popen(command, cwd=ROOT, env=tpu.env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                               text=True)  # fmt: skip
+    try:
+        profile_root = tmp_path / "plugins" / "profile"
+        deadline = time.monotonic() + 120
+        while not (profile_root.exists() and any(profile_root.iterdir())) and time.monotonic() < deadline:
+            time.sleep(0.05)  # the staging folder appears once every worker is connected
+        time.sleep(1.0)
+        stop(dying.process)
+        stdout, stderr = process.communicate(timeout=120)
+    finally:
+        stop(dying.process)
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+    assert process.returncode == 2, stderr
+    assert [f.name for f in Path(stdout.strip()).iterdir()] == ["my-tpu-worker0.xplane.pb"]
+    errors = [line for line in stderr.splitlines() if line.startswith("tpuscope: ")]
+    assert len(errors) == 1, stderr
+    assert errors[0].startswith("tpuscope: Worker 1 of my-tpu (127.0.0.1) was not captured: ")
+    assert "during the capture: it probably exited" in errors[0]
 
 
 def test_internal_ip_and_worker_choice(tpu, sshd, training_worker, tmp_path):
