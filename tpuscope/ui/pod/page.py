@@ -6,6 +6,10 @@ per-host rows (`pod_heatmap.PodPanel`), and a host picker. Opening a host (doubl
 finding, click a cell, or pick it and press Open) is asked for with `hostRequested(host, item)`,
 where `item` is the evidence item to show on that host's timeline in the host's own time (None:
 just the host); the page itself never loads a trace.
+
+The page is shown from the light pass (summaries: the rows, the heat map and the pod's own
+findings, such as the late host); each host's own findings fill in as its full diagnosis comes in
+(`refresh`), with a line saying how far that is and a Stop button (`stopRequested`).
 """
 
 from __future__ import annotations
@@ -42,6 +46,7 @@ class PodPage(QWidget):
     """See the module docstring."""
 
     hostRequested = Signal(str, object)  # (host label, evidence item in the host's time or None)
+    stopRequested = Signal()  # the user stops the background diagnosis
 
     def __init__(self, result: PodResult, parent: QWidget | None = None):
         super().__init__(parent)
@@ -67,6 +72,17 @@ class PodPage(QWidget):
         picker_row.addSpacing(12)
         picker_row.addWidget(self.open_label, 1)
 
+        self.diagnosis_label = QLabel()
+        self.diagnosis_label.setWordWrap(True)
+        self.stop_button = QPushButton("Stop diagnosis")
+        self.stop_button.setToolTip("stop diagnosing the hosts: the summaries and the hosts done so far stay")
+        self.stop_button.clicked.connect(self.stopRequested.emit)
+        self.stop_button.hide()
+        diagnosis_row = QHBoxLayout()
+        diagnosis_row.addWidget(self.diagnosis_label, 1)
+        diagnosis_row.addWidget(self.stop_button)
+
+        self.findings_heading = _heading("Findings (double-click one to open its host there)")
         self.findings = QListWidget()
         self.findings.setSelectionMode(QAbstractItemView.SelectionMode.SingleSelection)
         self.findings.setWordWrap(True)
@@ -85,7 +101,8 @@ class PodPage(QWidget):
         column.addWidget(self.title)
         column.addWidget(self.caption)
         column.addLayout(picker_row)
-        column.addWidget(_heading("Findings (double-click one to open its host there)"))
+        column.addWidget(self.findings_heading)
+        column.addLayout(diagnosis_row)
         column.addWidget(self.findings)
         column.addWidget(_heading("Hosts \u00d7 steps (double-click a row to open that host)"))
         column.addWidget(self.panel)
@@ -100,6 +117,32 @@ class PodPage(QWidget):
         self._fill_header()
 
     # ----- filling -------------------------------------------------------------------------------
+
+    def refresh(self) -> None:
+        """The findings and header again, from the result's pod as it now stands."""
+        self._fill_findings()
+        self._fill_header()
+
+    def show_diagnosis(self, state: str, where: str = "", error: str | None = None) -> None:
+        """How far each host's full diagnosis is: "running" (on `where`), "done" or "stopped"."""
+        result = self.result
+        total = len(result.run.hosts)
+        diagnosed = min(result.diagnosed_hosts, total)
+        self.stop_button.setVisible(state == "running")
+        if state == "done":
+            text = f"Every host diagnosed ({total} of {total})."
+        elif state == "stopped":
+            reason = f" ({error.rstrip('.')})" if error else ""
+            text = (
+                f"Diagnosis stopped{reason}: {diagnosed} of {total} hosts diagnosed; the findings are "
+                "the pod's and those hosts' own."
+            )
+        else:
+            text = (
+                f"Diagnosing each host in the background on {where}: {diagnosed} of {total} done. The "
+                "findings below are the pod's and the diagnosed hosts' own; more come in."
+            )
+        self.diagnosis_label.setText(text)
 
     def _fill_header(self) -> None:
         run, result = self.result.run, self.result
@@ -166,7 +209,8 @@ class PodPage(QWidget):
             return
         evidence = [e for e in finding.get("evidence", []) if e.get("host")]
         focus = next((e for e in evidence if e.get("focus")), evidence[0] if evidence else None)
-        host = finding.get("host") or (focus or {}).get("host", "")
+        named = finding.get("metrics", {}).get("on_hosts") or [""]  # a finding grouped across hosts
+        host = finding.get("host") or (focus or {}).get("host") or str(named[0])
         if focus is None:
             self.open_host(host)
         elif finding.get("host"):

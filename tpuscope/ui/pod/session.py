@@ -1,8 +1,11 @@
 """The main window's handle on a run of many hosts: the pod page first, one host's trace at a time.
 
 The window's loader runs `work` (`pod_open.open_profile`): a run of POD_PAGE_MIN_HOSTS host files or
-more comes back as a `PodResult` (summaries only) and `accept` shows it on the Pod tab, with every
-other tab emptied. Opening a host loads that host's file through the window's usual load (progress,
+more comes back as a `PodResult` (the light pass's summaries) and `accept` shows it on the Pod tab,
+with every other tab emptied. Each host's full diagnosis then runs in the background on the same
+worker processes (`HostDiagnosis`), the page filling in its findings as hosts come in; the page's
+Stop button, another profile opened, or the window closing stops it (the workers are terminated).
+Opening a host loads that host's file through the window's usual load (progress,
 Cancel, the hub and its views); when it arrives, it replaces the host shown before, whose trace is
 then collected, so the window holds the summaries plus one host's trace (two only while the next
 host loads: a host that fails to load leaves the page and the host shown as they were, with the
@@ -12,13 +15,16 @@ window's one-sentence dialog). Any other profile opened closes the Pod tab.
 from __future__ import annotations
 
 import gc
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from PySide6.QtCore import QObject, Signal
+from PySide6.QtCore import QObject, QThread, Signal
 
+from tpuscope import pod_cache, pod_pass
 from tpuscope.analysis.facts.evidence import evidence_events
+from tpuscope.errors import LoadCancelled, ProfileError
 from tpuscope.model._kernels import return_freed_memory_to_os
 from tpuscope.ui.loader import LoadResult
 from tpuscope.ui.pod.open_run import PodResult, open_profile
@@ -30,6 +36,52 @@ if TYPE_CHECKING:
     from tpuscope.ui.pod.page import PodPage
 
 POD_TITLE = "Pod"
+REFRESH_S = 0.5  # the page's findings are recombined at most this often while hosts come in
+STOP_WAIT_MS = 10_000  # how long closing waits for the stopped diagnosis thread (it stops in ~0.1 s)
+
+
+class HostDiagnosis(QThread):
+    """Each summarized host's full diagnosis, on the result's worker pool; the pod recombined as hosts
+    come in (here, off the UI thread) and `updated` emitted, throttled to REFRESH_S."""
+
+    updated = Signal()
+
+    def __init__(self, result: PodResult, parent: QObject | None = None) -> None:
+        super().__init__(parent)
+        self.result = result
+        self.stopping = False
+        self.stopped = False  # stopped before every host was diagnosed
+        self.error: str | None = None
+        self._last = 0.0
+
+    def stop(self) -> None:
+        self.stopping = True
+
+    def run(self) -> None:
+        result, pool = self.result, self.result.pool
+        try:
+            if pool is not None and result.to_diagnose:
+                pod_pass.pass_over(
+                    pool, result.files, pod_cache.FULL, lambda: self.stopping, self._take, result.to_diagnose
+                )
+        except LoadCancelled:
+            self.stopped = True
+        except ProfileError as error:  # the Dask cluster went away: the summaries stay
+            self.error = str(error)
+            self.stopped = True
+        finally:
+            result.close()
+        if not self.stopped:
+            result.recombine()
+        self.updated.emit()
+
+    def _take(self, outcome: pod_pass.HostOutcome) -> None:
+        self.result.add(outcome)
+        now = time.monotonic()
+        if now - self._last >= REFRESH_S:
+            self._last = now
+            self.result.recombine()
+            self.updated.emit()
 
 
 @dataclass
@@ -45,6 +97,7 @@ class PodSession(QObject):
     collectRequested = Signal()  # emitted by the loader thread after each host; collected here
     podShown = Signal(object)  # the PodResult on the Pod tab
     hostShown = Signal(str)  # the host whose trace the other tabs now show
+    diagnosisFinished = Signal(object)  # the PodResult, every host diagnosed or the diagnosis stopped
 
     def __init__(self, window: MainWindow):
         super().__init__(window)
@@ -53,6 +106,7 @@ class PodSession(QObject):
         self.page: PodPage | None = None
         self.open_host_label: str | None = None
         self._pending: _HostRequest | None = None
+        self.diagnosis: HostDiagnosis | None = None
         self.collectRequested.connect(_collect)
         window.loadFailed.connect(self._on_load_failed)
 
@@ -76,7 +130,9 @@ class PodSession(QObject):
         return False
 
     def close(self) -> None:
-        """Drops the pod (its tab and summaries)."""
+        """Drops the pod (its tab and summaries), stopping its diagnosis."""
+        self.stop_diagnosis(wait=True)
+        self.diagnosis = None  # its last signals, still queued, are dropped
         if self.page is None:
             return
         tabs = self.window.tabs
@@ -111,6 +167,58 @@ class PodSession(QObject):
         window._add_recent(str(result.path))
         _collect()
         self.podShown.emit(result)
+        self._start_diagnosis(result)
+
+    # ----- the full diagnosis, in the background ---------------------------------------------------
+
+    def _start_diagnosis(self, result: PodResult) -> None:
+        page = self.page
+        if not result.to_diagnose or result.pool is None:
+            if page is not None:
+                page.show_diagnosis("done")
+            self.diagnosisFinished.emit(result)
+            return
+        thread = HostDiagnosis(result, self)
+        thread.updated.connect(lambda t=thread: self._on_diagnosis_update(t))
+        thread.finished.connect(lambda t=thread: self._on_diagnosis_finished(t))
+        self.diagnosis = thread
+        if page is not None:
+            page.stopRequested.connect(self.stop_diagnosis)
+            page.show_diagnosis("running", result.pool.where)
+        thread.start()
+
+    def stop_diagnosis(self, wait: bool = False) -> None:
+        """Stops the full diagnosis (its workers are terminated); the summaries and the hosts already
+        diagnosed stay on the page."""
+        thread = self.diagnosis
+        if thread is None:
+            return
+        thread.stop()
+        if wait:
+            thread.wait(STOP_WAIT_MS)
+
+    def shutdown(self) -> None:
+        """Before the window closes: the diagnosis stopped and its thread done."""
+        self.stop_diagnosis(wait=True)
+
+    def _on_diagnosis_update(self, thread: HostDiagnosis) -> None:
+        if thread is self.diagnosis and self.page is not None:
+            self.page.refresh()
+            pool = thread.result.pool
+            self.page.show_diagnosis("running", pool.where if pool is not None else "")
+
+    def _on_diagnosis_finished(self, thread: HostDiagnosis) -> None:
+        if thread is not self.diagnosis:
+            thread.deleteLater()
+            return
+        self.diagnosis = None
+        thread.deleteLater()
+        if self.page is not None:
+            self.page.refresh()
+            self.page.show_diagnosis("stopped" if thread.stopped else "done", error=thread.error)
+            if thread.result.unreadable:
+                self.window.notice.show_messages(thread.result.unreadable)
+        self.diagnosisFinished.emit(thread.result)
 
     def open_host(self, host: str, item: dict[str, Any] | None = None) -> None:
         """Loads `host`'s file through the window's load; `item` (host time) is shown when it is in."""
