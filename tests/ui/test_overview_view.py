@@ -17,7 +17,8 @@ from tpuscope.opener import open_trace
 from tpuscope.ui.overview_view import OverviewView
 from tpuscope.ui.views import FindingAt, OpRow
 from tpuscope.ui.widgets.card import format_headline_duration, format_percent
-from tpuscope.ui.widgets.delegates import EXPLANATION_ROLE
+from tpuscope.ui.widgets.delegates import EXPLANATION_ROLE, MARKED_TITLE_ROLE
+from tpuscope.ui.widgets.labels import code_span_words
 
 WAIT_MS = 30_000  # generous: the CI machine is shared
 INPUT_BOUND_SAMPLE = SAMPLES / "jax_cpu_input_bound.xplane.pb"
@@ -182,10 +183,19 @@ def test_code_spans_show_without_their_backticks(qtbot, view, traces):
     marked = [f for f in overview.findings if "`" in f.title + f.explanation]
     assert marked and "`" in overview.steps.description  # the TPU sample's async wait names its ops
     items = [view.findings_list.item(r) for r in range(view.findings_list.count())]
-    texts = [i.text() + str(i.data(EXPLANATION_ROLE)) + i.toolTip() for i in items]
+    texts = [i.text() + i.toolTip() for i in items]  # what tests and screen readers read: plain
     assert texts and not any("`" in t for t in texts)
     code = (marked[0].title + marked[0].explanation).split("`")[1]
     assert any(code in t for t in texts)  # the code itself is still there
+    # What the delegate paints: the code spans as code pieces (the monospace face), no backticks.
+    painted = [
+        piece
+        for i in items
+        for text in (i.data(MARKED_TITLE_ROLE) or "", i.data(EXPLANATION_ROLE) or "")
+        for word in code_span_words(text)
+        for piece in word
+    ]
+    assert (code, True) in painted and not any("`" in text for text, _ in painted)
     assert "<code>" in view.status.text() and "`" not in view.status.text()
 
 

@@ -6,9 +6,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from PySide6.QtCore import Qt
-from PySide6.QtWidgets import QTableWidget
+from PySide6.QtWidgets import QLabel, QTableWidget
 
 from tpuscope.ui.widgets.chart_hits import BarSlots
+from tpuscope.ui.widgets.code_spans import code_spans_html, without_code_marks
+from tpuscope.ui.widgets.labels import ELLIPSIS, code_span_words, wrap_code_spans
 from tpuscope.ui.widgets.tables import SortableItem
 
 
@@ -57,3 +59,24 @@ def test_sortable_cells_sort_by_number_and_the_rest_by_text(qtbot):
     assert table.item(3, 0).key == 1.5 * 2**30 and table.item(0, 1).key is None
     table.sortItems(1, Qt.SortOrder.DescendingOrder)
     assert [table.item(r, 1).text() for r in range(4)] == ["d", "c", "b", "a"]
+
+
+def test_code_spans_become_code_pieces_that_keep_their_punctuation():
+    words = code_span_words("Worst: `copy-done.4` 24.68%, `a b`, and a lone ` mark")
+    assert words[1] == [("copy-done.4", True)]
+    assert words[3] == [("a b", True), (",", False)]  # a span stays whole, its comma on its line
+    assert words[-2] == [("`", False)]  # a backtick that opens no span is text
+    assert code_spans_html("run `a<b>` now") == "run <code>a&lt;b&gt;</code> now"
+    assert without_code_marks("run `a<b>` now, `x`") == "run a<b> now, x"
+
+
+def test_wrapped_code_spans_end_in_an_ellipsis_when_cut(qtbot):
+    label = QLabel()
+    metrics = label.fontMetrics()
+    text = "the devices spent 96% of their time in `copy-done.4` and `copy-done.2` and more " * 3
+    width = metrics.horizontalAdvance("the devices spent 96% of their")
+    lines = wrap_code_spans(text, metrics, metrics, width, 2)
+    assert len(lines) == 2 and lines[-1][-1][-1] == (ELLIPSIS, False)
+    for line in lines:
+        widths = [sum(metrics.horizontalAdvance(t) for t, _ in word) for word in line]
+        assert sum(widths) + metrics.horizontalAdvance(" ") * (len(line) - 1) <= width

@@ -61,6 +61,7 @@ from tpuscope.ui.widgets.card import Card, card_style_sheet, format_headline_dur
 from tpuscope.ui.widgets.code_spans import code_spans_html, without_code_marks
 from tpuscope.ui.widgets.delegates import (
     EXPLANATION_ROLE,
+    MARKED_TITLE_ROLE,
     PERCENT_ROLE,
     ExplainedItemDelegate,
     PercentBarDelegate,
@@ -468,12 +469,13 @@ class OverviewView(View):
         )
         self.findings_caption.setText(f"{tally} · click one to open the diagnostics")
         for position, finding in enumerate(findings[:TOP_FINDINGS_ROWS]):
-            # A painted item is plain text: its code spans without their backticks.
+            # The item's text is plain; the delegate paints the code spans (MARKED_TITLE_ROLE).
             item = QListWidgetItem(severity_icon(style, finding.severity), without_code_marks(finding.title))
+            item.setData(MARKED_TITLE_ROLE, finding.title)
             item.setToolTip(_finding_tooltip(finding))
             item.setData(Qt.ItemDataRole.UserRole, position)
             explanation = f"{sentence_case(finding.cost_words)}. {finding.explanation}"
-            item.setData(EXPLANATION_ROLE, without_code_marks(explanation))
+            item.setData(EXPLANATION_ROLE, explanation)  # painted with its code spans as code
             self.findings_list.addItem(item)
         if len(findings) > TOP_FINDINGS_ROWS:
             more = QListWidgetItem(f"… {len(findings) - TOP_FINDINGS_ROWS} more in Diagnostics")

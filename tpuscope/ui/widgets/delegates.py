@@ -3,14 +3,15 @@
 from __future__ import annotations
 
 from PySide6.QtCore import QModelIndex, QPersistentModelIndex, QRect, QSize, Qt
-from PySide6.QtGui import QColor, QFont, QFontMetrics, QIcon, QPainter, QPalette
+from PySide6.QtGui import QColor, QFont, QFontDatabase, QFontMetrics, QIcon, QPainter, QPalette
 from PySide6.QtWidgets import QApplication, QStyle, QStyledItemDelegate, QStyleOptionViewItem, QWidget
 
 from tpuscope.ui.widgets.colors import BUSY_COLOR
-from tpuscope.ui.widgets.labels import wrap_lines
+from tpuscope.ui.widgets.labels import Word, wrap_code_spans
 
 PERCENT_ROLE = Qt.ItemDataRole.UserRole + 1  # a cell's share, 0..100, for PercentBarDelegate
 EXPLANATION_ROLE = Qt.ItemDataRole.UserRole + 2  # an item's explanation, for ExplainedItemDelegate
+MARKED_TITLE_ROLE = Qt.ItemDataRole.UserRole + 3  # its title with Markdown code spans, to paint
 PERCENT_BAR_ALPHA = 70  # the bar is this opaque (of 255): the text over it stays readable
 
 _ModelIndex = QModelIndex | QPersistentModelIndex
@@ -35,7 +36,11 @@ class PercentBarDelegate(QStyledItemDelegate):
 
 class ExplainedItemDelegate(QStyledItemDelegate):
     """An item as its icon, its title and the start of its explanation (EXPLANATION_ROLE): three
-    lines in all, the title bold and up to two of them. An item without an explanation is one line."""
+    lines in all, the title bold and up to two of them. An item without an explanation is one line.
+
+    Both texts may hold Markdown code spans (finding texts name ops as `copy-done.4`): they are
+    painted in the monospace face, without their backticks. The title comes from MARKED_TITLE_ROLE
+    when set (the item's own text, read by tests and screen readers, is plain)."""
 
     ICON_PX = 22
     PAD_PX = 7
@@ -69,23 +74,45 @@ class ExplainedItemDelegate(QStyledItemDelegate):
         title_font.setBold(explanation is not None)
         line = QFontMetrics(font).height()
         # The title may take two lines; the explanation gets what is left of three.
-        title_lines = wrap_lines(
-            str(index.data(Qt.ItemDataRole.DisplayRole)),
-            QFontMetrics(title_font),
-            width,
-            2 if explanation else 1,
+        title = index.data(MARKED_TITLE_ROLE) or index.data(Qt.ItemDataRole.DisplayRole)
+        title_code = _code_font(title_font)
+        title_lines = wrap_code_spans(
+            str(title), QFontMetrics(title_font), QFontMetrics(title_code), width, 2 if explanation else 1
         )
-        painter.setFont(title_font)
-        for k, text in enumerate(title_lines):
-            top = rect.top() + k * line
-            painter.drawText(QRect(text_left, top, width, line + 2), Qt.AlignmentFlag.AlignLeft, text)
+        for k, words in enumerate(title_lines):
+            _draw_words(painter, words, text_left, rect.top() + k * line, line + 2, title_font, title_code)
         if explanation:
-            painter.setFont(font)
             muted = option.palette.color(QPalette.ColorRole.Text)
             muted.setAlpha(150)
             painter.setPen(muted)
-            lines = wrap_lines(str(explanation), QFontMetrics(font), width, 3 - len(title_lines))
-            for k, text in enumerate(lines, start=len(title_lines)):
-                top = rect.top() + k * line + 2
-                painter.drawText(QRect(text_left, top, width, line), Qt.AlignmentFlag.AlignLeft, text)
+            code = _code_font(font)
+            lines = wrap_code_spans(
+                str(explanation), QFontMetrics(font), QFontMetrics(code), width, 3 - len(title_lines)
+            )
+            for k, words in enumerate(lines, start=len(title_lines)):
+                _draw_words(painter, words, text_left, rect.top() + k * line + 2, line, font, code)
         painter.restore()
+
+
+def _code_font(font: QFont) -> QFont:
+    """The monospace face at `font`'s size and weight, for code spans."""
+    code = QFontDatabase.systemFont(QFontDatabase.SystemFont.FixedFont)
+    code.setPointSizeF(font.pointSizeF())
+    code.setBold(font.bold())
+    return code
+
+
+def _draw_words(
+    painter: QPainter, words: list[Word], left: int, top: int, height: int, font: QFont, code: QFont
+) -> None:
+    """One line of words (code pieces in `code`), a space between words."""
+    x = left
+    space = QFontMetrics(font).horizontalAdvance(" ")
+    for word in words:
+        for text, is_code in word:
+            face = code if is_code else font
+            painter.setFont(face)
+            advance = QFontMetrics(face).horizontalAdvance(text)
+            painter.drawText(QRect(x, top, advance + 1, height), Qt.AlignmentFlag.AlignLeft, text)
+            x += advance
+        x += space

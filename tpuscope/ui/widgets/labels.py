@@ -1,6 +1,8 @@
-"""Text widgets: secondary (muted) labels, section headings, framed messages, wrapped lines."""
+"""Text widgets: secondary (muted) labels, section headings, framed messages, wrapped painted lines."""
 
 from __future__ import annotations
+
+import re
 
 from PySide6.QtCore import Qt
 from PySide6.QtGui import QColor, QFontMetrics, QPalette
@@ -49,16 +51,57 @@ def message_label() -> QLabel:
     return label
 
 
-def wrap_lines(text: str, metrics: QFontMetrics, width: int, max_lines: int) -> list[str]:
-    """`text` broken between words into at most `max_lines` lines of `width` px; the last one elided."""
-    lines: list[str] = []
-    words = text.split()
+# A painted line's pieces: (text, is_code, space_before). Code spans stay whole; text glued to a
+# span (`copy-done.4`, with its comma) stays on its line.
+_PIECES = re.compile(r"`([^`\n]+)`|(\s+)|([^\s`]+|`)")
+ELLIPSIS = "\u2026"
+
+Piece = tuple[str, bool]
+Word = list[Piece]
+
+
+def code_span_words(text: str) -> list[Word]:
+    """`text` as words (split at spaces), each a list of (text, is_code) pieces; a Markdown code
+    span is one piece, its backticks dropped."""
+    words: list[Word] = []
+    glued = False
+    for match in _PIECES.finditer(text):
+        code, space, plain = match.groups()
+        if space is not None:
+            glued = False
+            continue
+        piece = (code, True) if code is not None else (plain, False)
+        if glued and words:
+            words[-1].append(piece)
+        else:
+            words.append([piece])
+        glued = True
+    return words
+
+
+def wrap_code_spans(
+    text: str, metrics: QFontMetrics, code_metrics: QFontMetrics, width: int, max_lines: int
+) -> list[list[Word]]:
+    """`text` (with code spans) broken between words into at most `max_lines` lines of `width` px,
+    code measured in `code_metrics`; the last line ends in an ellipsis when words are left over."""
+
+    def advance(word: Word) -> int:
+        return sum((code_metrics if code else metrics).horizontalAdvance(t) for t, code in word)
+
+    space = metrics.horizontalAdvance(" ")
+    words = code_span_words(text)
+    lines: list[list[Word]] = []
     while words and len(lines) < max_lines:
-        if len(lines) == max_lines - 1:
-            lines.append(metrics.elidedText(" ".join(words), Qt.TextElideMode.ElideRight, width))
-            break
-        line = words.pop(0)
-        while words and metrics.horizontalAdvance(line + " " + words[0]) <= width:
-            line += " " + words.pop(0)
+        line = [words.pop(0)]
+        used = advance(line[0])
+        while words and used + space + advance(words[0]) <= width:
+            used += space + advance(words[0])
+            line.append(words.pop(0))
         lines.append(line)
+    if words and lines:  # more than fits: the last line says so
+        last = lines[-1]
+        ellipsis = metrics.horizontalAdvance(ELLIPSIS)
+        while len(last) > 1 and sum(advance(w) for w in last) + space * (len(last) - 1) + ellipsis > width:
+            last.pop()
+        last[-1] = last[-1] + [(ELLIPSIS, False)]
     return lines
