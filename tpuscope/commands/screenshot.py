@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import re
 import tempfile
+import threading
 from pathlib import Path
 
 from tpuscope.commands._console import add_path_argument, warn_about_missing_parts
@@ -91,7 +92,12 @@ def run(args) -> int:
     from tpuscope.ui.main_window import MainWindow
     from tpuscope.ui.timeline.lod import TimelineLod
 
+    # The views' modules (pyqtgraph, DuckDB, the analyses) are imported in a thread while the profile
+    # loads (the decoder's threads release the GIL), so the window is made from modules already in.
+    imports = threading.Thread(target=_import_view_modules, name="view-imports", daemon=True)
+    imports.start()
     trace = open_trace(args.path, run=args.run, use_cache=not args.no_cache, strict=args.strict)
+    imports.join()
     warn_about_missing_parts(trace)
     app = application()
     # Throwaway settings: a screenshot neither depends on nor changes the user's window state and recents.
@@ -124,6 +130,15 @@ def run(args) -> int:
         scratch.cleanup()
     print(f"wrote {out} ({size[0]}x{size[1]}, {args.view} view)")
     return 0
+
+
+def _import_view_modules() -> None:
+    from tpuscope.ui.registry import import_view_modules
+
+    try:
+        import_view_modules()
+    except Exception:  # noqa: BLE001 - raised again, as one sentence or a bug, where its view is made
+        return
 
 
 def _run_query(window, view_key: str, query: str) -> None:
