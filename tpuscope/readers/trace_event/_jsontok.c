@@ -195,12 +195,14 @@ typedef struct {
     /* flows */
     Buf fl_phase, fl_cat, fl_thread, fl_ts, fl_key, fl_bp;
     /* kept args of events */
-    Buf ar_attr, ar_row, ar_kind, ar_value;
+    Buf ar_row[MAX_ARG_KEYS], ar_kind[MAX_ARG_KEYS], ar_value[MAX_ARG_KEYS]; /* per kept arg */
     Buf json_arena, json_offsets;   /* K_JSON values' text */
     Buf meta_arena, meta_offsets;   /* M records' text */
     Buf top_arena, top_offsets;     /* top-level members but traceEvents */
     int64_t counters, records;
     ArgSlot slots[MAX_ARG_KEYS];
+    int64_t last_thread, last_pid, last_tid; /* the last record's thread, -1 none */
+    uint8_t last_pid_tag, last_tid_tag;
 } Decoder;
 
 /* ---- lexing ---- */
@@ -707,6 +709,20 @@ static int64_t intern_pair(Table *t, uint8_t tag_a, int64_t a, uint8_t tag_b, in
     return table_intern(t, key, sizeof key);
 }
 
+/* A record's thread: most records are on the thread of the record before. */
+static int64_t intern_thread(Decoder *d, uint8_t pid_tag, int64_t pid, uint8_t tid_tag, int64_t tid) {
+    if (d->last_thread >= 0 && pid_tag == d->last_pid_tag && pid == d->last_pid && tid_tag == d->last_tid_tag &&
+        tid == d->last_tid)
+        return d->last_thread;
+    int64_t id = intern_pair(&d->threads, pid_tag, pid, tid_tag, tid);
+    d->last_thread = id;
+    d->last_pid_tag = pid_tag;
+    d->last_pid = pid;
+    d->last_tid_tag = tid_tag;
+    d->last_tid = tid;
+    return id;
+}
+
 /* One record (an object) at *pp: parsed, then committed to the columns. */
 static int lex_record(Decoder *d, const uint8_t **pp, const uint8_t *end, int depth) {
     const uint8_t *p = *pp, *record_start = p;
@@ -801,7 +817,7 @@ static int lex_record(Decoder *d, const uint8_t **pp, const uint8_t *end, int de
     }
     d->records++;
     if (phase == PH_X || phase == PH_INSTANT) {
-        int64_t thread = intern_pair(&d->threads, pid_tag, pid, tid_tag, tid);
+        int64_t thread = intern_thread(d, pid_tag, pid, tid_tag, tid);
         if (thread < 0) return RES_NOMEM;
         int64_t row = (int64_t)(d->ev_ts.len / (Py_ssize_t)sizeof(double));
         BUF_PUSH(&d->ev_phase, uint8_t, (uint8_t)phase);
@@ -820,13 +836,12 @@ static int lex_record(Decoder *d, const uint8_t **pp, const uint8_t *end, int de
                 if (buf_append(&d->json_arena, a->span, a->span_len) < 0) return RES_NOMEM;
                 BUF_PUSH(&d->json_offsets, int64_t, (int64_t)d->json_arena.len);
             }
-            BUF_PUSH(&d->ar_attr, uint8_t, (uint8_t)k);
-            BUF_PUSH(&d->ar_row, int64_t, row);
-            BUF_PUSH(&d->ar_kind, uint8_t, a->kind);
-            BUF_PUSH(&d->ar_value, int64_t, value);
+            BUF_PUSH(&d->ar_row[k], int64_t, row);
+            BUF_PUSH(&d->ar_kind[k], uint8_t, a->kind);
+            BUF_PUSH(&d->ar_value[k], int64_t, value);
         }
     } else if (phase >= PH_FLOW_S && phase <= PH_FLOW_F) {
-        int64_t thread = intern_pair(&d->threads, pid_tag, pid, tid_tag, tid);
+        int64_t thread = intern_thread(d, pid_tag, pid, tid_tag, tid);
         int64_t key = intern_pair(&d->flow_keys, TAG_INT, cat, id_tag, flow_id);
         if (thread < 0 || key < 0) return RES_NOMEM;
         BUF_PUSH(&d->fl_phase, uint8_t, (uint8_t)phase);
@@ -936,6 +951,7 @@ static int Decoder_init(Decoder *d, PyObject *args, PyObject *kwds) {
         return -1;
     }
     d->n_arg_keys = n;
+    d->last_thread = -1;
     d->n_event_args = event_args;
     d->max_depth = max_depth;
     d->arg_keys_arena.len = 0;
@@ -978,9 +994,14 @@ static int Decoder_init(Decoder *d, PyObject *args, PyObject *kwds) {
 static void Decoder_dealloc(Decoder *d) {
     Buf *bufs[] = {&d->arg_keys_arena, &d->carry, &d->scratch, &d->ev_phase, &d->ev_name, &d->ev_cat,
                    &d->ev_thread, &d->ev_ts, &d->ev_dur, &d->fl_phase, &d->fl_cat, &d->fl_thread, &d->fl_ts,
-                   &d->fl_key, &d->fl_bp, &d->ar_attr, &d->ar_row, &d->ar_kind, &d->ar_value, &d->json_arena,
+                   &d->fl_key, &d->fl_bp, &d->json_arena,
                    &d->json_offsets, &d->meta_arena, &d->meta_offsets, &d->top_arena, &d->top_offsets};
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) buf_free(bufs[i]);
+    for (int k = 0; k < MAX_ARG_KEYS; k++) {
+        buf_free(&d->ar_row[k]);
+        buf_free(&d->ar_kind[k]);
+        buf_free(&d->ar_value[k]);
+    }
     Table *tables[] = {&d->names, &d->values, &d->arg_strings, &d->threads, &d->flow_keys};
     for (size_t i = 0; i < sizeof tables / sizeof tables[0]; i++) table_free(tables[i]);
     Py_TYPE(d)->tp_free((PyObject *)d);
@@ -1045,10 +1066,11 @@ static PyObject *Decoder_feed(Decoder *d, PyObject *args) {
 static PyObject *Decoder_held(Decoder *d, PyObject *unused) {
     Buf *bufs[] = {&d->carry, &d->scratch, &d->ev_phase, &d->ev_name, &d->ev_cat, &d->ev_thread, &d->ev_ts,
                    &d->ev_dur, &d->fl_phase, &d->fl_cat, &d->fl_thread, &d->fl_ts, &d->fl_key, &d->fl_bp,
-                   &d->ar_attr, &d->ar_row, &d->ar_kind, &d->ar_value, &d->json_arena, &d->json_offsets,
+                   &d->json_arena, &d->json_offsets,
                    &d->meta_arena, &d->meta_offsets, &d->top_arena, &d->top_offsets};
     Py_ssize_t held = 0;
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) held += bufs[i]->cap;
+    for (int k = 0; k < MAX_ARG_KEYS; k++) held += d->ar_row[k].cap + d->ar_kind[k].cap + d->ar_value[k].cap;
     Table *tables[] = {&d->names, &d->values, &d->arg_strings, &d->threads, &d->flow_keys};
     for (size_t i = 0; i < sizeof tables / sizeof tables[0]; i++) {
         Table *t = tables[i];
@@ -1057,7 +1079,25 @@ static PyObject *Decoder_held(Decoder *d, PyObject *unused) {
     return PyLong_FromSsize_t(held);
 }
 
-static PyObject *bytes_of(Buf *b) { return PyBytes_FromStringAndSize((const char *)b->data, b->len); }
+/* A column as bytes; its buffer is freed at once, so a column is never held twice for long. */
+static PyObject *bytes_of(Buf *b) {
+    PyObject *out = PyBytes_FromStringAndSize((const char *)b->data, b->len);
+    buf_free(b);
+    return out;
+}
+
+/* The kept args' columns: per arg key (of the first n_event_args), (rows, kinds, values) as bytes. */
+static PyObject *args_of(Decoder *d) {
+    PyObject *list = PyList_New(d->n_event_args);
+    if (!list) return NULL;
+    for (Py_ssize_t k = 0; k < d->n_event_args; k++) {
+        PyObject *triple = Py_BuildValue("(NNN)", bytes_of(&d->ar_row[k]), bytes_of(&d->ar_kind[k]),
+                                         bytes_of(&d->ar_value[k]));
+        if (!triple) { Py_DECREF(list); return NULL; }
+        PyList_SET_ITEM(list, k, triple);
+    }
+    return list;
+}
 
 /* A table's keys as a list of str (UTF-8, validated as they were read). */
 static PyObject *strings_of(Table *t) {
@@ -1111,14 +1151,13 @@ static PyObject *Decoder_finish(Decoder *d, PyObject *unused) {
     PyObject *values = strings_of(&d->values);
     if (!values) return NULL;
     PyObject *out = Py_BuildValue(
-        "{s:N,s:N,s:N,s:N,s:N,s:N, s:N,s:N,s:N,s:N,s:N,s:N, s:N,s:N,s:N,s:N,s:N,s:N, s:N,s:N,s:N,s:N,"
-        "s:N,s:N,s:N,s:N,s:L,s:L,s:i}",
+        "{s:N,s:N,s:N,s:N,s:N,s:N, s:N,s:N,s:N,s:N,s:N,s:N, s:N, s:N,s:N, s:N,s:N, s:N,s:N,"
+        " s:N,s:N,s:N,s:N, s:L,s:L,s:i}",
         "ev_phase", bytes_of(&d->ev_phase), "ev_name", bytes_of(&d->ev_name), "ev_cat", bytes_of(&d->ev_cat),
         "ev_thread", bytes_of(&d->ev_thread), "ev_ts", bytes_of(&d->ev_ts), "ev_dur", bytes_of(&d->ev_dur),
         "fl_phase", bytes_of(&d->fl_phase), "fl_cat", bytes_of(&d->fl_cat), "fl_thread", bytes_of(&d->fl_thread),
         "fl_ts", bytes_of(&d->fl_ts), "fl_key", bytes_of(&d->fl_key), "fl_bp", bytes_of(&d->fl_bp),
-        "ar_attr", bytes_of(&d->ar_attr), "ar_row", bytes_of(&d->ar_row), "ar_kind", bytes_of(&d->ar_kind),
-        "ar_value", bytes_of(&d->ar_value), "json_arena", bytes_of(&d->json_arena),
+        "args", args_of(d), "json_arena", bytes_of(&d->json_arena),
         "json_offsets", bytes_of(&d->json_offsets),
         "meta_arena", bytes_of(&d->meta_arena), "meta_offsets", bytes_of(&d->meta_offsets),
         "top_arena", bytes_of(&d->top_arena), "top_offsets", bytes_of(&d->top_offsets),

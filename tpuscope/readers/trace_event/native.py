@@ -135,10 +135,20 @@ def new_decoder() -> Any:
 
 def decode_text(path: Path, text: memoryview | bytes) -> TraceEventFile | Declined:
     """A whole document (UTF-8, from its first non-blank byte) through the C decoder."""
+    read = feed_text(text)
+    return read if isinstance(read, Declined) else file_of(path, read)
+
+
+def feed_text(text: memoryview | bytes) -> Any:
+    """The decoder after reading a whole document, or why it declined; the text is not needed after
+    this (the caller may free it before `file_of`)."""
     decoder = new_decoder()
     reason = decoder.feed(text, True)
-    if reason is not None:
-        return Declined(reason)
+    return decoder if reason is None else Declined(reason)
+
+
+def file_of(path: Path, decoder: Any) -> TraceEventFile | Declined:
+    """The file from a decoder that read a whole document."""
     return _file_from(path, decoder.finish())
 
 
@@ -271,16 +281,10 @@ def _file_from(path: Path, out: dict) -> TraceEventFile | Declined:
     event_name, event_cat = _column(out["ev_name"], np.int32), _column(out["ev_cat"], np.int32)
     flow_phase, flow_cat = _column(out["fl_phase"], np.uint8), _column(out["fl_cat"], np.int32)
     flow_key, flow_bp = _column(out["fl_key"], np.int32), _column(out["fl_bp"], np.uint8)
-    arg_attr, arg_row = _column(out["ar_attr"], np.uint8), _column(out["ar_row"], np.int64)
-    arg_kind, arg_value = _column(out["ar_kind"], np.uint8), _column(out["ar_value"], np.int64)
     if not event_keep.all():
         event_phase, event_name, event_cat, event_thread, ts_us, dur_us = (
             column[event_keep] for column in (event_phase, event_name, event_cat, event_thread, ts_us, dur_us)
         )
-        new_row = np.cumsum(event_keep) - 1
-        arg_kept = event_keep[arg_row]
-        arg_attr, arg_kind, arg_value = arg_attr[arg_kept], arg_kind[arg_kept], arg_value[arg_kept]
-        arg_row = new_row[arg_row[arg_kept]]
     if not flow_keep.all():
         flow_phase, flow_cat, flow_thread, flow_ts_us, flow_key, flow_bp = (
             column[flow_keep] for column in (flow_phase, flow_cat, flow_thread, flow_ts_us, flow_key, flow_bp)
@@ -298,7 +302,7 @@ def _file_from(path: Path, out: dict) -> TraceEventFile | Declined:
         names=[names[i] for i in name_order.tolist()],
         categories=[names[i] for i in category_order.tolist()],
         threads=thread_list,
-        args=_args(arg_attr, arg_row, arg_kind, arg_value, out),
+        args=_args(out, event_keep),
     )
     flows = FlowColumns(
         phase=flow_phase,
@@ -313,21 +317,21 @@ def _file_from(path: Path, out: dict) -> TraceEventFile | Declined:
     return file
 
 
-def _args(
-    attr: np.ndarray, row: np.ndarray, kind: np.ndarray, value: np.ndarray, out: dict
-) -> dict[str, tuple[np.ndarray, Any]]:
-    """Per kept arg (in ARG_COLUMNS order), the rows that carry it and their values."""
-    if not len(attr):
-        return {}
-    order = np.argsort(attr, kind="stable")
-    counts = np.bincount(attr, minlength=len(ARG_COLUMNS))
-    bounds = np.concatenate([[0], np.cumsum(counts)])
+def _args(out: dict, event_keep: np.ndarray) -> dict[str, tuple[np.ndarray, Any]]:
+    """Per kept arg (in ARG_COLUMNS order), the rows that carry it and their values; rows of dropped
+    events left out and the rest renumbered."""
     strings = out["arg_strings"]
     texts = _pieces(out["json_arena"], out["json_offsets"])
+    new_row = None if event_keep.all() else np.cumsum(event_keep) - 1
     result: dict[str, tuple[np.ndarray, Any]] = {}
-    for k, (attribute, _) in enumerate(ARG_COLUMNS):
-        if not counts[k]:
+    for (attribute, _), (rows, kinds, values) in zip(ARG_COLUMNS, out["args"], strict=True):
+        if not rows:
             continue
-        picked = order[bounds[k] : bounds[k + 1]]
-        result[attribute] = (row[picked], ArgValues(kind[picked], value[picked], strings, texts))
+        row, kind, value = _column(rows, np.int64), _column(kinds, np.uint8), _column(values, np.int64)
+        if new_row is not None:
+            kept = event_keep[row]
+            row, kind, value = new_row[row[kept]], kind[kept], value[kept]
+            if not len(row):
+                continue
+        result[attribute] = (row, ArgValues(kind, value, strings, texts))
     return result

@@ -34,7 +34,12 @@ def read_file(path: Path, use_c: bool = True) -> TraceEventFile:
             result = native.read_gzip(path)
         elif magic:
             data, _ = read_profile_bytes(path)
-            result = native.decode_text(path, _utf8_text(path, data))
+            read = native.feed_text(_utf8_text(path, data))
+            if isinstance(read, native.Declined):
+                result = read
+            else:
+                data = None  # the text is freed before the columns are made: the peak is one of them
+                result = native.file_of(path, read)
         else:
             result = native.Declined("the file cannot be read")
         if isinstance(result, TraceEventFile):
