@@ -217,8 +217,9 @@ def _shifted(summary: HostSummary, offset_ps: int) -> HostSummary:
         kind: [_shift_item(item, offset_ps) for item in items] for kind, items in summary.evidence.items()
     }
     return replace(
-        summary, start_ps=summary.start_ps + offset_ps, end_ps=summary.end_ps + offset_ps, evidence=evidence
-    )
+        summary, start_ps=summary.start_ps + offset_ps, end_ps=summary.end_ps + offset_ps, evidence=evidence,
+        collective_ends=summary.collective_ends.shifted(offset_ps),
+    )  # fmt: skip
 
 
 def _shift_item(item: dict[str, Any], offset_ps: int) -> dict[str, Any]:

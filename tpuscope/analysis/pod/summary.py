@@ -25,6 +25,7 @@ from tpuscope.analysis.facts.context import Context
 from tpuscope.analysis.facts.evidence import MAX_EVIDENCE, event_evidence
 from tpuscope.analysis.facts.intervals import Intervals, difference, empty, merge_intervals, window_total
 from tpuscope.analysis.facts.waits import compile_wait_intervals, input_wait_intervals, input_work_events
+from tpuscope.analysis.pod.clocks import CollectiveEnds, LaunchSkew, collective_ends, launch_skew
 from tpuscope.analysis.pod.collectives import CollectiveNames, dcn_events, device_collective_events, union_of
 from tpuscope.analysis.steps import SOURCE_NONE
 from tpuscope.model.flows import Flows
@@ -71,6 +72,10 @@ class HostSummary:
     step_track: str = ""
     step_event_index: np.ndarray = field(default_factory=lambda: np.empty(0, np.int64))
     evidence: dict[str, list[dict[str, Any]]] = field(default_factory=dict)  # EVIDENCE_KINDS -> items
+    # Its first device's synchronizing collectives and its devices' ops against their launches, to
+    # compare its clock with the other hosts' (`tpuscope.analysis.pod.clocks`).
+    collective_ends: CollectiveEnds = field(default_factory=CollectiveEnds)
+    launch_skew: list[LaunchSkew] = field(default_factory=list)
 
     def __len__(self) -> int:
         return len(self.step_number)
@@ -123,8 +128,10 @@ def summarize_host(ctx: Context, host: str | None = None) -> HostSummary:
     exposed = np.zeros((len(devices), n))
     collective_events = list(dcn)
     other_ops = []  # each device's non-collective ops, found once
+    clock_events: list[tuple[Track, np.ndarray]] = []  # the first device's with collectives
     for row, device in enumerate(devices):
         events = device_collective_events(device, names)
+        clock_events = clock_events or events
         collective_events.extend(events)
         ops = _non_collective_ops([device], names)
         other_ops.extend(ops)
@@ -166,6 +173,8 @@ def summarize_host(ctx: Context, host: str | None = None) -> HostSummary:
         step_plane=steps.track.plane.name if steps.track is not None else "",
         step_track=steps.track.name if steps.track is not None else "",
         step_event_index=steps.event_index.astype(np.int64),
+        collective_ends=collective_ends(clock_events, steps.number, p0, p1),
+        launch_skew=launch_skew(ctx.trace),
         evidence={
             "input": _longest(input_work_events(ctx), "data loading / input", in_steps),
             "host": _longest(_host_work_events(ctx, input_wait, compile_wait), "host work", in_steps),
