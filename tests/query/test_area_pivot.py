@@ -105,3 +105,23 @@ def test_sums_past_float_precision_stay_exact():
     assert exact_bincount(bins, values % 1000, 4).tolist() == [
         int(sum(values[bins == b] % 1000)) for b in range(4)
     ]
+
+
+@pytest.mark.parametrize("path", PROFILES[:3], ids=lambda p: p.name[:40])
+def test_parent_id_is_the_enclosing_event_one_level_up(path):
+    session = QuerySession(open_trace(path))
+    ((nested, with_parent, wrong),) = session.sql(
+        """SELECT count(*) FILTER (WHERE c.depth > 0), count(c.parent_id),
+                  count(*) FILTER (WHERE p.depth != c.depth - 1 OR p.track_id != c.track_id
+                                   OR p.ts_ps > c.ts_ps OR p.ts_ps + p.dur_ps < c.ts_ps + c.dur_ps)
+           FROM events c LEFT JOIN events p ON p.id = c.parent_id"""
+    ).fetchall()
+    assert 0 < with_parent <= nested and wrong == 0
+    # an event without a parent has no event one level up around it (async rows stack, not nest)
+    ((orphans_inside,),) = session.sql(
+        """SELECT count(*) FROM events c JOIN events p
+             ON p.track_id = c.track_id AND p.depth = c.depth - 1
+            AND p.ts_ps <= c.ts_ps AND p.ts_ps + p.dur_ps >= c.ts_ps + c.dur_ps AND c.dur_ps > 0
+           WHERE c.parent_id IS NULL"""
+    ).fetchall()
+    assert orphans_inside == 0

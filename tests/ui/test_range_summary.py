@@ -17,7 +17,7 @@ from tpuscope.ui.range_summary import range_pivot_html
 
 
 def brute_force(tracks, t0: int, t1: int) -> dict[str, tuple[int, int, int]]:
-    """Per name (count, total, self), one event at a time; children found by containment one level down."""
+    """Per name (count, total, self), one event at a time; children: the events one level down inside it."""
     out: dict[str, list[int]] = defaultdict(lambda: [0, 0, 0])
     for track in tracks:
         starts, ends, depth = track.start_ps.tolist(), track.end_ps.tolist(), track.depth.tolist()
@@ -27,7 +27,9 @@ def brute_force(tracks, t0: int, t1: int) -> dict[str, tuple[int, int, int]]:
         clipped = {i: max(0, min(ends[i], t1) - max(starts[i], t0)) for i in inside}
         for i in inside:
             children = [
-                j for j in inside if depth[j] == depth[i] + 1 and starts[i] <= starts[j] < ends[i] and j > i
+                j
+                for j in inside
+                if depth[j] == depth[i] + 1 and starts[i] <= starts[j] and ends[j] <= ends[i] and j > i
             ]
             row = out[track.event_name(i)]
             row[0] += 1

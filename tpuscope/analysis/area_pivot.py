@@ -84,10 +84,12 @@ def clipped_self_times(
 ) -> tuple[np.ndarray, np.ndarray]:
     """Clipped duration and self time of each event at `indices` (all events overlapping the range).
 
-    An event's parent is the last event one level up that precedes it on the track (events are in
-    start order, so that is the one containing it)."""
+    An event's parent is the last event one level up that precedes it on the track when that event
+    contains it (events are in start order, so no earlier one can); stacked rows of overlapping
+    async events do not nest, and there an event has no parent."""
+    ends = track.start_ps[indices] + track.duration_ps[indices]
     start = np.maximum(track.start_ps[indices], t0_ps)
-    end = np.minimum(track.start_ps[indices] + track.duration_ps[indices], t1_ps)
+    end = np.minimum(ends, t1_ps)
     clipped = np.maximum(end - start, 0)
     children = np.zeros(len(indices), np.int64)
     depth = track.depth[indices]
@@ -97,8 +99,9 @@ def clipped_self_times(
         if not len(parents) or not len(kids):
             continue
         owner = np.searchsorted(parents, kids) - 1
-        has_owner = owner >= 0
-        children += exact_bincount(parents[owner[has_owner]], clipped[kids[has_owner]], len(indices))
+        kids, owners = kids[owner >= 0], parents[owner[owner >= 0]]
+        contains = ends[owners] >= ends[kids]  # it starts no later, by the track's order
+        children += exact_bincount(owners[contains], clipped[kids[contains]], len(indices))
     return clipped, np.maximum(clipped - children, 0)
 
 

@@ -3,9 +3,8 @@ user can see how its numbers are made, change the query and run it in the Query 
 
 The query says the pivot's own definition: the events of the chosen tracks that overlap the range
 (a zero-length event counts when it lies inside), their durations clipped to it, and each event's
-self time its clipped time minus its direct children's, a child's parent being the last event one
-level up before it on its track (an ASOF join, https://duckdb.org/docs/stable/guides/sql_features/
-asof_join). Its rows equal the pivot's: `label`, `count`, `total_ps`, `self_ps`, `avg_ps`.
+self time its clipped time minus its direct children's (`events.parent_id`, the event one level up
+that contains it). Its rows equal the pivot's: `label`, `count`, `total_ps`, `self_ps`, `avg_ps`.
 """
 
 from __future__ import annotations
@@ -47,16 +46,13 @@ def area_pivot_sql(
         where += f"\n    {tracks}"
     return f"""-- the selected area, {t0} ps to {t1} ps, by {dimension}
 WITH area AS (
-  SELECT id, track_id, depth, {column} AS label,
+  SELECT id, parent_id, {column} AS label,
          greatest(least(ts_ps + dur_ps, {t1}) - greatest(ts_ps, {t0}), 0) AS clipped_ps
   FROM events
   WHERE {where}
 ),
-children AS (  -- each event's parent: the last event one level up before it on its track
-  SELECT parent.id AS parent_id, sum(child.clipped_ps) AS children_ps
-  FROM area child ASOF JOIN area parent
-    ON child.track_id = parent.track_id AND child.depth = parent.depth + 1 AND child.id >= parent.id
-  GROUP BY parent.id
+children AS (  -- the clipped time of each event's direct children in the area
+  SELECT parent_id, sum(clipped_ps) AS children_ps FROM area WHERE parent_id IS NOT NULL GROUP BY parent_id
 )
 SELECT label, count(*) AS count, sum(clipped_ps) AS total_ps,
        sum(greatest(clipped_ps - coalesce(children_ps, 0), 0)) AS self_ps,

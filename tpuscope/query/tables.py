@@ -151,6 +151,12 @@ class TraceColumns:
             return self._chunked([pa.array(get(t).astype(np.int64, copy=False)) for t in tracks], pa.int64())
         if name == "depth":
             return self._chunked([pa.array(t.depth.astype(np.int16, copy=False)) for t in tracks], pa.int16())
+        if name == "parent_id":
+            chunks = []
+            for k, t in enumerate(tracks):
+                parent = parent_indices(t)
+                chunks.append(pa.array(parent + self.offsets[k], mask=parent < 0))
+            return self._chunked(chunks, pa.int64())
         if name == "name":
             strings = self.strings()
             chunks = [_dictionary(t.name_id, strings) for t in tracks]
@@ -220,6 +226,25 @@ class TraceColumns:
             indices = pa.array(np.where(present, values, 0).astype(np.int32), pa.int32(), mask=~present)
             return pa.DictionaryArray.from_arrays(indices, self.strings(), safe=False)
         return pa.array(values, arrow_type, mask=~present)
+
+
+def parent_indices(track: Track) -> np.ndarray:
+    """Each event's parent on its track (-1 for none): the last event one level up before it, when it
+    contains the event (events are in start order, ties longer first, so no earlier one can). Stacked
+    rows of overlapping async events are levels that do not nest: there an event has no parent."""
+    depth = track.depth
+    parent = np.full(len(depth), -1, np.int64)
+    order = np.argsort(depth, kind="stable")  # each level's events in track order, levels in turn
+    levels = np.searchsorted(depth[order], np.arange(int(depth.max()) + 2 if len(depth) else 0))
+    for d in range(1, len(levels) - 1):
+        parents, kids = order[levels[d - 1] : levels[d]], order[levels[d] : levels[d + 1]]
+        if not len(parents) or not len(kids):
+            continue
+        owner = np.searchsorted(parents, kids) - 1
+        kids, owners = kids[owner >= 0], parents[owner[owner >= 0]]
+        contains = track.end_ps[owners] >= track.end_ps[kids]  # (it starts no later, by the order)
+        parent[kids[contains]] = owners[contains]
+    return parent
 
 
 def _dictionary(indices: np.ndarray, values: pa.Array) -> pa.DictionaryArray:
@@ -449,6 +474,7 @@ TABLES: dict[str, TableSpec] = {
                 _c("dur_ps", _I64, "duration in picoseconds"),
                 _c("name", _NAMES, "the event's name as the file writes it"),
                 _c("depth", pa.int16(), "nesting depth on its track (0: outermost)"),
+                _c("parent_id", _I64, "the event one level up that contains it (events.id), else null"),
                 *(_c(col, _STAT_TYPES[kind], meaning) for col, _, kind, meaning in EVENT_STATS),
                 _c(
                     "step",
