@@ -214,3 +214,15 @@ def test_the_cards_wrap_evenly_to_the_width(qtbot, traces, width):
     expected = [7] if width >= 1330 else [4, 3]
     assert [rows[y] for y in sorted(rows)] == expected
     view.shutdown()
+
+
+def test_opened_in_the_window_the_page_names_the_profile_and_its_hosts(qtbot, window):
+    """The window makes its views late (after its first paint, or with the first load): each must
+    still hear which trace the hub holds, or the Overview shows '–' for its hosts and span."""
+    from tests.ui.conftest import open_and_wait
+
+    trace = open_and_wait(qtbot, window, TPU_TRACE)
+    view = window.views["overview"]
+    assert view.title.text() == TPU_TRACE.name
+    assert view.cards["hosts"].value.text() == str(len(trace.hosts))
+    assert view.cards["span"].value.text() == format_headline_duration(trace.duration_ps)

@@ -535,6 +535,7 @@ class MainWindow(QMainWindow):
             f"{len(trace.planes)} planes, {len(trace.hosts)} host(s)"
         )
         self.status_label.setText(self._status_head)
+        self._build_views()  # before the hub says which trace it holds: a view made later misses it
         self.hub.set_analysis(result.analysis)
         self.stack.setCurrentWidget(self.tabs)
         first = next(key for key in FIRST_VIEWS if key in self.views)
