@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 
 from tpuscope.analysis.diagnose import (
     async_wait,
+    clock_offset,
     collective_bound,
     cpu_fallback,
     dtype,
@@ -63,6 +64,7 @@ _RULE_MODULES = (
     dtype,
     sparsecore,
     embedding_lookup,
+    clock_offset,
 )
 # Each rule's impact levels: a warning or critical finding of the rule has an impact at or above its
 # `warning` level (tests hold every rule to it on every real profile).

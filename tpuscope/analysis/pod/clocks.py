@@ -27,6 +27,7 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 
 from tpuscope.model.trace import Trace, Track
+from tpuscope.model.vocabulary import EventClass
 
 # Collectives that synchronize every participant: not the `-start` half of an async pair (it ends
 # once the transfer is issued), nor the `-done` half, nor point-to-point transfers.
@@ -242,9 +243,13 @@ def launch_skew(trace: Trace) -> list[LaunchSkew]:
     tracks = trace.track_list()
     source_start = np.empty(len(flows), np.int64)
     target_start = np.empty(len(flows), np.int64)
+    is_launch = np.zeros(len(flows), bool)  # flows from a sync or a callback say nothing of clocks
     for number in np.unique(flows.source_track).tolist():
         rows = flows.source_track == number
-        source_start[rows] = tracks[number].start_ps[flows.source_event[rows]]
+        events = flows.source_event[rows]
+        source_start[rows] = tracks[number].start_ps[events]
+        classes = trace.classes_of(tracks[number].name_id[events])
+        is_launch[rows] = (classes & np.uint32(EventClass.LAUNCH)) > 0
     plane_of = np.empty(len(flows), np.int64)
     planes = {id(p): k for k, p in enumerate(trace.planes)}
     for number in np.unique(flows.target_track).tolist():
@@ -257,7 +262,9 @@ def launch_skew(trace: Trace) -> list[LaunchSkew]:
         plane = trace.planes[k]
         if not plane.is_device:
             continue
-        mine = lead[plane_of == k]
+        mine = lead[(plane_of == k) & is_launch]
+        if len(mine) == 0:
+            continue
         early = mine > LAUNCH_SKEW_TOLERANCE_PS
         offset = int(mine.max(initial=0)) if early.any() else 0
         found.append(LaunchSkew(plane.name, len(mine), int(early.sum()), offset))

@@ -103,13 +103,24 @@ class HostSummary:
 
 def host_trace(trace: Trace, host: str) -> Trace:
     """A view of `trace` holding only `host`'s planes (sharing its columns, strings and dialect)."""
-    return replace(
-        trace,
-        planes=[p for p in trace.planes if p.host == host],
-        hosts=[host],
-        flows=Flows.empty(),  # flows number the whole trace's tracks
-        _track_numbers=None,
-    )
+    planes = [p for p in trace.planes if p.host == host]
+    flows = _flows_within(trace, planes)
+    return replace(trace, planes=planes, hosts=[host], flows=flows, _track_numbers=None)
+
+
+def _flows_within(trace: Trace, planes: list) -> Flows:
+    """The flows of `trace` between tracks of `planes`, numbered as their view numbers its tracks."""
+    flows = trace.flows
+    if len(flows) == 0:
+        return Flows.empty()
+    kept = {id(p) for p in planes}
+    inside = np.array([id(t.plane) in kept for t in trace.tracks()], bool)
+    renumber = np.cumsum(inside) - 1
+    rows = inside[flows.source_track] & inside[flows.target_track]
+    return Flows(
+        renumber[flows.source_track[rows]].astype(np.int32), flows.source_event[rows],
+        renumber[flows.target_track[rows]].astype(np.int32), flows.target_event[rows], flows.category[rows],
+    )  # fmt: skip
 
 
 def summarize_host(ctx: Context, host: str | None = None) -> HostSummary:

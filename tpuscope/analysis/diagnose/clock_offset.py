@@ -1,0 +1,118 @@
+"""Rule `clock_offset`: a host's clock (or a device's) is visibly off, and by how much.
+
+A host whose collectives lie wholly before or after the other hosts' instances of the same
+collective, time after time, has a clock that is off: collectives synchronize, so on true time
+they overlap (`tpuscope.analysis.pod.clocks` says how it is measured, from the pod's per-host
+summaries, the same on every path). A device whose ops start before the host launches that
+started them has a clock that is off its host's. Neither costs time, but both misplace events on
+the merged timeline: a host can look late, or early, by the offset. The app aligns the merged
+timeline by the offsets found (`tpuscope.model.clock_shift`).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from tpuscope.analysis.diagnose.finding import Finding, Impact, ImpactThresholds, RuleOutcome, ms
+from tpuscope.analysis.facts.context import Context
+from tpuscope.analysis.pod.clocks import MIN_MATCHED_INSTANCES, ClockEstimate, estimate_offsets
+
+RULE_ID = "clock_offset"
+# Severity by the offset as a share of the median step. Our heuristic: from 5% of a step (XProf's
+# band for a cost worth a warning) the offset is as large as the straggler waits that warn, so a
+# host can look late or early at the collectives by as much on the merged timeline; from half a
+# step its steps sit against the others' neighbouring steps.
+IMPACT_THRESHOLDS = ImpactThresholds(
+    5.0, 50.0, "our heuristic: the offset as a share of the median step (5%: as large as a straggler "
+    "wait that warns; 50%: a host's steps sit against the others' neighbouring steps)"
+)  # fmt: skip
+BASIS = "the clock offset as a share of the median step: how far the events sit off on the timeline"
+ADVICE = [
+    "Keep the hosts' clocks in sync (chrony or NTP on every VM; Cloud TPU VMs sync to the metadata "
+    "server's clock): an offset makes a host look late or early on the merged timeline.",
+    "The app aligns the merged timeline by the offset measured here (View > Align Host Clocks).",
+]
+
+
+def run(ctx: Context) -> RuleOutcome:
+    pod = ctx.pod
+    summaries = pod.summaries
+    estimate = estimate_offsets([(s.host, s.collective_ends) for s in summaries])
+    steps = [float(np.median(s.step_ps)) for s in summaries if len(s)]
+    step_ps = float(np.median(steps)) if steps else 0.0
+    findings = [_host_finding(estimate, h.host, step_ps) for h in estimate.off]
+    devices = [(s.host, skew) for s in summaries for skew in s.launch_skew]
+    findings += [_device_finding(host, skew, step_ps) for host, skew in devices if skew.visibly_off]
+    return RuleOutcome(findings, _checked(estimate, devices))
+
+
+def _checked(estimate: ClockEstimate, devices) -> str:
+    parts = []
+    if estimate.hosts:
+        matched = min(h.matched for h in estimate.hosts)
+        parts.append(
+            f"{len(estimate.off)} of {len(estimate.hosts)} hosts' collectives lie outside the others' "
+            f"(>= {MIN_MATCHED_INSTANCES} shared instances; fewest shared: {matched})"
+        )
+    if devices:
+        early = sum(1 for _, s in devices if s.visibly_off)
+        parts.append(f"{early} of {len(devices)} devices start ops before their launches")
+    return "; ".join(parts) or "one host and no launch flows: no clocks to compare"
+
+
+def _impact(offset_ps: float, step_ps: float) -> Impact | None:
+    if step_ps <= 0:
+        return None
+    return Impact(BASIS, round(100.0 * abs(offset_ps) / step_ps, 2), ms(abs(offset_ps)))
+
+
+def _host_finding(estimate: ClockEstimate, host: str, step_ps: float) -> Finding:
+    clock = next(h for h in estimate.hosts if h.host == host)
+    way = "ahead of" if clock.offset_ps > 0 else "behind"
+    offset = ms(clock.offset_ps)
+    title = f"{host}'s clock is {abs(offset):g} ms {way} {estimate.reference}"
+    explanation = (
+        f"In {clock.disjoint} of the {clock.matched} collective instances {host} shares with the other "
+        f"hosts, its instance lies wholly {'after' if clock.offset_ps > 0 else 'before'} theirs, although "
+        f"a collective holds every host until the last one arrives: its clock reads "
+        f"{abs(offset):g} ms {'later' if clock.offset_ps > 0 else 'earlier'} than {estimate.reference} "
+        f"(median of its instances' end minus the others' median end; spread {ms(clock.spread_ps):g} ms). "
+        "Its events sit that far off the others' on the merged timeline; the app aligns them by it."
+    )
+    metrics: dict[str, Any] = {
+        "host": host,
+        "offset_ms": offset,
+        "reference": estimate.reference,
+        "matched_instances": clock.matched,
+        "disjoint_instances": clock.disjoint,
+        "spread_ms": ms(clock.spread_ps),
+    }
+    return _finding(title, explanation, metrics, clock.offset_ps, step_ps)
+
+
+def _device_finding(host: str, skew, step_ps: float) -> Finding:
+    title = f"{host}: {skew.device}'s ops start up to {ms(skew.offset_ps):g} ms before their launches"
+    explanation = (
+        f"{skew.early} of the {skew.flows} ops launched onto {skew.device} start before the host event "
+        f"that launched them, by up to {ms(skew.offset_ps):g} ms: the device's clock reads at least that "
+        "much earlier than its host's. Its ops sit that far off the host's on the timeline."
+    )
+    metrics: dict[str, Any] = {
+        "host": host,
+        "device": skew.device,
+        "offset_ms": -ms(skew.offset_ps),
+        "launch_flows": skew.flows,
+        "early_ops": skew.early,
+    }
+    return _finding(title, explanation, metrics, float(skew.offset_ps), step_ps)
+
+
+def _finding(title: str, explanation: str, metrics: dict[str, Any], offset_ps: float, step_ps: float):
+    impact = _impact(offset_ps, step_ps)
+    severity = IMPACT_THRESHOLDS.severity(impact)
+    finding = Finding(RULE_ID, severity, title, explanation, metrics, [], list(ADVICE), impact)
+    if impact is None:
+        finding.impact_note = "no steps: the offset cannot be weighed against a step"
+    return finding
