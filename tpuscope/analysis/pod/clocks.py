@@ -189,14 +189,33 @@ def estimate_offsets(per_host: list[tuple[str, CollectiveEnds]]) -> ClockEstimat
         return ClockEstimate([_clock(hosts[0], start[0], end[0], start[1], end[1], reference=True),
                               _clock(hosts[1], start[1], end[1], start[0], end[0])],
                              f"{hosts[0]}'s clock")  # fmt: skip
-    found = []
-    for k, host in enumerate(hosts):
-        others = np.delete(np.arange(len(hosts)), k)
-        with np.errstate(all="ignore"):
-            other_start = _nanmedian(start[others])
-            other_end = _nanmedian(end[others])
-        found.append(_clock(host, start[k], end[k], other_start, other_end))
+    others_start, others_end = _others_nanmedian(start), _others_nanmedian(end)
+    found = [_clock(host, start[k], end[k], others_start[k], others_end[k]) for k, host in enumerate(hosts)]
     return ClockEstimate(found, "the other hosts' clocks (their median)")
+
+
+def _others_nanmedian(values: np.ndarray) -> np.ndarray:
+    """Row k: the column medians of every row but k, ignoring NaN (`_nanmedian` of the others, for
+    all k at once: each column sorted once, then each row's median read around its own place, so
+    256 hosts cost one sort instead of 256 medians of 255 rows)."""
+    rows, width = values.shape
+    order = np.argsort(values, axis=0, kind="stable")  # NaN sort last
+    ordered = np.take_along_axis(values, order, axis=0)
+    present = ~np.isnan(values)
+    count = present.sum(axis=0)  # per column
+    rank = np.empty_like(order)
+    np.put_along_axis(rank, order, np.arange(rows)[:, None].repeat(width, axis=1), axis=0)
+    rank = np.where(present, rank, rows)  # an absent row removes nothing
+    n = count[None, :] - present  # the others' count, per row and column
+    low, high = (n - 1) // 2, n // 2
+
+    def at(position: np.ndarray) -> np.ndarray:
+        index = np.clip(position + (position >= rank), 0, rows - 1)
+        return np.take_along_axis(ordered, index, axis=0)
+
+    with np.errstate(all="ignore"):
+        median = (at(np.maximum(low, 0)) + at(np.maximum(high, 0))) / 2
+    return np.where(n > 0, median, np.nan)
 
 
 def _nanmedian(values: np.ndarray) -> np.ndarray:
