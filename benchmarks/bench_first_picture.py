@@ -184,6 +184,11 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--file", type=Path, default=DEFAULT_FILE)
     parser.add_argument("--before", default=DEFAULT_BEFORE, help="git ref of the peer (default %(default)s)")
+    parser.add_argument(
+        "--now",
+        metavar="REF",
+        help="measure this git ref instead of the working tree (a snapshot others' edits cannot change)",
+    )
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--warm", action="store_true", help="re-open with the columnar cache filled")
     parser.add_argument("--json", type=Path, help="also write the medians here")
@@ -205,7 +210,8 @@ def main() -> int:
         subprocess.run([sys.executable, str(ROOT / "benchmarks" / "generate_xspace.py")], check=True)
     with tempfile.TemporaryDirectory(prefix="tpuscope-first-picture-") as scratch:
         before = checkout_at(args.before, Path(tempfile.mkdtemp(dir=scratch)))
-        contenders = {f"before ({args.before})": before, "now": ROOT}
+        now = checkout_at(args.now, Path(tempfile.mkdtemp(dir=scratch))) if args.now else ROOT
+        contenders = {f"before ({args.before})": before, "now": now}
         trials: dict[str, list[dict[str, float]]] = {name: [] for name in contenders}
         for k in range(args.repeat):
             for name, checkout in contenders.items():  # alternate, so both see the same machine load
