@@ -82,28 +82,47 @@ def _info(file: Path) -> list[str]:
 
 
 def whole_processes(file: Path, repeat: int) -> dict[str, list[float]]:
+    """Each trial runs the contenders in a rotated order, each after the disk has taken every dirty
+    page (os.sync): one contender's cache write is never flushed in another's time."""
     from tpuscope.model import cache
 
     names = ("off", "empty", "ready", "before", "reopen", "open off", "open empty", "open reopen")
     times: dict[str, list[float]] = {k: [] for k in names}
-    for _ in range(repeat):
+
+    def uncached() -> None:
+        os.sync()
         times["off"].append(_wall(_info(file), _env(TPUSCOPE_NO_CACHE="1")))
+        os.sync()
+        times["open off"].append(_open_seconds(file, _env(TPUSCOPE_NO_CACHE="1")))
+
+    def empty_then_reopen() -> None:
         with tempfile.TemporaryDirectory(prefix="tpuscope-bench-cache-") as folder:
+            os.sync()
             start = time.perf_counter()
             _wall(_info(file), _env(TPUSCOPE_CACHE_DIR=folder))
             times["empty"].append(time.perf_counter() - start)
             cache.wait_for_writes(Path(folder))
             times["ready"].append(time.perf_counter() - start)
+            os.sync()
             times["reopen"].append(_wall(_info(file), _env(TPUSCOPE_CACHE_DIR=folder)))
-        times["open off"].append(_open_seconds(file, _env(TPUSCOPE_NO_CACHE="1")))
         with tempfile.TemporaryDirectory(prefix="tpuscope-bench-cache-") as folder:
+            os.sync()
             times["open empty"].append(_open_seconds(file, _env(TPUSCOPE_CACHE_DIR=folder)))
             cache.wait_for_writes(Path(folder))
+            os.sync()
             times["open reopen"].append(_open_seconds(file, _env(TPUSCOPE_CACHE_DIR=folder)))
+
+    def written_before_exit() -> None:
         with tempfile.TemporaryDirectory(prefix="tpuscope-bench-cache-") as folder:
+            os.sync()
             times["before"].append(
                 _wall([PYTHON, "-c", _SYNCHRONOUS, str(file)], _env(TPUSCOPE_CACHE_DIR=folder))
             )
+
+    contenders = [uncached, empty_then_reopen, written_before_exit]
+    for trial in range(repeat):
+        for contender in contenders[trial % 3 :] + contenders[: trial % 3]:
+            contender()
     return times
 
 
