@@ -1,4 +1,4 @@
-"""Pods host by host: 1 vs 2 Dask workers on a 16-host run, and the memory bound on a 64-host run.
+"""Pods host by host: the pod page's light pass against `info`, 1 vs 2 Dask workers, and the memory bound.
 
 Each host file is the generator's TPU-shaped XSpace (benchmarks/generate_xspace.py); the run
 folder holds one hard link per host, so 64 hosts of 100 MB cost 100 MB of disk. Every figure is
@@ -7,11 +7,19 @@ the one-trace load of the same run beside it where that fits in memory.
 
     python benchmarks/bench_pods.py --hosts 16 --events-per-host 1000000
     python benchmarks/bench_pods.py --hosts 64 --events-per-host 3000000 --skip-workers
+    python benchmarks/bench_pods.py --light --hosts 16 64 256 --events-per-host 20000   # scale
+
+`--light` times what the pod page shows first (`tpuscope.pod_pass`: each host file decoded and
+summarized in worker processes, one per core) and then the full per-host diagnosis on the same
+workers, beside `tpuscope info RUN` (the decode of every host, as one trace) of the same run, for
+each host count given: time per host should stay flat as the hosts grow, and peak memory (the
+largest process: the parent holds the summaries, each worker one host) should not grow with them.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import subprocess
 import sys
@@ -45,6 +53,30 @@ _MEASURE = (
 )
 
 
+# The same, with the command's own stdout first.
+# The same, with the command's own stdout first and the CPU seconds of it and its workers last.
+_MEASURE_ECHO = (
+    "import resource, subprocess, sys; r = subprocess.run(sys.argv[1:], capture_output=True, text=True); "
+    "sys.stderr.write(r.stderr); print(r.stdout.strip()); u = resource.getrusage(resource.RUSAGE_CHILDREN); "
+    "print(r.returncode, u.ru_maxrss, u.ru_utime + u.ru_stime)"
+)
+
+
+def timed_cpu(args: list[str]) -> tuple[float, float, float]:
+    """Wall seconds, peak RSS (MB) and CPU seconds of a whole tpuscope process."""
+    env = dict(os.environ, TPUSCOPE_NO_CACHE="1")
+    started = time.perf_counter()
+    result = subprocess.run(
+        [sys.executable, "-c", _MEASURE_ECHO, sys.executable, "-m", "tpuscope", *args],
+        capture_output=True, text=True, env=env, timeout=3600,
+    )  # fmt: skip
+    seconds = time.perf_counter() - started
+    code, peak_kib, cpu = result.stdout.splitlines()[-1].split()
+    if int(code) not in (0, 1):
+        raise SystemExit(f"tpuscope {' '.join(args)} failed: {result.stderr.strip()}")
+    return seconds, int(peak_kib) / 1024, float(cpu)
+
+
 def timed(args: list[str]) -> tuple[float, float]:
     """Wall seconds and peak RSS (MB) of a whole tpuscope process (its largest process, workers included)."""
     env = dict(os.environ, TPUSCOPE_NO_CACHE="1")
@@ -60,16 +92,93 @@ def timed(args: list[str]) -> tuple[float, float]:
     return seconds, int(peak_kib) / 1024
 
 
+# The light pass then the full one, as the pod page runs them; prints their seconds (one JSON line).
+_PASSES = """
+import json, sys, time
+def main():
+    started = time.perf_counter()
+    from tpuscope import pod_cache, pod_pass
+    from tpuscope.analysis.pod_run import combine
+    from tpuscope.runs import host_files
+    files = [str(f) for f in host_files(sys.argv[1])]
+    pool = pod_pass.HostPool()
+    light = []
+    pod_pass.pass_over(pool, files, pod_cache.LIGHT, lambda: False, light.append)
+    run = combine([r for o in sorted(light, key=lambda o: o.index) for r in o.results])
+    shown = time.perf_counter()
+    full = []
+    if sys.argv[2] == "full":
+        pod_pass.pass_over(pool, files, pod_cache.FULL, lambda: False, full.append)
+        combine([r for o in sorted(full, key=lambda o: o.index) for r in o.results])
+    pool.close()
+    print(json.dumps({"light_s": shown - started, "full_s": time.perf_counter() - shown,
+                      "hosts": len(run.hosts), "workers": pool.workers, "steps": run.pod.step_count}))
+if __name__ == "__main__":
+    main()
+"""
+
+
+def passes(run: Path, full: bool) -> tuple[dict, float, float, float]:
+    """The light (and full) pass of `run` in a process of its own: its figures, wall s, peak RSS MB
+    and CPU s (its workers' included)."""
+    script = run.parent.parent.parent / "bench_pod_passes.py"
+    script.write_text(_PASSES)
+    env = dict(os.environ, TPUSCOPE_NO_CACHE="1")
+    started = time.perf_counter()
+    result = subprocess.run(
+        [sys.executable, "-c", _MEASURE_ECHO, sys.executable, str(script), str(run), "full" if full else "light"],  # noqa: E501
+        capture_output=True, text=True, env=env, timeout=3600,
+    )  # fmt: skip
+    seconds = time.perf_counter() - started
+    lines = result.stdout.splitlines()
+    if len(lines) < 2 or not lines[0].startswith("{"):
+        raise SystemExit(f"the pod passes failed: {result.stderr.strip()[-2000:]}")
+    code, peak_kib, cpu = lines[-1].split()
+    return json.loads(lines[0]), seconds, int(peak_kib) / 1024, float(cpu)
+
+
+def light_scale(folder: Path, host_counts: list[int], events: int, full: bool) -> None:
+    print(f"pod page passes vs info, {events:,} events per host (cache off; peak RSS: largest process)")
+    for hosts in host_counts:
+        run = make_run(folder, hosts, events)
+        host_mb = (run / "host000.xplane.pb").stat().st_size / 1e6
+        info_s, info_peak, info_cpu = timed_cpu(["info", str(run)])
+        figures, _, peak, cpu = passes(run, full)
+        light = figures["light_s"]
+        line = (
+            f"{hosts:4d} hosts ({host_mb:.1f} MB each): info {info_s:6.2f} s "
+            f"({1000 * info_s / hosts:5.1f} ms/host, "
+            f"peak {info_peak:5.0f} MB) | light pass on {figures['workers']} processes {light:6.2f} s "
+            f"({1000 * light / hosts:5.1f} ms/host) = {light / info_s:.2f}x info"
+        )
+        if full:
+            full_s = figures["full_s"]
+            line += f" | full diagnosis after it {full_s:6.2f} s ({1000 * full_s / hosts:5.1f} ms/host)"
+        print(line + f" | peak {peak:5.0f} MB", flush=True)
+        print(
+            f"{'':6}CPU: info {info_cpu:.1f} s, the passes {cpu:.1f} s "
+            f"(load average {os.getloadavg()[0]:.1f})"
+        )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--hosts", type=int, default=16)
+    parser.add_argument("--hosts", type=int, nargs="+", default=[16])
     parser.add_argument("--events-per-host", type=int, default=1_000_000)
     parser.add_argument("--dir", default=None, help="where to keep the generated run (default: a temp dir)")
     parser.add_argument("--skip-workers", action="store_true", help="only the in-process, host-by-host run")
     parser.add_argument("--skip-whole", action="store_true", help="skip loading the run as one trace")
+    parser.add_argument(
+        "--light", action="store_true", help="the pod page's passes against info, per host count"
+    )
+    parser.add_argument("--no-full", action="store_true", help="with --light: the light pass only")
     args = parser.parse_args()
     folder = Path(args.dir or tempfile.mkdtemp(prefix="tpuscope_pods_"))
     folder.mkdir(parents=True, exist_ok=True)
+    if args.light:
+        light_scale(folder, args.hosts, args.events_per_host, not args.no_full)
+        return
+    args.hosts = args.hosts[0]
     run = make_run(folder, args.hosts, args.events_per_host)
     host_mb = (run / "host000.xplane.pb").stat().st_size / 1e6
     print(f"{args.hosts} hosts x {args.events_per_host:,} events ({host_mb:.0f} MB per host file)")
