@@ -17,7 +17,7 @@ import numpy as np
 
 from tpuscope.analysis.diagnose.finding import Finding, Impact, ImpactThresholds, RuleOutcome, ms
 from tpuscope.analysis.facts.context import Context
-from tpuscope.analysis.pod.clocks import MIN_MATCHED_INSTANCES, ClockEstimate, estimate_offsets
+from tpuscope.analysis.pod.clocks import CLOCKS, MIN_MATCHED_INSTANCES, ClockEstimate
 
 RULE_ID = "clock_offset"
 # Severity by the offset as a share of the median step. Our heuristic: from 5% of a step (XProf's
@@ -39,7 +39,7 @@ ADVICE = [
 def run(ctx: Context) -> RuleOutcome:
     pod = ctx.pod
     summaries = pod.summaries
-    estimate = estimate_offsets([(s.host, s.collective_ends) for s in summaries])
+    estimate = ctx.get(CLOCKS)  # of the recorded times, also where the app aligned them
     steps = [float(np.median(s.step_ps)) for s in summaries if len(s)]
     step_ps = float(np.median(steps)) if steps else 0.0
     findings = [_host_finding(estimate, h.host, step_ps) for h in estimate.off]
