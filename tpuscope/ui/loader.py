@@ -44,12 +44,12 @@ def prepare(path: Path | str, progress=None) -> LoadResult:
     steps, findings and op tables fill in from the `AnalysisHub` as they finish."""
     # The readers (protobuf, the decoder) and the analyses load here, in the worker, while the window
     # paints.
-    from tpuscope.analysis.session import TraceAnalysis
     from tpuscope.opener import open_trace
     from tpuscope.ui.timeline.lod import TimelineLod
     from tpuscope.ui.timeline.palette import Colours
 
     trace = open_trace(path, progress=progress)
+    analysis = _analysis_of(trace)  # before the index: aligning the hosts' clocks moves their events
     if progress is not None and progress(0.97, "indexing the timeline") is False:
         raise LoadCancelled()
     lod = TimelineLod(trace)
@@ -58,7 +58,29 @@ def prepare(path: Path | str, progress=None) -> LoadResult:
         if plane.event_count:
             colours.of(plane)
     where = path if is_url(path) else Path(path)
-    return LoadResult(where, trace, lod, TraceAnalysis(trace), colours)
+    return LoadResult(where, trace, lod, analysis, colours)
+
+
+@dataclass
+class LoadOptions:
+    """How the window loads profiles (set from its settings; read by the worker)."""
+
+    align_clocks: bool = True  # View > Align Host Clocks
+
+
+OPTIONS = LoadOptions()
+
+
+def _analysis_of(trace: Trace) -> TraceAnalysis:
+    """The trace's analysis; of several hosts, with the hosts' clocks aligned first when asked
+    (`tpuscope.analysis.clock_alignment`: hosts whose collectives lie outside the others')."""
+    from tpuscope.analysis.session import TraceAnalysis
+
+    if OPTIONS.align_clocks and len(trace.hosts) > 1:
+        from tpuscope.analysis.clock_alignment import align_clocks
+
+        return align_clocks(trace)
+    return TraceAnalysis(trace)
 
 
 class LoadWorker(QThread):
