@@ -49,7 +49,7 @@ def prepare(path: Path | str, progress=None) -> LoadResult:
     from tpuscope.ui.timeline.palette import Colours
 
     trace = open_trace(path, progress=progress)
-    analysis = _analysis_of(trace)  # before the index: aligning the hosts' clocks moves their events
+    analysis = analysis_for(trace)  # before the index: aligning the hosts' clocks moves their events
     if progress is not None and progress(0.97, "indexing the timeline") is False:
         raise LoadCancelled()
     lod = TimelineLod(trace)
@@ -71,7 +71,7 @@ class LoadOptions:
 OPTIONS = LoadOptions()
 
 
-def _analysis_of(trace: Trace) -> TraceAnalysis:
+def analysis_for(trace: Trace) -> TraceAnalysis:
     """The trace's analysis; of several hosts, with the hosts' clocks aligned first when asked
     (`tpuscope.analysis.clock_alignment`: hosts whose collectives lie outside the others')."""
     from tpuscope.analysis.session import TraceAnalysis

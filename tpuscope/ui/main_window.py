@@ -94,6 +94,7 @@ class MainWindow(QMainWindow):
         self.compare_view: CompareView | None = None  # the Compare tab, once File > Compare made it
         self.history_view: HistoryView | None = None  # the History tab, once File > Run History made it
         self._status_head = ""  # the status line of the trace shown, before its steps are known
+        self._status_clocks = ""  # how the hosts' clocks were aligned, said after the steps
 
         self.tabs = QTabWidget(self)
         self.titles: dict[str, str] = {spec.key: spec.title for spec in VIEWS}
@@ -557,8 +558,9 @@ class MainWindow(QMainWindow):
         self._status_head = (
             f"{_short_name(result.path)}: {trace.event_count:,} events, "
             f"{len(trace.planes)} planes, {len(trace.hosts)} host(s)"
-        ) + _clock_words(result)
-        self.status_label.setText(self._status_head)
+        )
+        self._status_clocks = _clock_words(result)
+        self.status_label.setText(self._status_head + self._status_clocks)
         self._build_views()  # before the hub says which trace it holds: a view made later misses it
         self.hub.set_analysis(result.analysis)
         self.stack.setCurrentWidget(self.tabs)
@@ -583,7 +585,7 @@ class MainWindow(QMainWindow):
         """The step band on the timeline and the step count in the status line, once steps are found."""
         self.timeline.set_steps(steps)
         if len(steps):
-            self.status_label.setText(f"{self._status_head}, {len(steps)} steps")
+            self.status_label.setText(f"{self._status_head}, {len(steps)} steps{self._status_clocks}")
 
     # ----- views -----------------------------------------------------------------------------
 
