@@ -164,7 +164,16 @@ class PodPage(QWidget):
         # The pod's own findings (comparing hosts) first, then each host's, worst first.
         findings = sorted(self.result.run.findings(), key=lambda f: "host" in f)
         if not findings:
-            self.findings.addItem(QListWidgetItem("No problems found on any host."))
+            total = len(self.result.run.hosts)
+            diagnosed = min(self.result.diagnosed_hosts, total)
+            self.findings.addItem(
+                QListWidgetItem(
+                    "No problems found on any host."
+                    if diagnosed >= total
+                    else f"No problems found so far: none between the hosts, none on the {diagnosed} of "
+                    f"{total} hosts diagnosed yet."
+                )
+            )
         for finding in findings:
             item = QListWidgetItem(f"{_MARK.get(finding['severity'], '')}  {finding['title']}")
             item.setToolTip(finding.get("explanation", ""))
