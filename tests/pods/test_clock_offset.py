@@ -138,3 +138,45 @@ def test_device_ops_before_their_launches_are_named_with_the_offset():
     found = [f for f in TraceAnalysis(trace).report.findings if f.id == clock_offset.RULE_ID]
     assert len(found) == 1 and device.name in found[0].title
     assert found[0].metrics["offset_ms"] == pytest.approx(-skews[0].offset_ps / 1e9, abs=0.001)
+
+
+def _collective_end_medians(trace) -> dict[str, float]:
+    return {h: float(np.median(e.end_ps)) for h, e in _collective_ends(trace).items()}
+
+
+def test_the_app_aligns_the_run_and_says_so_and_view_menu_turns_it_off(qtbot, tmp_path, shifted):
+    """On by default: the status bar names the shifted host and its shift, its collectives end among
+    the others' on the timeline's trace, and the finding is the CLI's; View > Align Host Clocks off
+    (saved) loads the run again with the recorded times."""
+    from PySide6.QtCore import QSettings
+
+    from tests.ui.conftest import open_and_wait
+    from tests.ui.widgets import show_exposed
+    from tpuscope.ui.loader import OPTIONS
+    from tpuscope.ui.main_window import MainWindow
+
+    settings = QSettings(str(tmp_path / "tpuscope.ini"), QSettings.IniFormat)
+    win = show_exposed(qtbot, MainWindow(settings), 1366, 768)
+    try:
+        assert win.align_clocks_action.isChecked()
+        open_and_wait(qtbot, win, shifted)
+        status = win.status_label.text()
+        assert f"clocks aligned: {SHIFTED_HOST} -" in status, status
+        ends = _collective_end_medians(win.trace)
+        others = [v for h, v in ends.items() if h != SHIFTED_HOST]
+        assert abs(ends[SHIFTED_HOST] - np.median(others)) < ESTIMATE_TOLERANCE_MS * 1e9
+        found = [f for f in win.hub.analysis.report.findings if f.id == clock_offset.RULE_ID]
+        assert [f.metrics["host"] for f in found] == [SHIFTED_HOST]
+        assert found[0].metrics["offset_ms"] == pytest.approx(SHIFT_MS, abs=ESTIMATE_TOLERANCE_MS)
+        with qtbot.waitSignal(win.traceLoaded, timeout=120_000):
+            win.align_clocks_action.trigger()  # off: the run loads again
+        qtbot.waitUntil(lambda: not win.workers, timeout=120_000)
+        win.hub.wait()
+        assert "clocks aligned" not in win.status_label.text()
+        assert str(settings.value("view/align_clocks")).lower() == "false"
+        ends = _collective_end_medians(win.trace)
+        others = [v for h, v in ends.items() if h != SHIFTED_HOST]
+        assert ends[SHIFTED_HOST] - np.median(others) > (SHIFT_MS - ESTIMATE_TOLERANCE_MS) * 1e9
+    finally:
+        win.wait_for_background_work()
+        OPTIONS.align_clocks = True
