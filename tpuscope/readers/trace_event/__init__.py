@@ -1,6 +1,7 @@
 """The trace-event JSON readers: PyTorch's profiler (Kineto) and Chrome trace JSON (TSL's
 `<host>.trace.json.gz` beside each JAX XPlane file, Perfetto's JSON export). One pipeline for both:
-`parse` (records to columns), `build` (columns to the model), a mapping per dialect (`kineto`,
+`native` (bytes to columns in C, `_jsontok.c`) or, for files it declines, `parse` (msgspec records
+to the same columns), `build` (columns to the model), a mapping per dialect (`kineto`,
 `tsl`), and `reader` choosing the mapping of each file from what it holds."""
 
 from __future__ import annotations

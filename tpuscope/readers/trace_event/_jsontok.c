@@ -18,7 +18,8 @@
  * Fed in pieces (a gzip stream's decompressed chunks): a record, or a top-level member, cut by the
  * end of a piece is parsed again from its start once more bytes came (the unparsed tail is kept);
  * a tail that still does not complete waits until it doubled, so a giant value costs O(n) overall.
- * Metadata records (`M`), top-level members other than `traceEvents` and arg values that are not
+ * feed() parses without the GIL (a Decoder is used by one thread at a time). Metadata records
+ * (`M`), top-level members other than `traceEvents` and arg values that are not
  * strings or plain numbers are few: their JSON text is kept for the caller to decode with msgspec.
  */
 #define PY_SSIZE_T_CLEAN
@@ -470,9 +471,13 @@ static int lex_number(Decoder *d, const uint8_t **pp, const uint8_t *end, int co
     }
     memcpy(text, start, (size_t)n);
     text[n] = 0;
+    PyGILState_STATE gil = PyGILState_Ensure(); /* feed() parses without the GIL */
     double v = PyOS_string_to_double(text, NULL, NULL);
+    int failed = v == -1.0 && PyErr_Occurred();
+    if (failed) PyErr_Clear();
+    PyGILState_Release(gil);
     if (text != local) PyMem_RawFree(text);
-    if (v == -1.0 && PyErr_Occurred()) { PyErr_Clear(); d->decline = "a number does not convert"; return RES_DECLINE; }
+    if (failed) { d->decline = "a number does not convert"; return RES_DECLINE; }
     *as_double = v;
     return RES_OK;
 }
@@ -1032,7 +1037,11 @@ static PyObject *Decoder_feed(Decoder *d, PyObject *args) {
         end = p + view.len;
     }
     const uint8_t *begin = p;
-    int r = run(d, &p, end);
+    int r;
+    /* Without the GIL: a load on a worker thread leaves the others (the UI's) running. */
+    Py_BEGIN_ALLOW_THREADS
+    r = run(d, &p, end);
+    Py_END_ALLOW_THREADS
     if (r == RES_NOMEM) {
         if (!from_carry) PyBuffer_Release(&view);
         return PyErr_NoMemory();

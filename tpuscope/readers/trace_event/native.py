@@ -9,8 +9,16 @@ metadata record and per top-level field, decoded with parse.py's own msgspec typ
 
 Where the C decoder declines (any input it would not read exactly as the typed msgspec decode does:
 see `_jsontok.c`), the caller reads the file through parse.py, which repairs what can be repaired;
-`Declined` says why. A `.json.gz` is streamed: gunzipped in pieces straight into the decoder, so the
-decompressed text is never held whole.
+`Declined` says why: invalid UTF-8 or a lone surrogate escape in any string, nesting past
+MAX_NESTING, a document cut short, a record that is not an object or a field of another type than the
+typed decode's (`ph`/`name`/`cat`/`bp` not a string, `pid`/`tid`/`id` not an int64 or a string, `ts`/
+`dur` not a number, `args` not an object), a number beyond float64 where it is kept, two
+`traceEvents`, bytes after the document, a top-level field of the wrong type; for a `.json.gz` also a
+cut or corrupted stream, gzip inside gzip, UTF-16/32 text and an expansion past the reader's bounds.
+Real files are never declined (tests/readers/trace_event/test_c_decoder.py).
+
+A `.json.gz` is streamed: gunzipped in pieces straight into the decoder, so the decompressed text is
+never held whole.
 """
 
 from __future__ import annotations

@@ -7,6 +7,11 @@ phase `ph` (`X` complete, `i`/`I` instant, `M` metadata, `s`/`t`/`f` flow, `C` c
 "Trace Event Format" (Google, docs.google.com/document/d/1CvAClvFfyA5R-PhYUmn5OOQtYMH4h6I0nSsKchNAySU)
 and Kineto's writer (pytorch/kineto, libkineto/src/output_json.cpp).
 
+Most files never come here record by record: the C decoder (native.py, _jsontok.c) writes the same
+columns straight from the bytes, and this module's msgspec path reads only the files it declines
+(damaged or oddly typed ones, which the repairs below handle); the types, checks and the final
+assembly (`finish_file`) below serve both.
+
 Parsing uses msgspec with typed structs (benchmarks/bench_json_parsers.py measured it against
 orjson, simdjson and the standard library): only the fields below are decoded, unknown keys are
 skipped in C, and each column is then pulled out with C-level iteration (`map`/`attrgetter`,
