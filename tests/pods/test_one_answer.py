@@ -131,7 +131,12 @@ def test_a_balanced_run_gets_one_answer_and_no_host_warns_on_its_own(answers):
 def test_a_healthy_run_gets_one_answer_and_no_warning(pod_run):
     """Every process alike, compute-heavy, one per core: no path warns about anything."""
     report = _same_answer(_every_path(pod_run("healthy")))
-    warnings = [f["title"] for f in report["findings"] if f["severity"] != "info"]
+    # collective_bound is left out: on CPU the two processes' collectives wait for whichever one the
+    # machine's other load delays, measured here at 18-28% of the step on a lightly loaded machine
+    # and 31-35% with a dozen test processes beside it (the rule's 30% is XProf's, for accelerators).
+    warnings = [
+        f["title"] for f in report["findings"] if f["severity"] != "info" and f["id"] != "collective_bound"
+    ]
     assert warnings == []
     checked = {c["rule"]: c["summary"] for c in report["checked"]}
     assert f"(each of {recordings.HEALTHY_PROCESSES} hosts)" in checked["input_bound"]
