@@ -95,7 +95,8 @@ def test_a_host_with_a_shifted_clock_is_named_with_its_offset_on_both_paths(pod_
     # The shift comes back exactly on top of the host's own skew, and near the shift alone.
     assert offset_ms == pytest.approx(SHIFT_MS + before / 1e9, abs=0.002)
     assert offset_ms == pytest.approx(SHIFT_MS, abs=ESTIMATE_TOLERANCE_MS)
-    assert one[0]["severity"] in ("warning", "critical")  # several steps off: it misleads the timeline
+    # It costs no step time and misleads no other rule (they compare hosts by their own durations).
+    assert one[0]["severity"] == "info" and one[0]["impact"] is None and one[0]["impact_note"]
     assert SHIFTED_HOST in one[0]["title"] and "ahead of" in one[0]["title"]
 
 

@@ -15,20 +15,20 @@ from typing import Any
 
 import numpy as np
 
-from tpuscope.analysis.diagnose.finding import Finding, Impact, ImpactThresholds, RuleOutcome, ms
+from tpuscope.analysis.diagnose.finding import STEP_TIME_BANDS, Finding, RuleOutcome, Severity, ms
 from tpuscope.analysis.facts.context import Context
 from tpuscope.analysis.pod.clocks import CLOCKS, MIN_MATCHED_INSTANCES, ClockEstimate
 
 RULE_ID = "clock_offset"
-# Severity by the offset as a share of the median step. Our heuristic: from 5% of a step (XProf's
-# band for a cost worth a warning) the offset is as large as the straggler waits that warn, so a
-# host can look late or early at the collectives by as much on the merged timeline; from half a
-# step its steps sit against the others' neighbouring steps.
-IMPACT_THRESHOLDS = ImpactThresholds(
-    5.0, 50.0, "our heuristic: the offset as a share of the median step (5%: as large as a straggler "
-    "wait that warns; 50%: a host's steps sit against the others' neighbouring steps)"
-)  # fmt: skip
-BASIS = "the clock offset as a share of the median step: how far the events sit off on the timeline"
+# Findings are info, whatever the offset (our heuristic): an offset costs no step time, and misleads
+# none of the other rules, which compare hosts by their own durations (time in collectives per step,
+# the parts of each step) and align steps by number, never by one host's times against another's.
+# It misplaces events on the merged timeline only, which the app aligns. So it carries no impact.
+IMPACT_THRESHOLDS = STEP_TIME_BANDS
+NO_COST = (
+    "costs no step time: the host's events sit {ms:g} ms off the others' on the merged timeline "
+    "(the app aligns them)"
+)
 ADVICE = [
     "Keep the hosts' clocks in sync (chrony or NTP on every VM; Cloud TPU VMs sync to the metadata "
     "server's clock): an offset makes a host look late or early on the merged timeline.",
@@ -60,12 +60,6 @@ def _checked(estimate: ClockEstimate, devices) -> str:
         early = sum(1 for _, s in devices if s.visibly_off)
         parts.append(f"{early} of {len(devices)} devices start ops before their launches")
     return "; ".join(parts) or "one host and no launch flows: no clocks to compare"
-
-
-def _impact(offset_ps: float, step_ps: float) -> Impact | None:
-    if step_ps <= 0:
-        return None
-    return Impact(BASIS, round(100.0 * abs(offset_ps) / step_ps, 2), ms(abs(offset_ps)))
 
 
 def _host_finding(estimate: ClockEstimate, host: str, step_ps: float) -> Finding:
@@ -110,9 +104,7 @@ def _device_finding(host: str, skew, step_ps: float) -> Finding:
 
 
 def _finding(title: str, explanation: str, metrics: dict[str, Any], offset_ps: float, step_ps: float):
-    impact = _impact(offset_ps, step_ps)
-    severity = IMPACT_THRESHOLDS.severity(impact)
-    finding = Finding(RULE_ID, severity, title, explanation, metrics, [], list(ADVICE), impact)
-    if impact is None:
-        finding.impact_note = "no steps: the offset cannot be weighed against a step"
-    return finding
+    if step_ps > 0:
+        metrics["offset_percent_of_step"] = round(100.0 * abs(offset_ps) / step_ps, 1)
+    note = NO_COST.format(ms=ms(abs(offset_ps)))
+    return Finding(RULE_ID, Severity.INFO, title, explanation, metrics, [], list(ADVICE), None, note)

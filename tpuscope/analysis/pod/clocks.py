@@ -143,7 +143,7 @@ class ClockEstimate:
     """Every host's clock against the others'; `off`: the hosts whose clock is visibly off."""
 
     hosts: list[HostClock]
-    reference: str  # what the offsets are measured against, in words
+    reference: str  # whose clock the offsets are measured against: "worker0's", "the other hosts'"
 
     @property
     def off(self) -> list[HostClock]:
@@ -193,10 +193,10 @@ def estimate_offsets(per_host: list[tuple[str, CollectiveEnds]]) -> ClockEstimat
     if len(hosts) == 2:
         return ClockEstimate([_clock(hosts[0], start[0], end[0], start[1], end[1], reference=True),
                               _clock(hosts[1], start[1], end[1], start[0], end[0])],
-                             f"{hosts[0]}'s clock")  # fmt: skip
+                             f"{hosts[0]}'s")  # fmt: skip
     others_start, others_end = _others_nanmedian(start), _others_nanmedian(end)
     found = [_clock(host, start[k], end[k], others_start[k], others_end[k]) for k, host in enumerate(hosts)]
-    return ClockEstimate(found, "the other hosts' clocks (their median)")
+    return ClockEstimate(found, "the other hosts'")
 
 
 def _others_nanmedian(values: np.ndarray) -> np.ndarray:
