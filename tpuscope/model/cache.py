@@ -274,26 +274,35 @@ class _Writer:
             if _LOCKS:  # renamed while locked, so no other writer takes the name meanwhile
                 os.replace(self.partial, self.folder / self.name)
                 self.finished = True
-                os.close(self.descriptor)
+                self.close()
             else:  # Windows renames no open file
                 self.finished = True
-                os.close(self.descriptor)
+                self.close()
                 os.replace(self.partial, self.folder / self.name)
         except OSError as error:
             self.abandon()
             _warn_once(f"the trace cache in {self.folder} could not be written ({error.strerror or error}); "
                        "profiles still open from their files.")  # fmt: skip
+        except Exception:  # noqa: BLE001 - a cache never costs the user a traceback; the entry is dropped
+            self.abandon()
+
+    def close(self) -> None:
+        """Closes the partial file once (a descriptor number closed twice may be another file's)."""
+        descriptor, self.descriptor = self.descriptor, -1
+        if descriptor >= 0:
+            try:
+                os.close(descriptor)
+            except OSError:
+                pass
 
     def abandon(self) -> None:
         self.finished = True
-        try:
-            os.unlink(self.partial)  # still ours: the lock is held until the close below
-        except OSError:
-            pass
-        try:
-            os.close(self.descriptor)
-        except OSError:
-            pass
+        if self.descriptor >= 0:  # still ours: the lock is held until the close below
+            try:
+                os.unlink(self.partial)
+            except OSError:
+                pass
+        self.close()
 
 
 def _write_at(descriptor: int, data: memoryview, offset: int) -> None:
@@ -467,7 +476,7 @@ def _finish_at_exit() -> None:
             os._exit(0)
         return
     for writer in pending:  # the child holds the same open files, and with them the locks
-        os.close(writer.descriptor)
+        writer.close()
 
 
 def _detach_from_parent() -> None:
