@@ -42,7 +42,7 @@ def run(ctx: Context) -> RuleOutcome:
     estimate = ctx.get(CLOCKS)  # of the recorded times, also where the app aligned them
     steps = [float(np.median(s.step_ps)) for s in summaries if len(s)]
     step_ps = float(np.median(steps)) if steps else 0.0
-    findings = [_host_finding(estimate, h.host, step_ps) for h in estimate.off]
+    findings = [_host_finding(estimate, h.host, step_ps, _evidence(summaries, h.host)) for h in estimate.off]
     devices = [(s.host, skew) for s in summaries for skew in s.launch_skew]
     findings += [_device_finding(host, skew, step_ps) for host, skew in devices if skew.visibly_off]
     return RuleOutcome(findings, _checked(estimate, devices))
@@ -62,7 +62,21 @@ def _checked(estimate: ClockEstimate, devices) -> str:
     return "; ".join(parts) or "one host and no launch flows: no clocks to compare"
 
 
-def _host_finding(estimate: ClockEstimate, host: str, step_ps: float) -> Finding:
+def _evidence(summaries, host: str) -> list[dict[str, Any]]:
+    """The off host's first step and another host's same step: on the recorded times they sit apart."""
+    mine = next(s for s in summaries if s.host == host)
+    other = next((s for s in summaries if s.host != host and len(s)), None)
+    if not len(mine) or other is None:
+        return []
+    number = int(mine.step_number[0])
+    found = [mine.step_evidence(0, f"{host}'s step {number}")]
+    at = np.flatnonzero(other.step_number == number)
+    if len(at):
+        found.append(other.step_evidence(int(at[0]), f"{other.host}'s step {number}"))
+    return found
+
+
+def _host_finding(estimate: ClockEstimate, host: str, step_ps: float, evidence) -> Finding:
     clock = next(h for h in estimate.hosts if h.host == host)
     way = "ahead of" if clock.offset_ps > 0 else "behind"
     offset = ms(clock.offset_ps)
@@ -83,7 +97,9 @@ def _host_finding(estimate: ClockEstimate, host: str, step_ps: float) -> Finding
         "disjoint_instances": clock.disjoint,
         "spread_ms": ms(clock.spread_ps),
     }
-    return _finding(title, explanation, metrics, clock.offset_ps, step_ps)
+    finding = _finding(title, explanation, metrics, clock.offset_ps, step_ps)
+    finding.evidence = evidence
+    return finding
 
 
 def _device_finding(host: str, skew, step_ps: float) -> Finding:
