@@ -25,6 +25,7 @@ from tests.jax_recordings import record_training_profile
 from tests.ui.widgets import show_exposed
 from tpuscope import pod_cache, pod_pass
 from tpuscope.analysis.pod_run import MANY_HOSTS
+from tpuscope.errors import LoadCancelled
 from tpuscope.model import cache
 from tpuscope.ui.main_window import MainWindow
 from tpuscope.ui.pod.page import FINDING_ROLE
@@ -193,3 +194,37 @@ def test_a_missing_and_an_unreadable_host_file_are_named_and_the_others_shown(qt
     assert page.panel.table.rowCount() == MANY_HOSTS - 2
     assert "2 host file(s) could not be read" in page.caption.text()
     _workers_gone(qtbot)
+
+
+def test_both_passes_give_the_same_results_on_local_processes_and_on_a_dask_cluster(many_hosts, monkeypatch):
+    """HostPool's two places to run: this machine's processes, and a Dask scheduler (a real local
+    cluster here; on a pod, one near the data). Cancel on Dask stops the pass."""
+    distributed = pytest.importorskip("distributed")
+    monkeypatch.setenv("TPUSCOPE_NO_CACHE", "1")
+    files = sorted(str(f) for f in many_hosts.iterdir())[:4]
+
+    def summaries(pool: pod_pass.HostPool, kind: str) -> list:
+        outcomes: list[pod_pass.HostOutcome] = []
+        try:
+            pod_pass.pass_over(pool, files, kind, lambda: False, outcomes.append)
+        finally:
+            pool.close()
+        found = sorted(outcomes, key=lambda o: o.index)
+        assert [o.error for o in found] == [None] * len(files)
+        return [
+            (r.host, r.event_count, r.summary.step_number.tolist(), r.summary.parts["collective"].tolist(),
+             r.report.get("findings"))
+            for o in found for r in o.results
+        ]  # fmt: skip
+
+    local = summaries(pod_pass.HostPool(workers=2), pod_cache.FULL)
+    with distributed.LocalCluster(
+        n_workers=1, threads_per_worker=1, processes=True, dashboard_address=None
+    ) as dask:
+        on_dask = pod_pass.HostPool(scheduler=dask.scheduler_address)
+        assert on_dask.where == f"the Dask cluster at {dask.scheduler_address}"
+        assert summaries(on_dask, pod_cache.FULL) == local
+        stopping = pod_pass.HostPool(scheduler=dask.scheduler_address)
+        with pytest.raises(LoadCancelled):
+            pod_pass.pass_over(stopping, files, pod_cache.LIGHT, lambda: True, lambda _o: None)
+        assert stopping.closed
