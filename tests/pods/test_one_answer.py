@@ -221,3 +221,19 @@ def test_a_host_without_a_device_plane_is_named_and_the_others_are_analysed(pod_
         note = "worker3 has no device plane"
         assert any(n.startswith(note) for n in answer["notes"]) and note in stderr, (name, answer["notes"])
         assert "Traceback" not in stderr
+
+
+def test_the_text_reads_the_same_but_for_how_the_run_was_read(pod_run):
+    run = pod_run("straggler")
+    texts = {}
+    for name, options in (("one trace", []), ("per host", ["--per-host"])):
+        result = subprocess.run(
+            [sys.executable, "-m", "tpuscope", "diagnose", str(run), "--no-cache", *options],
+            capture_output=True, text=True, timeout=300,
+        )  # fmt: skip
+        assert result.returncode == 0, result.stderr
+        texts[name] = result.stdout.splitlines()
+    assert texts["one trace"][1] == f"Hosts:     {len(HOSTS)}, read as one trace"
+    assert texts["per host"][1] == f"Hosts:     {len(HOSTS)}, analysed host by host"
+    assert texts["one trace"][2:] == texts["per host"][2:]
+    assert any(line.startswith(f"[CRITICAL] {LATE_HOST}: Input-bound") for line in texts["per host"])

@@ -12,7 +12,6 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from tpuscope.commands._console import cost_line
 from tpuscope.model.units import format_duration
 
 if TYPE_CHECKING:
@@ -104,23 +103,11 @@ def _profile_files(args) -> list[str]:
     return [str(f) for f in host_files(args.path, args.run)]
 
 
-def print_findings(run: PodRun) -> None:
-    hosts = run.hosts
+def print_pod_header(run: PodRun) -> None:
+    """What `diagnose --per-host` says before its findings (printed as for one trace: `diagnose`)."""
     print(f"Framework: {run.framework.name} ({run.framework.evidence})")
-    print(f"Hosts:     {len(hosts)}, analysed host by host")
+    print(f"Hosts:     {len(run.hosts)}, analysed host by host")
     print(f"Steps:     {run.pod.step_count} aligned by {run.pod.alignment}")
-    findings = run.findings()
-    if not findings:
-        print("\nNo problems found.")
-    for finding in findings:
-        print(f"\n{_MARK.get(finding['severity'], '')} {finding['title']}")
-        print(f"    {cost_line(finding.get('impact'), finding.get('impact_note', ''))}")
-        print(f"    {finding['explanation']}")
-    for rule, error in run.rule_errors.items():
-        print(f"\nRule {rule} could not run on this profile: {error}")
-    print("\nChecked:")
-    for item in run.checked():
-        print(f"  {item['rule']}: {item['summary']}")
 
 
 def print_overview(run: PodRun, top_ops: int) -> None:

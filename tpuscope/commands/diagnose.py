@@ -13,12 +13,13 @@ makes it an error.
 from __future__ import annotations
 
 import textwrap
+from typing import Any
 
 from tpuscope.analysis.diagnose import Report, Severity
 from tpuscope.analysis.session import TraceAnalysis
 from tpuscope.commands import EXIT_FINDINGS, EXIT_OK
 from tpuscope.commands._console import add_path_argument, cost_line, load_for_cli, print_json
-from tpuscope.commands._per_host import add_per_host_arguments, per_host_run, print_findings, warn_about_pod
+from tpuscope.commands._per_host import add_per_host_arguments, per_host_run, print_pod_header, warn_about_pod
 from tpuscope.errors import ProfileError
 
 _MARK = {Severity.CRITICAL: "[CRITICAL]", Severity.WARNING: "[WARNING] ", Severity.INFO: "[info]    "}
@@ -52,7 +53,11 @@ def run(args) -> int:
                 raise
             pod = per_host_run(args, force=True)
     if pod is not None:
-        print_json(pod.diagnose_json()) if args.json else print_findings(pod)
+        if args.json:
+            print_json(pod.diagnose_json())
+        else:
+            print_pod_header(pod)
+            print_finding_blocks(pod.findings(), pod.rule_errors, pod.checked())
         worst = max((Severity.parse(f["severity"]) for f in pod.findings()), default=None)
         return (
             EXIT_FINDINGS
@@ -67,6 +72,11 @@ def run(args) -> int:
     if args.json:
         pod_keys = {"hosts": list(trace.hosts), "unreadable": [], "notes": notes}  # as --per-host's JSON
         print_json({**report_json(report), **pod_keys} if len(trace.hosts) > 1 else report_json(report))
+    elif len(trace.hosts) > 1:  # a pod: its header as host by host, then the same findings
+        print(f"Framework: {report.framework.name} ({report.framework.evidence})")
+        print(f"Hosts:     {len(trace.hosts)}, read as one trace")
+        print(f"Steps:     {analysis.pod.step_count} aligned by {analysis.pod.alignment}")
+        print_finding_blocks([f.to_json() for f in report.findings], report.rule_errors, report.checked)
     else:
         print_text(report)
     if args.fail_on and report.worst is not None and report.worst >= Severity.parse(args.fail_on):
@@ -91,32 +101,41 @@ def report_json(report: Report) -> dict:
 def print_text(report: Report) -> None:
     print(f"Framework: {report.framework.name} ({report.framework.evidence})")
     print(f"Steps:     {len(report.steps)} from {report.steps.description}")
-    if not report.findings:
+    print_finding_blocks([f.to_json() for f in report.findings], report.rule_errors, report.checked)
+
+
+def print_finding_blocks(
+    findings: list[dict[str, Any]], rule_errors: dict[str, str], checked: list[dict[str, str]]
+) -> None:
+    """The findings (as JSON), the rules that failed and what was checked, as text: the same
+    blocks for a run read as one trace and host by host (`--per-host`), which find the same."""
+    if not findings:
         print("\nNo problems found.")
-    for finding in report.findings:
-        print(f"\n{_MARK[finding.severity]} {finding.title}")
-        print(f"    {cost_line(finding.impact.to_json() if finding.impact else None, finding.impact_note)}")
-        for line in textwrap.wrap(finding.explanation, 100):
+    for finding in findings:
+        print(f"\n{_MARK[Severity.parse(finding['severity'])]} {finding['title']}")
+        print(f"    {cost_line(finding.get('impact'), finding.get('impact_note', ''))}")
+        for line in textwrap.wrap(finding["explanation"], 100):
             print(f"    {line}")
-        numbers = ", ".join(f"{k}={_short(v)}" for k, v in finding.metrics.items() if _is_scalar(v))
+        metrics = finding.get("metrics", {})
+        numbers = ", ".join(f"{k}={_short(v)}" for k, v in metrics.items() if _is_scalar(v))
         if numbers:
             for line in textwrap.wrap(numbers, 100):
                 print(f"    | {line}")
-        for advice in finding.advice:
+        for advice in finding.get("advice", []):
             for k, line in enumerate(textwrap.wrap(advice, 96)):
                 print(f"    {'-' if k == 0 else ' '} {line}")
-    for rule, error in report.rule_errors.items():
+    for rule, error in rule_errors.items():
         print(f"\nRule {rule} could not run on this profile: {error}")
-    print_checked(report)
+    print_checked(checked)
 
 
-def print_checked(report: Report) -> None:
+def print_checked(checked: list[dict[str, str]]) -> None:
     """One line per rule that ran, on what it looked at, so "No problems found" can be trusted."""
-    if not report.checked:
+    if not checked:
         return
-    print(f"\nWhat was checked ({len(report.checked)} rules):")
-    width = max(len(c["rule"]) for c in report.checked)
-    for entry in report.checked:
+    print(f"\nWhat was checked ({len(checked)} rules):")
+    width = max(len(c["rule"]) for c in checked)
+    for entry in checked:
         summary = entry["summary"] or "(no summary)"
         lines = textwrap.wrap(summary, 100 - width - 4) or [""]
         print(f"  {entry['rule']:<{width}}  {lines[0]}")
