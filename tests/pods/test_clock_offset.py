@@ -83,6 +83,17 @@ def test_hosts_sharing_one_clock_get_no_finding(pod_trace, scenario):
     assert line.startswith("0 of "), line
 
 
+def test_two_real_gpu_ranks_get_no_finding(tmp_path):
+    """HTA's two sampled ranks of one job: their NCCL kernels are SendRecv (point to point, pipelined
+    between the ranks, not a meeting point), so nothing is matched and nothing said."""
+    require_shared_traces()
+    for rank in (0, 1):
+        shutil.copy(SHARED_TRACES / "kineto" / f"trace_filter__sampled_rank-{rank}.json.gz", tmp_path)
+    report = TraceAnalysis(open_trace(tmp_path, use_cache=False)).report
+    assert report.rule_errors == {}
+    assert [f for f in report.findings if f.id == clock_offset.RULE_ID] == []
+
+
 def test_a_host_with_a_shifted_clock_is_named_with_its_offset_on_both_paths(pod_trace, shifted):
     unshifted = estimate_offsets(list(_collective_ends(pod_trace("balanced")).items()))
     before = next(h.offset_ps for h in unshifted.hosts if h.host == SHIFTED_HOST)

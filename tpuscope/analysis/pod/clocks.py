@@ -35,16 +35,21 @@ if TYPE_CHECKING:
     from tpuscope.analysis.session import TraceAnalysis
 
 # Collectives that synchronize every participant: not the `-start` half of an async pair (it ends
-# once the transfer is issued), nor the `-done` half, nor point-to-point transfers.
-_NOT_SYNCHRONIZING = re.compile(r"-(start|done)\b|^%?(send|recv|collective-permute)", re.IGNORECASE)
+# once the transfer is issued), nor the `-done` half, nor point-to-point transfers (XLA's send/recv
+# and collective-permute, NCCL's SendRecv/Send/Recv kernels, which pipeline between pairs of ranks).
+_NOT_SYNCHRONIZING = re.compile(
+    r"-(start|done)\b|^%?(send|recv|collective-permute)|^(nccl|rccl)\w*?_(SendRecv|Send|Recv)_", re.IGNORECASE
+)
 # At most this many instances per host are kept, the first ones (a few hundred numbers is enough).
 MAX_INSTANCES = 2048
 # A host's clock is judged from at least this many instances it shares with the other hosts (our
 # heuristic: a few steps' worth, so that one odd instance cannot make a finding).
 MIN_MATCHED_INSTANCES = 5
 # ... and is visibly off when at least this share of them lie wholly outside the other hosts'
-# (our heuristic: most of them, consistently; on agreeing clocks it is none).
+# (our heuristic: most of them; on agreeing clocks it is none), and its offset is at least this many
+# times the spread of its per-instance differences (our heuristic: the same offset every time).
 MIN_DISJOINT_SHARE = 0.5
+MIN_OFFSET_TO_SPREAD = 3.0
 # Device ops counted as starting before their launch only by more than this (our heuristic: clock
 # reading granularity and the launch event's own start rounding, 1 us).
 LAUNCH_SKEW_TOLERANCE_PS = 1_000_000
@@ -135,7 +140,11 @@ class HostClock:
 
     @property
     def visibly_off(self) -> bool:
-        return self.matched >= MIN_MATCHED_INSTANCES and self.disjoint >= MIN_DISJOINT_SHARE * self.matched
+        return (
+            self.matched >= MIN_MATCHED_INSTANCES
+            and self.disjoint >= MIN_DISJOINT_SHARE * self.matched
+            and abs(self.offset_ps) >= MIN_OFFSET_TO_SPREAD * self.spread_ps
+        )
 
 
 @dataclass
