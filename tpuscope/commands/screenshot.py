@@ -85,10 +85,9 @@ def run(args) -> int:
         raise UserFacingError(problem.sentence())
     from PySide6.QtCore import QSettings
 
-    from tpuscope.analysis.session import TraceAnalysis
     from tpuscope.opener import open_trace
     from tpuscope.ui.app import application
-    from tpuscope.ui.loader import LoadResult
+    from tpuscope.ui.loader import LoadResult, analysis_for
     from tpuscope.ui.main_window import MainWindow
     from tpuscope.ui.timeline.lod import TimelineLod
 
@@ -107,7 +106,8 @@ def run(args) -> int:
     try:
         if not window.show_view(args.view):
             raise UserFacingError(f"The {args.view} view does not exist in this version of tpuscope yet.")
-        window.set_result(LoadResult(Path(args.path), trace, TimelineLod(trace), TraceAnalysis(trace)))
+        analysis = analysis_for(trace)  # as the app loads it: hosts' clocks aligned before the index
+        window.set_result(LoadResult(Path(args.path), trace, TimelineLod(trace), analysis))
         window.show_view(args.view)
         window.resize(*size)
         window.show()
