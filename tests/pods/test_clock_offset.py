@@ -111,6 +111,17 @@ def test_a_host_with_a_shifted_clock_is_named_with_its_offset_on_both_paths(pod_
     assert SHIFTED_HOST in one[0]["title"] and "ahead of" in one[0]["title"]
 
 
+def test_of_two_hosts_the_second_is_measured_against_the_first(pod_run, pod_trace, tmp_path):
+    """Two hosts cannot say which clock is off: the second is measured against the first's."""
+    before = estimate_offsets(list(_collective_ends(pod_trace("healthy")).items()))
+    assert before.reference == "worker0's" and before.off == []
+    run = _shift_host_file(pod_run("healthy"), tmp_path, SHIFTED_HOST, -int(SHIFT_MS * 1e6))
+    after = estimate_offsets(list(_collective_ends(open_trace(run, use_cache=False)).items()))
+    assert [h.host for h in after.off] == [SHIFTED_HOST]
+    moved = after.off[0].offset_ps - before.hosts[1].offset_ps
+    assert moved == pytest.approx(-SHIFT_MS * 1e9, abs=1e6)  # exactly the shift, to 1 us
+
+
 def test_the_aligned_timeline_lines_the_collectives_up_again(shifted):
     trace = open_trace(shifted, use_cache=False)
     estimate = estimate_offsets(list(_collective_ends(trace).items()))
