@@ -190,11 +190,13 @@ def estimate_offsets(per_host: list[tuple[str, CollectiveEnds]]) -> ClockEstimat
     starts = np.concatenate([c[2].start_ps for c in columns]).astype(np.float64)
     ends_ = np.concatenate([c[2].end_ps for c in columns]).astype(np.float64)
     usable = (step >= 0) | same_count[name] if len(name) else np.empty(0, bool)
-    triples = np.stack([name, step, occurrence], axis=1)[usable]
     host_row, starts, ends_ = host_row[usable], starts[usable], ends_[usable]
+    name, step, occurrence = name[usable], step[usable], occurrence[usable]
     key = np.empty(0, np.int64)
-    if len(triples):
-        key = np.asarray(np.unique(triples, axis=0, return_inverse=True)[1]).reshape(-1)
+    if len(name):  # (name, step, occurrence) as one integer: a 1-D unique, not a sort of rows
+        steps, occurrences = int(step.max()) + 2, int(occurrence.max()) + 1
+        packed = (name * steps + (step + 1)) * occurrences + occurrence
+        key = np.unique(packed, return_inverse=True)[1].reshape(-1)
     width = int(key.max()) + 1 if len(key) else 0
     start = np.full((len(hosts), width), np.nan)
     end = np.full((len(hosts), width), np.nan)
