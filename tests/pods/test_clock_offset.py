@@ -21,8 +21,9 @@ import pytest
 
 from tests.conftest import require_shared_traces
 from tests.paths import SHARED_TRACES
+from tpuscope.analysis.clock_alignment import align_clocks
 from tpuscope.analysis.diagnose import clock_offset
-from tpuscope.analysis.pod.clocks import estimate_offsets, launch_skew
+from tpuscope.analysis.pod.clocks import APPLIED_SHIFTS, estimate_offsets, launch_skew
 from tpuscope.analysis.session import TraceAnalysis
 from tpuscope.model.clock_shift import shift_hosts
 from tpuscope.opener import open_trace
@@ -161,6 +162,13 @@ def test_device_ops_before_their_launches_are_named_with_the_offset():
     found = [f for f in TraceAnalysis(trace).report.findings if f.id == clock_offset.RULE_ID]
     assert len(found) == 1 and device.name in found[0].title
     assert found[0].metrics["offset_ms"] == pytest.approx(-skews[0].offset_ps / 1e9, abs=0.001)
+    # As the app loads it: the device moved after its launches, the finding still the recorded one.
+    aligned = align_clocks(trace)
+    assert aligned.get(APPLIED_SHIFTS) == {device.name: skews[0].offset_ps}
+    assert not [s for s in launch_skew(trace) if s.early]
+    assert [f.to_json() for f in aligned.report.findings if f.id == clock_offset.RULE_ID] == [
+        f.to_json() for f in found
+    ]
 
 
 def _collective_end_medians(trace) -> dict[str, float]:

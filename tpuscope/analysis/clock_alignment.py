@@ -15,12 +15,14 @@ from typing import TYPE_CHECKING
 from tpuscope.analysis.pod.clocks import (
     APPLIED_SHIFTS,
     CLOCKS,
+    LAUNCH_SKEWS,
     ClockEstimate,
     collective_ends,
     estimate_offsets,
+    launch_skew,
 )
 from tpuscope.analysis.pod.collectives import CollectiveNames, device_collective_events
-from tpuscope.model.clock_shift import shift_hosts
+from tpuscope.model.clock_shift import shift_hosts, shift_planes
 from tpuscope.model.trace import Trace
 
 if TYPE_CHECKING:
@@ -54,15 +56,24 @@ def measure_clocks(trace: Trace) -> ClockEstimate:
 
 
 def align_clocks(trace: Trace) -> TraceAnalysis:
-    """The analysis of `trace` with its visibly-off hosts moved onto the others' clock (in place:
-    new start columns), knowing the estimate of the recorded times and the shifts applied."""
+    """The analysis of `trace` with its visibly-off hosts moved onto the others' clock, and each
+    device whose ops start before their launches moved after them (in place: new start columns),
+    knowing the estimates of the recorded times and the shifts applied (labelled for the status bar)."""
+    from tpuscope.analysis.pod.summary import host_trace
     from tpuscope.analysis.session import TraceAnalysis
 
-    if len(trace.hosts) < 2:
-        return TraceAnalysis(trace)
-    estimate = measure_clocks(trace)
+    hosts = list(trace.hosts) or [""]
+    estimate = measure_clocks(trace) if len(hosts) > 1 else ClockEstimate([], "")
+    one = len(hosts) == 1
+    skews = [(h, k) for h in hosts for k in launch_skew(trace if one else host_trace(trace, h))]
     shifts = estimate.offsets_ps()
-    if not shifts:
-        return TraceAnalysis(trace, known={CLOCKS: estimate, APPLIED_SHIFTS: {}})
     shift_hosts(trace, shifts)
-    return TraceAnalysis(trace, known={CLOCKS: estimate, APPLIED_SHIFTS: shifts})
+    applied: dict[str, int] = dict(shifts)
+    devices = []
+    for host, skew in skews:
+        plane = trace.find_plane(skew.device, host if host else None)
+        if skew.visibly_off and plane is not None:
+            devices.append((plane, skew.offset_ps))
+            applied[skew.device if one else f"{host} {skew.device}"] = skew.offset_ps
+    shift_planes(trace, devices)
+    return TraceAnalysis(trace, known={CLOCKS: estimate, LAUNCH_SKEWS: skews, APPLIED_SHIFTS: applied})

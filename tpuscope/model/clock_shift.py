@@ -9,13 +9,17 @@ cache entry the loader is still writing keeps the recorded times.
 
 from __future__ import annotations
 
-from tpuscope.model.trace import Trace
+from tpuscope.model.trace import Plane, Trace
 
 
 def shift_hosts(trace: Trace, shifts_ps: dict[str, int]) -> Trace:
     """`trace` with each host of `shifts_ps` moved by its shift (ps, added to its events' starts)."""
-    for plane in trace.planes:
-        shift = int(shifts_ps.get(plane.host, 0))
+    return shift_planes(trace, [(p, int(shifts_ps[p.host])) for p in trace.planes if shifts_ps.get(p.host)])
+
+
+def shift_planes(trace: Trace, shifts: list[tuple[Plane, int]]) -> Trace:
+    """`trace` with each plane of `shifts` moved by its shift (ps): a device whose clock is off its host's."""
+    for plane, shift in shifts:
         if shift == 0:
             continue
         for track in plane.tracks:
@@ -27,7 +31,8 @@ def shift_hosts(trace: Trace, shifts_ps: dict[str, int]) -> Trace:
 
 
 def describe_shifts(shifts_ps: dict[str, int]) -> str:
-    """The status bar's words: "clocks aligned: worker2 -1.3 ms" (hosts in order, at most three named)."""
+    """The status bar's words: "clocks aligned: worker2 -1.3 ms" (hosts or devices in order, at most
+    three named)."""
     if not shifts_ps:
         return ""
     named = [f"{host} {shift / 1e9:+.3g} ms" for host, shift in list(shifts_ps.items())[:3]]

@@ -72,11 +72,12 @@ OPTIONS = LoadOptions()
 
 
 def analysis_for(trace: Trace) -> TraceAnalysis:
-    """The trace's analysis; of several hosts, with the hosts' clocks aligned first when asked
-    (`tpuscope.analysis.clock_alignment`: hosts whose collectives lie outside the others')."""
+    """The trace's analysis, with the hosts' and devices' clocks aligned first when asked
+    (`tpuscope.analysis.clock_alignment`: hosts whose collectives lie outside the others', devices
+    whose ops start before their launches)."""
     from tpuscope.analysis.session import TraceAnalysis
 
-    if OPTIONS.align_clocks and len(trace.hosts) > 1:
+    if OPTIONS.align_clocks:
         from tpuscope.analysis.clock_alignment import align_clocks
 
         return align_clocks(trace)

@@ -344,10 +344,10 @@ class MainWindow(QMainWindow):
         self.timeline.set_show_empty(self.show_empty_action.isChecked())
 
     def _toggle_align_clocks(self) -> None:
-        """View > Align Host Clocks: saved, and an open profile of several hosts is loaded again by it."""
+        """View > Align Host Clocks: saved, and the open profile is loaded again by it."""
         LOAD_OPTIONS.align_clocks = self.align_clocks_action.isChecked()
         self.settings.setValue("view/align_clocks", LOAD_OPTIONS.align_clocks)
-        if self.trace is not None and len(self.trace.hosts) > 1 and self.path is not None:
+        if self.trace is not None and self.path is not None:
             self.open_path(self.path)
 
     def _focus_search(self) -> None:

@@ -17,7 +17,7 @@ import numpy as np
 
 from tpuscope.analysis.diagnose.finding import STEP_TIME_BANDS, Finding, RuleOutcome, Severity, ms
 from tpuscope.analysis.facts.context import Context
-from tpuscope.analysis.pod.clocks import CLOCKS, MIN_MATCHED_INSTANCES, ClockEstimate
+from tpuscope.analysis.pod.clocks import CLOCKS, LAUNCH_SKEWS, MIN_MATCHED_INSTANCES, ClockEstimate
 
 RULE_ID = "clock_offset"
 # Findings are info, whatever the offset (our heuristic): an offset costs no step time, and misleads
@@ -43,7 +43,7 @@ def run(ctx: Context) -> RuleOutcome:
     steps = [float(np.median(s.step_ps)) for s in summaries if len(s)]
     step_ps = float(np.median(steps)) if steps else 0.0
     findings = [_host_finding(estimate, h.host, step_ps, _evidence(summaries, h.host)) for h in estimate.off]
-    devices = [(s.host, skew) for s in summaries for skew in s.launch_skew]
+    devices = ctx.get(LAUNCH_SKEWS)  # of the recorded times, also where the app aligned them
     findings += [_device_finding(host, skew, step_ps) for host, skew in devices if skew.visibly_off]
     return RuleOutcome(findings, _checked(estimate, devices))
 

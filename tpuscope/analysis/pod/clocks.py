@@ -315,3 +315,7 @@ def _from_pod(analysis: TraceAnalysis) -> ClockEstimate:
 CLOCKS: Result[ClockEstimate] = Result("clocks", _from_pod)
 # The shift applied to each host when the trace was loaded (empty: the recorded times).
 APPLIED_SHIFTS: Result[dict[str, int]] = Result("applied_clock_shifts", lambda analysis: {})
+# Each host's devices' ops against their launches (host, skew), from the pod's host summaries.
+LAUNCH_SKEWS: Result[list[tuple[str, LaunchSkew]]] = Result(
+    "launch_skews", lambda analysis: [(s.host, k) for s in analysis.pod.summaries for k in s.launch_skew]
+)
