@@ -8,7 +8,7 @@ from typing import Any
 
 from tpuscope.errors import ProfileError
 from tpuscope.model.trace import Trace
-from tpuscope.readers.files import GZIP_MAGIC, read_profile_bytes
+from tpuscope.readers.files import GZIP_MAGIC, map_file, read_profile_bytes
 from tpuscope.readers.registry import ProgressCallback, report_progress
 from tpuscope.readers.trace_event import native
 from tpuscope.readers.trace_event.build import Mapping, load_json_files
@@ -56,15 +56,16 @@ def read_file(path: Path, use_c: bool = True) -> TraceEventFile:
 
 
 def _read_mapped(path: Path) -> TraceEventFile | native.Declined:
-    """A plain file through the C decoder straight from the page cache (mapped, not copied); the
-    mapping is closed before the columns are made, so the peak holds one of them."""
-    try:
-        with open(path, "rb") as handle, mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ) as mapped:
-            if hasattr(mmap, "MADV_SEQUENTIAL"):
-                mapped.madvise(mmap.MADV_SEQUENTIAL)
-            read = _feed_mapped(path, mapped)
-    except (OSError, ValueError) as exc:  # unreadable or empty: the whole-file read says what is wrong
-        return native.Declined(f"the file cannot be mapped ({exc})")
+    """A plain file through the C decoder straight from the page cache (files.map_file: mapped, not
+    copied, with its known limit); the mapping is closed before the columns are made, so the peak
+    holds one of them."""
+    mapped = map_file(path)
+    if mapped is None:  # empty or unmappable: the whole-file read says what it is
+        return native.Declined("the file cannot be mapped")
+    with mapped:
+        if hasattr(mmap, "MADV_SEQUENTIAL"):
+            mapped.madvise(mmap.MADV_SEQUENTIAL)
+        read = _feed_mapped(path, mapped)
     return read if isinstance(read, native.Declined) else native.file_of(path, read)
 
 
