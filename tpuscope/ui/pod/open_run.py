@@ -85,7 +85,8 @@ class PodResult:
 
     @property
     def diagnosed_hosts(self) -> int:
-        return sum(len(self.per_file[i]) for i in self.diagnosed if i in self.per_file)
+        diagnosed = tuple(self.diagnosed)  # a snapshot: the diagnosis thread adds to it
+        return sum(len(self.per_file.get(i, ())) for i in diagnosed)
 
     def close(self) -> None:
         """Stops the workers (both passes); the summaries stay."""
