@@ -5,6 +5,7 @@
     python benchmarks/bench_sql.py --kineto T.json.gz     # also the peer on a Kineto trace
     python benchmarks/bench_sql.py --before SRC           # also the sql command of an older tree
                                                           # (SRC holds its tpuscope/: git archive)
+    python benchmarks/bench_sql.py --phases               # where the sql command's time goes
 
 What a user waits for: launch to answer. Both commands read the same file from our columnar cache
 (filled once first, so neither pays the first parse) and the page cache; trials alternate between
@@ -99,6 +100,70 @@ def whole_process(path: Path, repeat: int, before: Path | None = None) -> None:
               f"{used * 1000:6.0f} ms CPU ({used / info_cpu:.2f}x info)")  # fmt: skip
 
 
+PHASES = ("import numpy", "import tpuscope, load (cache)", "import duckdb", "import pyarrow, tpuscope.query",
+          "open DuckDB (connect, lock)", "build events (name, dur_ps)", "GROUP BY name, fetch")  # fmt: skip
+
+
+def phases(path: Path, repeat: int) -> None:
+    """The sql command's steps timed in fresh processes (`--phase-worker`, in the command's order),
+    medians of `repeat`, beside `info` as a whole process in the same run: what each step costs in
+    units of `info`, so the floor of any query through DuckDB is seen."""
+    env = dict(os.environ, TPUSCOPE_CACHE_DIR=tempfile.mkdtemp(prefix="tpuscope-bench-sql-"),
+               OPENBLAS_NUM_THREADS="1")  # fmt: skip  # as the CLI sets it (tpuscope/cli.py)
+    subprocess.run([*_tpuscope(), "info", str(path)], env=env, check=True, stdout=subprocess.DEVNULL)
+    worker = [sys.executable, str(Path(__file__).resolve()), "--phase-worker", str(path)]
+    info_wall, info_cpu, steps = [], [], []
+    for _ in range(repeat):
+        wall, used = _timed_cpu([*_tpuscope(), "info", str(path)], env)
+        info_wall.append(wall)
+        info_cpu.append(used)
+        done = subprocess.run(worker, env=env, check=True, capture_output=True, text=True)
+        steps.append(json.loads(done.stdout.strip().splitlines()[-1]))
+    wall, used = statistics.median(info_wall), statistics.median(info_cpu)
+    print(f"{path.name}: the sql command's steps, fresh processes, median of {repeat} (load average "
+          f"{os.getloadavg()[0]:.1f} on {os.cpu_count()} cores); info: {wall * 1000:.0f} ms wall, "
+          f"{used * 1000:.0f} ms CPU")  # fmt: skip
+    for k, name in enumerate(PHASES):
+        w = statistics.median(s[k][0] for s in steps)
+        c = statistics.median(s[k][1] for s in steps)
+        print(f"  {name:<30} {w * 1000:6.0f} ms wall ({w / wall:.2f}x info), "
+              f"{c * 1000:5.0f} ms CPU ({c / used:.2f}x info)")  # fmt: skip
+
+
+def phase_worker(path: Path) -> None:
+    """Runs in a fresh process: each of PHASES in turn; one JSON line of [wall, CPU] seconds each."""
+    import resource
+
+    def now() -> tuple[float, float]:
+        usage = resource.getrusage(resource.RUSAGE_SELF)
+        return time.perf_counter(), usage.ru_utime + usage.ru_stime
+
+    marks = [now()]
+    import numpy  # noqa: F401
+
+    marks.append(now())
+    from tpuscope.opener import open_trace
+
+    trace = open_trace(str(path))
+    marks.append(now())
+    import duckdb  # noqa: F401
+
+    marks.append(now())
+    import pyarrow  # noqa: F401
+
+    from tpuscope.query.engine import open_locked
+    from tpuscope.query.tables import TraceColumns
+
+    marks.append(now())
+    connection = open_locked()  # inline here; the sql command opens it in a thread beside the load
+    marks.append(now())
+    connection.register("events", TraceColumns(trace, lambda: None).table({"name", "dur_ps"}))  # type: ignore[arg-type,return-value]
+    marks.append(now())
+    connection.sql(GROUP_BY_NAME).fetchall()
+    marks.append(now())
+    print(json.dumps([[b[0] - a[0], b[1] - a[1]] for a, b in zip(marks, marks[1:], strict=False)]))
+
+
 def peer(kineto: Path, peer_python: str, repeat: int) -> None:
     """The same two questions on one Kineto file: our `sql` command against HTA (pandas), both as whole
     processes from launch to answer (ours from a warm cache, HTA parsing the JSON as it always does),
@@ -179,9 +244,17 @@ def main() -> None:
     parser.add_argument("--peer-worker", type=Path, help=argparse.SUPPRESS)
     parser.add_argument("--probe", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--before", type=Path, help="a folder holding an older tpuscope/ to time too")
+    parser.add_argument("--phases", action="store_true", help="time the sql command's steps instead")
+    parser.add_argument("--phase-worker", type=Path, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.peer_worker:
         peer_worker(args.peer_worker, args.probe)
+        return
+    if args.phase_worker:
+        phase_worker(args.phase_worker)
+        return
+    if args.phases:
+        phases(args.file, args.repeat)
         return
     whole_process(args.file, args.repeat, args.before)
     if args.kineto:

@@ -51,9 +51,17 @@ def run(args) -> int:
         return 0
     if not args.query:
         raise UserFacingError("give a QUERY (or --schema to list the tables).")
-    from tpuscope.query.session import QueryError, QuerySession, describe_error
+    from tpuscope.query.engine import OpeningConnection
 
-    session = QuerySession(load_for_cli(args))  # the analyses are made only if a table needs them
+    opening = OpeningConnection()  # DuckDB starts in a thread while the profile loads (engine.py)
+    try:
+        from tpuscope.query.session import QueryError, QuerySession, describe_error
+
+        trace = load_for_cli(args)
+    except BaseException:
+        opening.close()
+        raise
+    session = QuerySession(trace, opening.result())  # the analyses are made only if a table needs them
     try:
         relation = session.sql(args.query)
         if relation is None:

@@ -5,13 +5,13 @@ lie. A table is built the first time a query names it (DuckDB's own parser lists
 query over `events` never computes the diagnosis, and one over `findings` never concatenates the
 events.
 
-Safety comes from DuckDB's own settings (https://duckdb.org/docs/stable/operations_manual/
-securing_duckdb/overview), locked before any query runs: no external access (no COPY, ATTACH,
-file or network table functions, no extension installs), no extension autoloading, no replacement
-scans of Python variables, and `lock_configuration` so no query changes any of it. The statement
-kinds a query may be are checked by DuckDB's parser too (`duckdb.extract_statements`): reading
-(SELECT, EXPLAIN, DESCRIBE, PRAGMA of the catalog) and in-memory views, tables and macros of the
-session's own; anything else is refused before it runs.
+Safety comes from DuckDB's own settings (`engine.py`; https://duckdb.org/docs/stable/
+operations_manual/securing_duckdb/overview), locked before any query runs: no external access
+(no COPY, ATTACH, file or network table functions, no extension installs), no extension
+autoloading, no replacement scans of Python variables, and `lock_configuration` so no query
+changes any of it. The statement kinds a query may be are checked by DuckDB's parser too
+(`duckdb.extract_statements`): reading (SELECT, EXPLAIN, DESCRIBE, PRAGMA of the catalog) and
+in-memory views, tables and macros of the session's own; anything else is refused before it runs.
 """
 
 from __future__ import annotations
@@ -27,6 +27,7 @@ import duckdb
 import pyarrow as pa
 
 from tpuscope.model.trace import Trace
+from tpuscope.query.engine import open_locked
 from tpuscope.query.tables import TABLES, TRACE_COLUMNS, TableSpec, TraceColumns
 
 if TYPE_CHECKING:
@@ -34,15 +35,6 @@ if TYPE_CHECKING:
 
 _ALL_EVENT_COLUMNS = frozenset(c.name for c in TABLES["events"].columns)
 
-# DuckDB's lockdown (see the module docstring); every option is one DuckDB documents.
-LOCKED_CONFIG: dict[str, str | bool] = {
-    "enable_external_access": False,
-    "autoload_known_extensions": False,
-    "autoinstall_known_extensions": False,
-    "allow_community_extensions": False,
-    "allow_unsigned_extensions": False,
-    "python_enable_replacements": False,
-}
 # Statement kinds a query may be: reading, and the session's own in-memory objects.
 # Parse-tree nodes that read every column of a table.
 _WHOLE_ROW_NODES = frozenset({"STAR", "POSITIONAL_REFERENCE"})
@@ -82,17 +74,17 @@ class QuerySession:
     Not for concurrent queries from several threads; `interrupt()` may be called from any thread
     to cancel the query running now.
 
+    `connection`, when given, is one `engine.open_locked()` made (the CLI opens it beside the load).
     Made over a `TraceAnalysis`, its tables share the analysis's results (the app's tabs, the API);
     made over a bare `Trace` (the CLI), the analysis is made when a table other than `events` and
     its `step` need it, so a query over events never imports the analyses.
     """
 
-    def __init__(self, source: TraceAnalysis | Trace):
+    def __init__(self, source: TraceAnalysis | Trace, connection: duckdb.DuckDBPyConnection | None = None):
         self._analysis: TraceAnalysis | None = None if isinstance(source, Trace) else source
         self.trace: Trace = source if isinstance(source, Trace) else source.trace
         self._own_columns: TraceColumns | None = None
-        self.connection = duckdb.connect(":memory:", config=dict(LOCKED_CONFIG))
-        self.connection.sql("SET lock_configuration = true")
+        self.connection = open_locked() if connection is None else connection
         self._registered: set[str] = set()
         self._lock = threading.Lock()
 
