@@ -202,6 +202,7 @@ typedef struct {
     Buf top_arena, top_offsets;     /* top-level members but traceEvents */
     int64_t counters, records;
     ArgSlot slots[MAX_ARG_KEYS];
+    int ready;  /* __init__ ran (once): the tables exist */
     int64_t last_thread, last_pid, last_tid; /* the last record's thread, -1 none */
     uint8_t last_pid_tag, last_tid_tag;
 } Decoder;
@@ -950,6 +951,10 @@ static int Decoder_init(Decoder *d, PyObject *args, PyObject *kwds) {
     int max_depth;
     if (!PyArg_ParseTupleAndKeywords(args, kwds, "O!ni", keywords, &PyTuple_Type, &keys, &event_args, &max_depth))
         return -1;
+    if (d->ready) {
+        PyErr_SetString(PyExc_RuntimeError, "a Decoder is initialized once");
+        return -1;
+    }
     Py_ssize_t n = PyTuple_GET_SIZE(keys);
     if (n > MAX_ARG_KEYS || event_args > n || event_args < 0) {
         PyErr_SetString(PyExc_ValueError, "too many arg keys");
@@ -993,6 +998,7 @@ static int Decoder_init(Decoder *d, PyObject *args, PyObject *kwds) {
         PyErr_NoMemory();
         return -1;
     }
+    d->ready = 1;
     return 0;
 }
 
@@ -1019,6 +1025,10 @@ static void Decoder_dealloc(Decoder *d) {
 static PyObject *Decoder_feed(Decoder *d, PyObject *args) {
     Py_buffer view;
     int final;
+    if (!d->ready) {
+        PyErr_SetString(PyExc_RuntimeError, "the Decoder is not initialized");
+        return NULL;
+    }
     if (!PyArg_ParseTuple(args, "y*p", &view, &final)) return NULL;
     if (d->decline) {
         PyBuffer_Release(&view);
@@ -1153,7 +1163,7 @@ static PyObject *threads_of(Table *t, PyObject *values) {
 
 /* finish() -> dict of the columns (bytes) and tables (lists), after a final feed that returned None. */
 static PyObject *Decoder_finish(Decoder *d, PyObject *unused) {
-    if (d->decline || d->state != S_DONE) {
+    if (!d->ready || d->decline || d->state != S_DONE) {
         PyErr_SetString(PyExc_RuntimeError, "finish() before the document was read");
         return NULL;
     }
