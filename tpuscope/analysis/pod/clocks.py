@@ -40,8 +40,9 @@ if TYPE_CHECKING:
 _NOT_SYNCHRONIZING = re.compile(
     r"-(start|done)\b|^%?(send|recv|collective-permute)|^(nccl|rccl)\w*?_(SendRecv|Send|Recv)_", re.IGNORECASE
 )
-# At most this many instances per host are kept, the first ones (a few hundred numbers is enough).
-MAX_INSTANCES = 2048
+# At most this many instances per host are kept, the first ones: a few hundred numbers (5 per
+# instance, 20 KB a host) measure an offset, and a summary stays small for 256 hosts.
+MAX_INSTANCES = 512
 # A host's clock is judged from at least this many instances it shares with the other hosts (our
 # heuristic: a few steps' worth, so that one odd instance cannot make a finding).
 MIN_MATCHED_INSTANCES = 5
