@@ -197,3 +197,46 @@ def test_fuzz_mutants_of_a_jax_trace_json_read_the_same_or_are_declined(jax_trac
 
 def test_fuzz_mutants_with_python_frames_read_the_same_or_are_declined(tmp_path):
     _check_counts(_fuzz_corpus(grafted_trace(tmp_path), tmp_path, SEED + 2))
+
+
+# Documents at the edges of the JSON grammar and of the typed decode, each read the same by both
+# decoders (or refused with the same sentence). `@` stands for a complete event's fields.
+_EVENT = '"ph": "X", "pid": 1, "tid": 2, "ts": 10.5, "dur": 2'
+EDGE_DOCUMENTS = {
+    "escapes": '[{@, "name": "a\\u00e9\\ud83d\\ude00\\/\\"\\\\\\n\\t", "cat": "\\u0063pu"}]',
+    "escaped keys": '[{"p\\u0068": "X", "n\\u0061me": "k", "ts": 1, "dur": 1}]',
+    "numbers": '[{@, "args": {"stream": -0, "device": 1e-400, "flops": 12345678901234567890123,'
+    ' "bytes": 1.5E+3, "correlation": 9223372036854775807, "group_id": -9223372036854775808,'
+    ' "step_num": 9223372036854775808, "program_id": 0.1}}]',
+    "times": '[{"ph": "X", "ts": 1700000000123456.789, "dur": 1e-7},'
+    ' {"ph": "i", "ts": 12345678901234567890}]',
+    "repeated keys": '[{@, "name": "a", "name": "b", "args": {"stream": 1}, "args": {"device": 2}}]',
+    "repeated arg": '[{@, "args": {"stream": 1, "stream": null, "device": 3, "device": "x"}}]',
+    "null args": '[{@, "args": null}, {@, "args": {"stream": null}}]',
+    "other values": '[{@, "args": {"stream": [1, {"a": true}], "device": true, "dtype": {"x": null},'
+    ' "Call stack": 5, "CallFrom": "a.py:3"}}]',
+    "string ids": '[{"ph": "X", "pid": "p", "tid": "1", "ts": 1}, {"ph": "s", "id": "f", "pid": "p",'
+    ' "tid": "1", "ts": 1, "cat": "c"}, {"ph": "f", "id": "f", "bp": "e", "pid": 1, "tid": 1, "ts": 2}]',
+    "blanks": ' \n\t[ { "ph" : "X" , "ts" : 1 } , { } ] \r\n',
+    "object form": '{"displayTimeUnit": "ns", "traceEvents": [{"ph": "X", "ts": 1}], "schemaVersion": 1,'
+    ' "deviceProperties": [{"id": 0, "name": "GPU"}], "other": {"deep": [[[1]]]}, "traceName": "t"}',
+    "metadata": '[{"ph": "M", "name": "process_name", "pid": 1, "args": {"name": "host"}},'
+    ' {"ph": "M", "name": "thread_name", "pid": 1, "tid": 2, "args": {"name": 7}}, {"ph": "X", "ts": 1}]',
+    "other phases": '[{"ph": "B", "ts": 1}, {"ph": "C", "ts": 1, "args": {"x": 1}}, {"ph": "X", "ts": 1},'
+    ' {"ph": "XX", "ts": 1}, {"ph": "", "ts": 1}]',
+    "times out of range": '[{"ph": "X", "ts": 1}, {"ph": "X", "ts": 1e300},'
+    ' {"ph": "X", "ts": 2, "dur": -1e300}, {"ph": "s", "ts": 1e300, "id": 1}]',
+    "empty": '{"traceEvents": []}',
+    "no events": '[{"ph": "M", "name": "process_name", "args": {"name": "x"}}]',
+    "two documents": '[{"ph": "X", "ts": 1}] [{"ph": "X", "ts": 1}]',
+}
+
+
+REFUSED_BY_BOTH = {"two documents"}
+
+
+@pytest.mark.parametrize("name", EDGE_DOCUMENTS)
+def test_edge_documents_read_the_same_and_by_the_c_decoder(name, tmp_path):
+    path = tmp_path / "edge.json"
+    path.write_text(EDGE_DOCUMENTS[name].replace("@", _EVENT), encoding="utf-8")
+    assert _compare(path) == ("refused" if name in REFUSED_BY_BOTH else "c")
