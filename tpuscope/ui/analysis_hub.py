@@ -31,6 +31,9 @@ class AnalysisHub(QObject):
 
     traceChanged = Signal(object)  # the new Trace, or None: views clear and wait for their results
     resultReady = Signal(str, object)  # (result name, value), after its subscribers were called
+    # No worker computes any more: every result asked for reached its views (the window then imports
+    # the modules of the views not on screen, off the critical path of the first picture).
+    idle = Signal()
 
     def __init__(self, parent: QObject | None = None):
         super().__init__(parent)
@@ -101,6 +104,8 @@ class AnalysisHub(QObject):
     def _forget(self, job: Job) -> None:
         self._running.discard(job)
         job.deleteLater()
+        if not self._running:
+            self.idle.emit()
 
     def _deliver(self, generation: int, payload: tuple[str, Any, Exception | None]) -> None:
         name, value, error = payload  # what `_compute` returns

@@ -109,7 +109,7 @@ class DiagnosticsView(View):
         layout.setContentsMargins(4, 4, 4, 4)
         layout.addWidget(self.summary)
         layout.addWidget(splitter, 1)
-        self.hub.traceChanged.connect(self._on_trace)
+        self.follow_trace(self._on_trace)
         self.subscribe_when_shown(REPORT, self._show, self._on_failed)
 
     # -- input -------------------------------------------------------------------------------

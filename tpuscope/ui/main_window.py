@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, MutableMapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -100,10 +100,13 @@ class MainWindow(QMainWindow):
         self.titles: dict[str, str] = {spec.key: spec.title for spec in VIEWS}
         # Made after the first paint (see `_build_body` and `views`), or at once when asked for sooner.
         self._body_built = False
-        self._views: dict[str, QWidget] = {}
-        self._views_built = False
+        self._views: dict[str, QWidget] = {}  # made: the timeline tab, the views opened so far
+        self._placeholders: dict[str, QWidget] = {}  # the tabs whose view is not made yet
+        self._views_built = False  # whether the views' tabs are there (their views made when shown)
         self._painted = False
-        self._view_imports: QThread | None = None  # the worker importing the views' modules
+        self._view_imports: list[QThread] = []  # the workers importing the views' modules
+        self._others_imported = False  # whether the views not on screen had their modules imported
+        self._outlined_ops: set[str] = set()  # the ops last outlined, for views made later
         self._open_after_paint: Path | str | None = None  # a path opened before the window painted
 
         self.welcome = WelcomePage(self)
@@ -158,6 +161,7 @@ class MainWindow(QMainWindow):
 
         self._jobs = LatestJobs(self)  # range summaries; a newer range drops an older one's
         self._hub = AnalysisHub(self)  # the trace's analyses, computed once for every view
+        self._hub.idle.connect(self._import_the_other_views)
         self._timeline = TimelineView(self)
         self._search = SearchBar(self)
         timeline_tab = QWidget(self)
@@ -226,60 +230,112 @@ class MainWindow(QMainWindow):
         QTimer.singleShot(0, self._after_first_paint)
 
     def _after_first_paint(self) -> None:
-        """The body, then the load the user asked for before the paint, then the views: their modules
-        are imported in a worker while the window stays responsive and the profile loads, and the
-        views are made on this thread once they are in."""
+        """The body, then the load the user asked for before the paint, then the tabs: the first view's
+        modules are imported in a worker while the profile loads, and each view is made on this thread
+        when its tab is first shown (the other views' modules are imported once the first picture is
+        complete, while the user looks at it)."""
         self._build_body()
         pending, self._open_after_paint = self._open_after_paint, None
         if pending is not None:
             self.open_path(pending)
-        if self._views_built or self._view_imports is not None:
-            return  # made already, or on their way (this ran before)
+        self._add_view_tabs()
+        if not self._view_imports:
+            first = next((key for key in FIRST_VIEWS if key in self._placeholders), None)
+            self._import_views_in_worker([first] if first is not None else [])
+
+    def _import_views_in_worker(self, keys: list[str] | None) -> None:
+        """Imports the modules of views `keys` (None: all) in a worker thread (`import_view_modules`)."""
         from tpuscope.ui.jobs import Job
         from tpuscope.ui.registry import import_view_modules
 
-        job = Job(0, import_view_modules)
-        job.done.connect(self._build_views)
-        job.failed.connect(self._build_views)  # the error is raised again where its view is made
-        self._view_imports = job
+        job = Job(0, lambda: import_view_modules(keys))  # an error is raised again where its view is made
+        self._view_imports.append(job)
         job.start()
+
+    def _import_the_other_views(self) -> None:
+        """Once the views on screen have every result (the hub is idle), the other views' modules are
+        imported in a worker: a tab opened later is made from modules already in."""
+        if self._others_imported or self.trace is None:
+            return
+        self._others_imported = True
+        self._import_views_in_worker(None)
 
     # ----- views -----------------------------------------------------------------------------
 
     @property
-    def views(self) -> dict[str, QWidget]:
-        """The timeline tab and every `View`, by key, in the registry's order.
+    def views(self) -> MutableMapping[str, QWidget]:
+        """The timeline tab and every `View`, by key, in the registry's order (then Compare and History
+        once made).
 
-        The views (their modules pull in pyqtgraph and the analyses: most of the window's start)
-        are made just after the window first paints, so the window appears before them; anything
-        asking for them earlier gets them made at once."""
-        self._build_views()
-        return self._views
+        A view is made when its tab is first shown or when it is looked up here, so the window
+        neither waits for the modules of views nobody opens (pyqtgraph, DuckDB) nor makes their
+        widgets; `made_views` lists those made so far."""
+        self._add_view_tabs()
+        return _ViewsByKey(self)
 
-    def _build_views(self, *_job_outcome: object) -> None:
+    @property
+    def made_views(self) -> dict[str, QWidget]:
+        """The views made so far (and the timeline tab), by key."""
+        return dict(self._views)
+
+    def _add_view_tabs(self) -> None:
+        """A tab for each view of this build, in the registry's order, holding an empty page until
+        the view is made (`_make_view`)."""
         if self._views_built:
             return
         self._build_body()
         self._views_built = True
-        made: dict[str, QWidget] = {}  # in the registry's order, as their tabs
         for spec in VIEWS:
             if spec.key == TIMELINE:
-                made[TIMELINE] = self._views[TIMELINE]  # its tab is there already
                 continue
-            view_class = spec.load()
-            if view_class is None:
+            if not spec.available():
                 continue
-            view = view_class(self.hub, self)
-            view.highlightRequested.connect(self.highlight_events)
-            view.zoomRequested.connect(self.zoom_timeline)
-            view.trackRequested.connect(self.timeline.scroll_to_track)
-            view.openRequested.connect(self.open_view)
-            view.eventPicked.connect(self.details.show_event)
-            view.opsOutlined.connect(self.outline_ops)
-            view.queryTracksChanged.connect(self.timeline.set_query_tracks)
-            made[spec.key] = view
-            self.tabs.insertTab(len(made) - 1, view, spec.title)
-        self._views = made
+            placeholder = QWidget(self)
+            self._placeholders[spec.key] = placeholder
+            position = sum(1 for s in VIEWS[: VIEWS.index(spec)] if s.key in self._placeholders)
+            position += sum(1 for s in VIEWS[: VIEWS.index(spec)] if s.key == TIMELINE)
+            self.tabs.insertTab(position, placeholder, spec.title)
+        self.tabs.currentChanged.connect(self._on_tab_shown)
+
+    def _on_tab_shown(self, index: int) -> None:
+        key = next((k for k, page in self._placeholders.items() if page is self.tabs.widget(index)), None)
+        if key is not None:
+            self._make_view(key)
+
+    def _make_view(self, key: str) -> QWidget:
+        """Makes view `key` in place of its tab's empty page (its module imported here if no worker
+        did yet), wired to the window, and shows it the hub's trace if one is loaded already."""
+        spec = next(s for s in VIEWS if s.key == key)
+        view_class = spec.load()
+        placeholder = self._placeholders.pop(key)
+        if view_class is None:  # the module went missing since the tabs were added
+            self.tabs.removeTab(self.tabs.indexOf(placeholder))
+            placeholder.deleteLater()
+            raise KeyError(key)
+        view = view_class(self.hub, self)
+        view.highlightRequested.connect(self.highlight_events)
+        view.zoomRequested.connect(self.zoom_timeline)
+        view.trackRequested.connect(self.timeline.scroll_to_track)
+        view.openRequested.connect(self.open_view)
+        view.eventPicked.connect(self.details.show_event)
+        view.opsOutlined.connect(self.outline_ops)
+        view.queryTracksChanged.connect(self.timeline.set_query_tracks)
+        view.catch_up()
+        if self._outlined_ops:
+            view.outline_ops(self._outlined_ops)
+        self._views[key] = view
+        index = self.tabs.indexOf(placeholder)
+        was_current = self.tabs.currentIndex() == index
+        self.tabs.blockSignals(True)  # the tab bar's current page changes only to the view itself
+        try:
+            self.tabs.insertTab(index, view, spec.title)
+            if was_current:
+                self.tabs.setCurrentIndex(index)
+            self.tabs.removeTab(index + 1)
+        finally:
+            self.tabs.blockSignals(False)
+        placeholder.deleteLater()
+        return view
 
     # ----- menus -----------------------------------------------------------------------------
 
@@ -561,10 +617,10 @@ class MainWindow(QMainWindow):
         )
         self._status_clocks = _clock_words(result)
         self.status_label.setText(self._status_head + self._status_clocks)
-        self._build_views()  # before the hub says which trace it holds: a view made later misses it
+        self._add_view_tabs()
         self.hub.set_analysis(result.analysis)
         self.stack.setCurrentWidget(self.tabs)
-        first = next(key for key in FIRST_VIEWS if key in self.views)
+        first = next(key for key in FIRST_VIEWS if key in self._placeholders or key in self._views)
         self.show_view(first)
         if first == TIMELINE:
             self.timeline.setFocus()  # W/A/S/D work at once
@@ -623,7 +679,7 @@ class MainWindow(QMainWindow):
         matches = [(t, np.asarray(i)) for t, i in matches if len(i)]
         self.timeline.set_highlight(matches, PICKED_LAYER)
         source = self.sender()
-        title = next((self.titles[k] for k, v in self.views.items() if v is source), "another view")
+        title = next((self.titles[k] for k, v in self._views.items() if v is source), "another view")
         count = sum(len(i) for _, i in matches)
         if count:
             self.statusBar().showMessage(
@@ -635,6 +691,7 @@ class MainWindow(QMainWindow):
         """Marks the ops named (picked in one view, e.g. a source line's) in every view listing ops."""
         from tpuscope.ui.views import View  # loaded with the views, after the first paint
 
+        self._outlined_ops = set(names)  # for the views made later
         for view in self._views.values():
             if isinstance(view, View):
                 view.outline_ops(names)
@@ -759,8 +816,8 @@ class MainWindow(QMainWindow):
         self.cancel_load()
         for worker in list(self.workers):
             worker.wait()
-        if self._view_imports is not None:
-            self._view_imports.wait()
+        for job in self._view_imports:
+            job.wait()
         if not self._body_built:
             return  # nothing else ever ran
         self.pods.shutdown()  # a pod's background diagnosis: its workers stopped
@@ -789,6 +846,42 @@ class MainWindow(QMainWindow):
 def _short_name(path: Path | str) -> str:
     """The last part of a path or URL, for the title bar and the status line."""
     return path.rstrip("/").rsplit("/", 1)[-1] if isinstance(path, str) else path.name
+
+
+class _ViewsByKey(MutableMapping[str, QWidget]):
+    """`MainWindow.views`: the window's tabs by key; looking a view up makes it if its tab has not
+    been shown yet (iterating lists the keys without making anything)."""
+
+    def __init__(self, window: MainWindow):
+        self._window = window
+
+    def _keys(self) -> list[str]:
+        window = self._window
+        keys = [s.key for s in VIEWS if s.key in window._views or s.key in window._placeholders]
+        return keys + [k for k in window._views if k not in keys]
+
+    def __getitem__(self, key: str) -> QWidget:
+        window = self._window
+        if key in window._views:
+            return window._views[key]
+        if key in window._placeholders:
+            return window._make_view(key)
+        raise KeyError(key)
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._window._views or key in self._window._placeholders
+
+    def __setitem__(self, key: str, view: QWidget) -> None:
+        self._window._views[key] = view
+
+    def __delitem__(self, key: str) -> None:
+        del self._window._views[key]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._keys())
+
+    def __len__(self) -> int:
+        return len(self._keys())
 
 
 class _FirstPaint(QObject):

@@ -118,7 +118,7 @@ class MemoryView(View):
         self.buffers.itemSelectionChanged.connect(self._on_buffer_selected)
         # Connected before the subscription, so that a new trace clears the view before its report
         # (at once when another view had it computed already) fills it.
-        self.hub.traceChanged.connect(self._on_trace)
+        self.follow_trace(self._on_trace)
         self.subscribe_when_shown(MEMORY_REPORT, self._fill, self._on_failed)
 
     @staticmethod

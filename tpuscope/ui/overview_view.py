@@ -89,7 +89,7 @@ class OverviewView(View):
         self.overview: Overview | None = None
         self._build()
         self._show_message("Open a profile to see its overview.")
-        self.hub.traceChanged.connect(self._on_trace)
+        self.follow_trace(self._on_trace)
         # Asked for once the Overview is on screen (it is the first tab after a load): a window showing
         # another tab (`screenshot --view timeline`) does not wait for the rules over every event.
         self.subscribe_when_shown(STEPS, self._fill_steps_card)

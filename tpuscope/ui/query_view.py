@@ -359,7 +359,7 @@ class QueryView(View):
         layout = QVBoxLayout(self)
         layout.setContentsMargins(6, 6, 6, 6)
         layout.addWidget(split)
-        self.hub.traceChanged.connect(self._on_trace)
+        self.follow_trace(self._on_trace)
         self._update_buttons()
 
     # ----- running -----------------------------------------------------------------------------

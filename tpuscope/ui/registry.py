@@ -8,6 +8,8 @@ so the command line can list the views without starting it.
 from __future__ import annotations
 
 import importlib
+import importlib.util
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -25,6 +27,16 @@ class ViewSpec:
     # Modules the view imports when it is made (not at its module's top): imported with its module,
     # off the UI thread, by `import_view_modules`.
     imports: tuple[str, ...] = ()
+
+    def available(self) -> bool:
+        """Whether this build has the view (its module exists), found without importing it: the
+        window adds a tab for each view it has and makes the view when the tab is first shown."""
+        if not self.module:
+            return True
+        try:
+            return importlib.util.find_spec(self.module) is not None
+        except ModuleNotFoundError:  # a parent package missing from this build
+            return False
 
     def load(self) -> Any:
         """The view class (a `View` subclass), or None while its module does not exist in this build
@@ -54,12 +66,16 @@ VIEWS: tuple[ViewSpec, ...] = (
 VIEW_KEYS: tuple[str, ...] = tuple(spec.key for spec in VIEWS)
 
 
-def import_view_modules() -> None:
-    """Imports every view's modules (pyqtgraph, DuckDB and the analyses: most of the cost of making the
-    views), for a worker thread to run while the window shows and a profile loads; making the views
-    afterwards on the UI thread then costs only their widgets. A module missing from this build is
-    skipped; any other import error is left for `ViewSpec.load` to raise where the view is made."""
+def import_view_modules(keys: Iterable[str] | None = None) -> None:
+    """Imports the modules of the views `keys` (default every view): pyqtgraph, DuckDB and the
+    analyses, most of the cost of making a view, for a worker thread to run while the window shows and
+    a profile loads (the first view's) or while the user looks at it (the others'); making a view on
+    the UI thread then costs only its widgets. A module missing from this build is skipped; any other
+    import error is left for `ViewSpec.load` to raise where the view is made."""
+    wanted = None if keys is None else set(keys)
     for spec in VIEWS:
+        if wanted is not None and spec.key not in wanted:
+            continue
         for name in (spec.module, *spec.imports) if spec.module else ():
             try:
                 importlib.import_module(name)

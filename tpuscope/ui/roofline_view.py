@@ -75,7 +75,7 @@ class RooflineView(View):
         self.picked_row = -1  # the op table row of the dot clicked last
         self.steps: Steps | None = None
         self._build()
-        self.hub.traceChanged.connect(self._on_trace)
+        self.follow_trace(self._on_trace)
         self.subscribe_when_shown(STEPS, self._show_steps)
         self.subscribe_when_shown(op_table_result("op", "all"), self._show_table)
 

@@ -244,7 +244,7 @@ class SourceView(View):
         self.shown_file = ""  # the recorded path of the file shown ("" for none)
         self.source: SourceText | None = None
         self._build()
-        self.hub.traceChanged.connect(self._on_trace)
+        self.follow_trace(self._on_trace)
         self.subscribe_when_shown(op_table_result("source", "all"), self._show_table)
 
     def _build(self) -> None:

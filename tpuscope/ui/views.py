@@ -61,6 +61,21 @@ class View(QWidget):
         self.hub = hub if hub is not None else AnalysisHub(self)
         self._when_shown: list[tuple[Result[Any], Callable[[Any], None], OnFailed | None]] = []
         self._asked_generation = -1  # the hub generation whose `_when_shown` results were asked for
+        self._trace_slots: list[Callable[[Trace | None], None]] = []
+
+    def follow_trace(self, slot: Callable[[Trace | None], None]) -> None:
+        """Calls `slot(trace)` with every trace the hub shows from now on (its `traceChanged`), and, in
+        `catch_up`, with the one it shows already: the window makes a tab's view when the tab is first
+        shown, usually after a profile was loaded."""
+        self.hub.traceChanged.connect(slot)
+        self._trace_slots.append(slot)
+
+    def catch_up(self) -> None:
+        """Shows the hub's trace in this view made after the hub was given it (what `traceChanged`
+        would have done); its results are asked for when it is shown, as for any view."""
+        if self.hub.analysis is not None:
+            for slot in self._trace_slots:
+                slot(self.hub.trace)
 
     def subscribe_when_shown(
         self, result: Result[Any], on_ready: Callable[[Any], None], on_failed: OnFailed | None = None

@@ -150,7 +150,7 @@ class OpsView(View):
         self.model.modelReset.connect(self._clear_occurrences)
         self.table_view.doubleClicked.connect(lambda _: self.next_occurrence())
         self.stepper.zoomRequested.connect(self.zoomRequested)
-        self.hub.traceChanged.connect(self._on_trace)
+        self.follow_trace(self._on_trace)
 
     # --- input ----------------------------------------------------------------------------------
     def _on_trace(self, trace: Trace | None) -> None:
