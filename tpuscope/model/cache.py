@@ -204,6 +204,15 @@ def load(files: list[Path]) -> Trace | None:
     return trace
 
 
+def has_entry(files: list[Path]) -> bool:
+    """Whether `load(files)` will find an entry, from its name alone (nothing is read): for a caller
+    that plans other work around the load (`tpuscope sql` overlaps a decode, not a cache hit)."""
+    if not _enabled():
+        return False
+    files_key = key(files)
+    return files_key is not None and (cache_dir() / entry_name(files_key)).is_file()
+
+
 def _decode(mapped: mmap.mmap) -> Trace | None:
     view = memoryview(mapped)
     magic, version, label_length, pickle_length, n_buffers, total = _HEADER.unpack_from(view, 0)
