@@ -151,6 +151,18 @@ class OpEvents:
     def __len__(self) -> int:
         return len(self.op)
 
+    def events_at(self, rows: np.ndarray) -> list[tuple[Track, np.ndarray]]:
+        """The (track, event indices) pairs of the events at `rows` (ascending), as `events_of` gives
+        them for a mask selecting those rows."""
+        found = []
+        ends = np.searchsorted(rows, [offset + len(indices) for _, indices, offset in self.segments])
+        begin = 0
+        for (track, indices, offset), end in zip(self.segments, ends, strict=True):
+            if end > begin:
+                found.append((track, np.sort(indices[rows[begin:end] - offset])))
+            begin = end
+        return found
+
     def events_of(self, mask: np.ndarray) -> list[tuple[Track, np.ndarray]]:
         """The (track, event indices) pairs of the events selected by a boolean mask over rows."""
         found = []
@@ -182,6 +194,9 @@ def self_times(start_ps: np.ndarray, duration_ps: np.ndarray) -> np.ndarray:
         order = positive[np.lexsort((-d, s))]
     s, d = start[order], duration[order]
     e = s + d
+    if not (e[:-1] > s[1:]).any():  # each ends before the next starts (a TPU's op line): none nests
+        out[order] = d
+        return out
     n = len(s)
     depth = np.arange(n) - np.searchsorted(np.sort(e), s, side="right")
     covered = np.zeros(n, dtype=np.int64)
@@ -196,25 +211,85 @@ def self_times(start_ps: np.ndarray, duration_ps: np.ndarray) -> np.ndarray:
     return out
 
 
-def _string_stat(track: Track, name: str, idx: np.ndarray) -> np.ndarray:
-    values = track.stat_values(name, fill=0)
-    if values is None:
-        return np.zeros(len(idx), np.int32)
-    return values[idx].astype(np.int32, copy=False)
+# The stats that say what an op is (its name, category, program, framework op, code, FLOPs and bytes):
+# on XPlane's op lines they are the op's metadata's, the same for every occurrence.
+_PER_OP_STATS = (
+    Stat.OP_TEXT, Stat.OP_CATEGORY, Stat.FRAMEWORK_OP, Stat.NAME_SCOPE, Stat.PROGRAM_NAME,
+    Stat.PROGRAM_ID, Stat.FLOPS, Stat.BYTES_ACCESSED, Stat.SOURCE, Stat.SOURCE_STACK,
+)  # fmt: skip
 
 
-def _float_stat(track: Track, name: str, idx: np.ndarray) -> np.ndarray:
-    values = track.stat_values(name, fill=np.nan)
-    if values is None:
-        return np.full(len(idx), np.nan)
-    return values[idx].astype(np.float64, copy=False)
+class _EventStats:
+    """The per-op stats of events `idx` of a track, one value per event."""
+
+    def __init__(self, track: Track, idx: np.ndarray):
+        self.track, self.idx = track, idx
+        self.name_id = track.name_id[idx]
+
+    def strings(self, name: str) -> np.ndarray:
+        values = self.track.stat_values(name, fill=0)
+        if values is None:
+            return np.zeros(len(self.idx), np.int32)
+        return values[self.idx].astype(np.int32, copy=False)
+
+    def floats(self, name: str) -> np.ndarray:
+        values = self.track.stat_values(name, fill=np.nan)
+        if values is None:
+            return np.full(len(self.idx), np.nan)
+        return values[self.idx].astype(np.float64, copy=False)
+
+    def program_ids(self) -> np.ndarray:
+        values = self.track.stat_values(Stat.PROGRAM_ID, fill=0)
+        if values is None:
+            return np.zeros(len(self.idx), np.uint64)
+        return values[self.idx].astype(np.uint64, copy=False)
 
 
-def _program_ids(track: Track, idx: np.ndarray) -> np.ndarray:
-    values = track.stat_values(Stat.PROGRAM_ID, fill=0)
-    if values is None:
-        return np.zeros(len(idx), np.uint64)
-    return values[idx].astype(np.uint64, copy=False)
+class _OpStats(_EventStats):
+    """The per-op stats of events `idx` of a track, one value per metadata row (op) they use, when
+    no event carries one of its own and each metadata row names its events (XPlane's op lines):
+    what an op is is then worked out once per op, not once per event, and `of_event` maps each
+    event to its op. The values per op are those `_EventStats` gives each of its events."""
+
+    def __init__(self, track: Track, idx: np.ndarray, rows: np.ndarray, of_event: np.ndarray, name_id):
+        self.track, self.idx, self.rows, self.of_event, self.name_id = track, idx, rows, of_event, name_id
+        self._metadata = track.plane.metadata
+
+    @classmethod
+    def of(cls, track: Track, idx: np.ndarray) -> _OpStats | None:
+        """The stats per op of these events, or None when they cannot be read per op."""
+        if not len(idx) or any(track.stats.column(name) is not None for name in _PER_OP_STATS):
+            return None
+        meta = track.meta_index[idx]
+        count = len(track.plane.metadata)
+        if int(meta.min()) < 0 or int(meta.max()) >= count:
+            return None
+        rows = np.flatnonzero(np.bincount(meta, minlength=count))
+        position = np.zeros(count, np.int64)
+        position[rows] = np.arange(len(rows))
+        of_event = position[meta]
+        names = track.name_id[idx]
+        name_id = np.empty(len(rows), names.dtype)
+        name_id[of_event] = names  # any event's: checked to be every event's of the row just below
+        if not np.array_equal(name_id[of_event], names):
+            return None  # events of one metadata row with different names: read per event
+        return cls(track, idx, rows, of_event, name_id)
+
+    def _values(self, name: str, fill: float) -> np.ndarray | None:
+        column = self._metadata.stats.column(name)
+        return None if column is None else column.dense(len(self._metadata), fill)[self.rows]
+
+    def strings(self, name: str) -> np.ndarray:
+        values = self._values(name, 0)
+        return np.zeros(len(self.rows), np.int32) if values is None else values.astype(np.int32, copy=False)
+
+    def floats(self, name: str) -> np.ndarray:
+        values = self._values(name, np.nan)
+        return np.full(len(self.rows), np.nan) if values is None else values.astype(np.float64, copy=False)
+
+    def program_ids(self) -> np.ndarray:
+        values = self._values(Stat.PROGRAM_ID, 0)
+        return np.zeros(len(self.rows), np.uint64) if values is None else values.astype(np.uint64, copy=False)
 
 
 def module_names(device: Device) -> dict[int, str]:
@@ -233,73 +308,121 @@ def module_names(device: Device) -> dict[int, str]:
     return names
 
 
+# The columns of `OpEvents` `collect_op_events` fills, with their types.
+_COLUMNS = {
+    "device": np.int32, "op": np.int32, "category": np.int32, "program": np.int32,
+    "framework": np.int32, "time": np.int64, "self": np.int64, "flops": np.float64,
+    "bytes": np.float64, "pid": np.uint64, "text": np.int64, "source": np.int64, "stack": np.int64,
+}  # fmt: skip
+_PER_OP_COLUMNS = (
+    "op", "category", "program", "framework", "flops", "bytes", "pid", "text", "source", "stack",
+)  # fmt: skip
+
+
+def _per_op_columns(labels: _Labels, trace: Trace, stats: _EventStats, modules: dict[int, str]) -> dict:
+    """What the ops are, one value per item of `stats` (an event, or an op of `_OpStats`)."""
+    strings = trace.strings
+    # What the op is called: the op-text stat (GPU kernels, CPU thunks), else the event name.
+    op_text = stats.strings(Stat.OP_TEXT)
+    op_text = np.where(op_text > 0, op_text, stats.name_id)
+    category = stats.strings(Stat.OP_CATEGORY)
+    category = np.where(category > 0, category, -op_text)  # negative: derive from the op text
+    framework = stats.strings(Stat.FRAMEWORK_OP)
+    scope = stats.strings(Stat.NAME_SCOPE)  # GPU kernels: JAX name scope
+    module = stats.strings(Stat.PROGRAM_NAME)
+    program_id = stats.program_ids()
+    return {
+        "op": labels.map_ids(op_text, lambda i: short_op_name(strings[int(i)])),
+        "category": labels.map_ids(category, lambda i: _category_text(strings, int(i))),
+        "framework": _framework_labels(labels, trace, framework, scope),
+        "program": _program_labels(labels, strings, program_id, module, modules),
+        "flops": stats.floats(Stat.FLOPS),
+        "bytes": stats.floats(Stat.BYTES_ACCESSED),
+        "pid": program_id,
+        "text": op_text,
+        "source": stats.strings(Stat.SOURCE),
+        "stack": stats.strings(Stat.SOURCE_STACK),
+    }
+
+
+_EXACT_IN_FLOAT = 1 << 53  # integers below this in size survive a round trip through float64
+
+
+def _exact_in_float(values: np.ndarray) -> bool:
+    return -_EXACT_IN_FLOAT < int(values.min()) and int(values.max()) < _EXACT_IN_FLOAT
+
+
+def _device_times(track: Track, idx: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Each event's (time, start) in ps as int64: its device duration and offset where it has both
+    (the device's own clock), else its host-aligned duration and start."""
+    own = [track.stats.column(name) for name in (Stat.DEVICE_DURATION_PS, Stat.DEVICE_OFFSET_PS)]
+    from_metadata = any(track.plane.metadata.stats.column(c.name) for c in own if c is not None)
+    if all(c is not None and c.rows is None and c.kind in ("int", "uint") for c in own) and not from_metadata:
+        # Every event has both as integers (XPlane's TPU op lines): taken as they are, which is what
+        # the float path below gives for values it holds exactly.
+        values = [c.values for c in own if c is not None]
+        if all(len(v) == 0 or _exact_in_float(v) for v in values):
+            return values[0][idx].astype(np.int64), values[1][idx].astype(np.int64)
+    events = _EventStats(track, idx)
+    device_duration = events.floats(Stat.DEVICE_DURATION_PS)
+    device_offset = events.floats(Stat.DEVICE_OFFSET_PS)
+    on_device_clock = np.isfinite(device_duration) & np.isfinite(device_offset)
+    time = np.where(on_device_clock, device_duration, track.duration_ps[idx]).astype(np.int64)
+    start = np.where(on_device_clock, device_offset, track.start_ps[idx]).astype(np.int64)
+    return time, start
+
+
 def collect_op_events(trace: Trace, devices: list[Device] | None = None) -> OpEvents:
-    """Gathers the op columns of `devices` (all devices of the trace by default)."""
+    """Gathers the op columns of `devices` (all devices of the trace by default).
+
+    Each column is written in place into one array over all events (no per-track parts joined at
+    the end); what an op is (its labels, FLOPs, code) is worked out once per op where the events
+    take it from their metadata (`_OpStats`), and gathered to the events by one index."""
     devices = find_devices(trace) if devices is None else devices
     labels = _Labels()
-    strings: StringTable = trace.strings
-    keys = ("device", "op", "category", "program", "framework", "time", "self", "flops", "bytes",
-            "pid", "text", "source", "stack")  # fmt: skip
-    parts: dict[str, list[np.ndarray]] = {k: [] for k in keys}
+    total = sum(len(idx) for device in devices for _, idx in device.events)
+    out = {key: np.empty(total, dtype) for key, dtype in _COLUMNS.items()}
     segments = []
     offset = 0
     for position, device in enumerate(devices):
         modules = module_names(device)
         for track, idx in device.events:
             n = len(idx)
-            # What the op is called: the op-text stat (GPU kernels, CPU thunks), else the event name.
-            op_text = _string_stat(track, Stat.OP_TEXT, idx)
-            op_text = np.where(op_text > 0, op_text, track.name_id[idx])
-            category = _string_stat(track, Stat.OP_CATEGORY, idx)
-            category = np.where(category > 0, category, -op_text)  # negative: derive from the op text
-            framework = _string_stat(track, Stat.FRAMEWORK_OP, idx)
-            scope = _string_stat(track, Stat.NAME_SCOPE, idx)  # GPU kernels: JAX name scope
-            module = _string_stat(track, Stat.PROGRAM_NAME, idx)
-            program_id = _program_ids(track, idx)
-
-            device_duration = _float_stat(track, Stat.DEVICE_DURATION_PS, idx)
-            device_offset = _float_stat(track, Stat.DEVICE_OFFSET_PS, idx)
-            on_device_clock = np.isfinite(device_duration) & np.isfinite(device_offset)
-            time = np.where(on_device_clock, device_duration, track.duration_ps[idx]).astype(np.int64)
-            start = np.where(on_device_clock, device_offset, track.start_ps[idx]).astype(np.int64)
-
-            parts["device"].append(np.full(n, position, np.int32))
-            parts["op"].append(labels.map_ids(op_text, lambda i: short_op_name(strings[int(i)])))
-            parts["category"].append(labels.map_ids(category, lambda i: _category_text(strings, int(i))))
-            parts["framework"].append(_framework_labels(labels, trace, framework, scope))
-            parts["program"].append(_program_labels(labels, strings, program_id, module, modules))
-            parts["time"].append(time)
-            parts["self"].append(self_times(start, time))
-            parts["flops"].append(_float_stat(track, Stat.FLOPS, idx))
-            parts["bytes"].append(_float_stat(track, Stat.BYTES_ACCESSED, idx))
-            parts["pid"].append(program_id)
-            parts["text"].append(op_text.astype(np.int64, copy=False))
-            parts["source"].append(_string_stat(track, Stat.SOURCE, idx).astype(np.int64, copy=False))
-            parts["stack"].append(_string_stat(track, Stat.SOURCE_STACK, idx).astype(np.int64, copy=False))
+            at = slice(offset, offset + n)
+            stats = _OpStats.of(track, idx) or _EventStats(track, idx)
+            per_op = _per_op_columns(labels, trace, stats, modules)
+            of_event = stats.of_event if isinstance(stats, _OpStats) else None
+            for key in _PER_OP_COLUMNS:
+                values = per_op[key].astype(_COLUMNS[key], copy=False)
+                if of_event is None:
+                    out[key][at] = values
+                else:
+                    np.take(values, of_event, out=out[key][at])
+            time, start = _device_times(track, idx)
+            out["device"][at] = position
+            out["time"][at] = time
+            out["self"][at] = self_times(start, time)
             segments.append((track, idx, offset))
             offset += n
-
-    def cat(key: str, dtype) -> np.ndarray:
-        return np.concatenate(parts[key]).astype(dtype, copy=False) if parts[key] else np.empty(0, dtype)
 
     return OpEvents(
         devices=devices,
         labels=labels,
-        device=cat("device", np.int32),
-        op=cat("op", np.int32),
-        category=cat("category", np.int32),
-        program=cat("program", np.int32),
-        framework=cat("framework", np.int32),
-        time_ps=cat("time", np.int64),
-        self_ps=cat("self", np.int64),
-        flops=cat("flops", np.float64),
-        bytes_accessed=cat("bytes", np.float64),
+        device=out["device"],
+        op=out["op"],
+        category=out["category"],
+        program=out["program"],
+        framework=out["framework"],
+        time_ps=out["time"],
+        self_ps=out["self"],
+        flops=out["flops"],
+        bytes_accessed=out["bytes"],
         segments=segments,
-        program_id=cat("pid", np.uint64),
-        text=cat("text", np.int64),
-        source=cat("source", np.int64),
-        stack=cat("stack", np.int64),
-        strings=strings,
+        program_id=out["pid"],
+        text=out["text"],
+        source=out["source"],
+        stack=out["stack"],
+        strings=trace.strings,
     )
 
 
@@ -369,6 +492,7 @@ class OpTable:
     code: Mapping[int, ProgramCode] | None = None  # the programs' code the table was grouped with
     functions: list[str] = field(default_factory=list)  # by source: the function of each row's line
     folded_ops: list[list[str]] = field(default_factory=list)  # by source: each row's ops, most self first
+    _by_row: tuple[np.ndarray, np.ndarray] | None = field(default=None, init=False, repr=False, compare=False)
 
     def __len__(self) -> int:
         return len(self.name)
@@ -415,8 +539,24 @@ class OpTable:
             return np.where(self.bytes_accessed > 0, self.flops / self.bytes_accessed, np.nan)
 
     def events_of_row(self, row: int) -> list[tuple[Track, np.ndarray]]:
-        """The row's events, per track, for highlighting them in the timeline."""
-        return self.events.events_of(self.row_of_event == row)
+        """The row's events, per track, for highlighting them in the timeline (and for the rules,
+        which ask for many rows: the events are put in row order once, so each row costs its own
+        events, not a pass over every event)."""
+        order, bounds = self._events_by_row()
+        return self.events.events_at(order[bounds[row] : bounds[row + 1]])
+
+    def _events_by_row(self) -> tuple[np.ndarray, np.ndarray]:
+        """(OpEvents rows ordered by table row, ascending within one; where each table row's start)."""
+        found = self._by_row
+        if found is None:
+            rows = self.row_of_event
+            # A stable sort of small ints: numpy sorts 16-bit keys by radix, in linear time.
+            keys = rows.astype(np.uint16) if len(self) <= np.iinfo(np.uint16).max else rows
+            order = np.argsort(keys, kind="stable")
+            bounds = np.zeros(len(self) + 1, np.int64)
+            np.cumsum(np.bincount(rows, minlength=len(self)), out=bounds[1:])
+            found = self._by_row = (order, bounds)  # two threads may both make it: the same arrays
+        return found
 
     def op_code(self, row: int, code: Mapping[int, ProgramCode] | None = None) -> OpCode | None:
         """By op: the code behind the row's op (`code`: the programs' code, else the table's own);
