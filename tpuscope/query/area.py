@@ -34,9 +34,7 @@ def track_condition(track_ids: Iterable[int], all_tracks: int) -> str:
     return "AND (" + " OR ".join(parts) + ")"
 
 
-def area_pivot_sql(
-    dimension: str, t0_ps: int, t1_ps: int, track_ids: Iterable[int], all_tracks: int
-) -> str:
+def area_pivot_sql(dimension: str, t0_ps: int, t1_ps: int, track_ids: Iterable[int], all_tracks: int) -> str:
     """The SQL whose rows are the area pivot by `dimension` (name, category, program, source)."""
     column = DIMENSION_COLUMNS[dimension]
     t0, t1 = int(t0_ps), int(t1_ps)
