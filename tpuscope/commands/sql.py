@@ -21,6 +21,8 @@ from tpuscope.model.plain import plain
 FETCH_ROWS = 10_000
 # Characters a text cell shows at most (the CSV and JSON outputs have every character).
 TEXT_CELL_CHARS = 60
+# What a query imports beyond duckdb, in the order it needs them.
+QUERY_MODULES = ("pyarrow", "tpuscope.query.session")
 
 
 def register(subparsers) -> None:
@@ -53,7 +55,9 @@ def run(args) -> int:
         raise UserFacingError("give a QUERY (or --schema to list the tables).")
     from tpuscope.query.engine import OpeningConnection
 
-    opening = OpeningConnection()  # DuckDB starts in a thread while the profile loads (engine.py)
+    # DuckDB starts in a thread while the profile loads; on a first open (a decode, which releases
+    # the GIL) the thread imports it and the query modules too (engine.py).
+    opening = OpeningConnection(imports=QUERY_MODULES if _decodes_first(args) else ())
     try:
         from tpuscope.query.session import QueryError, QuerySession, describe_error
 
@@ -82,6 +86,25 @@ def run(args) -> int:
     finally:
         session.close()
     return 0
+
+
+def _decodes_first(args) -> bool:
+    """Whether the load will read the profile's files rather than the trace cache: no entry for
+    them, the cache off, or a remote run (downloads and decoding release the GIL). A path that does
+    not resolve answers False, and the load says why in its own sentence."""
+    from tpuscope.urls import is_url
+
+    if getattr(args, "no_cache", False) or is_url(args.path):
+        return True
+    from tpuscope.errors import ProfileError
+    from tpuscope.model import cache
+    from tpuscope.readers.files import one_format, resolve_profile_files
+
+    try:
+        files, _ = one_format(resolve_profile_files(args.path, getattr(args, "run", None)))
+    except (ProfileError, OSError):
+        return False
+    return not cache.has_entry(files)
 
 
 def _batches(relation, describe_error):

@@ -3,7 +3,11 @@
 Opening DuckDB's database is C++ that releases the GIL (20-35 ms on the 2-core benchmark machine:
 benchmarks/README.md, the sql section), so `tpuscope sql` opens it in a thread while the main
 thread imports pyarrow, loads the profile and builds the events table, all of which hold the GIL.
-This module imports only duckdb, so the thread can start before those imports.
+On a first open the load is mostly a decode whose C loops release the GIL, and then the thread
+imports DuckDB and the query modules too (`imports`): Python under the GIL, run while the decode
+does not need it. From the cache the load holds the GIL throughout and the imports stay on the
+caller's thread (a thread there only adds hand-offs: benchmarks/README.md). This module imports
+duckdb only when asked, so the thread can start before that import.
 
 The lockdown is DuckDB's own settings (https://duckdb.org/docs/stable/operations_manual/
 securing_duckdb/overview), set when the database opens, then `lock_configuration` so no query
@@ -12,9 +16,13 @@ changes any of it.
 
 from __future__ import annotations
 
+import importlib
 import threading
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
-import duckdb
+if TYPE_CHECKING:
+    import duckdb
 
 # DuckDB's lockdown (see the module docstring); every option is one DuckDB documents.
 LOCKED_CONFIG: dict[str, str | bool] = {
@@ -29,6 +37,8 @@ LOCKED_CONFIG: dict[str, str | bool] = {
 
 def open_locked() -> duckdb.DuckDBPyConnection:
     """An in-memory database that reads what is registered on it and nothing else."""
+    import duckdb
+
     connection = duckdb.connect(":memory:", config=dict(LOCKED_CONFIG))
     connection.sql("SET lock_configuration = true")
     return connection
@@ -36,17 +46,25 @@ def open_locked() -> duckdb.DuckDBPyConnection:
 
 class OpeningConnection:
     """`open_locked()` running in a thread from construction; `result()` waits for it (and raises
-    what it raised). A connection never asked for is closed by `close()`."""
+    what it raised). A connection never asked for is closed by `close()`.
 
-    def __init__(self) -> None:
+    With `imports` (module names), the thread imports duckdb and those modules before it opens the
+    database; without, duckdb is imported on the caller's thread before the thread starts."""
+
+    def __init__(self, imports: Sequence[str] = ()) -> None:
         self._connection: duckdb.DuckDBPyConnection | None = None
         self._error: BaseException | None = None
         self._taken = False
+        self._imports = ("duckdb", *imports) if imports else ()
+        if not imports:
+            import duckdb  # noqa: F401  # on this thread: see the module docstring
         self._thread = threading.Thread(target=self._open, name="duckdb_open", daemon=True)
         self._thread.start()
 
     def _open(self) -> None:
         try:
+            for module in self._imports:
+                importlib.import_module(module)
             self._connection = open_locked()
         except BaseException as error:  # raised in the thread that asks for the connection
             self._error = error
