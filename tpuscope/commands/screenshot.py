@@ -91,9 +91,11 @@ def run(args) -> int:
     from tpuscope.ui.main_window import MainWindow
     from tpuscope.ui.timeline.lod import TimelineLod
 
-    # The views' modules (pyqtgraph, DuckDB, the analyses) are imported in a thread while the profile
-    # loads (the decoder's threads release the GIL), so the window is made from modules already in.
-    imports = threading.Thread(target=_import_view_modules, name="view-imports", daemon=True)
+    # The shown view's modules (pyqtgraph, DuckDB, the analyses) are imported in a thread while the
+    # profile loads (the decoder's threads release the GIL); the window makes only the view shown.
+    imports = threading.Thread(
+        target=_import_view_modules, args=(args.view,), name="view-imports", daemon=True
+    )
     imports.start()
     trace = open_trace(args.path, run=args.run, use_cache=not args.no_cache, strict=args.strict)
     imports.join()
@@ -132,11 +134,11 @@ def run(args) -> int:
     return 0
 
 
-def _import_view_modules() -> None:
+def _import_view_modules(key: str) -> None:
     from tpuscope.ui.registry import import_view_modules
 
     try:
-        import_view_modules()
+        import_view_modules([key])
     except Exception:  # noqa: BLE001 - raised again, as one sentence or a bug, where its view is made
         return
 
