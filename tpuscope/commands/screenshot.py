@@ -109,8 +109,7 @@ def run(args) -> int:
         if not window.show_view(args.view):
             raise UserFacingError(f"The {args.view} view does not exist in this version of tpuscope yet.")
         analysis = analysis_for(trace)  # as the app loads it: hosts' clocks aligned before the index
-        window.set_result(LoadResult(Path(args.path), trace, TimelineLod(trace), analysis))
-        window.show_view(args.view)
+        window.set_result(LoadResult(Path(args.path), trace, TimelineLod(trace), analysis), args.view)
         window.resize(*size)
         window.show()
         if window_ps is not None:

@@ -601,8 +601,10 @@ class MainWindow(QMainWindow):
             self._show_progress(False)
             self.status_label.setText("Loading cancelled.")
 
-    def set_result(self, result: LoadResult) -> None:
-        """Shows a loaded profile in every view: the timeline at once, the analyses as they finish."""
+    def set_result(self, result: LoadResult, view: str | None = None) -> None:
+        """Shows a loaded profile in every view: the timeline at once, the analyses as they finish;
+        `view` is the tab brought to the front (default the Overview: issue 7), the only view made now
+        (`tpuscope screenshot --view timeline` makes no Overview)."""
         self.trace = result.trace
         self._selected_range = None
         self.path = result.path
@@ -620,7 +622,8 @@ class MainWindow(QMainWindow):
         self._add_view_tabs()
         self.hub.set_analysis(result.analysis)
         self.stack.setCurrentWidget(self.tabs)
-        first = next(key for key in FIRST_VIEWS if key in self._placeholders or key in self._views)
+        shown = (view,) if view is not None else FIRST_VIEWS
+        first = next(key for key in (*shown, TIMELINE) if key in self._placeholders or key in self._views)
         self.show_view(first)
         if first == TIMELINE:
             self.timeline.setFocus()  # W/A/S/D work at once
