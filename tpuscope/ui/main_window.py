@@ -254,8 +254,9 @@ class MainWindow(QMainWindow):
 
     def _import_the_other_views(self) -> None:
         """Once the views on screen have every result (the hub is idle), the other views' modules are
-        imported in a worker: a tab opened later is made from modules already in."""
-        if self._others_imported or self.trace is None:
+        imported in a worker: a tab opened later is made from modules already in. Only in a window
+        the user has on screen (it painted): a screenshot's window is closed once it is drawn."""
+        if self._others_imported or self.trace is None or not self._painted:
             return
         self._others_imported = True
         self._import_views_in_worker(None)
