@@ -14,7 +14,14 @@ from typing import TYPE_CHECKING, TypeVar
 import numpy as np
 
 from tpuscope.analysis import device_ops
-from tpuscope.analysis.facts.intervals import Intervals, difference, empty, merge_intervals, window_total
+from tpuscope.analysis.facts.intervals import (
+    Intervals,
+    difference,
+    empty,
+    merge_intervals,
+    union,
+    window_total,
+)
 from tpuscope.analysis.framework import Framework
 from tpuscope.analysis.host_names import HostNameIndex
 from tpuscope.analysis.ops import OpTable, aggregate, collect_op_events
@@ -68,10 +75,15 @@ class Context:
     @cached_property
     def device_busy(self) -> Intervals:
         """Union of the busy intervals of all devices: a device is only 'waiting' if none works."""
-        if not self.devices:
-            return empty()
-        parts = [device_ops.busy_intervals(d) for d in self.devices]
-        return merge_intervals(np.concatenate([p[0] for p in parts]), np.concatenate([p[1] for p in parts]))
+        return union([device_ops.busy_intervals(d) for d in self.devices])
+
+    def device_busy_from(self, per_device: list[Intervals]) -> Intervals:
+        """`device_busy`, from each device's `busy_intervals` (in `devices` order) when the caller
+        has them already (the pod summary does): the union is still made once per context, and the
+        devices' own intervals are not kept."""
+        if "device_busy" not in self.__dict__:  # the cached_property's slot
+            self.__dict__["device_busy"] = union(per_device)
+        return self.device_busy
 
     def device_idle(self, start_ps: int, end_ps: int) -> Intervals:
         """Intervals inside [start, end) where no device ran an op."""

@@ -1,12 +1,21 @@
-"""Set operations on interval lists, vectorized: union (from device_ops), intersection, difference.
+"""Set operations on interval lists, vectorized: union, intersection, difference, covered time.
 
-An interval set is a pair of int64 arrays (starts, ends): disjoint, sorted, end > start.
-Intersection and difference sweep the boundaries of both sets once: each set's boundaries add
-+1/-1 (set a) or +2/-2 (set b) to a running code, so code 3 means "in both" and code 1 "only
-in a" (the sweep-line idea HTA uses for compute/communication overlap).
+An interval set is a pair of int64 arrays (starts, ends): disjoint, sorted, end > start, and no two
+touching (the canonical form `merge_intervals` returns; any set of half-open intervals has exactly
+one). Every operation here returns that form, so two ways of computing the same set give the same
+arrays, bit for bit.
+
+Intersection and difference never sort: each interval of the smaller set finds the intervals of the
+other it overlaps with two binary searches (`np.searchsorted`), so their cost is
+O(small * log(large) + output), which matters when a few hundred step windows or a few thousand
+collectives meet a device's hundreds of thousands of busy intervals. The union of several sets sorts
+the starts and the ends each on their own (a new run begins where the next start lies after the
+previous end, whichever intervals those belong to), with no argsort and no gather.
 """
 
 from __future__ import annotations
+
+from collections.abc import Sequence
 
 import numpy as np
 
@@ -14,7 +23,9 @@ from tpuscope.analysis.device_ops import merge_intervals
 
 Intervals = tuple[np.ndarray, np.ndarray]
 
-__all__ = ["Intervals", "difference", "empty", "intersect", "merge_intervals", "total", "window_total"]
+__all__ = [
+    "Intervals", "difference", "empty", "intersect", "merge_intervals", "total", "union", "window_total",
+]  # fmt: skip
 
 
 def empty() -> Intervals:
@@ -26,12 +37,54 @@ def total(intervals: Intervals) -> int:
     return int((ends - starts).sum())
 
 
+def union(sets: Sequence[Intervals]) -> Intervals:
+    """The union of interval sets (each in any form), as one canonical set.
+
+    Sorting starts and ends separately is enough: the covered time at t is the number of starts <= t
+    minus the number of ends <= t, so, with both sorted, the union has a gap between the i-th end and
+    the (i+1)-th start exactly when that start lies after that end. A stable sort (timsort) merges the
+    sorted runs of canonical sets in about linear time."""
+    present = [(np.asarray(s, np.int64), np.asarray(e, np.int64)) for s, e in sets if len(s)]
+    if not present:
+        return empty()
+    if len(present) == 1:
+        return merge_intervals(*present[0])
+    starts = np.concatenate([s for s, _ in present])
+    ends = np.concatenate([e for _, e in present])
+    keep = ends > starts
+    if not keep.all():
+        starts, ends = starts[keep], ends[keep]
+        if len(starts) == 0:
+            return empty()
+    starts = np.sort(starts, kind="stable")
+    ends = np.sort(ends, kind="stable")
+    breaks = np.flatnonzero(starts[1:] > ends[:-1]) + 1  # where a new run starts
+    first = np.concatenate([[0], breaks])
+    last = np.concatenate([breaks - 1, [len(starts) - 1]])
+    return starts[first], ends[last]
+
+
 def intersect(a: Intervals, b: Intervals) -> Intervals:
-    return _sweep(a, b, 3)
+    """The time in both `a` and `b`."""
+    a, b = merge_intervals(*a), merge_intervals(*b)
+    if len(a[0]) == 0 or len(b[0]) == 0:
+        return empty()
+    if len(a[0]) > len(b[0]):  # the smaller set searches the larger
+        a, b = b, a
+    return _intersect_canonical(a, b)
 
 
 def difference(a: Intervals, b: Intervals) -> Intervals:
-    return _sweep(a, b, 1)
+    """The time in `a` and not in `b`."""
+    a, b = merge_intervals(*a), merge_intervals(*b)
+    if len(a[0]) == 0:
+        return empty()
+    if len(b[0]) == 0:
+        return a
+    if len(b[0]) < len(a[0]):
+        # Fewer holes than pieces: a meets the gaps of b (within a's span), the smaller set searching.
+        return _intersect_canonical(_gaps(b, int(a[0][0]), int(a[1][-1])), a)
+    return _cut_out(a, b)
 
 
 def window_total(intervals: Intervals, window_starts: np.ndarray, window_ends: np.ndarray) -> np.ndarray:
@@ -41,19 +94,55 @@ def window_total(intervals: Intervals, window_starts: np.ndarray, window_ends: n
     return busy_in_windows(intervals[0], intervals[1], window_starts, window_ends)
 
 
-def _sweep(a: Intervals, b: Intervals, code: int) -> Intervals:
-    a = merge_intervals(*a)
-    b = merge_intervals(*b)
-    if len(a[0]) == 0:
-        return empty()
-    times = np.concatenate([a[0], a[1], b[0], b[1]])
-    deltas = np.concatenate(
-        [np.full(len(a[0]), 1), np.full(len(a[1]), -1), np.full(len(b[0]), 2), np.full(len(b[1]), -2)]
-    ).astype(np.int64)
-    order = np.lexsort((deltas, times))  # at equal times, closings (negative) first
-    times, deltas = times[order], deltas[order]
-    running = np.cumsum(deltas)
-    # Segment k spans [times[k], times[k+1]) with coverage code running[k].
-    inside = running[:-1] == code
-    seg_starts, seg_ends = times[:-1][inside], times[1:][inside]
-    return merge_intervals(seg_starts, seg_ends)
+def _overlapped(a: Intervals, b: Intervals) -> tuple[np.ndarray, np.ndarray]:
+    """For each interval of canonical `a`, the range [lo, hi) of the intervals of canonical `b` it
+    overlaps (b's end after a's start, b's start before a's end)."""
+    lo = np.searchsorted(b[1], a[0], side="right")
+    hi = np.searchsorted(b[0], a[1], side="left")
+    return lo, np.maximum(hi, lo)
+
+
+def _intersect_canonical(a: Intervals, b: Intervals) -> Intervals:
+    """a & b for canonical sets, a searching b. Each overlap of an a and a b interval is one piece of
+    the result; pieces are apart by a gap of a or of b, so the result is canonical as it comes."""
+    lo, hi = _overlapped(a, b)
+    counts = hi - lo
+    if counts.max(initial=0) <= 1:  # each a meets at most one b: no expansion needed
+        which_a = np.flatnonzero(counts)
+        which_b = lo[which_a]
+    else:
+        which_a = np.repeat(np.arange(len(counts)), counts)
+        firsts = np.cumsum(counts) - counts
+        which_b = np.arange(len(which_a)) - np.repeat(firsts - lo, counts)
+    starts = np.maximum(a[0][which_a], b[0][which_b])
+    ends = np.minimum(a[1][which_a], b[1][which_b])
+    return starts, ends
+
+
+def _gaps(b: Intervals, low: int, high: int) -> Intervals:
+    """The gaps between canonical `b`'s intervals, with [low, first start) and [last end, high) when
+    not empty: canonical, as b's intervals separate them."""
+    starts = np.concatenate([[low], b[1]])
+    ends = np.concatenate([b[0], [high]])
+    keep = ends > starts
+    return (starts, ends) if keep.all() else (starts[keep], ends[keep])
+
+
+def _cut_out(a: Intervals, b: Intervals) -> Intervals:
+    """a - b for canonical sets, a searching b: each a interval overlapping k intervals of b leaves
+    up to k + 1 pieces (before the first, between each two, after the last)."""
+    lo, hi = _overlapped(a, b)
+    counts = hi - lo
+    pieces = counts + 1
+    which_a = np.repeat(np.arange(len(counts)), pieces)
+    firsts = np.cumsum(pieces) - pieces
+    j = np.arange(len(which_a)) - firsts[which_a]  # the piece's place in its a interval: 0..k
+    k = counts[which_a]
+    b_before = lo[which_a] + j - 1  # the b interval the piece follows (j > 0)
+    b_after = lo[which_a] + j  # the b interval the piece precedes (j < k)
+    a_starts, a_ends = a[0][which_a], a[1][which_a]
+    starts = np.where(j > 0, b[1][np.maximum(b_before, 0)], a_starts)
+    ends = np.where(j < k, b[0][np.minimum(b_after, len(b[0]) - 1)], a_ends)
+    starts, ends = np.maximum(starts, a_starts), np.minimum(ends, a_ends)
+    keep = ends > starts
+    return starts[keep], ends[keep]

@@ -40,33 +40,57 @@ class CollectiveNames:
 
     def __init__(self, strings: StringTable, dialect: Dialect):
         self.op_ids = strings.ids_matching(COLLECTIVE_OP_PATTERN, regex=True, ignore_case=False)
+        # The same ids as a lookup table by string id: one gather per track instead of np.isin's sort.
+        self._is_op = np.zeros(len(strings), bool)
+        self._is_op[self.op_ids] = True
         barriers = [strings.id_of(name) for name in dialect.barrier_events]
         self.barrier_ids = np.array([i for i in barriers if i is not None], np.int32)
         self.barrier_tracks = dialect.barrier_tracks
 
     def is_collective(self, track: Track, idx: np.ndarray) -> np.ndarray:
         """Mask over `idx`: the op is a collective by its name or its `hlo_category`."""
-        mask = np.isin(track.name_id[idx], self.op_ids)
+        mask = self._is_collective_id(track.name_id[idx])
         category = track.stat_values(Stat.OP_CATEGORY, fill=0)
         if category is not None and category.dtype.kind in "iu":
-            mask |= np.isin(category[idx], self.op_ids)
+            mask |= self._is_collective_id(category[idx])
         return mask
+
+    def _is_collective_id(self, values: np.ndarray) -> np.ndarray:
+        """np.isin(values, op_ids), by the lookup table when every value is a string id of it."""
+        known = len(values) and values.dtype.kind in "iu"
+        if known and values.min() >= 0 and values.max() < len(self._is_op):
+            return self._is_op[values]
+        return np.isin(values, self.op_ids)
 
 
 def device_collective_events(device: Device, names: CollectiveNames) -> list[tuple[Track, np.ndarray]]:
     """The device's collective ops, plus barrier events on the plane's barrier lines."""
-    found = []
+    return split_device_ops(device, names, others=False)[0]
+
+
+def split_device_ops(
+    device: Device, names: CollectiveNames, others: bool = True
+) -> tuple[list[tuple[Track, np.ndarray]], list[tuple[Track, np.ndarray]]]:
+    """The device's collectives (its collective ops, plus barrier events on the plane's barrier
+    lines) and (with `others`) its other ops, each op tested once."""
+    collectives: list[tuple[Track, np.ndarray]] = []
+    rest: list[tuple[Track, np.ndarray]] = []
     for track, idx in device.events:
-        hit = idx[names.is_collective(track, idx)]
+        mask = names.is_collective(track, idx)
+        hit = idx[mask]
         if len(hit):
-            found.append((track, hit))
+            collectives.append((track, hit))
+        if others:
+            other = idx[~mask]
+            if len(other):
+                rest.append((track, other))
     if device.kind != "CPU" and len(names.barrier_ids):
         for track in device.plane.tracks:
             if track.name in names.barrier_tracks and len(track):
                 hit = np.flatnonzero(np.isin(track.name_id, names.barrier_ids))
                 if len(hit):
-                    found.append((track, hit))
-    return found
+                    collectives.append((track, hit))
+    return collectives, rest
 
 
 def dcn_events(trace: Trace) -> list[tuple[Track, np.ndarray]]:

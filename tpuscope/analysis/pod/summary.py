@@ -23,10 +23,18 @@ import numpy as np
 from tpuscope.analysis.device_ops import busy_intervals
 from tpuscope.analysis.facts.context import Context
 from tpuscope.analysis.facts.evidence import MAX_EVIDENCE, event_evidence
-from tpuscope.analysis.facts.intervals import Intervals, difference, empty, merge_intervals, window_total
+from tpuscope.analysis.facts.intervals import (
+    Intervals,
+    difference,
+    empty,
+    intersect,
+    merge_intervals,
+    union,
+    window_total,
+)  # fmt: skip
 from tpuscope.analysis.facts.waits import compile_wait_intervals, input_wait_intervals, input_work_events
 from tpuscope.analysis.pod.clocks import CollectiveEnds, LaunchSkew, collective_ends, launch_skew
-from tpuscope.analysis.pod.collectives import CollectiveNames, dcn_events, device_collective_events, union_of
+from tpuscope.analysis.pod.collectives import CollectiveNames, dcn_events, split_device_ops, union_of
 from tpuscope.analysis.steps import SOURCE_NONE
 from tpuscope.model.flows import Flows
 from tpuscope.model.trace import Trace, Track
@@ -140,17 +148,22 @@ def summarize_host(ctx: Context, host: str | None = None) -> HostSummary:
     collective_events = list(dcn)
     other_ops = []  # each device's non-collective ops, found once
     clock_events: list[tuple[Track, np.ndarray]] = []  # the first device's with collectives
+    busy = [busy_intervals(device) for device in devices]
+    ctx.device_busy_from(busy)  # their union, made once, for the waits below
     for row, device in enumerate(devices):
-        events = device_collective_events(device, names)
+        events, ops = split_device_ops(device, names)
         clock_events = clock_events or events
         collective_events.extend(events)
-        ops = _non_collective_ops([device], names)
         other_ops.extend(ops)
-        inside = merge_intervals(*_concat(union_of(events), dcn_intervals))
-        collective[row] = window_total(inside, p0, p1)
-        compute[row] = window_total(difference(busy_intervals(device), inside), p0, p1)
-        hiding = union_of(_overlapping(ops, inside))  # only ops that overlap a collective can hide it
-        exposed[row] = window_total(difference(inside, hiding), p0, p1)
+        inside = union([union_of(events), dcn_intervals])
+        # Each part as covered time in the steps: A - (A & B) is the time of A not in B, measured
+        # exactly (integer ps), without building the difference of two big sets.
+        in_collectives = window_total(inside, p0, p1)
+        collective[row] = in_collectives
+        compute[row] = window_total(busy[row], p0, p1) - window_total(intersect(busy[row], inside), p0, p1)
+        # Exposed: collective time no other op of the device overlaps (only ops that meet a
+        # collective can hide it, and the intersection keeps only those).
+        exposed[row] = in_collectives - window_total(intersect(inside, union_of(ops)), p0, p1)
     if not devices and len(dcn_intervals[0]):
         collective = window_total(dcn_intervals, p0, p1)[None, :].astype(np.float64)
         exposed = collective
@@ -228,34 +241,6 @@ def _host_work_events(
     longest = int(track.duration_ps[keep].max())
     keep = keep[track.duration_ps[keep] >= HOST_WORK_MIN_FRACTION * longest]
     return [(track, keep)]
-
-
-def _non_collective_ops(devices, names: CollectiveNames) -> list[tuple[Track, np.ndarray]]:
-    found = []
-    for device in devices:
-        for track, idx in device.events:
-            keep = idx[~names.is_collective(track, idx)]
-            if len(keep):
-                found.append((track, keep))
-    return found
-
-
-def _overlapping(
-    events: list[tuple[Track, np.ndarray]], intervals: Intervals
-) -> list[tuple[Track, np.ndarray]]:
-    """The events that overlap one of the disjoint sorted `intervals`."""
-    starts, ends = intervals
-    if len(starts) == 0:
-        return []
-    found = []
-    for track, idx in events:
-        last = (
-            np.searchsorted(starts, track.end_ps[idx], side="left") - 1
-        )  # the last interval starting before the end
-        hit = (last >= 0) & (ends[np.maximum(last, 0)] > track.start_ps[idx])
-        if hit.any():
-            found.append((track, idx[hit]))
-    return found
 
 
 def _busiest_op(ctx: Context, ops: list[tuple[Track, np.ndarray]]) -> tuple[str, float]:
