@@ -6,12 +6,14 @@
     python benchmarks/bench_sql.py --before SRC           # also the sql command of an older tree
                                                           # (SRC holds its tpuscope/: git archive)
     python benchmarks/bench_sql.py --phases               # where the sql command's time goes
+    python benchmarks/bench_sql.py --overlap              # a first open's imports beside the decode
 
-What a user waits for: launch to answer. Both commands read the same file from our columnar cache
-(filled once first, so neither pays the first parse) and the page cache; trials alternate between
-them so the shared machine's load hits both alike; medians are printed with the ratio. Also timed:
-`python -c "import duckdb, pyarrow"` (the engine's own start, which `info` never pays).
-Target (issue 21): the query at most 1.5x `info`.
+What a user waits for: launch to answer, for both opens. Warm: both commands read the same file
+from our columnar cache (filled once first) and the page cache. First open: both decode the file
+(`TPUSCOPE_NO_CACHE=1`, so none writes an entry), as on a profile never opened. Trials alternate
+between the contenders so the shared machine's load hits all alike; medians of wall and CPU time
+are printed with the ratios. Also timed (warm): `python -c "import duckdb, pyarrow"` (the engine's
+own start, which `info` never pays). Target (issue 21): the query at most 1.5x `info`.
 
 The peer (same run, one Kineto file): the same questions (count and total duration per name; the 10
 longest events) answered by our `sql` command and by pandas over HTA's per-rank DataFrame
@@ -74,16 +76,25 @@ def _tpuscope_from(source: Path) -> list[str]:
 
 
 def whole_process(path: Path, repeat: int, before: Path | None = None) -> None:
+    """Both opens a user meets: from the warm cache (a profile queried before), and first, with the
+    cache off (a new profile: `TPUSCOPE_NO_CACHE=1` for every contender, so nothing is written)."""
     env = dict(os.environ, TPUSCOPE_CACHE_DIR=tempfile.mkdtemp(prefix="tpuscope-bench-sql-"),
                PYTHONDONTWRITEBYTECODE="")  # fmt: skip
     subprocess.run([*_tpuscope(), "info", str(path)], env=env, check=True, stdout=subprocess.DEVNULL)  # fill
     contenders = {
         "info": [*_tpuscope(), "info", str(path)],
         "sql GROUP BY name": [*_tpuscope(), "sql", str(path), GROUP_BY_NAME],
-        "import duckdb, pyarrow": [sys.executable, "-c", "import duckdb, pyarrow"],
     }
     if before is not None:
         contenders["sql, before"] = [*_tpuscope_from(before), "sql", str(path), GROUP_BY_NAME]
+    cached = dict(contenders, **{"import duckdb, pyarrow": [sys.executable, "-c", "import duckdb, pyarrow"]})
+    _alternating(f"{path.name}: whole process, warm cache", cached, env, repeat)
+    _alternating(f"{path.name}: whole process, first open (TPUSCOPE_NO_CACHE=1)", contenders,
+                 dict(env, TPUSCOPE_NO_CACHE="1"), repeat)  # fmt: skip
+
+
+def _alternating(title: str, contenders: dict[str, list[str]], env: dict, repeat: int) -> None:
+    """Trials alternating between the contenders; medians of wall and CPU, each against `info`'s."""
     times: dict[str, list[float]] = {k: [] for k in contenders}
     cpu: dict[str, list[float]] = {k: [] for k in contenders}
     for _ in range(repeat):
@@ -92,12 +103,53 @@ def whole_process(path: Path, repeat: int, before: Path | None = None) -> None:
             times[name].append(wall)
             cpu[name].append(used)
     info, info_cpu = statistics.median(times["info"]), statistics.median(cpu["info"])
-    print(f"{path.name}: whole process, warm cache, median of {repeat} (load average "
-          f"{os.getloadavg()[0]:.1f} on {os.cpu_count()} cores)")  # fmt: skip
+    print(f"{title}, median of {repeat} (load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores)")
     for name, values in times.items():
         median, used = statistics.median(values), statistics.median(cpu[name])
         print(f"  {name:<24} {median * 1000:8.0f} ms wall ({median / info:.2f}x info), "
               f"{used * 1000:6.0f} ms CPU ({used / info_cpu:.2f}x info)")  # fmt: skip
+
+
+# One fresh process of `--overlap`: what `tpuscope sql` does up to the query on a first open, with the
+# engine's imports on the main thread before the load ("serial") or in the connection's thread while
+# the file decodes ("thread"), the decode's pool capped at argv[2] threads (or the reader's default).
+OVERLAP_CHILD = """
+import sys
+import tpuscope.readers.xplane.decode as decode
+if sys.argv[2] != "default":
+    decode._MAX_THREADS = int(sys.argv[2])
+from tpuscope.commands.sql import QUERY_MODULES
+from tpuscope.opener import open_trace
+from tpuscope.query.engine import OpeningConnection
+if sys.argv[1] == "serial":
+    import duckdb, pyarrow, tpuscope.query.session
+opening = OpeningConnection(imports=QUERY_MODULES if sys.argv[1] == "thread" else ())
+open_trace(sys.argv[3], use_cache=False)
+opening.result()
+"""
+
+
+def overlap(path: Path, repeat: int) -> None:
+    """The first-open overlap alone, in fresh processes, alternating and paired: with the decode's
+    default pool (it fills this machine's cores) and with one decode thread (a core left free, as on
+    a machine with more cores than the decode's pool); the paired difference cancels load drifts."""
+    print(f"{path.name}: first open, engine imports serial vs in the connection's thread, median of {repeat}")
+    for threads in ("default", "1"):
+        walls: dict[str, list[float]] = {"serial": [], "thread": []}
+        cpus: dict[str, list[float]] = {"serial": [], "thread": []}
+        for trial in range(repeat):
+            for mode in ("serial", "thread") if trial % 2 == 0 else ("thread", "serial"):
+                argv = [sys.executable, "-c", OVERLAP_CHILD, mode, threads, str(path)]
+                wall, used = _timed_cpu(argv, os.environ.copy())
+                walls[mode].append(wall)
+                cpus[mode].append(used)
+        paired = [t - s for t, s in zip(walls["thread"], walls["serial"], strict=True)]
+        wall = {mode: statistics.median(values) * 1000 for mode, values in walls.items()}
+        cpu = {mode: statistics.median(values) * 1000 for mode, values in cpus.items()}
+        print(f"  decode threads {threads:<7}: serial {wall['serial']:5.0f} ms wall {cpu['serial']:5.0f} ms "
+              f"CPU, thread {wall['thread']:5.0f} ms wall {cpu['thread']:5.0f} ms CPU; paired thread-serial "
+              f"{statistics.median(paired) * 1000:+.0f} ms, thread faster in {sum(d < 0 for d in paired)} of "
+              f"{repeat} (load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores)")  # fmt: skip
 
 
 PHASES = ("import numpy", "import tpuscope, load (cache)", "import duckdb", "import pyarrow, tpuscope.query",
@@ -237,7 +289,7 @@ def peer_worker(kineto: Path, probe: bool) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--file", type=Path, default=DEFAULT_FILE)
-    parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument("--repeat", type=int, default=7)
     parser.add_argument("--kineto", type=Path, help="a Kineto trace for the peer (HTA over pandas)")
     parser.add_argument("--peer-python", default=sys.executable,
                         help="the interpreter that has HTA and pandas (default: this one)")  # fmt: skip
@@ -246,6 +298,8 @@ def main() -> None:
     parser.add_argument("--before", type=Path, help="a folder holding an older tpuscope/ to time too")
     parser.add_argument("--phases", action="store_true", help="time the sql command's steps instead")
     parser.add_argument("--phase-worker", type=Path, help=argparse.SUPPRESS)
+    parser.add_argument("--overlap", action="store_true",
+                        help="time a first open's engine imports beside the decode instead")  # fmt: skip
     args = parser.parse_args()
     if args.peer_worker:
         peer_worker(args.peer_worker, args.probe)
@@ -255,6 +309,9 @@ def main() -> None:
         return
     if args.phases:
         phases(args.file, args.repeat)
+        return
+    if args.overlap:
+        overlap(args.file, args.repeat)
         return
     whole_process(args.file, args.repeat, args.before)
     if args.kineto:

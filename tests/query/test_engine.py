@@ -60,8 +60,9 @@ def _sql_process(path, query, env) -> subprocess.CompletedProcess:
 
 
 def test_a_first_open_and_a_cached_open_answer_alike(tmp_path, monkeypatch):
-    """In fresh processes, as a user runs it: the first `sql` of a profile decodes it with DuckDB's
-    imports in the thread, the second reads the cache with them on the main thread."""
+    """In fresh processes, as a user runs it: the first `sql` of a profile decodes it (with DuckDB's
+    imports in the connection's thread where a core is free beside the decode), the second reads the
+    cache (the imports on the main thread)."""
     monkeypatch.setenv("TPUSCOPE_CACHE_DIR", str(tmp_path / "cache"))
     monkeypatch.delenv("TPUSCOPE_NO_CACHE", raising=False)
     env = dict(os.environ)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import csv
 import json
+import os
 import sys
 from decimal import Decimal
 from typing import Any
@@ -23,6 +24,12 @@ FETCH_ROWS = 10_000
 TEXT_CELL_CHARS = 60
 # What a query imports beyond duckdb, in the order it needs them.
 QUERY_MODULES = ("pyarrow", "tpuscope.query.session")
+# Cores a first open's decode keeps busy: the XPlane decoder's pool (`_MAX_THREADS` in
+# tpuscope/readers/xplane/decode.py). Only on a machine with more cores do the engine's imports
+# run beside the decode instead of taking its cores: on 2 cores, importing in the thread cost 50 ms
+# more CPU and gained no wall time; with a core left free it was 90-170 ms faster in two runs of
+# three (benchmarks/README.md, the sql section; `bench_sql.py --overlap`).
+DECODE_POOL_CORES = 4
 
 
 def register(subparsers) -> None:
@@ -56,8 +63,9 @@ def run(args) -> int:
     from tpuscope.query.engine import OpeningConnection
 
     # DuckDB starts in a thread while the profile loads; on a first open (a decode, which releases
-    # the GIL) the thread imports it and the query modules too (engine.py).
-    opening = OpeningConnection(imports=QUERY_MODULES if _decodes_first(args) else ())
+    # the GIL) with a core the decode leaves free, the thread imports it and the query modules too.
+    overlap = _free_core_beside_decode() and _decodes_first(args)
+    opening = OpeningConnection(imports=QUERY_MODULES if overlap else ())
     try:
         from tpuscope.query.session import QueryError, QuerySession, describe_error
 
@@ -86,6 +94,14 @@ def run(args) -> int:
     finally:
         session.close()
     return 0
+
+
+def _free_core_beside_decode() -> bool:
+    try:
+        cores = len(os.sched_getaffinity(0))
+    except AttributeError:  # macOS, Windows
+        cores = os.cpu_count() or 1
+    return cores > DECODE_POOL_CORES
 
 
 def _decodes_first(args) -> bool:
