@@ -39,6 +39,11 @@ class Device:
     host: str
     plane: Plane
     events: list[tuple[Track, np.ndarray]] = field(default_factory=list)
+    # `busy_intervals`, with the time columns they were made from (a trace whose clocks are aligned
+    # gets new columns): every figure and rule asks for them, made once per device.
+    _busy: tuple[list[np.ndarray], tuple[np.ndarray, np.ndarray]] | None = field(
+        default=None, init=False, repr=False, compare=False
+    )
 
     @property
     def label(self) -> str:
@@ -133,8 +138,18 @@ def merge_intervals(starts: np.ndarray, ends: np.ndarray) -> tuple[np.ndarray, n
 
 
 def busy_intervals(device: Device) -> tuple[np.ndarray, np.ndarray]:
-    """Disjoint, sorted intervals (ps) during which the device ran at least one op."""
-    return merge_intervals(*op_intervals(device))
+    """Disjoint, sorted intervals (ps) during which the device ran at least one op (made once per
+    device and its tracks' time columns; callers must not write into them)."""
+    columns = [column for track, _ in device.events for column in (track.start_ps, track.duration_ps)]
+    kept = device._busy
+    if kept is not None and len(kept[0]) == len(columns):
+        if all(a is b for a, b in zip(kept[0], columns, strict=True)):
+            return kept[1]
+    found = merge_intervals(*op_intervals(device))
+    for array in found:
+        array.flags.writeable = False  # shared by every caller
+    device._busy = (columns, found)  # two threads may both make it: the same intervals
+    return found
 
 
 def busy_in_windows(

@@ -184,15 +184,18 @@ def self_times(start_ps: np.ndarray, duration_ps: np.ndarray) -> np.ndarray:
     start = np.asarray(start_ps, dtype=np.int64)
     duration = np.asarray(duration_ps, dtype=np.int64)
     out = np.zeros(len(start), dtype=np.int64)
-    positive = np.flatnonzero(duration > 0)
-    if len(positive) == 0:
-        return out
-    order = positive
+    has_length = duration > 0
+    everyone = bool(has_length.all())
+    # The events with a length, by a slice when that is all of them (no copies of the columns).
+    order: np.ndarray | slice = slice(None) if everyone else np.flatnonzero(has_length)
     s, d = start[order], duration[order]
+    if len(s) == 0:
+        return out
     in_order = (s[1:] > s[:-1]) | ((s[1:] == s[:-1]) & (d[1:] <= d[:-1]))
     if not in_order.all():  # lines come sorted by host time; device times nearly always agree
+        positive = np.arange(len(start)) if everyone else np.flatnonzero(has_length)
         order = positive[np.lexsort((-d, s))]
-    s, d = start[order], duration[order]
+        s, d = start[order], duration[order]
     e = s + d
     if not (e[:-1] > s[1:]).any():  # each ends before the next starts (a TPU's op line): none nests
         out[order] = d
