@@ -11,9 +11,15 @@ import re
 import tempfile
 import threading
 from pathlib import Path
+from typing import TYPE_CHECKING, cast
 
 from tpuscope.commands._console import add_path_argument, warn_about_missing_parts
 from tpuscope.ui.registry import VIEW_KEYS
+
+if TYPE_CHECKING:
+    from tpuscope.analysis.session import TraceAnalysis
+    from tpuscope.model.trace import Trace
+    from tpuscope.ui.timeline.lod import TimelineLod
 
 _SIZE = re.compile(r"^(\d{2,5})x(\d{2,5})$")
 MAX_SIDE_PX = 8000  # a larger image is almost surely a typo, and would take gigabytes to render
@@ -85,21 +91,15 @@ def run(args) -> int:
         raise UserFacingError(problem.sentence())
     from PySide6.QtCore import QSettings
 
-    from tpuscope.opener import open_trace
     from tpuscope.ui.app import application
-    from tpuscope.ui.loader import LoadResult, analysis_for
+    from tpuscope.ui.loader import LoadResult
     from tpuscope.ui.main_window import MainWindow
-    from tpuscope.ui.timeline.lod import TimelineLod
 
-    # The shown view's modules (pyqtgraph, DuckDB, the analyses) are imported in a thread while the
-    # profile loads (the decoder's threads release the GIL); the window makes only the view shown.
-    imports = threading.Thread(
-        target=_import_view_modules, args=(args.view,), name="view-imports", daemon=True
-    )
-    imports.start()
-    trace = open_trace(args.path, run=args.run, use_cache=not args.no_cache, strict=args.strict)
-    imports.join()
-    warn_about_missing_parts(trace)
+    # The profile loads and is indexed for the timeline in a thread (the decoder's threads release the
+    # GIL) while this one makes the window and the one view shown (the window makes no other view).
+    loaded: dict[str, object] = {}
+    loader = threading.Thread(target=_load, args=(args, loaded), name="load", daemon=True)
+    loader.start()
     app = application()
     # Throwaway settings: a screenshot neither depends on nor changes the user's window state and recents.
     scratch = tempfile.TemporaryDirectory(prefix="tpuscope-screenshot-")
@@ -108,8 +108,13 @@ def run(args) -> int:
     try:
         if not window.show_view(args.view):
             raise UserFacingError(f"The {args.view} view does not exist in this version of tpuscope yet.")
-        analysis = analysis_for(trace)  # as the app loads it: hosts' clocks aligned before the index
-        window.set_result(LoadResult(Path(args.path), trace, TimelineLod(trace), analysis), args.view)
+        loader.join()
+        if "error" in loaded:
+            raise cast(BaseException, loaded["error"])
+        trace = cast("Trace", loaded["trace"])
+        warn_about_missing_parts(trace)
+        lod, analysis = cast("TimelineLod", loaded["lod"]), cast("TraceAnalysis", loaded["analysis"])
+        window.set_result(LoadResult(Path(args.path), trace, lod, analysis), args.view)
         window.resize(*size)
         window.show()
         if window_ps is not None:
@@ -133,13 +138,20 @@ def run(args) -> int:
     return 0
 
 
-def _import_view_modules(key: str) -> None:
-    from tpuscope.ui.registry import import_view_modules
-
+def _load(args, loaded: dict[str, object]) -> None:
+    """In the loader thread: the trace, its analysis (as the app loads it: hosts' clocks aligned
+    before the index) and the timeline's index, or the error, into `loaded`."""
     try:
-        import_view_modules([key])
-    except Exception:  # noqa: BLE001 - raised again, as one sentence or a bug, where its view is made
-        return
+        from tpuscope.opener import open_trace
+        from tpuscope.ui.loader import analysis_for
+        from tpuscope.ui.timeline.lod import TimelineLod
+
+        trace = open_trace(args.path, run=args.run, use_cache=not args.no_cache, strict=args.strict)
+        loaded["analysis"] = analysis_for(trace)
+        loaded["lod"] = TimelineLod(trace)
+        loaded["trace"] = trace
+    except BaseException as error:  # noqa: BLE001 - raised again on the main thread
+        loaded["error"] = error
 
 
 def _run_query(window, view_key: str, query: str) -> None:
