@@ -51,6 +51,7 @@ class Context:
         self.analysis = analysis
         self.trace: Trace = analysis.trace
         self._host_events: dict[str | EventClass, list[tuple[Track, np.ndarray]]] = {}
+        self._device_busy: Intervals | None = None
 
     def get(self, result: Result[T]) -> T:
         """A result of the trace's analysis (`tpuscope.analysis.results`, e.g. the memory report).
@@ -72,18 +73,20 @@ class Context:
     def devices(self) -> list[device_ops.Device]:
         return self.analysis.devices
 
-    @cached_property
+    @property
     def device_busy(self) -> Intervals:
         """Union of the busy intervals of all devices: a device is only 'waiting' if none works."""
-        return union([device_ops.busy_intervals(d) for d in self.devices])
+        if self._device_busy is None:
+            self._device_busy = union([device_ops.busy_intervals(d) for d in self.devices])
+        return self._device_busy
 
     def device_busy_from(self, per_device: list[Intervals]) -> Intervals:
         """`device_busy`, from each device's `busy_intervals` (in `devices` order) when the caller
         has them already (the pod summary does): the union is still made once per context, and the
         devices' own intervals are not kept."""
-        if "device_busy" not in self.__dict__:  # the cached_property's slot
-            self.__dict__["device_busy"] = union(per_device)
-        return self.device_busy
+        if self._device_busy is None:
+            self._device_busy = union(per_device)
+        return self._device_busy
 
     def device_idle(self, start_ps: int, end_ps: int) -> Intervals:
         """Intervals inside [start, end) where no device ran an op."""

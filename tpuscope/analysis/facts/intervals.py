@@ -24,7 +24,8 @@ from tpuscope.analysis.device_ops import merge_intervals
 Intervals = tuple[np.ndarray, np.ndarray]
 
 __all__ = [
-    "Intervals", "difference", "empty", "intersect", "merge_intervals", "total", "union", "window_total",
+    "Intervals", "canonical", "difference", "empty", "intersect", "merge_intervals", "total", "union",
+    "window_total",
 ]  # fmt: skip
 
 
@@ -48,7 +49,10 @@ def union(sets: Sequence[Intervals]) -> Intervals:
     if not present:
         return empty()
     if len(present) == 1:
-        return merge_intervals(*present[0])
+        merged = merge_intervals(*present[0])
+        if merged[0] is present[0][0]:  # a fresh set, as from the other cases, not the caller's arrays
+            return merged[0].copy(), merged[1].copy()
+        return merged
     starts = np.concatenate([s for s, _ in present])
     ends = np.concatenate([e for _, e in present])
     keep = ends > starts
@@ -76,11 +80,12 @@ def intersect(a: Intervals, b: Intervals) -> Intervals:
 
 def difference(a: Intervals, b: Intervals) -> Intervals:
     """The time in `a` and not in `b`."""
+    a_given = a
     a, b = merge_intervals(*a), merge_intervals(*b)
     if len(a[0]) == 0:
         return empty()
     if len(b[0]) == 0:
-        return a
+        return a if a[0] is not a_given[0] else (a[0].copy(), a[1].copy())
     if len(b[0]) < len(a[0]):
         # Fewer holes than pieces: a meets the gaps of b (within a's span), the smaller set searching.
         return _intersect_canonical(_gaps(b, int(a[0][0]), int(a[1][-1])), a)
@@ -88,10 +93,46 @@ def difference(a: Intervals, b: Intervals) -> Intervals:
 
 
 def window_total(intervals: Intervals, window_starts: np.ndarray, window_ends: np.ndarray) -> np.ndarray:
-    """Covered ps inside each window [w0, w1) (windows may overlap each other)."""
-    from tpuscope.analysis.device_ops import busy_in_windows
+    """Covered ps inside each window [w0, w1) (windows may overlap each other), for a canonical set.
 
-    return busy_in_windows(intervals[0], intervals[1], window_starts, window_ends)
+    The covered time before t is piecewise linear in t (found by one binary search per window end),
+    so any number of windows costs O((n + m) log n); one running sum serves both window ends (the
+    same integers as `device_ops.busy_in_windows`, which makes it once per end)."""
+    window_starts = np.asarray(window_starts, dtype=np.int64)
+    window_ends = np.asarray(window_ends, dtype=np.int64)
+    starts, ends = intervals
+    if len(starts) == 0:
+        return np.zeros(len(window_starts), np.int64)
+    lengths = ends - starts
+    before = np.concatenate([[0], np.cumsum(lengths)])
+
+    def covered_before(at: np.ndarray) -> np.ndarray:
+        k = np.searchsorted(starts, at, side="right")  # intervals starting at or before t
+        last = np.maximum(k - 1, 0)
+        partial = np.clip(at - starts[last], 0, lengths[last])
+        return np.where(k > 0, before[last] + partial, 0)
+
+    return np.maximum(covered_before(window_ends) - covered_before(window_starts), 0)
+
+
+def canonical(starts: np.ndarray, ends: np.ndarray) -> Intervals:
+    """`merge_intervals(starts, ends)`, without its sort when the starts are already in order (one
+    track's events, or any subset of them taken in order): a running maximum of the ends is then
+    all the merge needs."""
+    starts = np.asarray(starts, dtype=np.int64)
+    ends = np.asarray(ends, dtype=np.int64)
+    keep = ends > starts
+    if not keep.all():
+        starts, ends = starts[keep], ends[keep]
+    if len(starts) < 2 or not (starts[1:] >= starts[:-1]).all():
+        return merge_intervals(starts, ends)
+    running = np.maximum.accumulate(ends)
+    breaks = np.flatnonzero(starts[1:] > running[:-1]) + 1  # where a new run starts
+    if len(breaks) == len(starts) - 1:  # no two touch or overlap: the intervals are their own union
+        return starts, ends
+    first = np.concatenate([[0], breaks])
+    last = np.concatenate([breaks - 1, [len(starts) - 1]])
+    return starts[first], running[last]
 
 
 def _overlapped(a: Intervals, b: Intervals) -> tuple[np.ndarray, np.ndarray]:

@@ -18,6 +18,7 @@ from __future__ import annotations
 import numpy as np
 
 from tpuscope.analysis.device_ops import Device, merge_intervals
+from tpuscope.analysis.facts.intervals import canonical
 from tpuscope.model.strings import StringTable
 from tpuscope.model.trace import Trace, Track
 from tpuscope.model.vocabulary import Dialect, EventClass, Stat
@@ -50,6 +51,14 @@ class CollectiveNames:
     def is_collective(self, track: Track, idx: np.ndarray) -> np.ndarray:
         """Mask over `idx`: the op is a collective by its name or its `hlo_category`."""
         mask = self._is_collective_id(track.name_id[idx])
+        metadata = track.plane.metadata
+        per_op = metadata.stats.column(Stat.OP_CATEGORY)
+        if track.stats.column(Stat.OP_CATEGORY) is None and per_op is not None:
+            # The category is the op metadata's (as XLA records it): tested once per op, not per event.
+            values = per_op.dense(len(metadata), 0)
+            if values.dtype.kind in "iu":
+                mask |= self._is_collective_id(values)[track.meta_index[idx]]
+            return mask
         category = track.stat_values(Stat.OP_CATEGORY, fill=0)
         if category is not None and category.dtype.kind in "iu":
             mask |= self._is_collective_id(category[idx])
@@ -103,6 +112,10 @@ def union_of(events: list[tuple[Track, np.ndarray]]) -> tuple[np.ndarray, np.nda
     if not events:
         empty = np.empty(0, np.int64)
         return empty, empty
+    if len(events) == 1:  # one track's events, in order: no sort needed
+        track, idx = events[0]
+        starts = track.start_ps[idx]
+        return canonical(starts, starts + track.duration_ps[idx])
     starts = np.concatenate([t.start_ps[i] for t, i in events])
-    ends = np.concatenate([t.end_ps[i] for t, i in events])
+    ends = np.concatenate([t.start_ps[i] + t.duration_ps[i] for t, i in events])
     return merge_intervals(starts, ends)

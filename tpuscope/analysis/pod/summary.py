@@ -20,11 +20,12 @@ from typing import Any
 
 import numpy as np
 
-from tpuscope.analysis.device_ops import busy_intervals
+from tpuscope.analysis.device_ops import Device, busy_intervals
 from tpuscope.analysis.facts.context import Context
 from tpuscope.analysis.facts.evidence import MAX_EVIDENCE, event_evidence
 from tpuscope.analysis.facts.intervals import (
     Intervals,
+    canonical,
     difference,
     empty,
     intersect,
@@ -153,7 +154,7 @@ def summarize_host(ctx: Context, host: str | None = None) -> HostSummary:
     collective_events = list(dcn)
     other_ops = []  # each device's non-collective ops, found once
     clock_events: list[tuple[Track, np.ndarray]] = []  # the first device's with collectives
-    busy = [busy_intervals(device) for device in devices]
+    busy = [_busy(device) for device in devices]
     ctx.device_busy_from(busy)  # their union, made once, for the waits below
     for row, device in enumerate(devices):
         events, ops = split_device_ops(device, names)
@@ -218,6 +219,16 @@ def summarize_host(ctx: Context, host: str | None = None) -> HostSummary:
     )
 
 
+def _busy(device: Device) -> Intervals:
+    """`busy_intervals(device)`, read straight from the track's columns when the device's ops are all
+    the events of one track (a TPU's op line: the track is in start order, so nothing to sort)."""
+    if len(device.events) == 1:
+        track, idx = device.events[0]
+        if len(idx) == len(track):  # the indices are distinct: every event of the track
+            return canonical(track.start_ps, track.start_ps + track.duration_ps)
+    return busy_intervals(device)
+
+
 def _concat(a: Intervals, b: Intervals) -> Intervals:
     return np.concatenate([a[0], b[0]]), np.concatenate([a[1], b[1]])
 
@@ -261,7 +272,7 @@ def _busiest_op(ctx: Context, ops: list[tuple[Track, np.ndarray]]) -> tuple[str,
         # Every partial sum is an integer a float64 holds exactly, so summing per track first gives
         # the same totals as one bincount over all ops, without concatenating them.
         counts = [np.bincount(t.name_id[i], weights=d) for (t, i), d in zip(ops, durations, strict=True)]
-        totals = np.zeros(max(len(c) for c in counts))
+        totals: np.ndarray = np.zeros(max(len(c) for c in counts))
         for count in counts:
             totals[: len(count)] += count
     else:
@@ -280,7 +291,7 @@ def _longest(events: list[tuple[Track, np.ndarray]], what: str, window: Interval
     which = np.concatenate([np.full(len(i), k) for k, (_, i) in enumerate(events)])
     index = np.concatenate([i for _, i in events])
     starts = np.concatenate([t.start_ps[i] for t, i in events])
-    ends = np.concatenate([t.end_ps[i] for t, i in events])
+    ends = starts + np.concatenate([t.duration_ps[i] for t, i in events])
     inside = np.flatnonzero((ends > w0) & (starts < w1))
     lengths = ends[inside] - starts[inside]
     if len(inside) > MAX_EVIDENCE:  # the longest few without sorting them all
