@@ -108,6 +108,7 @@ class MainWindow(QMainWindow):
         self._others_imported = False  # whether the views not on screen had their modules imported
         self._outlined_ops: set[str] = set()  # the ops last outlined, for views made later
         self._open_after_paint: Path | str | None = None  # a path opened before the window painted
+        self._pods: PodSession | None = None  # made with the first load (`pods`)
 
         self.welcome = WelcomePage(self)
         self._first_paint = _FirstPaint(self.welcome, self._on_first_paint)
@@ -155,7 +156,6 @@ class MainWindow(QMainWindow):
         from tpuscope.ui.details import DetailsDock, DetailsPanel
         from tpuscope.ui.jobs import LatestJobs
         from tpuscope.ui.memory_counters import MEMORY_COUNTERS
-        from tpuscope.ui.pod.session import PodSession
         from tpuscope.ui.search import SearchBar
         from tpuscope.ui.timeline.view import TimelineView
 
@@ -188,7 +188,6 @@ class MainWindow(QMainWindow):
         self._details.sqlRequested.connect(self.run_sql)
         self._search.matchesChanged.connect(self._on_matches)
         self._search.currentMatch.connect(self._on_current_match)
-        self._pods = PodSession(self)  # runs of many hosts: the pod page first, one host's trace at a time
 
     @property
     def timeline(self) -> TimelineView:
@@ -222,7 +221,12 @@ class MainWindow(QMainWindow):
 
     @property
     def pods(self) -> PodSession:
-        self._build_body()
+        """Runs of many hosts: the pod page first, one host's trace at a time. Made with the first
+        load (its `work` is what the loader thread runs), which may start before the body is made."""
+        if self._pods is None:
+            from tpuscope.ui.pod.session import PodSession
+
+            self._pods = PodSession(self)
         return self._pods
 
     def _on_first_paint(self) -> None:
@@ -230,14 +234,15 @@ class MainWindow(QMainWindow):
         QTimer.singleShot(0, self._after_first_paint)
 
     def _after_first_paint(self) -> None:
-        """The body, then the load the user asked for before the paint, then the tabs: the first view's
-        modules are imported in a worker while the profile loads, and each view is made on this thread
-        when its tab is first shown (the other views' modules are imported once the first picture is
-        complete, while the user looks at it)."""
-        self._build_body()
+        """The load the user asked for before the paint, then the body while it loads, then the tabs:
+        the first view's modules are imported in a worker while the profile loads, and each view is
+        made on this thread when its tab is first shown (the other views' modules are imported once
+        the first picture is complete, while the user looks at it)."""
+        self._painted = True
         pending, self._open_after_paint = self._open_after_paint, None
         if pending is not None:
             self.open_path(pending)
+        self._build_body()
         self._add_view_tabs()
         if not self._view_imports:
             first = next((key for key in FIRST_VIEWS if key in self._placeholders), None)
@@ -824,7 +829,8 @@ class MainWindow(QMainWindow):
             job.wait()
         if not self._body_built:
             return  # nothing else ever ran
-        self.pods.shutdown()  # a pod's background diagnosis: its workers stopped
+        if self._pods is not None:
+            self._pods.shutdown()  # a pod's background diagnosis: its workers stopped
         from tpuscope.ui.views import View  # loaded with the views, after the first paint
 
         self.search.shutdown()
