@@ -97,11 +97,14 @@ _PASSES = """
 import json, sys, time
 def main():
     started = time.perf_counter()
-    from tpuscope import pod_cache, pod_pass
-    from tpuscope.analysis.pod_run import combine
+    from tpuscope import pod_pass
     from tpuscope.runs import host_files
     files = [str(f) for f in host_files(sys.argv[1])]
     pool = pod_pass.HostPool()
+    if hasattr(pool, "start"):  # the workers come up while this process imports the rest (older
+        pool.start(len(files))  # checkouts, timed beside this one: the first task starts them)
+    from tpuscope import pod_cache
+    from tpuscope.analysis.pod_run import combine
     light = []
     pod_pass.pass_over(pool, files, pod_cache.LIGHT, lambda: False, light.append)
     run = combine([r for o in sorted(light, key=lambda o: o.index) for r in o.results])

@@ -13,6 +13,11 @@ results and a Cancel terminates the workers at once (a host half read is dropped
 
 Results are cached per host file (`tpuscope.pod_cache`), never the host's trace: a host file's
 trace is opened without the trace cache here.
+
+Starting the workers is most of a short pass's fixed cost (each is a fresh interpreter that imports
+the readers and the analysis): `HostPool.start` starts them before the first task is known, and this
+module imports the analysis only where a task needs it, so that a caller can start the workers first
+and do its own work (imports, the cache look-ups) while they come up.
 """
 
 from __future__ import annotations
@@ -22,12 +27,16 @@ import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from tpuscope import pod_cache
-from tpuscope.analysis.pod_run import HostResult, analyze_host
 from tpuscope.errors import LoadCancelled, ProfileError
 from tpuscope.readers import host_from_filename
+
+if TYPE_CHECKING:  # imported where a task runs: a worker starts without the analysis
+    from tpuscope.analysis.pod_run import HostResult
+
+LIGHT = "light"  # pod_cache.LIGHT and FULL, without importing the cache (and through it the analysis)
+FULL = "full"
 
 POLL_S = 0.1  # how often a running pass looks at its cancel flag
 SCHEDULER_ENV = "TPUSCOPE_DASK_SCHEDULER"  # the app's passes run on this Dask cluster when set
@@ -40,7 +49,7 @@ class HostOutcome:
     index: int  # the file's place in the run
     results: list[HostResult] = field(default_factory=list)
     error: str | None = None
-    kind: str = pod_cache.LIGHT
+    kind: str = LIGHT
 
 
 def default_workers() -> int:
@@ -56,12 +65,21 @@ def default_workers() -> int:
 
 def summarize_file(job: tuple[int, str]) -> HostOutcome:
     """The light pass of one host file: each host's summary, no diagnosis (cached)."""
-    return _task(job, pod_cache.LIGHT)
+    return _task(job, LIGHT)
 
 
 def diagnose_file(job: tuple[int, str]) -> HostOutcome:
     """The full pass of one host file: each host's summary, own diagnosis and op rows (cached)."""
-    return _task(job, pod_cache.FULL)
+    return _task(job, FULL)
+
+
+def prepare_worker() -> None:
+    """A worker's start: the modules every task reads with, imported before the first task comes."""
+    import tpuscope.analysis.pod.summary  # noqa: F401
+    import tpuscope.analysis.session  # noqa: F401
+    import tpuscope.opener  # noqa: F401
+    import tpuscope.pod_cache  # noqa: F401
+    import tpuscope.readers.xplane.assemble  # noqa: F401
 
 
 def _task(job: tuple[int, str], kind: str) -> HostOutcome:
@@ -78,14 +96,16 @@ def _task(job: tuple[int, str], kind: str) -> HostOutcome:
 def read_host_file(path: str | Path, kind: str) -> tuple[list[HostResult], str]:
     """One host file's results of `kind` (or fuller) and their kind, from the cache or read now (and
     then cached)."""
+    from tpuscope import pod_cache
+    from tpuscope.analysis.pod_run import analyze_host
+    from tpuscope.opener import open_trace  # the readers load where the files are read
+
     stored = _cached(path, kind)
     if stored is not None:
         return stored
-    from tpuscope.opener import open_trace  # the readers load where the files are read
-
     trace = open_trace(path, use_cache=False)  # the summaries are cached, not every host's columns
     hosts = trace.hosts or [""]
-    if kind == pod_cache.FULL:
+    if kind == FULL:
         results = [analyze_host(trace, host, str(path)) for host in hosts]
     else:
         results = [summarize(trace, host, str(path)) for host in hosts]
@@ -97,8 +117,10 @@ def read_host_file(path: str | Path, kind: str) -> tuple[list[HostResult], str]:
 
 def _cached(path: str | Path, kind: str) -> tuple[list[HostResult], str] | None:
     """The stored results that serve a pass of `kind`: a full result serves the light pass too."""
+    from tpuscope import pod_cache
+
     found = pod_cache.load_best(path)
-    if found is None or (kind == pod_cache.FULL and found[1] != pod_cache.FULL):
+    if found is None or (kind == FULL and found[1] != FULL):
         return None
     return found
 
@@ -107,6 +129,7 @@ def summarize(trace, host: str, source: str) -> HostResult:
     """The light result of `host`: its summary and what labels it, with no diagnosis and no op rows
     (`analyze_host` without its rules and op table)."""
     from tpuscope.analysis.pod.summary import host_trace, summarize_host
+    from tpuscope.analysis.pod_run import HostResult
     from tpuscope.analysis.session import TraceAnalysis
 
     one = trace if list(trace.hosts) == [host] else host_trace(trace, host)
@@ -167,18 +190,31 @@ class HostPool:
         for outcome in outcomes:
             on_outcome(outcome)
 
-    def _local(self, task, jobs, cancelled) -> Iterable[HostOutcome]:
+    def start(self, jobs: int | None = None) -> None:
+        """Starts the local workers now (at most `jobs` of them), each importing what the tasks read
+        with, while the caller goes on; the first `run` would otherwise start them. Nothing to start
+        on a Dask cluster (its workers run already) or once started."""
+        if self.scheduler or self._pool is not None or self.closed:
+            return
         import multiprocessing
-        from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
+        from concurrent.futures import ProcessPoolExecutor
+
+        # spawn, not fork: the app's process has Qt and analysis threads a forked child would
+        # inherit locked. Each worker process reads one host file at a time.
+        count = min(self.workers, max(jobs or self.workers, 1))
+        self._pool = ProcessPoolExecutor(
+            max_workers=count, mp_context=multiprocessing.get_context("spawn"), initializer=prepare_worker
+        )
+        # A spawning executor starts a worker per task submitted while none is idle: one no-op each
+        # starts them all now.
+        for _ in range(count):
+            self._pool.submit(int)
+
+    def _local(self, task, jobs, cancelled) -> Iterable[HostOutcome]:
+        from concurrent.futures import FIRST_COMPLETED, wait
         from concurrent.futures.process import BrokenProcessPool
 
-        if self._pool is None:
-            # spawn, not fork: the app's process has Qt and analysis threads a forked child would
-            # inherit locked. Each worker process reads one host file at a time.
-            self._pool = ProcessPoolExecutor(
-                max_workers=min(self.workers, max(len(jobs), 1)),
-                mp_context=multiprocessing.get_context("spawn"),
-            )
+        self.start(len(jobs))
         pending = {self._pool.submit(task, job): job for job in jobs}
         while pending:
             if cancelled():
@@ -244,7 +280,7 @@ def pass_over(
 ) -> None:
     """One pass (`kind`) over `files` (those at `indices`, default all): results already cached
     are handed over first without a worker, the rest computed on `pool`."""
-    task = diagnose_file if kind == pod_cache.FULL else summarize_file
+    task = diagnose_file if kind == FULL else summarize_file
     wanted = range(len(files)) if indices is None else list(indices)
     jobs = []
     for index in wanted:
