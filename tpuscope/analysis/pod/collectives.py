@@ -112,7 +112,7 @@ def union_of(events: list[tuple[Track, np.ndarray]]) -> tuple[np.ndarray, np.nda
     if not events:
         empty = np.empty(0, np.int64)
         return empty, empty
-    if len(events) == 1:  # one track's events, in order: no sort needed
+    if len(events) == 1:  # one track's events: in order when their indices are (no sort needed)
         track, idx = events[0]
         starts = track.start_ps[idx]
         return canonical(starts, starts + track.duration_ps[idx])
