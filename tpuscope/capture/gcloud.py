@@ -262,8 +262,17 @@ def iap_proxy_command(node: TpuNode, worker: TpuWorker) -> str:
             "reached through IAP: check that guest attributes are allowed and the gcloud alpha component is "
             "installed (`gcloud components install alpha`)."
         )
-    command = [gcloud_path(), "compute", "start-iap-tunnel", worker.instance, str(DEFAULT_SSH_PORT),
-               "--listen-on-stdin", f"--project={node.project}", f"--zone={node.zone}", "--verbosity=warning"]
+    command = [
+        gcloud_path(),
+        "compute",
+        "start-iap-tunnel",
+        worker.instance,
+        str(DEFAULT_SSH_PORT),
+        "--listen-on-stdin",
+        f"--project={node.project}",
+        f"--zone={node.zone}",
+        "--verbosity=warning",
+    ]
     return shlex.join(command)
 
 

@@ -66,8 +66,11 @@ def register(subparsers) -> None:
     parser.add_argument("--known-hosts", metavar="FILE", help="known_hosts file (default ~/.ssh/known_hosts)")
     parser.add_argument("--ssh-config", metavar="FILE", help="SSH config file (default ~/.ssh/config)")
     tpu = parser.add_argument_group("Cloud TPU slice (workers found with your gcloud CLI)")
-    tpu.add_argument("--tpu", metavar="[USER@]NAME",
-                     help="capture every worker of this TPU VM (user: your login name if not given)")
+    tpu.add_argument(
+        "--tpu",
+        metavar="[USER@]NAME",
+        help="capture every worker of this TPU VM (user: your login name if not given)",
+    )
     tpu.add_argument("--zone", help="the TPU's zone (default: gcloud's compute/zone)")
     tpu.add_argument("--project", help="the TPU's project (default: gcloud's core/project)")
     tpu.add_argument("--worker", default="all", metavar="all|N,...",

@@ -60,7 +60,7 @@ PAINT_WAIT_MS = 1000
 
 
 def _clock_words(result: LoadResult) -> str:
-    """"; clocks aligned: worker2 -1.3 ms" when the load moved hosts onto the others' clock."""
+    """ "; clocks aligned: worker2 -1.3 ms" when the load moved hosts onto the others' clock."""
     from tpuscope.analysis.pod.clocks import APPLIED_SHIFTS
     from tpuscope.model.clock_shift import describe_shifts
 
