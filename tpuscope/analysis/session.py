@@ -33,10 +33,11 @@ from typing import TYPE_CHECKING, Any, TypeVar, cast
 from tpuscope.analysis.device_ops import Device, find_devices, select_devices
 from tpuscope.analysis.facts.context import Context
 from tpuscope.analysis.framework import Framework, detect_framework
+from tpuscope.analysis.host_analyses import HOST_ANALYSES
 from tpuscope.analysis.host_names import HostNameIndex
 from tpuscope.analysis.ops import CODE_GROUPINGS, OpEvents, OpTable, aggregate, collect_op_events
 from tpuscope.analysis.overview import Overview, overview_figures, with_report
-from tpuscope.analysis.pod import PodAnalysis, analyze_pod, host_trace, summarize_host
+from tpuscope.analysis.pod import PodAnalysis, analyze_pod, summarize_host
 from tpuscope.analysis.programs import PROGRAM_CODE
 from tpuscope.analysis.results import Result
 from tpuscope.analysis.step_breakdown import StepBreakdown, step_breakdown
@@ -144,9 +145,11 @@ def _pod(analysis: TraceAnalysis) -> PodAnalysis:
         ctx = analysis.context
         with analysis.context_lock:
             return analyze_pod([summarize_host(ctx, hosts[0])])
-    return analyze_pod(
-        [summarize_host(TraceAnalysis(host_trace(analysis.trace, h)).context, h) for h in hosts]
-    )
+    summaries = []
+    for host, one in analysis.get(HOST_ANALYSES).items():  # shared with the per-host rules
+        with one.context_lock:
+            summaries.append(summarize_host(one.context, host))
+    return analyze_pod(summaries)
 
 
 def _report(analysis: TraceAnalysis) -> Report:

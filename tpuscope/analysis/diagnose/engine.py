@@ -37,7 +37,7 @@ from tpuscope.analysis.diagnose.across_hosts import diagnose_pod, finding_from_j
 from tpuscope.analysis.diagnose.finding import Finding, ImpactThresholds, RuleOutcome, Severity
 from tpuscope.analysis.facts.context import Context
 from tpuscope.analysis.framework import Framework
-from tpuscope.analysis.pod.summary import host_trace
+from tpuscope.analysis.host_analyses import HOST_ANALYSES
 from tpuscope.analysis.steps import Steps
 
 Rule = Callable[[Context], "list[Finding] | RuleOutcome"]
@@ -146,8 +146,7 @@ def _diagnose_by_host(ctx: Context, wanted: list[str] | None) -> Report:
     if wanted is not None:
         rules = {k: v for k, v in rules.items() if k in wanted}
     reports = []
-    for host in ctx.trace.hosts:
-        analysis = type(ctx.analysis)(host_trace(ctx.trace, host))  # an analysis of its planes alone
+    for host, analysis in ctx.get(HOST_ANALYSES).items():  # each of its planes alone, as the pod table's
         with analysis.context_lock:
             reports.append((host, diagnose(analysis.context, rules).to_json()))
     outcome = diagnose_pod(ctx, reports, RULES, wanted)
