@@ -126,28 +126,10 @@ def _cached(path: str | Path, kind: str) -> tuple[list[HostResult], str] | None:
 
 
 def summarize(trace, host: str, source: str) -> HostResult:
-    """The light result of `host`: its summary and what labels it, with no diagnosis and no op rows
-    (`analyze_host` without its rules and op table)."""
-    from tpuscope.analysis.pod.summary import host_trace, summarize_host
-    from tpuscope.analysis.pod_run import HostResult
-    from tpuscope.analysis.session import TraceAnalysis
+    """The light result of `host`: its summary and what labels it, with no diagnosis and no op rows."""
+    from tpuscope.analysis.pod_run import analyze_host
 
-    one = trace if list(trace.hosts) == [host] else host_trace(trace, host)
-    analysis = TraceAnalysis(one)
-    with analysis.context_lock:
-        summary = summarize_host(analysis.context, host)
-    return HostResult(
-        source=source,
-        host=host,
-        origin_ns=int(trace.origin_ns),
-        event_count=int(one.event_count),
-        framework=analysis.framework,
-        summary=summary,
-        report={},
-        op_rows=[],
-        peaks=None,
-        load_warnings=list(getattr(trace, "load_warnings", []) or []),
-    )
+    return analyze_host(trace, host, source, light=True)
 
 
 # ----- the pool ---------------------------------------------------------------------------------------

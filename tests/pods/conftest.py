@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+import os
+from pathlib import Path
+
 import pytest
 
+from tests.jax_recordings import record_training_profile
 from tests.pods import recordings
+from tpuscope.analysis.pod_run import MANY_HOSTS
 from tpuscope.opener import open_trace
 
 
@@ -32,3 +37,33 @@ def pod_trace(pod_run):
         return traces[scenario]
 
     return get
+
+
+@pytest.fixture(scope="session")
+def jax_host_file(tmp_path_factory) -> Path:
+    """A real JAX CPU recording: one host's profile (recorded once per session)."""
+    return record_training_profile(tmp_path_factory.mktemp("pod_page_jax"), steps=4)
+
+
+@pytest.fixture
+def many_hosts(tmp_path, jax_host_file) -> Path:
+    """A run folder of MANY_HOSTS host files (hard links to the recording, each with its own name)."""
+    run = tmp_path / "plugins" / "profile" / "run_many"
+    run.mkdir(parents=True)
+    for i in range(MANY_HOSTS):
+        os.link(jax_host_file, run / f"host{i:02d}.xplane.pb")
+    return run
+
+
+@pytest.fixture
+def window(qtbot, tmp_path):
+    """The main window with settings of its own, shown and exposed at 1500x1000."""
+    from PySide6.QtCore import QSettings
+
+    from tests.ui.widgets import show_exposed
+    from tpuscope.ui.main_window import MainWindow
+
+    settings = QSettings(str(tmp_path / "tpuscope.ini"), QSettings.IniFormat)
+    win = show_exposed(qtbot, MainWindow(settings), 1500, 1000)
+    yield win
+    win.wait_for_background_work()

@@ -20,13 +20,12 @@ import weakref
 from pathlib import Path
 
 import pytest
-from PySide6.QtCore import QPoint, QSettings, Qt
+from PySide6.QtCore import QPoint, Qt
 from PySide6.QtWidgets import QApplication
 
 from tests.conftest import shown_message_boxes
-from tests.jax_recordings import record_training_profile
 from tests.pods import recordings
-from tests.ui.widgets import double_click, show_exposed
+from tests.ui.widgets import double_click
 from tpuscope.analysis.pod_run import MANY_HOSTS
 from tpuscope.model.trace import Trace
 from tpuscope.ui.main_window import MainWindow
@@ -36,30 +35,6 @@ from tpuscope.ui.widgets.tables import SORT_ROLE
 
 WAIT_MS = 120_000
 LATE_HOST = f"worker{recordings.STRAGGLER}"
-
-
-@pytest.fixture(scope="module")
-def jax_host_file(tmp_path_factory) -> Path:
-    """A real JAX CPU recording: one host's profile."""
-    return record_training_profile(tmp_path_factory.mktemp("pod_page_jax"), steps=4)
-
-
-@pytest.fixture
-def many_hosts(tmp_path, jax_host_file) -> Path:
-    """A run folder of MANY_HOSTS host files (hard links to the recording, each with its own name)."""
-    run = tmp_path / "plugins" / "profile" / "run_many"
-    run.mkdir(parents=True)
-    for i in range(MANY_HOSTS):
-        os.link(jax_host_file, run / f"host{i:02d}.xplane.pb")
-    return run
-
-
-@pytest.fixture
-def window(qtbot, tmp_path):
-    settings = QSettings(str(tmp_path / "tpuscope.ini"), QSettings.IniFormat)
-    win = show_exposed(qtbot, MainWindow(settings), 1500, 1000)
-    yield win
-    win.wait_for_background_work()
 
 
 def _open_pod(qtbot, win: MainWindow, path):

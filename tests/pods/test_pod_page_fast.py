@@ -18,42 +18,15 @@ import sys
 from pathlib import Path
 
 import pytest
-from PySide6.QtCore import QSettings
 from PySide6.QtWidgets import QApplication
 
-from tests.jax_recordings import record_training_profile
-from tests.ui.widgets import show_exposed
 from tpuscope import pod_cache, pod_pass
 from tpuscope.analysis.pod_run import MANY_HOSTS
 from tpuscope.errors import LoadCancelled
 from tpuscope.model import cache
-from tpuscope.ui.main_window import MainWindow
 from tpuscope.ui.pod.page import FINDING_ROLE
 
 WAIT_MS = 180_000
-
-
-@pytest.fixture(scope="module")
-def jax_host_file(tmp_path_factory) -> Path:
-    """A real JAX CPU recording: one host's profile."""
-    return record_training_profile(tmp_path_factory.mktemp("pod_fast_jax"), steps=4)
-
-
-@pytest.fixture
-def many_hosts(tmp_path, jax_host_file) -> Path:
-    run = tmp_path / "plugins" / "profile" / "run_many"
-    run.mkdir(parents=True)
-    for i in range(MANY_HOSTS):
-        os.link(jax_host_file, run / f"host{i:02d}.xplane.pb")
-    return run
-
-
-@pytest.fixture
-def window(qtbot, tmp_path):
-    settings = QSettings(str(tmp_path / "tpuscope.ini"), QSettings.IniFormat)
-    win = show_exposed(qtbot, MainWindow(settings), 1500, 1000)
-    yield win
-    win.wait_for_background_work()
 
 
 def _workers_gone(qtbot) -> None:

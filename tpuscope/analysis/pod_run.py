@@ -59,17 +59,17 @@ class HostResult:
     file_host: str = ""  # the host as the file name says it, for runs whose files share a host name
 
 
-def analyze_host(trace: Trace, host: str, source: str) -> HostResult:
+def analyze_host(trace: Trace, host: str, source: str, *, light: bool = False) -> HostResult:
     """What `host` of `trace` contributes to its pod: its summary, its own diagnosis (the pod rules
-    left out: they run over every host's summary in `combine`) and its op table."""
+    left out: they run over every host's summary in `combine`) and its op table. `light` keeps the
+    summary alone (the pod page's first pass: no rules, no op rows), labelled the same way."""
     one = trace if list(trace.hosts) == [host] else host_trace(trace, host)
     analysis = TraceAnalysis(one)
-    rules = host_rules(rules_package.RULES)
     ctx = analysis.context
     with analysis.context_lock:
-        report = rules_package.diagnose(ctx, rules)
+        report = None if light else rules_package.diagnose(ctx, host_rules(rules_package.RULES))
         summary = summarize_host(ctx, host)
-    table = analysis.op_table("op", "all")
+    table = None if light else analysis.op_table("op", "all")
     return HostResult(
         source=source,
         host=host,
@@ -77,7 +77,7 @@ def analyze_host(trace: Trace, host: str, source: str) -> HostResult:
         event_count=int(one.event_count),
         framework=analysis.framework,
         summary=summary,
-        report=report.to_json(),
+        report=report.to_json() if report is not None else {},
         op_rows=table.rows_json() if table is not None else [],
         peaks=table.peaks if table is not None else None,
         load_warnings=list(getattr(trace, "load_warnings", []) or []),
