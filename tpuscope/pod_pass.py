@@ -261,15 +261,18 @@ def pass_over(
     indices: Iterable[int] | None = None,
 ) -> None:
     """One pass (`kind`) over `files` (those at `indices`, default all): results already cached
-    are handed over first without a worker, the rest computed on `pool`."""
+    are handed over first without a worker, the rest computed on `pool`, whose workers start at
+    the first file not cached (the look-ups of the others overlap their start)."""
     task = diagnose_file if kind == FULL else summarize_file
     wanted = range(len(files)) if indices is None else list(indices)
-    jobs = []
-    for index in wanted:
+    jobs: list[tuple[int, str]] = []
+    for position, index in enumerate(wanted):
         stored = _cached(files[index], kind)
         if stored is not None:
             on_outcome(HostOutcome(index, stored[0], None, stored[1]))
         else:
+            if not jobs:
+                pool.start(len(wanted) - position)
             jobs.append((index, str(files[index])))
     pool.run(task, jobs, cancelled, on_outcome)
 

@@ -23,18 +23,20 @@ from __future__ import annotations
 import re
 from collections import Counter
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 import tpuscope.analysis.diagnose as rules_package  # its engine loads when a rule runs
-from tpuscope.analysis.diagnose.across_hosts import POD_RULES, PodDiagnosis, diagnose_pod, host_rules
 from tpuscope.analysis.framework import Framework
 from tpuscope.analysis.pod.analysis import PodAnalysis, analyze_pod
 from tpuscope.analysis.pod.summary import HostSummary, host_trace, summarize_host
 from tpuscope.analysis.roofline import BOUND_NAMES, Peaks, bound_by
 from tpuscope.analysis.session import FRAMEWORK, POD, TraceAnalysis
 from tpuscope.model.trace import Trace
+
+if TYPE_CHECKING:  # the pod's rules load where a diagnosis is made: the light pass's workers need none
+    from tpuscope.analysis.diagnose.across_hosts import POD_RULES, PodDiagnosis
 
 __all__ = ["MANY_HOSTS", "POD_RULES", "HostResult", "PodDiagnosis", "PodRun", "analyze_host", "combine"]
 # From this many host files on, the commands analyse a run host by host instead of as one trace
@@ -67,7 +69,7 @@ def analyze_host(trace: Trace, host: str, source: str, *, light: bool = False) -
     analysis = TraceAnalysis(one)
     ctx = analysis.context
     with analysis.context_lock:
-        report = None if light else rules_package.diagnose(ctx, host_rules(rules_package.RULES))
+        report = None if light else _own_diagnosis(ctx)
         summary = summarize_host(ctx, host)
     table = None if light else analysis.op_table("op", "all")
     return HostResult(
@@ -82,6 +84,22 @@ def analyze_host(trace: Trace, host: str, source: str, *, light: bool = False) -
         peaks=table.peaks if table is not None else None,
         load_warnings=list(getattr(trace, "load_warnings", []) or []),
     )
+
+
+def _own_diagnosis(ctx):
+    """A host's diagnosis by the rules that read that host alone (the pod rules run in `combine`)."""
+    from tpuscope.analysis.diagnose.across_hosts import host_rules
+
+    return rules_package.diagnose(ctx, host_rules(rules_package.RULES))
+
+
+def __getattr__(name: str) -> Any:
+    """POD_RULES and PodDiagnosis, imported when first asked for (see the TYPE_CHECKING import)."""
+    if name in ("POD_RULES", "PodDiagnosis"):
+        from tpuscope.analysis.diagnose import across_hosts
+
+        return getattr(across_hosts, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 @dataclass
@@ -162,6 +180,8 @@ def combine(results: list[HostResult]) -> PodRun:
     # The pod rules read the pod table and the framework only: an analysis of the host names that
     # holds these two has all they ask.
     analysis = TraceAnalysis(Trace(hosts=[r.host for r in results]), known={POD: pod, FRAMEWORK: framework})
+    from tpuscope.analysis.diagnose.across_hosts import diagnose_pod
+
     with analysis.context_lock:
         diagnosis = diagnose_pod(analysis.context, reports, rules_package.RULES)
     return PodRun(results, pod, framework, diagnosis.pod_findings, diagnosis.pod_checked, diagnosis)

@@ -117,8 +117,14 @@ def open_profile(
     def fetching(fraction: float, message: str):
         return progress(share * fraction, message) if progress is not None else None
 
-    files = [str(f) for f in (host_files(path, progress=fetching) if remote else local)]
     pool = pod_pass.HostPool()
+    if remote:  # the workers come up (interpreters, numpy, the readers) while the host files download
+        pool.start()
+    try:
+        files = [str(f) for f in (host_files(path, progress=fetching) if remote else local)]
+    except BaseException:
+        pool.close()
+        raise
     outcomes: list[pod_pass.HostOutcome] = []
 
     def cancelled() -> bool:
