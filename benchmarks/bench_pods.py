@@ -14,13 +14,21 @@ summarized in worker processes, one per core) and then the full per-host diagnos
 workers, beside `tpuscope info RUN` (the decode of every host, as one trace) of the same run, for
 each host count given: time per host should stay flat as the hosts grow, and peak memory (the
 largest process: the parent holds the summaries, each worker one host) should not grow with them.
+`--before SRC` times the same pass of another tree too (SRC holds its `tpuscope/` with the built
+`.so` files, e.g. `git archive REF tpuscope | tar -x -C SRC`), alternated with this one over
+`--repeat N` rounds, medians printed. SRC is byte-compiled first: a copied tree has no `__pycache__`,
+and where PYTHONDONTWRITEBYTECODE is set each of its workers would compile every module it imports.
+
+    python benchmarks/bench_pods.py --light --no-full --hosts 16 --before /tmp/old --repeat 7
 """
 
 from __future__ import annotations
 
 import argparse
+import compileall
 import json
 import os
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -121,12 +129,14 @@ if __name__ == "__main__":
 """
 
 
-def passes(run: Path, full: bool) -> tuple[dict, float, float, float]:
-    """The light (and full) pass of `run` in a process of its own: its figures, wall s, peak RSS MB
-    and CPU s (its workers' included)."""
+def passes(run: Path, full: bool, source: Path | None = None) -> tuple[dict, float, float, float]:
+    """The light (and full) pass of `run` in a process of its own (of the tree at `source` when
+    given, else this one): its figures, wall s, peak RSS MB and CPU s (its workers' included)."""
     script = run.parent.parent.parent / "bench_pod_passes.py"
     script.write_text(_PASSES)
     env = dict(os.environ, TPUSCOPE_NO_CACHE="1")
+    if source is not None:  # ahead of the editable install on the import path (workers inherit it)
+        env["PYTHONPATH"] = str(source)
     started = time.perf_counter()
     result = subprocess.run(
         [sys.executable, "-c", _MEASURE_ECHO, sys.executable, str(script), str(run), "full" if full else "light"],  # noqa: E501
@@ -164,6 +174,38 @@ def light_scale(folder: Path, host_counts: list[int], events: int, full: bool) -
         )
 
 
+def light_before_after(folder: Path, host_counts: list[int], events: int, before: Path, repeat: int) -> None:
+    """The light pass of this tree and of `before`, alternated, beside `info` (this tree), medians."""
+    compileall.compile_dir(str(before / "tpuscope"), quiet=1)
+    print(f"light pass, this tree and {before}, {events:,} events per host, {repeat} rounds alternated")
+    for hosts in host_counts:
+        run = make_run(folder, hosts, events)
+        walls: dict[str, list[float]] = {"info": [], "before": [], "now": []}
+        cpus: dict[str, list[float]] = {"info": [], "before": [], "now": []}
+        load = os.getloadavg()[0]
+        for round_ in range(repeat):
+            info_s, _, info_cpu = timed_cpu(["info", str(run)])
+            walls["info"].append(info_s)
+            cpus["info"].append(info_cpu)
+            trees: list[tuple[str, Path | None]] = [("before", before), ("now", None)]
+            for name, source in trees if round_ % 2 == 0 else trees[::-1]:
+                figures, _, _, cpu = passes(run, False, source)
+                walls[name].append(figures["light_s"])
+                cpus[name].append(cpu)
+        wall = {k: statistics.median(v) for k, v in walls.items()}
+        cpu_of = {k: statistics.median(v) for k, v in cpus.items()}
+        tree_figures = " | ".join(
+            f"{name} {wall[name]:.2f} s = {wall[name] / wall['info']:.2f}x (best {min(walls[name]):.2f})"
+            for name in ("before", "now")
+        )
+        print(
+            f"{hosts:4d} hosts: info {wall['info']:.2f} s | {tree_figures} | CPU info {cpu_of['info']:.2f} / "
+            f"before {cpu_of['before']:.2f} / now {cpu_of['now']:.2f} s "
+            f"(load average {load:.1f} -> {os.getloadavg()[0]:.1f})",
+            flush=True,
+        )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--hosts", type=int, nargs="+", default=[16])
@@ -175,9 +217,14 @@ def main() -> None:
         "--light", action="store_true", help="the pod page's passes against info, per host count"
     )
     parser.add_argument("--no-full", action="store_true", help="with --light: the light pass only")
+    parser.add_argument("--before", type=Path, default=None, help="with --light: also time this tree's pass")
+    parser.add_argument("--repeat", type=int, default=5, help="with --before: rounds, alternated")
     args = parser.parse_args()
     folder = Path(args.dir or tempfile.mkdtemp(prefix="tpuscope_pods_"))
     folder.mkdir(parents=True, exist_ok=True)
+    if args.light and args.before is not None:
+        light_before_after(folder, args.hosts, args.events_per_host, args.before.resolve(), args.repeat)
+        return
     if args.light:
         light_scale(folder, args.hosts, args.events_per_host, not args.no_full)
         return
