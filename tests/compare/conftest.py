@@ -3,6 +3,7 @@ compare command run in-process."""
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
 from tests.compare import recordings
@@ -44,6 +45,35 @@ def slowed_machine_paths(machine_paths) -> dict:
             "than the busy loops shared the CPU, so how much slower the second was is not known"
         )
     return machine_paths
+
+
+@pytest.fixture
+def uniformly_slowed_machine_paths(slowed_machine_paths) -> dict:
+    """`slowed_machine_paths`, the test skipped (saying why) when the load slowed the host's
+    wake-ups but not the ops: the tests that hold the cause to "the machine" need every op slower."""
+    machine_paths = slowed_machine_paths
+    base_busy, slow_busy = (_median_busy_ms(machine_paths[s]) for s in ("machine_base", "machine_slow"))
+    if slow_busy < MIN_OP_SLOWDOWN_BY_LOAD * base_busy:
+        pytest.skip(
+            f"the busy loops slowed machine_slow's steps but not its ops (device busy {base_busy:.2f} -> "
+            f"{slow_busy:.2f} ms per step): the scheduler ran each op in one time slice and delayed only "
+            "the host's wake-ups, so the recording is not the uniformly slower machine these tests need"
+        )
+    return machine_paths
+
+
+# `machine_slow`'s device busy time per step must be at least this multiple of `machine_base`'s:
+# the premise of the machine tests is every op slowed by the load. Our heuristic: earlier kernels'
+# schedulers interleaved the busy loops with each op (2.7x to 5.8x on this project's 2-core
+# machines); a scheduler that gives a short op one whole time slice (Linux's EEVDF, 6.6 and later,
+# https://docs.kernel.org/scheduler/sched-eevdf.html) leaves the ops at ~1.0x and delays only the
+# host's wake-ups after each sync, which a trace cannot tell from the host's own code.
+MIN_OP_SLOWDOWN_BY_LOAD = 1.5
+
+
+def _median_busy_ms(path) -> float:
+    run = analyze_run(TraceAnalysis(open_trace(path, use_cache=False)))
+    return float(np.median(run.part_ps("busy"))) / 1e9
 
 
 @pytest.fixture(scope="session")

@@ -26,7 +26,7 @@ from tpuscope.analysis.compare.statistics import NOISE_FLOOR_HOST_CPU_PERCENT, m
 from tpuscope.cli import main
 
 
-def test_the_same_program_on_a_loaded_cpu_is_the_machine(analyzed, slowed_machine_paths):
+def test_the_same_program_on_a_loaded_cpu_is_the_machine(analyzed, uniformly_slowed_machine_paths):
     base, slow = analyzed("machine_base"), analyzed("machine_slow")
     assert base.programs and base.programs == slow.programs  # the same HLO ran
     c = compare_runs(base, slow)
@@ -49,8 +49,13 @@ def test_the_same_program_on_a_loaded_cpu_is_the_machine(analyzed, slowed_machin
     assert back.verdict == VERDICT_FASTER and back.cause.kind == CAUSE_MACHINE
 
 
-def test_the_gate_says_the_cause_and_ignore_machine_passes_a_slower_machine(slowed_machine_paths, capsys):
-    base, slow = str(slowed_machine_paths["machine_base"]), str(slowed_machine_paths["machine_slow"])
+def test_the_gate_says_the_cause_and_ignore_machine_passes_a_slower_machine(
+    uniformly_slowed_machine_paths, capsys
+):
+    base, slow = (
+        str(uniformly_slowed_machine_paths["machine_base"]),
+        str(uniformly_slowed_machine_paths["machine_slow"]),
+    )
     assert main(["compare", base, slow, "--fail-on-regression", "5"]) == 1
     out = capsys.readouterr().out
     assert "Verdict: slower (cause: machine)" in out.splitlines()[3]

@@ -47,7 +47,9 @@ def logdir(tmp_path, slowed_machine_paths) -> Path:
     return root
 
 
-def test_every_run_in_order_with_its_change_and_cause(logdir, cache, analyzed, capsys):
+def test_every_run_in_order_with_its_change_and_cause(
+    logdir, cache, analyzed, capsys, uniformly_slowed_machine_paths
+):
     assert main(["history", str(logdir), "--json"]) == 0
     payload = json.loads(capsys.readouterr().out)
     runs = payload["runs"]
@@ -72,7 +74,7 @@ def test_every_run_in_order_with_its_change_and_cause(logdir, cache, analyzed, c
     assert small["change_percent"] == round(direct.typical.change_percent, 3)
 
 
-def test_a_new_run_costs_one_analysis(logdir, cache, machine_paths, capsys):
+def test_a_new_run_costs_one_analysis(logdir, cache, machine_paths, capsys, uniformly_slowed_machine_paths):
     first = read_history([str(logdir)])
     assert len(first.analysed) == 3
     again = read_history([str(logdir)])
@@ -89,7 +91,7 @@ def test_a_new_run_costs_one_analysis(logdir, cache, machine_paths, capsys):
     assert json.loads(capsys.readouterr().out)["analysed_runs"] == []
 
 
-def test_a_summary_round_trips_and_compares_as_the_runs_do(analyzed, slowed_machine_paths):
+def test_a_summary_round_trips_and_compares_as_the_runs_do(analyzed, uniformly_slowed_machine_paths):
     base, new = analyzed("machine_base"), analyzed("machine_slow")
     summaries = [RunSummary.from_json(json.loads(json.dumps(summarize(n, r).to_json()))) for n, r in
                  (("a", base), ("b", new))]  # fmt: skip
@@ -100,7 +102,9 @@ def test_a_summary_round_trips_and_compares_as_the_runs_do(analyzed, slowed_mach
     assert c.typical.change_percent == pytest.approx(direct.typical.change_percent)
 
 
-def test_the_gate_checks_the_newest_run_and_writes_junit(logdir, cache, tmp_path, capsys):
+def test_the_gate_checks_the_newest_run_and_writes_junit(
+    logdir, cache, tmp_path, capsys, uniformly_slowed_machine_paths
+):
     report = tmp_path / "report.xml"
     code = main(["history", str(logdir), "--fail-on-regression", "5", "--junit", str(report)])
     out = capsys.readouterr().out
@@ -132,7 +136,9 @@ def test_the_gate_checks_the_newest_run_and_writes_junit(logdir, cache, tmp_path
     assert gate_json["regression"] is True and gate_json["cause"]["kind"] == "machine"
 
 
-def test_a_broken_run_in_the_middle_is_named_and_skipped(logdir, cache, machine_paths, capsys):
+def test_a_broken_run_in_the_middle_is_named_and_skipped(
+    logdir, cache, machine_paths, capsys, uniformly_slowed_machine_paths
+):
     broken = logdir / "plugins" / "profile" / "2026_01_02_12_00_00" / machine_paths["small_extra"].name
     broken.write_bytes(broken.read_bytes()[:100])
     assert main(["history", str(logdir), "--json"]) == 0
@@ -168,8 +174,11 @@ def test_another_format_or_program_gets_no_verdict_and_a_run_without_steps_says_
     assert "no verdict: the trace format changed" in out and "no verdict: the program changed" in out
 
 
-def test_a_list_of_runs_is_read_in_the_order_given(slowed_machine_paths, cache, capsys):
-    paths = [str(slowed_machine_paths["machine_slow"]), str(slowed_machine_paths["machine_base"])]
+def test_a_list_of_runs_is_read_in_the_order_given(uniformly_slowed_machine_paths, cache, capsys):
+    paths = [
+        str(uniformly_slowed_machine_paths["machine_slow"]),
+        str(uniformly_slowed_machine_paths["machine_base"]),
+    ]
     assert main(["history", *paths, "--json"]) == 0
     runs = json.loads(capsys.readouterr().out)["runs"]
     assert [r["sources"][0] for r in runs] == paths

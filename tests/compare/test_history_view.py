@@ -23,10 +23,10 @@ def _logdir(tmp_path, paths):
 
 
 def test_view_charts_every_run_marks_the_changes_and_compares_a_clicked_run(
-    qtbot, tmp_path, slowed_machine_paths, monkeypatch
+    qtbot, tmp_path, uniformly_slowed_machine_paths, monkeypatch
 ):
     monkeypatch.setenv("TPUSCOPE_CACHE_DIR", str(tmp_path / "cache"))
-    root = _logdir(tmp_path, slowed_machine_paths)
+    root = _logdir(tmp_path, uniformly_slowed_machine_paths)
     view = show_exposed(qtbot, HistoryView(), *SCREEN)
     history = read_history([str(root)])
     view.set_history(history)
@@ -52,10 +52,10 @@ def test_view_charts_every_run_marks_the_changes_and_compares_a_clicked_run(
 
 
 def test_main_window_reads_a_history_and_opens_a_pair_in_compare(
-    qtbot, tmp_path, slowed_machine_paths, monkeypatch
+    qtbot, tmp_path, uniformly_slowed_machine_paths, monkeypatch
 ):
     monkeypatch.setenv("TPUSCOPE_CACHE_DIR", str(tmp_path / "cache"))
-    root = _logdir(tmp_path, slowed_machine_paths)
+    root = _logdir(tmp_path, uniformly_slowed_machine_paths)
     win = show_exposed(qtbot, MainWindow(QSettings(str(tmp_path / "t.ini"), QSettings.IniFormat)), *SCREEN)
     try:
         win.open_history([str(root)])
