@@ -45,8 +45,10 @@ HEALTHY_RUNS = 5
 # The healthy runs' steps: each run's median over this many steps moves little when a few of them are
 # slowed by whatever else the machine runs.
 HEALTHY_STEPS = 64
-# The healthy program's batch: a step of a few ms of compute, well above per-step overheads.
-HEALTHY_ROWS = 1024
+# The healthy program's batch: a step of ~10 ms of compute, well above per-step overheads and longer
+# than a scheduler's time slice (EEVDF's is a few ms), so the busy loops of `machine_slow` slow its
+# ops and not only the host's wake-ups (at 1024 rows, 2.5 ms, the ops ran at 1.0x under the load).
+HEALTHY_ROWS = 4096
 WARMUP_STEPS = 4
 # One XLA:CPU thread: a multi-threaded step on a machine shared with other jobs is slowed by whatever
 # else runs, by a different factor in each recording; one thread keeps the recordings comparable.
