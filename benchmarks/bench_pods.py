@@ -19,7 +19,7 @@ largest process: the parent holds the summaries, each worker one host) should no
 `--repeat N` rounds, medians printed. SRC is byte-compiled first: a copied tree has no `__pycache__`,
 and where PYTHONDONTWRITEBYTECODE is set each of its workers would compile every module it imports.
 
-    python benchmarks/bench_pods.py --light --no-full --hosts 16 --before /tmp/old --repeat 7
+    python benchmarks/bench_pods.py --light --no-full --hosts 16 --before SRC --repeat 7
 """
 
 from __future__ import annotations
@@ -54,15 +54,8 @@ def make_run(folder: Path, hosts: int, events: int) -> Path:
     return run
 
 
-# Runs one command and prints the largest RSS among it and its descendants (KiB), on its own line.
-_MEASURE = (
-    "import resource, subprocess, sys; r = subprocess.run(sys.argv[1:], capture_output=True, text=True); "
-    "sys.stderr.write(r.stderr); print(r.returncode, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)"
-)
-
-
-# The same, with the command's own stdout first.
-# The same, with the command's own stdout first and the CPU seconds of it and its workers last.
+# Runs one command; prints its stdout, then its return code, the largest RSS among it and its
+# descendants (KiB) and their CPU seconds on the last line.
 _MEASURE_ECHO = (
     "import resource, subprocess, sys; r = subprocess.run(sys.argv[1:], capture_output=True, text=True); "
     "sys.stderr.write(r.stderr); print(r.stdout.strip()); u = resource.getrusage(resource.RUSAGE_CHILDREN); "
@@ -87,17 +80,8 @@ def timed_cpu(args: list[str]) -> tuple[float, float, float]:
 
 def timed(args: list[str]) -> tuple[float, float]:
     """Wall seconds and peak RSS (MB) of a whole tpuscope process (its largest process, workers included)."""
-    env = dict(os.environ, TPUSCOPE_NO_CACHE="1")
-    started = time.perf_counter()
-    result = subprocess.run(
-        [sys.executable, "-c", _MEASURE, sys.executable, "-m", "tpuscope", *args],
-        capture_output=True, text=True, env=env, timeout=3600,
-    )  # fmt: skip
-    seconds = time.perf_counter() - started
-    code, peak_kib = result.stdout.split()
-    if int(code) not in (0, 1):
-        raise SystemExit(f"tpuscope {' '.join(args)} failed: {result.stderr.strip()}")
-    return seconds, int(peak_kib) / 1024
+    seconds, peak, _cpu = timed_cpu(args)
+    return seconds, peak
 
 
 # The light pass then the full one, as the pod page runs them; prints their seconds (one JSON line).
