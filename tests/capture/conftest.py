@@ -138,3 +138,27 @@ def no_user_ssh_state(sshd, monkeypatch):
     """Keeps the real user's keys, agent and ~/.ssh/config out of a test (HOME without .ssh)."""
     monkeypatch.setenv("HOME", str(sshd.home))
     monkeypatch.delenv("SSH_AUTH_SOCK", raising=False)
+
+
+@pytest.fixture
+def store(tmp_path):
+    """The capture dialog's settings, in a folder of the test's own."""
+    from PySide6.QtCore import QSettings
+
+    (tmp_path / "config").mkdir()
+    settings = QSettings(str(tmp_path / "config" / "tpuscope.ini"), QSettings.IniFormat)
+    yield settings
+    settings.sync()
+
+
+@pytest.fixture
+def dialog(qtbot, store):
+    """A Capture dialog on `store`; a capture still running at the end is cancelled and waited for."""
+    from tpuscope.ui.capture_dialog import CaptureDialog
+
+    widget = CaptureDialog(settings=store)
+    qtbot.addWidget(widget)
+    yield widget
+    if widget.is_running():
+        widget.worker.cancel()
+        widget.worker.wait(30_000)

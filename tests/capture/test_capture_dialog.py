@@ -4,8 +4,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import pytest
-from PySide6.QtCore import QSettings
 from PySide6.QtWidgets import QApplication
 
 from tests.capture.processes import free_port, wait_until_profiler_free
@@ -16,24 +14,6 @@ from tpuscope.ui.capture_dialog import LAST_GROUP, PRESETS_GROUP, SAVED_KEYS, Ca
 # connection to 127.0.0.1. A test waits longer on a slow machine; it never fails for being slow.
 SLOW_MS = 120_000
 SLOWER_MS = 180_000
-
-
-@pytest.fixture
-def store(tmp_path):
-    (tmp_path / "config").mkdir()
-    settings = QSettings(str(tmp_path / "config" / "tpuscope.ini"), QSettings.IniFormat)
-    yield settings
-    settings.sync()
-
-
-@pytest.fixture
-def dialog(qtbot, store):
-    widget = CaptureDialog(settings=store)
-    qtbot.addWidget(widget)
-    yield widget
-    if widget.is_running():
-        widget.worker.cancel()
-        widget.worker.wait(30_000)
 
 
 def fill(dialog: CaptureDialog, target: str, logdir: Path, duration_s: float = 0.5) -> None:

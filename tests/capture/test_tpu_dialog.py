@@ -6,7 +6,6 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from PySide6.QtCore import QSettings
 
 from tests.capture.tpu_slice import PROJECT, ZONE, guest_attributes, make_slice, node_json
 from tpuscope.ui.capture_dialog import TPU_COLUMNS, CaptureDialog
@@ -21,17 +20,6 @@ def tpu(sshd, tmp_path, monkeypatch):
         monkeypatch.setenv(key, made.env[key])
     monkeypatch.delenv("SSH_AUTH_SOCK", raising=False)
     return made
-
-
-@pytest.fixture
-def dialog(qtbot, tmp_path):
-    store = QSettings(str(tmp_path / "tpuscope.ini"), QSettings.IniFormat)
-    widget = CaptureDialog(settings=store)
-    qtbot.addWidget(widget)
-    yield widget
-    if widget.is_running():
-        widget.worker.cancel()
-        widget.worker.wait(30_000)
 
 
 def rows(dialog: CaptureDialog) -> list[list[str]]:
