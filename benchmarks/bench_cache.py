@@ -40,12 +40,12 @@ REOPEN_TARGET = 0.25  # issue 23: a re-open at most a quarter of the uncached op
 # "before": the same load, then the entry written before the process ends, as format 11 did.
 _SYNCHRONOUS = """
 import sys
-from tpuscope.model import cache
-from tpuscope.opener import open_trace
+from tpuscope.store import traces
+from tpuscope.app.opener import open_trace
 from tpuscope.readers.files import one_format, resolve_profile_files
 files, _ = one_format(resolve_profile_files(sys.argv[1], None))
 trace = open_trace(sys.argv[1], use_cache=False)
-cache.store(files, trace, wait=True)
+traces.store(files, trace, wait=True)
 print(trace.event_count)
 """
 
@@ -53,7 +53,7 @@ print(trace.event_count)
 # The open alone (open_trace, in a fresh process), without the interpreter's start and imports.
 _TIMED_OPEN = """
 import sys, time
-from tpuscope.opener import open_trace
+from tpuscope.app.opener import open_trace
 start = time.perf_counter()
 open_trace(sys.argv[1])
 print(time.perf_counter() - start)
@@ -84,7 +84,7 @@ def _info(file: Path) -> list[str]:
 def whole_processes(file: Path, repeat: int) -> dict[str, list[float]]:
     """Each trial runs the contenders in a rotated order, each after the disk has taken every dirty
     page (os.sync): one contender's cache write is never flushed in another's time."""
-    from tpuscope.model import cache
+    from tpuscope.store import traces
 
     names = ("off", "empty", "ready", "before", "reopen", "open off", "open empty", "open reopen")
     times: dict[str, list[float]] = {k: [] for k in names}
@@ -101,14 +101,14 @@ def whole_processes(file: Path, repeat: int) -> dict[str, list[float]]:
             start = time.perf_counter()
             _wall(_info(file), _env(TPUSCOPE_CACHE_DIR=folder))
             times["empty"].append(time.perf_counter() - start)
-            cache.wait_for_writes(Path(folder))
+            traces.wait_for_writes(Path(folder))
             times["ready"].append(time.perf_counter() - start)
             os.sync()
             times["reopen"].append(_wall(_info(file), _env(TPUSCOPE_CACHE_DIR=folder)))
         with tempfile.TemporaryDirectory(prefix="tpuscope-bench-cache-") as folder:
             os.sync()
             times["open empty"].append(_open_seconds(file, _env(TPUSCOPE_CACHE_DIR=folder)))
-            cache.wait_for_writes(Path(folder))
+            traces.wait_for_writes(Path(folder))
             os.sync()
             times["open reopen"].append(_open_seconds(file, _env(TPUSCOPE_CACHE_DIR=folder)))
 
@@ -132,7 +132,7 @@ def format_choices(file: Path) -> dict[str, dict[str, float]]:
 
     import pyarrow as pa
 
-    from tpuscope.opener import open_trace
+    from tpuscope.app.opener import open_trace
 
     start = time.perf_counter()
     trace = open_trace(file, use_cache=False)

@@ -24,7 +24,7 @@ sys.path.insert(0, str(ROOT))
 from benchmarks.generate_xspace import generate  # noqa: E402
 
 LOADS_ONLY = (
-    "import sys; from tpuscope.opener import open_trace; "
+    "import sys; from tpuscope.app.opener import open_trace; "
     "[open_trace(p, use_cache=False) for p in sys.argv[1:]]"
 )
 
@@ -50,7 +50,7 @@ def timed(command: list[str]) -> float:
 def in_process_split(base: Path, new: Path) -> None:
     from tpuscope.analysis.compare.runs import analyze_run, compare_runs
     from tpuscope.analysis.session import TraceAnalysis
-    from tpuscope.opener import open_trace
+    from tpuscope.app.opener import open_trace
 
     marks = [("start", time.perf_counter())]
     traces = [open_trace(p, use_cache=False) for p in (base, new)]

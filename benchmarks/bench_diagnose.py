@@ -27,7 +27,7 @@ from benchmarks.bench_ops import REAL_TPU_SAMPLE, alternate, xprof_tool  # noqa:
 from benchmarks.generate_xspace import default_path, generate  # noqa: E402
 from tpuscope.analysis.diagnose import RULES  # noqa: E402
 from tpuscope.analysis.session import FRAMEWORK, STEPS, TraceAnalysis  # noqa: E402
-from tpuscope.opener import open_trace  # noqa: E402
+from tpuscope.app.opener import open_trace  # noqa: E402
 
 XPROF_TOOLS = ("overview_page", "input_pipeline_analyzer")
 

@@ -48,7 +48,7 @@ def _status_bytes(field: str) -> int:
 def worker(kind: str, decoder: str, path: str) -> dict:
     from functools import partial
 
-    from tpuscope.opener import open_trace
+    from tpuscope.app.opener import open_trace
     from tpuscope.readers.trace_event import reader
 
     use_c = decoder == "c"

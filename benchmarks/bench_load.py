@@ -72,7 +72,7 @@ def _peak_rss_bytes() -> int:
 
 def worker_tpuscope(file: Path, use_cache: bool, progress: bool) -> dict:
     began = time.perf_counter()
-    from tpuscope.opener import open_trace
+    from tpuscope.app.opener import open_trace
 
     imported = time.perf_counter()
     calls: list[float] = []

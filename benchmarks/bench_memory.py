@@ -41,8 +41,8 @@ from benchmarks.generate_memory_xspace import DEFAULT_DIR, generate  # noqa: E40
 from tests.paths import SHARED_TRACES  # noqa: E402
 from tpuscope.analysis.memory.programs import memory_spaces, program_memory  # noqa: E402
 from tpuscope.analysis.memory.report import memory_report  # noqa: E402
+from tpuscope.app.opener import open_trace  # noqa: E402
 from tpuscope.model.programs import hlo_proto_blobs  # noqa: E402
-from tpuscope.opener import open_trace  # noqa: E402
 from tpuscope.readers.xplane.hlo_memory import decode_program_buffers  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]

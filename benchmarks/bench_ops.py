@@ -37,7 +37,7 @@ from benchmarks.generate_xspace import default_path, generate  # noqa: E402
 from tpuscope.analysis.device_ops import find_devices  # noqa: E402
 from tpuscope.analysis.ops import GROUPINGS, OpEvents, _Labels, aggregate, collect_op_events  # noqa: E402
 from tpuscope.analysis.step_breakdown import step_breakdown  # noqa: E402
-from tpuscope.opener import open_trace  # noqa: E402
+from tpuscope.app.opener import open_trace  # noqa: E402
 
 
 def _median_s(fn, repeat: int) -> float:

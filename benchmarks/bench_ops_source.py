@@ -33,8 +33,8 @@ os.environ["TPUSCOPE_NO_CACHE"] = "1"  # every trial reads the file
 from benchmarks.generate_xspace import default_path, generate  # noqa: E402
 from tpuscope.analysis.programs import PROGRAM_CODE  # noqa: E402
 from tpuscope.analysis.session import TraceAnalysis  # noqa: E402
+from tpuscope.app.opener import open_trace  # noqa: E402
 from tpuscope.cli import main as cli_main  # noqa: E402
-from tpuscope.opener import open_trace  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 REAL_TPU_SAMPLE = ROOT / "samples" / "tpu_v6e_inference_4chip.xplane.pb"

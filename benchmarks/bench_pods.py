@@ -9,7 +9,7 @@ the one-trace load of the same run beside it where that fits in memory.
     python benchmarks/bench_pods.py --hosts 64 --events-per-host 3000000 --skip-workers
     python benchmarks/bench_pods.py --light --hosts 16 64 256 --events-per-host 20000   # scale
 
-`--light` times what the pod page shows first (`tpuscope.pod_pass`: each host file decoded and
+`--light` times what the pod page shows first (`tpuscope.app.pod_pass`: each host file decoded and
 summarized in worker processes, one per core) and then the full per-host diagnosis on the same
 workers, beside `tpuscope info RUN` (the decode of every host, as one trace) of the same run, for
 each host count given: time per host should stay flat as the hosts grow, and peak memory (the
@@ -89,21 +89,21 @@ _PASSES = """
 import json, sys, time
 def main():
     started = time.perf_counter()
-    from tpuscope import pod_pass
-    from tpuscope.runs import host_files
+    from tpuscope.app import pod_pass
+    from tpuscope.app.runs import host_files
     files = [str(f) for f in host_files(sys.argv[1])]
     pool = pod_pass.HostPool()
     if hasattr(pool, "start"):  # the workers come up while this process imports the rest (older
         pool.start(len(files))  # checkouts, timed beside this one: the first task starts them)
-    from tpuscope import pod_cache
+    from tpuscope.store import pod_results
     from tpuscope.analysis.pod_run import combine
     light = []
-    pod_pass.pass_over(pool, files, pod_cache.LIGHT, lambda: False, light.append)
+    pod_pass.pass_over(pool, files, pod_results.LIGHT, lambda: False, light.append)
     run = combine([r for o in sorted(light, key=lambda o: o.index) for r in o.results])
     shown = time.perf_counter()
     full = []
     if sys.argv[2] == "full":
-        pod_pass.pass_over(pool, files, pod_cache.FULL, lambda: False, full.append)
+        pod_pass.pass_over(pool, files, pod_results.FULL, lambda: False, full.append)
         combine([r for o in sorted(full, key=lambda o: o.index) for r in o.results])
     pool.close()
     print(json.dumps({"light_s": shown - started, "full_s": time.perf_counter() - shown,

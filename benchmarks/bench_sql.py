@@ -119,7 +119,7 @@ import tpuscope.readers.xplane.decode as decode
 if sys.argv[2] != "default":
     decode._MAX_THREADS = int(sys.argv[2])
 from tpuscope.commands.sql import QUERY_MODULES
-from tpuscope.opener import open_trace
+from tpuscope.app.opener import open_trace
 from tpuscope.query.engine import OpeningConnection
 if sys.argv[1] == "serial":
     import duckdb, pyarrow, tpuscope.query.session
@@ -194,7 +194,7 @@ def phase_worker(path: Path) -> None:
     import numpy  # noqa: F401
 
     marks.append(now())
-    from tpuscope.opener import open_trace
+    from tpuscope.app.opener import open_trace
 
     trace = open_trace(str(path))
     marks.append(now())

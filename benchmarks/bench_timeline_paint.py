@@ -41,7 +41,7 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 from PySide6.QtCore import QRectF, Qt  # noqa: E402
 from PySide6.QtGui import QImage, QPainter  # noqa: E402
 
-from tpuscope.opener import open_trace  # noqa: E402
+from tpuscope.app.opener import open_trace  # noqa: E402
 from tpuscope.ui.app import application  # noqa: E402
 from tpuscope.ui.timeline.layout import ROW_HEIGHT  # noqa: E402
 from tpuscope.ui.timeline.lod import TimelineLod  # noqa: E402

@@ -23,9 +23,9 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from tests.paths import SHARED_TRACES  # noqa: E402
+from tpuscope.app.opener import open_trace  # noqa: E402
 from tpuscope.model.stats import StatTable  # noqa: E402
 from tpuscope.model.trace import Trace  # noqa: E402
-from tpuscope.opener import open_trace  # noqa: E402
 
 
 def _stats_snapshot(table: StatTable, trace: Trace) -> dict:

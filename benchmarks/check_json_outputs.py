@@ -58,7 +58,9 @@ def jobs(pod_folder: Path) -> list[tuple[str, list[str]]]:
     ]  # fmt: skip
     for base, new in pairs:
         if base in by_name and new in by_name:
-            out.append((f"compare.{base}.{new}", ["compare", str(by_name[base]), str(by_name[new]), "--json"]))
+            out.append(
+                (f"compare.{base}.{new}", ["compare", str(by_name[base]), str(by_name[new]), "--json"])
+            )
     out.append(("pod.overview", ["overview", str(pod_folder), "--json"]))
     out.append(("pod.diagnose", ["diagnose", str(pod_folder), "--json"]))
     out.append(("pod.diagnose_per_host", ["diagnose", str(pod_folder), "--json", "--per-host"]))

@@ -8,8 +8,8 @@ from collections.abc import Callable
 from typing import Any
 
 from tpuscope.model.trace import Trace
+from tpuscope.readers.xla_dialect import HLO_PROTO_STAT
 from tpuscope.readers.xplane import hlo_pb2
-from tpuscope.readers.xplane.dialect import HLO_PROTO_STAT
 
 
 def change_program_proto(

@@ -7,8 +7,8 @@ import json
 import pytest
 
 from tests.conftest import SAMPLES
+from tpuscope.app.opener import open_trace
 from tpuscope.cli import main
-from tpuscope.opener import open_trace
 
 SAMPLE_FILES = sorted(SAMPLES.glob("*.xplane.pb"))
 

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from tpuscope.app.opener import open_trace
 from tpuscope.errors import ProfileError
 from tpuscope.model.trace import Trace
-from tpuscope.opener import open_trace
 
 
 def open_or_clean_error(path: Path) -> Trace | None:

@@ -18,8 +18,8 @@ from pathlib import Path
 from typing import Any
 
 from tpuscope.analysis.session import DeviceChoice, TraceAnalysis
+from tpuscope.app.opener import open_trace
 from tpuscope.model.trace import Trace
-from tpuscope.opener import open_trace
 
 
 class Profile:

@@ -19,7 +19,7 @@ import os
 import sys
 
 from tpuscope import gc_policy
-from tpuscope.commands import COMMANDS, EXIT_ERROR, EXIT_OK, UserFacingError
+from tpuscope.commands import COMMANDS, EXIT_ERROR, EXIT_OK, OPEN_AFTER, UserFacingError
 from tpuscope.errors import LoadCancelled, ProfileError
 from tpuscope.readers import path_help
 from tpuscope.urls import is_url
@@ -88,7 +88,7 @@ def _run_command(argv: list[str], command: str | None) -> int:
         parser.print_help()
         return EXIT_OK
     try:
-        return int(args.handler(args) or EXIT_OK)
+        status = int(args.handler(args) or EXIT_OK)
     except (ProfileError, UserFacingError) as error:
         print(f"tpuscope: {error}", file=sys.stderr)
         return EXIT_ERROR
@@ -100,6 +100,11 @@ def _run_command(argv: list[str], command: str | None) -> int:
         return 130
     except BrokenPipeError:
         return EXIT_OK
+    then_open = getattr(args, OPEN_AFTER, None)
+    if then_open is not None:  # `capture --open`: the app on what the command saved
+        code = gui_main(then_open)
+        return status or code
+    return status
 
 
 def _limit_blas_threads() -> None:

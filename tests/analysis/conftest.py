@@ -6,7 +6,7 @@ import pytest
 
 from tests.conftest import TPU_TRACE
 from tests.jax_recordings import record_training_profile
-from tpuscope.opener import open_trace
+from tpuscope.app.opener import open_trace
 
 
 @pytest.fixture(scope="module")

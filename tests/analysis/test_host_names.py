@@ -10,8 +10,8 @@ import pytest
 from tests.conftest import ALL_SHARED_TRACES, require_shared_traces
 from tpuscope.analysis.facts.waits import USER_INPUT_PATTERN
 from tpuscope.analysis.host_names import HostNameIndex
-from tpuscope.opener import open_trace
-from tpuscope.readers.xplane.dialect import COMPILE_PATTERN, INPUT_PATTERN, LAUNCH_PATTERN, SYNC_PATTERN
+from tpuscope.app.opener import open_trace
+from tpuscope.readers.xla_dialect import COMPILE_PATTERN, INPUT_PATTERN, LAUNCH_PATTERN, SYNC_PATTERN
 
 PATTERNS = [
     LAUNCH_PATTERN,

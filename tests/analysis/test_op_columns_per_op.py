@@ -9,7 +9,7 @@ import pytest
 
 from tests.conftest import ALL_SHARED_TRACES, SHARED_TRACES, TPU_TRACE, require_shared_traces
 from tpuscope.analysis import ops
-from tpuscope.opener import open_trace
+from tpuscope.app.opener import open_trace
 
 # Every shared XPlane profile and two Kineto traces (GPU kernels whose events carry their own stats).
 KINETO = [

@@ -33,8 +33,8 @@ from tpuscope.analysis.roofline import (
     device_peaks,
 )
 from tpuscope.analysis.step_breakdown import step_breakdown
+from tpuscope.app.opener import open_trace
 from tpuscope.cli import main
-from tpuscope.opener import open_trace
 
 
 def _brute_self(starts, durations):

@@ -12,8 +12,8 @@ from tests.conftest import TPU_TRACE
 from tests.jax_recordings import record_source_profile
 from tpuscope.analysis.ops import NO_SOURCE
 from tpuscope.analysis.session import TraceAnalysis
+from tpuscope.app.opener import open_trace
 from tpuscope.cli import main
-from tpuscope.opener import open_trace
 
 
 @pytest.fixture(scope="module")

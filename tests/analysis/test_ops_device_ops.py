@@ -15,7 +15,7 @@ from tpuscope.analysis.device_ops import (
     merge_intervals,
     select_devices,
 )
-from tpuscope.opener import open_trace
+from tpuscope.app.opener import open_trace
 
 
 def _brute_busy(starts, ends, w0, w1, resolution=1):

@@ -13,8 +13,8 @@ import pytest
 
 from tests.conftest import TPU_TRACE
 from tpuscope.analysis.ops import op_breakdown
+from tpuscope.app.opener import open_trace
 from tpuscope.cli import main
-from tpuscope.opener import open_trace
 
 TIME_TOLERANCE = 0.01  # the acceptance bound: total and self time within 1%
 

@@ -25,7 +25,7 @@ from tpuscope.analysis.overview import (
 )
 from tpuscope.analysis.session import TraceAnalysis
 from tpuscope.analysis.steps import find_steps
-from tpuscope.opener import open_trace
+from tpuscope.app.opener import open_trace
 
 INPUT_BOUND_SAMPLE = SAMPLES / "jax_cpu_input_bound.xplane.pb"
 RECOMPILE_SAMPLE = SAMPLES / "jax_cpu_recompile.xplane.pb"

@@ -10,7 +10,7 @@ import pytest
 from tests.conftest import TPU_TRACE
 from tpuscope.analysis.ops import roofline_points
 from tpuscope.analysis.session import TraceAnalysis
-from tpuscope.opener import open_trace
+from tpuscope.app.opener import open_trace
 
 
 @pytest.fixture(scope="module")

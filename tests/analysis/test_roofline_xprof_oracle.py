@@ -16,7 +16,7 @@ import pytest
 from tests.conftest import TPU_TRACE
 from tpuscope.analysis.ops import roofline_points
 from tpuscope.analysis.session import TraceAnalysis
-from tpuscope.opener import open_trace
+from tpuscope.app.opener import open_trace
 
 RATE_TOLERANCE = 0.01  # as the op table's times: within 1%
 

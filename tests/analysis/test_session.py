@@ -14,7 +14,7 @@ from tpuscope.analysis.compare.runs import RUN_ANALYSIS, analyze_run, compare_ru
 from tpuscope.analysis.diagnose import engine
 from tpuscope.analysis.overview import overview_figures, with_report
 from tpuscope.analysis.session import HOST_NAMES, OVERVIEW, Result, TraceAnalysis
-from tpuscope.opener import open_trace
+from tpuscope.app.opener import open_trace
 
 
 @pytest.fixture(scope="module")

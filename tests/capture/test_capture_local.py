@@ -9,10 +9,10 @@ from pathlib import Path
 import pytest
 
 from tests.capture.processes import free_port, start_worker, stop, wait_until_profiler_free
+from tpuscope.app.opener import open_trace
 from tpuscope.capture.errors import CaptureCancelled, CaptureError
 from tpuscope.capture.session import CaptureSettings, capture
 from tpuscope.capture.targets import SshHost, parse_targets
-from tpuscope.opener import open_trace
 
 SHORT_S = 1.0  # capture window for most tests: long enough for dozens of training steps
 

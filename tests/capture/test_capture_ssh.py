@@ -11,11 +11,11 @@ from pathlib import Path
 import pytest
 
 from tests.capture.processes import PROTECTED_KEY_PASSPHRASE, free_port, wait_until_profiler_free
+from tpuscope.app.opener import open_trace
 from tpuscope.capture.errors import CaptureError, PassphraseRequired, UnknownHostKey
 from tpuscope.capture.session import CaptureSettings, capture
 from tpuscope.capture.ssh import SshOptions, trust_host_key
 from tpuscope.capture.targets import parse_ssh_host, parse_targets
-from tpuscope.opener import open_trace
 
 pytestmark = [
     pytest.mark.usefixtures("no_user_ssh_state"),

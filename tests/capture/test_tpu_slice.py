@@ -20,12 +20,12 @@ import pytest
 from tests.capture.processes import start_worker, stop
 from tests.capture.test_capture_cli import ROOT, tpuscope
 from tests.capture.tpu_slice import NODE_ID, PROJECT, ZONE, guest_attributes, make_slice, node_json
+from tpuscope.app.opener import open_trace
 from tpuscope.capture.errors import CaptureError
 from tpuscope.capture.gcloud import host_key_alias, parse_node, parse_workers, worker_label
 from tpuscope.capture.session import CaptureSettings, capture
 from tpuscope.capture.ssh import SshOptions
 from tpuscope.capture.targets import parse_ssh_host, parse_targets
-from tpuscope.opener import open_trace
 from tpuscope.readers import host_from_filename
 
 

@@ -10,9 +10,9 @@ from tests.conftest import GPU_TRACE, SAMPLES, TF_TRACE, TPU_TRACE, require_shar
 from tpuscope.analysis.ops import op_breakdown
 from tpuscope.analysis.session import TraceAnalysis
 from tpuscope.analysis.steps import find_steps
+from tpuscope.app.opener import open_trace
 from tpuscope.cli import main
 from tpuscope.model.units import format_duration
-from tpuscope.opener import open_trace
 
 INPUT_BOUND_SAMPLE = SAMPLES / "jax_cpu_input_bound.xplane.pb"
 

@@ -17,7 +17,7 @@ import tpuscope.commands
 from tests.conftest import ROOT, SAMPLES
 from tpuscope.cli import EXIT_ERROR, build_parser, main
 from tpuscope.commands import COMMANDS
-from tpuscope.model import cache
+from tpuscope.store import traces
 
 TPU_SAMPLE = SAMPLES / "tpu_v6e_inference_4chip.xplane.pb"
 # What the profile-reading commands must never import for a local file: SSH and gRPC (capture), Qt
@@ -77,9 +77,9 @@ def test_reading_commands_never_import_ssh_grpc_or_qt(tmp_path, command):
 def test_info_starts_without_protobuf_a_thread_pool_module_openssl_or_tempfile(tmp_path):
     code, modules, out = imported_by(tmp_path, "info", str(TPU_SAMPLE), "--json")
     assert code == 0 and json.loads(out)["events"] > 0
-    assert "tpuscope.readers.xplane.decode" in modules and "tpuscope.model.cache" in modules
+    assert "tpuscope.readers.xplane.decode" in modules and "tpuscope.store.traces" in modules
     assert [m for m in modules if m in START_COSTS] == []
-    cache.wait_for_writes(tmp_path / "cache")  # a detached child finishes the entry after the exit
+    traces.wait_for_writes(tmp_path / "cache")  # a detached child finishes the entry after the exit
     assert list((tmp_path / "cache").glob("*.trace"))  # the cold load did write the cache
 
 

@@ -9,7 +9,7 @@ import pytest
 from tests.compare import recordings
 from tpuscope.analysis.compare.runs import RunAnalysis, analyze_run
 from tpuscope.analysis.session import TraceAnalysis
-from tpuscope.opener import open_trace
+from tpuscope.app.opener import open_trace
 
 
 @pytest.fixture(scope="session")

@@ -28,11 +28,11 @@ from tpuscope.analysis.compare.runs import (
     compare_runs,
 )
 from tpuscope.analysis.session import TraceAnalysis
+from tpuscope.app.opener import open_trace
 from tpuscope.cli import main
 from tpuscope.model.vocabulary import OpFamily
-from tpuscope.opener import open_trace
 from tpuscope.readers.trace_event.kineto import KINETO_DIALECT, kernel_category
-from tpuscope.readers.xplane.dialect import XPLANE_DIALECT
+from tpuscope.readers.xla_dialect import XPLANE_DIALECT
 
 KINETO = SHARED_TRACES / "kineto"
 A100_STEPS = KINETO / "negative_queue_length_values_check__rank0.json.gz"  # 5 ProfilerSteps, NCCL

@@ -40,7 +40,7 @@ def test_category_and_program_tables_equal_the_event_aggregates_on_the_tpu_sampl
     from tpuscope.analysis.compare.runs import analyze_run, compare_runs
     from tpuscope.analysis.ops import aggregate
     from tpuscope.analysis.session import TraceAnalysis
-    from tpuscope.opener import open_trace
+    from tpuscope.app.opener import open_trace
 
     require_shared_traces()
     run = analyze_run(TraceAnalysis(open_trace(TPU_TRACE, use_cache=False)))

@@ -21,8 +21,8 @@ from tpuscope.analysis.compare.runs import (
 )
 from tpuscope.analysis.compare.statistics import NOISE_FLOOR_HOST_CPU_PERCENT
 from tpuscope.analysis.session import TraceAnalysis
+from tpuscope.app.opener import open_trace
 from tpuscope.cli import main
-from tpuscope.opener import open_trace
 
 # Our heuristic: a load average above twice the CPU count means other work queues for every core.
 OVERLOADED_LOAD_PER_CPU = 2.0

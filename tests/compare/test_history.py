@@ -15,8 +15,8 @@ import pytest
 from tests.conftest import GPU_TRACE, TPU_TRACE, require_shared_traces
 from tpuscope.analysis.compare.history import RunSummary, compare_summaries, summarize
 from tpuscope.analysis.compare.runs import compare_runs
+from tpuscope.app.history import read_history
 from tpuscope.cli import main
-from tpuscope.history import read_history
 
 KINETO_TRACE = TPU_TRACE.parents[1] / "kineto" / "negative_queue_length_values_check__rank0.json.gz"
 

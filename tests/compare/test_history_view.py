@@ -7,7 +7,7 @@ from PySide6.QtCore import QSettings
 
 from tests.compare.test_history import _add_run
 from tests.ui.widgets import show_exposed
-from tpuscope.history import read_history
+from tpuscope.app.history import read_history
 from tpuscope.ui.history_view import CHANGE_COLUMN, SLOWER_COLOR, HistoryView
 from tpuscope.ui.main_window import MainWindow
 

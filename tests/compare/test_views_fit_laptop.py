@@ -9,7 +9,7 @@ from PySide6.QtWidgets import QApplication
 from tests.compare.test_history_view import _logdir
 from tests.ui.test_fits_laptop import LAPTOP_SIZE, layout_problems
 from tests.ui.widgets import show_exposed
-from tpuscope.history import read_history
+from tpuscope.app.history import read_history
 from tpuscope.ui.compare_view import CompareView, compare_paths
 from tpuscope.ui.history_view import HistoryView
 

@@ -7,7 +7,7 @@ import pytest
 
 from tests.conftest import ALL_SHARED_TRACES, require_shared_traces
 from tests.diagnose import recordings
-from tpuscope.opener import open_trace
+from tpuscope.app.opener import open_trace
 
 
 @pytest.fixture(scope="module")

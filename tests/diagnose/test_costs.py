@@ -17,8 +17,8 @@ from tests.paths import SAMPLES, SHARED_TRACES
 from tpuscope.analysis.diagnose import Severity
 from tpuscope.analysis.diagnose.engine import IMPACT_THRESHOLDS
 from tpuscope.analysis.session import TraceAnalysis
+from tpuscope.app.opener import open_trace
 from tpuscope.cli import main
-from tpuscope.opener import open_trace
 
 PROFILES = sorted(
     [

@@ -16,9 +16,9 @@ import re
 import pytest
 
 from tests.conftest import PTXLA_TRACE, SAMPLES, require_shared_traces
+from tpuscope.app.opener import open_trace
 from tpuscope.cli import main
-from tpuscope.opener import open_trace
-from tpuscope.readers.xplane.dialect import CPU_FALLBACK_PATTERN
+from tpuscope.readers.xla_dialect import CPU_FALLBACK_PATTERN
 
 SAMPLE = SAMPLES / "ptxla_cpu_fallback.xplane.pb"
 

@@ -30,7 +30,7 @@ from tpuscope.analysis.diagnose import (
 from tpuscope.analysis.diagnose.op_evidence import lines_words, short_source
 from tpuscope.analysis.programs import PROGRAM_CODE
 from tpuscope.analysis.session import TraceAnalysis
-from tpuscope.opener import open_trace
+from tpuscope.app.opener import open_trace
 from tpuscope.readers.xplane import hlo_pb2
 
 LINE = "/workspace/model/layers.py:42"  # where the generated ops say they come from

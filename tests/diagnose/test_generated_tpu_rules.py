@@ -22,7 +22,7 @@ from tpuscope.analysis.diagnose import (
     tensorcore_idle,
 )
 from tpuscope.analysis.session import TraceAnalysis
-from tpuscope.opener import open_trace
+from tpuscope.app.opener import open_trace
 
 PEAK_FLOPS = 918e12  # the sample's peak_teraflops_per_second
 N = 4096

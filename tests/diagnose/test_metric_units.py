@@ -12,7 +12,7 @@ import pytest
 
 from tests.conftest import ALL_SHARED_TRACES, SAMPLES, require_shared_traces
 from tpuscope.analysis.session import TraceAnalysis
-from tpuscope.opener import open_trace
+from tpuscope.app.opener import open_trace
 
 # Tokens that say what a number measures: a time unit, a share, a size, a rate, a score.
 UNIT_TOKENS = {"ps", "us", "ms", "s", "percent", "bytes", "gb", "gib", "tflops", "flops", "per", "score"}

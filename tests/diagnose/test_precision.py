@@ -27,7 +27,7 @@ from tpuscope.analysis import session
 from tpuscope.analysis.diagnose import Severity, diagnose, step_variance
 from tpuscope.analysis.session import TraceAnalysis
 from tpuscope.analysis.steps import SOURCE_HOST_ANNOTATION, Steps
-from tpuscope.opener import open_trace
+from tpuscope.app.opener import open_trace
 
 
 @pytest.fixture(scope="module")

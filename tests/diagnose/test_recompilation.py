@@ -16,10 +16,10 @@ from tests.diagnose.recordings import RECOMPILE_EVERY, recompile_shapes
 from tpuscope.analysis.diagnose import Severity
 from tpuscope.analysis.diagnose.recompilation import describe_signature_changes
 from tpuscope.analysis.session import TraceAnalysis
+from tpuscope.app.opener import open_trace
 from tpuscope.cli import main
 from tpuscope.model.programs import ProgramSignature, program_signatures
-from tpuscope.opener import open_trace
-from tpuscope.readers.xplane.dialect import HLO_PROTO_STAT
+from tpuscope.readers.xla_dialect import HLO_PROTO_STAT
 
 FEATURES = 256  # recordings.py: batches of (rows, 256) against w of (256, 256)
 

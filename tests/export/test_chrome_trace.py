@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 
 from tests.conftest import GPU_TRACE, SHARED_TRACES, TPU_TRACE
+from tpuscope.app.opener import open_trace
 from tpuscope.export.chrome_trace import export_chrome_trace
-from tpuscope.opener import open_trace
 
 AMD = SHARED_TRACES / "kineto" / "amd_trace__mi250_minitoy_train_ROCm6_2_kineto.json.gz"
 

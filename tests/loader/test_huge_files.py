@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 from tests.conftest import PTXLA_TRACE
-from tpuscope.opener import open_trace
+from tpuscope.app.opener import open_trace
 from tpuscope.readers.xplane import xplane_pb2
 from tpuscope.readers.xplane.decode import decode_xspace
 

@@ -19,9 +19,9 @@ from hypothesis import strategies as st
 
 from tests.conftest import ALL_SHARED_TRACES, ROOT, TPU_TRACE, require_shared_traces
 from tests.trace_checks import assert_consistent, open_or_clean_error
+from tpuscope.app.opener import open_trace
 from tpuscope.model import _kernels, cache
 from tpuscope.model.trace import Trace
-from tpuscope.opener import open_trace
 from tpuscope.readers.xplane import _linedecode
 from tpuscope.readers.xplane.decode import MalformedXSpace, decode_xspace
 

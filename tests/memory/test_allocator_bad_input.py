@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from tpuscope.analysis.memory.report import memory_report
+from tpuscope.app.opener import open_trace
 from tpuscope.cli import main
-from tpuscope.opener import open_trace
 from tpuscope.readers.xplane import xplane_pb2
 
 STATS = ["index_on_host", "bytes_reserved", "bytes_allocated", "bytes_available", "peak_bytes_in_use",

@@ -10,9 +10,9 @@ import pytest
 
 from tests.conftest import TPU_TRACE, require_shared_traces
 from tpuscope.analysis.memory.programs import HBM_SPACE, memory_spaces, program_memory
+from tpuscope.app.opener import open_trace
 from tpuscope.model.memory import EVENT_FREE
 from tpuscope.model.programs import hlo_proto_blobs
-from tpuscope.opener import open_trace
 from tpuscope.readers.xplane import hlo_pb2
 from tpuscope.readers.xplane.hlo_memory import decode_program_buffers
 

@@ -11,8 +11,8 @@ from tests.model.test_fuzz_loader import _mutate, edits_strategy
 from tests.trace_checks import open_or_clean_error
 from tpuscope.analysis.memory.programs import memory_spaces, program_memory
 from tpuscope.analysis.memory.report import memory_report
+from tpuscope.app.opener import open_trace
 from tpuscope.model.programs import hlo_proto_blobs
-from tpuscope.opener import open_trace
 from tpuscope.readers.xplane.hlo_memory import decode_program_buffers
 
 

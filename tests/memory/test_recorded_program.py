@@ -13,8 +13,8 @@ import pytest
 
 from tpuscope.analysis.memory.programs import HBM_SPACE
 from tpuscope.analysis.memory.report import memory_report
+from tpuscope.app.opener import open_trace
 from tpuscope.cli import main
-from tpuscope.opener import open_trace
 
 MIB = 1 << 20
 PARAMETER_BYTES = 512 * 512 * 4

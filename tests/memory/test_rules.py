@@ -16,7 +16,7 @@ from tests.conftest import ALL_SHARED_TRACES, TPU_TRACE, require_shared_traces
 from tests.hlo_edits import change_program_proto
 from tpuscope.analysis.diagnose.padding_waste import round_up_hint
 from tpuscope.analysis.session import TraceAnalysis
-from tpuscope.opener import open_trace
+from tpuscope.app.opener import open_trace
 
 MEMORY_RULES = ("memory_pressure", "padding_waste", "memory_growth")
 JIT_F = 12190760917235803885

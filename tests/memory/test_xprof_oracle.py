@@ -12,7 +12,7 @@ from tests.conftest import ALL_SHARED_TRACES, TF_TRACE, TPU_TRACE, require_share
 from tests.memory.conftest import XProfMemory, mib_to_bytes
 from tpuscope.analysis.memory.programs import HBM_SPACE
 from tpuscope.analysis.memory.report import memory_report
-from tpuscope.opener import open_trace
+from tpuscope.app.opener import open_trace
 
 # XProf samples at most this many points of an allocator's timeline (xplane_to_memory_profile.cc,
 # max_num_snapshots default); below it the sampled timeline is every event.

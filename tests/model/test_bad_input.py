@@ -13,8 +13,8 @@ import zlib
 import pytest
 
 from tests.conftest import PTXLA_TRACE, TPU_TRACE
+from tpuscope.app.opener import open_trace
 from tpuscope.errors import ProfileError
-from tpuscope.opener import open_trace
 
 PNG_HEADER = b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR" + bytes(range(40))
 
@@ -143,7 +143,7 @@ def test_unreadable_file(tmp_path):
     if setpriv is None:
         pytest.skip("running as root without setpriv, which is needed to drop read override")
     code = (
-        "import sys\nfrom tpuscope.errors import ProfileError\nfrom tpuscope.opener import open_trace\n"
+        "import sys\nfrom tpuscope.errors import ProfileError\nfrom tpuscope.app.opener import open_trace\n"
         "try:\n    open_trace(sys.argv[1], use_cache=False)\nexcept ProfileError as e:\n    print(e)\n"
     )
     result = subprocess.run(

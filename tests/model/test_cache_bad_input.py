@@ -12,9 +12,9 @@ import pytest
 
 from tests.conftest import TPU_TRACE
 from tests.model.cache_helpers import cache_warnings, columns, copied, names, run_tpuscope
-from tpuscope.model import cache
-from tpuscope.opener import open_trace
+from tpuscope.app.opener import open_trace
 from tpuscope.readers.files import one_format, resolve_profile_files
+from tpuscope.store import traces
 
 ENTRY_BYTES_MAX = 64 << 10  # far below the TPU profile's 1.2 MB entry: the write hits the limit
 
@@ -26,7 +26,7 @@ def _expected(copy, tmp_path) -> dict:
 
 def _entry_path(copy):
     files, _ = one_format(resolve_profile_files(copy, None))
-    return cache.cache_dir() / cache.entry_name(cache.key(files))
+    return traces.cache_dir() / traces.entry_name(traces.key(files))
 
 
 def test_a_cache_folder_that_cannot_be_made_costs_one_warning_and_the_trace_opens(tmp_path):
@@ -72,11 +72,11 @@ def test_a_full_disk_while_writing_leaves_no_entry_nor_partial_file(tmp_path):
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout) == _expected(copy, tmp_path)
     assert len(cache_warnings(done.stderr)) <= 1  # none when the detached child met the limit
-    cache.wait_for_writes(folder)
+    traces.wait_for_writes(folder)
     assert names(folder) == []
     again = run_tpuscope("info", str(copy), "--json", cache_dir=folder)  # no limit: the entry is written
     assert json.loads(again.stdout) == _expected(copy, tmp_path) and again.stderr == ""
-    cache.wait_for_writes(folder)
+    traces.wait_for_writes(folder)
     assert len(names(folder)) == 1
 
 
@@ -84,20 +84,20 @@ def test_a_full_disk_while_writing_leaves_no_entry_nor_partial_file(tmp_path):
 def test_a_bad_entry_is_a_miss_and_is_replaced_whole(damage, tmp_path, monkeypatch, capfd):
     copy = copied(TPU_TRACE, tmp_path / "profile")
     expected = columns(open_trace(copy))
-    cache.wait_for_writes()
+    traces.wait_for_writes()
     entry = _entry_path(copy)
     raw = entry.read_bytes()
     if damage == "cut_short":
         entry.write_bytes(raw[: len(raw) - 4096])
     elif damage == "header_only":
-        entry.write_bytes(raw[: cache._HEADER.size])
+        entry.write_bytes(raw[: traces._HEADER.size])
     elif damage == "other_version":  # a build of another format that wrote under this name
-        entry.write_bytes(raw[:8] + (cache.FORMAT_VERSION + 1).to_bytes(4, "little") + raw[12:])
+        entry.write_bytes(raw[:8] + (traces.FORMAT_VERSION + 1).to_bytes(4, "little") + raw[12:])
     else:
         entry.write_bytes(b"TPUSCOPE" + raw[8:])
-    assert cache.load(one_format(resolve_profile_files(copy, None))[0]) is None
+    assert traces.load(one_format(resolve_profile_files(copy, None))[0]) is None
     assert columns(open_trace(copy)) == expected  # from the file
-    cache.wait_for_writes()
+    traces.wait_for_writes()
     assert entry.read_bytes() == raw  # the next write replaced it with a whole entry
     assert columns(open_trace(copy)) == expected
     assert capfd.readouterr().err == ""

@@ -11,20 +11,20 @@ import pytest
 
 from tests.conftest import GPU_TRACE, PTXLA_TRACE, TPU_TRACE
 from tests.model.cache_helpers import columns, copied, names
+from tpuscope.app.opener import open_trace
 from tpuscope.cli import main
-from tpuscope.model import cache, cache_limit
-from tpuscope.opener import open_trace
 from tpuscope.readers.files import one_format, resolve_profile_files
+from tpuscope.store import cache_limit, traces
 
 
 def _entry_name(path) -> str:
     files, _ = one_format(resolve_profile_files(path, None))
-    return cache.entry_name(cache.key(files))
+    return traces.entry_name(traces.key(files))
 
 
 def _open_and_write(path):
     trace = open_trace(path)
-    cache.wait_for_writes()
+    traces.wait_for_writes()
     time.sleep(0.02)  # entries' mtimes apart, whatever the file system's clock resolution
     return trace
 
@@ -34,29 +34,29 @@ def _open_and_write(path):
     (" 3 GB ", 3 << 30), ("1t", 1 << 40),
 ])  # fmt: skip
 def test_sizes_parse_as_powers_of_1024(text, expected):
-    assert cache.parse_size(text) == expected
+    assert traces.parse_size(text) == expected
 
 
 @pytest.mark.parametrize("text", ["", "two gigs", "-1G", "2X", "1e9"])
 def test_a_size_that_is_none_says_so(text):
     with pytest.raises(ValueError, match="is not a size"):
-        cache.parse_size(text)
+        traces.parse_size(text)
 
 
 def test_the_limit_comes_from_the_environment_then_the_app_then_the_default(monkeypatch):
-    monkeypatch.delenv(cache.MAX_ENV, raising=False)
+    monkeypatch.delenv(traces.MAX_ENV, raising=False)
     monkeypatch.setattr(cache_limit, "_app_limit", None)
-    assert cache.configured_limit() == (None, "default")
-    assert 0 < cache.size_limit() <= cache.DEFAULT_MAX_BYTES
-    cache.set_size_limit(3 << 20)
-    assert cache.configured_limit() == (3 << 20, "the app's setting") and cache.size_limit() == 3 << 20
-    monkeypatch.setenv(cache.MAX_ENV, "2G")
-    assert cache.configured_limit() == (2 << 30, cache.MAX_ENV)
+    assert traces.configured_limit() == (None, "default")
+    assert 0 < traces.size_limit() <= traces.DEFAULT_MAX_BYTES
+    traces.set_size_limit(3 << 20)
+    assert traces.configured_limit() == (3 << 20, "the app's setting") and traces.size_limit() == 3 << 20
+    monkeypatch.setenv(traces.MAX_ENV, "2G")
+    assert traces.configured_limit() == (2 << 30, traces.MAX_ENV)
 
 
 def test_least_recently_used_entries_make_room_for_a_new_one(tmp_path, monkeypatch):
     a, b, c = (copied(p, tmp_path / "profiles") for p in (TPU_TRACE, PTXLA_TRACE, GPU_TRACE))
-    folder = cache.cache_dir()
+    folder = traces.cache_dir()
     monkeypatch.setenv("TPUSCOPE_CACHE_DIR", str(tmp_path / "elsewhere"))
     _open_and_write(c)
     (c_entry,) = (tmp_path / "elsewhere").iterdir()
@@ -65,37 +65,37 @@ def test_least_recently_used_entries_make_room_for_a_new_one(tmp_path, monkeypat
     _open_and_write(b)
     sizes = [p.stat().st_size for p in folder.iterdir()]
     # Room for all three entries but the smaller of the first two.
-    monkeypatch.setenv(cache.MAX_ENV, str(sum(sizes) + c_entry.stat().st_size - 1))
-    assert cache.load(one_format(resolve_profile_files(a, None))[0]) is not None  # a hit: a is used last
+    monkeypatch.setenv(traces.MAX_ENV, str(sum(sizes) + c_entry.stat().st_size - 1))
+    assert traces.load(one_format(resolve_profile_files(a, None))[0]) is not None  # a hit: a is used last
     time.sleep(0.02)
     expected_c = columns(_open_and_write(c))
-    assert names(cache.cache_dir()) == sorted([_entry_name(a), _entry_name(c)])  # b was used least recently
+    assert names(traces.cache_dir()) == sorted([_entry_name(a), _entry_name(c)])  # b was used least recently
     assert columns(open_trace(c)) == expected_c
-    total = sum(p.stat().st_size for p in cache.cache_dir().iterdir())
-    assert total <= cache.size_limit()
+    total = sum(p.stat().st_size for p in traces.cache_dir().iterdir())
+    assert total <= traces.size_limit()
 
 
 def test_an_entry_larger_than_the_limit_is_not_written_and_removes_nothing(tmp_path, monkeypatch):
     small, big = copied(PTXLA_TRACE, tmp_path / "p"), copied(TPU_TRACE, tmp_path / "p")
     _open_and_write(small)
-    monkeypatch.setenv(cache.MAX_ENV, str(next(cache.cache_dir().iterdir()).stat().st_size + 1024))
+    monkeypatch.setenv(traces.MAX_ENV, str(next(traces.cache_dir().iterdir()).stat().st_size + 1024))
     expected = columns(_open_and_write(big))
-    assert names(cache.cache_dir()) == [_entry_name(small)]
+    assert names(traces.cache_dir()) == [_entry_name(small)]
     assert columns(open_trace(big)) == expected  # from the file again
 
 
 def test_a_zero_limit_turns_the_cache_off(tmp_path, monkeypatch):
     copy = copied(TPU_TRACE, tmp_path / "p")
     _open_and_write(copy)
-    monkeypatch.setenv(cache.MAX_ENV, "0")
-    assert cache.load(one_format(resolve_profile_files(copy, None))[0]) is None
+    monkeypatch.setenv(traces.MAX_ENV, "0")
+    assert traces.load(one_format(resolve_profile_files(copy, None))[0]) is None
     other = copied(PTXLA_TRACE, tmp_path / "p")
     _open_and_write(other)
-    assert names(cache.cache_dir()) == [_entry_name(copy)]
+    assert names(traces.cache_dir()) == [_entry_name(copy)]
 
 
 def test_older_formats_and_unheld_partial_files_go_when_an_entry_is_written(tmp_path):
-    folder = cache.cache_dir()
+    folder = traces.cache_dir()
     folder.mkdir(parents=True, exist_ok=True)
     stale = {
         "0123456789abcdef.trace": b"TPUSCOPE format 11",  # two zlib checksums, before format 12
@@ -115,13 +115,13 @@ def test_older_formats_and_unheld_partial_files_go_when_an_entry_is_written(tmp_
 def test_the_cache_command_lists_entries_and_clear_empties_the_folder(tmp_path, capsys):
     copy = copied(TPU_TRACE, tmp_path / "p")
     trace = _open_and_write(copy)
-    folder = cache.cache_dir()
+    folder = traces.cache_dir()
     (folder / "pods").mkdir()
     (folder / "pods" / "summary").write_bytes(b"x" * 100)
     (folder / "0123456789abcdef.trace").write_bytes(b"old")
     assert main(["cache", "--json"]) == 0
     shown = json.loads(capsys.readouterr().out)
-    assert shown["folder"] == str(folder) and shown["format_version"] == cache.FORMAT_VERSION
+    assert shown["folder"] == str(folder) and shown["format_version"] == traces.FORMAT_VERSION
     by_name = {e["name"]: e for e in shown["entries"]}
     entry = by_name[_entry_name(copy)]
     assert entry["sources"] == [os.path.abspath(copy)] and entry["events"] == trace.event_count

@@ -14,24 +14,24 @@ import pytest
 
 from tests.conftest import ROOT, TPU_TRACE
 from tests.model.cache_helpers import PROFILES, columns, copied, names, run_tpuscope
-from tpuscope.model import cache
-from tpuscope.opener import open_trace
+from tpuscope.app.opener import open_trace
 from tpuscope.readers.files import one_format, resolve_profile_files
+from tpuscope.store import traces
 
 # Runs in a process of its own: an open whose cache writer is told to stop at its first piece, as
 # if the process ended before the write could finish; then the process ends as argv[2] says.
 _OPEN_THEN_END = """
 import os, signal, sys
-from tpuscope.model import cache
-from tpuscope.opener import open_trace
-start = cache._start
+from tpuscope.store import traces
+from tpuscope.app.opener import open_trace
+start = traces._start
 def start_stopped(writer):
     writer.stop.set()
     start(writer)
-cache._start = start_stopped
+traces._start = start_stopped
 open_trace(sys.argv[1])
-cache._writers[0].thread.join()
-assert not cache._writers[0].finished
+traces._writers[0].thread.join()
+assert not traces._writers[0].finished
 print(os.getpid(), flush=True)
 if sys.argv[2] == "kill":
     os.kill(os.getpid(), signal.SIGKILL)
@@ -46,16 +46,16 @@ def _open_then_end(copy, folder, how: str) -> subprocess.CompletedProcess:
 
 def _entry(path) -> str:
     files, _ = one_format(resolve_profile_files(path, None))
-    return cache.entry_name(cache.key(files))
+    return traces.entry_name(traces.key(files))
 
 
 @pytest.mark.parametrize("profile", PROFILES, ids=lambda p: p.parent.name)
 def test_an_open_returns_and_its_entry_follows_whole(profile, tmp_path):
     copy = copied(profile, tmp_path / "profile")
     first = open_trace(copy)
-    cache.wait_for_writes()
-    assert names(cache.cache_dir()) == [_entry(copy)]  # the entry alone: no partial file left
-    again = cache.load(one_format(resolve_profile_files(copy, None))[0])
+    traces.wait_for_writes()
+    assert names(traces.cache_dir()) == [_entry(copy)]  # the entry alone: no partial file left
+    again = traces.load(one_format(resolve_profile_files(copy, None))[0])
     assert again is not None and columns(again) == columns(first)
 
 
@@ -65,10 +65,10 @@ def test_a_write_unfinished_at_exit_is_finished_by_a_detached_child(tmp_path, mo
     done = _open_then_end(copy, folder, "exit")
     assert done.returncode == 0, done.stderr
     assert done.stderr == ""
-    cache.wait_for_writes(folder)  # the child holds the partial file's lock until it is done
+    traces.wait_for_writes(folder)  # the child holds the partial file's lock until it is done
     assert names(folder) == [_entry(copy)]
     monkeypatch.setenv("TPUSCOPE_CACHE_DIR", str(folder))
-    reopened = cache.load(one_format(resolve_profile_files(copy, None))[0])
+    reopened = traces.load(one_format(resolve_profile_files(copy, None))[0])
     assert reopened is not None and columns(reopened) == columns(open_trace(copy, use_cache=False))
 
 
@@ -81,7 +81,7 @@ def test_a_killed_writer_leaves_no_entry_and_the_next_open_writes_it(tmp_path, m
     monkeypatch.setenv("TPUSCOPE_CACHE_DIR", str(folder))
     expected = columns(open_trace(copy, use_cache=False))
     assert columns(open_trace(copy)) == expected  # from the file
-    cache.wait_for_writes()
+    traces.wait_for_writes()
     assert names(folder) == [_entry(copy)]  # the stale partial file was taken over and renamed
     assert columns(open_trace(copy)) == expected  # from the cache
 
@@ -96,7 +96,7 @@ def test_two_processes_opening_one_file_at_once_both_answer_and_one_entry_is_wri
         assert process.returncode == 0, err
         assert json.loads(out) == json.loads(expected.stdout)
         assert err == ""
-    cache.wait_for_writes(folder)
+    traces.wait_for_writes(folder)
     assert names(folder) == [_entry(copy)]
     reopened = run_tpuscope("info", str(copy), "--json", cache_dir=folder)
     assert json.loads(reopened.stdout) == json.loads(expected.stdout)

@@ -10,8 +10,8 @@ from hypothesis import strategies as st
 
 from tests.conftest import GPU_TRACE, PTXLA_TRACE, SHARED_TRACES
 from tests.trace_checks import assert_consistent, open_or_clean_error
+from tpuscope.app.opener import open_trace
 from tpuscope.errors import ProfileError
-from tpuscope.opener import open_trace
 
 SEEDS = {p.name: p.read_bytes() for p in (PTXLA_TRACE, GPU_TRACE) if p.exists()}
 

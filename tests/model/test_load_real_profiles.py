@@ -13,7 +13,7 @@ from jax.profiler import ProfileData
 
 from tests.conftest import ALL_SHARED_TRACES, PTXLA_TRACE, TPU_TRACE, require_shared_traces
 from tests.jax_recordings import record_training_profile
-from tpuscope.opener import open_trace
+from tpuscope.app.opener import open_trace
 
 
 @pytest.fixture(scope="session")

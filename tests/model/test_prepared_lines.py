@@ -13,9 +13,9 @@ import numpy as np
 import pytest
 
 from tests.conftest import ALL_SHARED_TRACES, SAMPLES, require_shared_traces
+from tpuscope.app.opener import open_trace
 from tpuscope.model import _kernels
 from tpuscope.model.trace import Trace
-from tpuscope.opener import open_trace
 from tpuscope.readers.xplane import assemble as load
 from tpuscope.readers.xplane.xplane_pb2 import XSpace
 

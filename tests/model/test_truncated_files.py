@@ -11,9 +11,9 @@ import pytest
 
 from tests.conftest import GPU_TRACE, PTXLA_TRACE, TPU_TRACE
 from tests.trace_checks import assert_consistent
+from tpuscope.app.opener import open_trace
 from tpuscope.cli import main
 from tpuscope.errors import ProfileError
-from tpuscope.opener import open_trace
 from tpuscope.readers.xplane import xplane_pb2
 from tpuscope.readers.xplane.decode import decode_xspace
 

@@ -15,9 +15,9 @@ from tests.conftest import (
     TPU_TRACE,
     require_shared_traces,
 )
+from tpuscope.app.opener import open_trace
 from tpuscope.model.vocabulary import ROLE_DEVICE, ROLE_HOST, EventClass, TrackKind
-from tpuscope.opener import open_trace
-from tpuscope.readers.xplane.dialect import XPLANE_DIALECT
+from tpuscope.readers.xla_dialect import XPLANE_DIALECT
 
 
 def test_tpu_op_lines_are_device_ops_and_steps_modules_are_marked():

@@ -10,7 +10,7 @@ import pytest
 from tests.jax_recordings import record_training_profile
 from tests.pods import recordings
 from tpuscope.analysis.pod_run import MANY_HOSTS
-from tpuscope.opener import open_trace
+from tpuscope.app.opener import open_trace
 
 
 @pytest.fixture(scope="session")

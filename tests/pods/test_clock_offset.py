@@ -25,8 +25,8 @@ from tpuscope.analysis.clock_alignment import align_clocks
 from tpuscope.analysis.diagnose import clock_offset
 from tpuscope.analysis.pod.clocks import APPLIED_SHIFTS, estimate_offsets, launch_skew
 from tpuscope.analysis.session import TraceAnalysis
+from tpuscope.app.opener import open_trace
 from tpuscope.model.clock_shift import shift_hosts
-from tpuscope.opener import open_trace
 from tpuscope.readers.xplane import xplane_pb2
 
 SHIFTED_HOST = "worker1"

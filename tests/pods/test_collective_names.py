@@ -8,7 +8,7 @@ import pytest
 from tpuscope.analysis.pod.collectives import CollectiveNames
 from tpuscope.model.strings import StringTable
 from tpuscope.model.vocabulary import EventClass, classify_names
-from tpuscope.readers.xplane.dialect import XPLANE_DIALECT
+from tpuscope.readers.xla_dialect import XPLANE_DIALECT
 
 COLLECTIVES = [
     "all-reduce.2",

@@ -16,7 +16,7 @@ import pytest
 
 from tests.pods import recordings
 from tpuscope.analysis.session import TraceAnalysis
-from tpuscope.per_host import analyze_hosts
+from tpuscope.app.per_host import analyze_hosts
 from tpuscope.readers.files import resolve_profile_files
 
 LATE_HOST = f"worker{recordings.STRAGGLER}"

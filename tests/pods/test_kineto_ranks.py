@@ -26,8 +26,8 @@ import pytest
 
 from tests.conftest import SHARED_TRACES, require_shared_traces
 from tpuscope.analysis.session import TraceAnalysis
+from tpuscope.app.opener import open_trace
 from tpuscope.cli import main
-from tpuscope.opener import open_trace
 
 RANK_FILES = [SHARED_TRACES / "kineto" / f"trace_filter__sampled_rank-{r}.json.gz" for r in (0, 1)]
 LATE_RANK = 3

@@ -15,7 +15,7 @@ import subprocess
 import sys
 
 from tests.paths import SHARED_TRACES
-from tpuscope import pod_pass
+from tpuscope.app import pod_pass
 
 HOST_FILE = SHARED_TRACES / "tpu" / "tpu_v6e_inference_4chip.xplane.pb"
 
@@ -23,7 +23,7 @@ HOST_FILE = SHARED_TRACES / "tpu" / "tpu_v6e_inference_4chip.xplane.pb"
 # it imported.
 _WORKER = """
 import json, sys
-from tpuscope import pod_pass
+from tpuscope.app import pod_pass
 pod_pass.prepare_worker()
 results, kind = pod_pass.read_host_file(sys.argv[1], sys.argv[2])
 assert kind == sys.argv[2] and results

@@ -18,8 +18,8 @@ import pytest
 from tests.conftest import SHARED_TRACES as TRACES
 from tests.pods import recordings
 from tpuscope.analysis.pod_run import POD_RULES
+from tpuscope.app.per_host import analyze_hosts
 from tpuscope.errors import ProfileError
-from tpuscope.per_host import analyze_hosts
 
 LATE_HOST = f"worker{recordings.STRAGGLER}"
 HOSTS = [f"worker{i}" for i in range(recordings.PROCESSES)]

@@ -1,4 +1,4 @@
-"""The pod page from the light pass, then each host's diagnosis in the background (tpuscope.pod_pass).
+"""The pod page from the light pass, then each host's diagnosis in the background (tpuscope.app.pod_pass).
 
 A run of MANY_HOSTS host files (copies of one real JAX CPU recording under distinct host names) opens
 to the page from the host summaries computed in worker processes; the hosts' own findings fill in as
@@ -20,10 +20,9 @@ from pathlib import Path
 import pytest
 from PySide6.QtWidgets import QApplication
 
-from tpuscope import pod_cache, pod_pass
 from tpuscope.analysis.pod_run import MANY_HOSTS
 from tpuscope.errors import LoadCancelled
-from tpuscope.model import cache
+from tpuscope.store import pod_pass, pod_results, traces
 from tpuscope.ui.pod.page import FINDING_ROLE
 
 WAIT_MS = 180_000
@@ -42,7 +41,7 @@ def test_the_page_shows_the_summaries_first_and_fills_in_every_hosts_diagnosis(
     qtbot, window, many_hosts, tmp_path
 ):
     files = sorted(str(f) for f in many_hosts.iterdir())
-    traces_before = set(cache.cache_dir().glob("*.trace"))
+    traces_before = set(traces.cache_dir().glob("*.trace"))
     at_first: list[tuple] = []
     window.pods.podShown.connect(
         lambda r: at_first.append(
@@ -87,10 +86,10 @@ def test_the_page_shows_the_summaries_first_and_fills_in_every_hosts_diagnosis(
 
     # The summaries are cached small, the host traces not at all: the trace cache holds no host file's
     # columns, and a second open reads no host file (every host's full result is in the pod cache).
-    assert set(cache.cache_dir().glob("*.trace")) == traces_before
-    stored = [pod_cache.load(f, pod_cache.FULL) for f in files]
+    assert set(traces.cache_dir().glob("*.trace")) == traces_before
+    stored = [pod_results.load(f, pod_results.FULL) for f in files]
     assert all(s is not None and len(s) == 1 for s in stored)
-    sizes = [p.stat().st_size for p in pod_cache.folder().glob("*.full")]
+    sizes = [p.stat().st_size for p in pod_results.folder().glob("*.full")]
     assert sizes and max(sizes) < Path(files[0]).stat().st_size  # a summary, not the trace
     window.pods.close()
     with qtbot.waitSignal(window.pods.diagnosisFinished, timeout=WAIT_MS) as again:
@@ -102,16 +101,16 @@ def test_the_page_shows_the_summaries_first_and_fills_in_every_hosts_diagnosis(
 
 def test_no_host_trace_goes_to_the_trace_cache(many_hosts):
     """The light pass opens each host file without the trace cache: only its summary is stored."""
-    before = set(cache.cache_dir().glob("*.trace"))
-    results, kind = pod_pass.read_host_file(many_hosts / "host03.xplane.pb", pod_cache.LIGHT)
-    assert kind == pod_cache.LIGHT and len(results) == 1 and results[0].report == {}
-    assert set(cache.cache_dir().glob("*.trace")) == before
-    assert pod_cache.load(many_hosts / "host03.xplane.pb", pod_cache.LIGHT) is not None
+    before = set(traces.cache_dir().glob("*.trace"))
+    results, kind = pod_pass.read_host_file(many_hosts / "host03.xplane.pb", pod_results.LIGHT)
+    assert kind == pod_results.LIGHT and len(results) == 1 and results[0].report == {}
+    assert set(traces.cache_dir().glob("*.trace")) == before
+    assert pod_results.load(many_hosts / "host03.xplane.pb", pod_results.LIGHT) is not None
     # A full result serves the light pass too; a light one does not serve the full pass.
-    assert pod_cache.load(many_hosts / "host03.xplane.pb", pod_cache.FULL) is None
-    full, kind = pod_pass.read_host_file(many_hosts / "host03.xplane.pb", pod_cache.FULL)
-    assert kind == pod_cache.FULL and full[0].report.get("checked")
-    assert pod_pass.read_host_file(many_hosts / "host03.xplane.pb", pod_cache.LIGHT)[1] == pod_cache.FULL
+    assert pod_results.load(many_hosts / "host03.xplane.pb", pod_results.FULL) is None
+    full, kind = pod_pass.read_host_file(many_hosts / "host03.xplane.pb", pod_results.FULL)
+    assert kind == pod_results.FULL and full[0].report.get("checked")
+    assert pod_pass.read_host_file(many_hosts / "host03.xplane.pb", pod_results.LIGHT)[1] == pod_results.FULL
 
 
 def test_cancel_during_the_light_pass_stops_its_workers(qtbot, window, many_hosts):
@@ -190,14 +189,14 @@ def test_both_passes_give_the_same_results_on_local_processes_and_on_a_dask_clus
             for o in found for r in o.results
         ]  # fmt: skip
 
-    local = summaries(pod_pass.HostPool(workers=2), pod_cache.FULL)
+    local = summaries(pod_pass.HostPool(workers=2), pod_results.FULL)
     with distributed.LocalCluster(
         n_workers=1, threads_per_worker=1, processes=True, dashboard_address=None
     ) as dask:
         on_dask = pod_pass.HostPool(scheduler=dask.scheduler_address)
         assert on_dask.where == f"the Dask cluster at {dask.scheduler_address}"
-        assert summaries(on_dask, pod_cache.FULL) == local
+        assert summaries(on_dask, pod_results.FULL) == local
         stopping = pod_pass.HostPool(scheduler=dask.scheduler_address)
         with pytest.raises(LoadCancelled):
-            pod_pass.pass_over(stopping, files, pod_cache.LIGHT, lambda: True, lambda _o: None)
+            pod_pass.pass_over(stopping, files, pod_results.LIGHT, lambda: True, lambda _o: None)
         assert stopping.closed

@@ -2,7 +2,7 @@
 
 `HostPool.start` starts the local worker processes at once (each importing what the tasks read
 with), so that the caller's own work overlaps their start; a pass on a started pool gives the same
-summaries as each host file read in this process. Importing `tpuscope.pod_pass` imports neither the
+summaries as each host file read in this process. Importing `tpuscope.app.pod_pass` imports neither the
 analysis nor numpy: a caller can start the workers first.
 """
 
@@ -16,14 +16,14 @@ import sys
 import numpy as np
 
 from tests.paths import SHARED_TRACES
-from tpuscope import pod_cache, pod_pass
+from tpuscope.store import pod_pass, pod_results
 
 HOST_FILES = ("tpu/tpu_v6e_inference_4chip.xplane.pb", "tensorflow/tf_keras_cpu_prefetch.xplane.pb")
 
 
 def test_importing_the_passes_imports_no_analysis():
     code = (
-        "import sys, tpuscope.pod_pass; "
+        "import sys, tpuscope.app.pod_pass; "
         "print(sorted(m for m in sys.modules if m.startswith('tpuscope.analysis') or m == 'numpy'))"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
@@ -31,7 +31,7 @@ def test_importing_the_passes_imports_no_analysis():
 
 
 def test_the_kinds_are_the_caches():
-    assert (pod_pass.LIGHT, pod_pass.FULL) == (pod_cache.LIGHT, pod_cache.FULL)
+    assert (pod_pass.LIGHT, pod_pass.FULL) == (pod_results.LIGHT, pod_results.FULL)
 
 
 def test_a_started_pool_summarizes_as_this_process_does(tmp_path, monkeypatch):

@@ -12,7 +12,7 @@ from tpuscope.analysis.pod import analyze_pod, host_trace, summarize_host
 from tpuscope.analysis.pod.analysis import ALIGN_BY_NUMBER, ALIGN_BY_ORDER
 from tpuscope.analysis.pod.summary import PARTS
 from tpuscope.analysis.session import TraceAnalysis
-from tpuscope.opener import open_trace
+from tpuscope.app.opener import open_trace
 
 
 def _summary(trace, host=None):

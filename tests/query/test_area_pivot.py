@@ -9,7 +9,7 @@ import pytest
 from tests.conftest import SAMPLES, SHARED_TRACES, TF_TRACE, TPU_TRACE, require_shared_traces
 from tpuscope.analysis.area_pivot import DIMENSION_KEYS, exact_bincount, pivot_area
 from tpuscope.analysis.session import TraceAnalysis
-from tpuscope.opener import open_trace
+from tpuscope.app.opener import open_trace
 from tpuscope.query.area import area_pivot_sql, track_condition
 from tpuscope.query.session import QuerySession
 

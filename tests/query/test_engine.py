@@ -11,8 +11,8 @@ import duckdb
 import pytest
 
 from tests.conftest import SAMPLES
-from tpuscope.model.cache import has_entry, wait_for_writes
 from tpuscope.query.engine import OpeningConnection, open_locked
+from tpuscope.store.traces import has_entry, wait_for_writes
 
 SAMPLE = SAMPLES / "tpu_v6e_inference_4chip.xplane.pb"
 

@@ -11,9 +11,9 @@ from jax.profiler import ProfileData
 
 from tests.conftest import ALL_SHARED_TRACES, SAMPLES, TPU_TRACE, require_shared_traces
 from tpuscope.analysis.session import TraceAnalysis
+from tpuscope.app.opener import open_trace
 from tpuscope.cli import main
 from tpuscope.model.vocabulary import Stat, TrackKind
-from tpuscope.opener import open_trace
 from tpuscope.query.session import QuerySession
 from tpuscope.query.tables import TABLES, TRACE_COLUMNS
 

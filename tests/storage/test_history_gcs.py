@@ -8,8 +8,8 @@ import json
 import pytest
 
 from tests.storage.conftest import BUCKET, TPU_SAMPLE, upload_run
+from tpuscope.app.history import read_history
 from tpuscope.cli import main
-from tpuscope.history import read_history
 
 pytestmark = pytest.mark.skipif(not TPU_SAMPLE.exists(), reason="needs the shared traces (tests/paths.py)")
 

@@ -9,7 +9,7 @@ import pytest
 
 from tests.storage.conftest import free_port
 from tpuscope.cli import main
-from tpuscope.storage import remote
+from tpuscope.store import remote
 
 # Far below gcsfs's back-off of one request (1 + 2 + 4 + 8 + 16 s), far above a probe's real cost.
 PROMPT_S = 10.0

@@ -14,9 +14,9 @@ from pathlib import Path
 import pytest
 
 from tests.storage.conftest import BUCKET, GPU_SAMPLE, TPU_SAMPLE, cli_env, upload_run
+from tpuscope.app.opener import open_trace
 from tpuscope.errors import LoadCancelled, ProfileError
-from tpuscope.opener import open_trace
-from tpuscope.storage.remote import fetch_run, list_remote_runs
+from tpuscope.store.remote import fetch_run, list_remote_runs
 from tpuscope.urls import is_url
 
 pytestmark = pytest.mark.skipif(not TPU_SAMPLE.exists(), reason="needs the shared traces (tests/paths.py)")

@@ -12,7 +12,7 @@ from tests.conftest import TPU_TRACE
 from tests.ui.conftest import open_and_wait
 from tpuscope.analysis.diagnose import engine
 from tpuscope.analysis.session import STEPS, Result
-from tpuscope.opener import open_trace
+from tpuscope.app.opener import open_trace
 from tpuscope.ui.analysis_hub import AnalysisHub
 from tpuscope.ui.registry import TIMELINE, VIEWS
 

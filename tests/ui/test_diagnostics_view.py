@@ -13,7 +13,7 @@ from tests.ui.widgets import show_exposed
 from tpuscope.analysis.diagnose import Severity
 from tpuscope.analysis.facts.evidence import evidence_events
 from tpuscope.analysis.session import TraceAnalysis
-from tpuscope.opener import open_trace
+from tpuscope.app.opener import open_trace
 from tpuscope.ui.diagnostics_view import DiagnosticsView, finding_html, format_number
 from tpuscope.ui.widgets.code_spans import without_code_marks
 

@@ -8,7 +8,7 @@ from PySide6.QtGui import QImage
 
 from tests.conftest import SHARED_TRACES
 from tests.ui.conftest import open_and_wait
-from tpuscope.opener import open_trace
+from tpuscope.app.opener import open_trace
 from tpuscope.ui.timeline.view import FLOW
 
 AMD = SHARED_TRACES / "kineto" / "amd_trace__mi250_minitoy_train_ROCm6_2_kineto.json.gz"

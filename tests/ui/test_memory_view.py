@@ -11,7 +11,7 @@ from tests.ui.conftest import open_and_wait
 from tests.ui.widgets import chart_position, double_click
 from tpuscope.analysis.memory.report import MEMORY_REPORT, memory_report
 from tpuscope.analysis.session import REPORT, TraceAnalysis
-from tpuscope.opener import open_trace
+from tpuscope.app.opener import open_trace
 from tpuscope.ui.memory_counters import memory_counter_series
 from tpuscope.ui.memory_view import BUFFER_COLUMNS, MemoryView
 from tpuscope.ui.timeline.counters import CounterSeries, step_area, visible_samples

@@ -9,7 +9,7 @@ from PySide6.QtCore import QPoint, Qt
 from tests.conftest import TF_TRACE, TPU_TRACE
 from tests.ui.widgets import chart_position, double_click
 from tpuscope.analysis.ops import op_breakdown
-from tpuscope.opener import open_trace
+from tpuscope.app.opener import open_trace
 from tpuscope.ui.ops.view import OpsView
 
 COUNT, SELF, NAME = 3, 6, 0

@@ -13,7 +13,7 @@ from tpuscope.analysis.device_ops import device_activity, find_devices
 from tpuscope.analysis.ops import op_breakdown
 from tpuscope.analysis.session import TraceAnalysis
 from tpuscope.analysis.steps import find_steps
-from tpuscope.opener import open_trace
+from tpuscope.app.opener import open_trace
 from tpuscope.ui.overview_view import OverviewView
 from tpuscope.ui.views import FindingAt, OpRow
 from tpuscope.ui.widgets.card import format_headline_duration, format_percent

@@ -16,7 +16,7 @@ from tests.conftest import SAMPLES
 from tests.ui.conftest import open_and_wait
 from tests.ui.widgets import show_exposed
 from tpuscope.analysis.session import TraceAnalysis
-from tpuscope.opener import open_trace
+from tpuscope.app.opener import open_trace
 from tpuscope.query.session import QuerySession
 from tpuscope.ui.query_view import CHUNK_ROWS, DEFAULT_QUERY, MAX_ROWS, QueryResult, QueryView, examples
 from tpuscope.ui.timeline.layout import ROW_HEIGHT

@@ -12,7 +12,7 @@ from PySide6.QtCore import QUrl
 from tests.conftest import PTXLA_TRACE, TF_TRACE, TPU_TRACE
 from tests.ui.conftest import LOAD_TIMEOUT_MS, open_and_wait
 from tpuscope.analysis.area_pivot import pivot_area
-from tpuscope.opener import open_trace
+from tpuscope.app.opener import open_trace
 from tpuscope.ui.range_summary import range_pivot_html
 
 

@@ -8,7 +8,7 @@ import pytest
 
 from tests.conftest import TPU_TRACE
 from tpuscope.analysis.ops import roofline_points
-from tpuscope.opener import open_trace
+from tpuscope.app.opener import open_trace
 from tpuscope.ui.roofline_view import RooflineView, dot_sizes
 
 

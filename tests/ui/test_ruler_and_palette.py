@@ -7,8 +7,8 @@ import math
 import pytest
 
 from tests.conftest import TPU_TRACE
+from tpuscope.app.opener import open_trace
 from tpuscope.model.units import SHORT_SPEC, format_duration
-from tpuscope.opener import open_trace
 from tpuscope.ui.timeline import ruler
 from tpuscope.ui.timeline.palette import CATEGORY_COLOURS, PALETTE, Colours, colour_key, short_name
 

@@ -12,7 +12,7 @@ from PySide6.QtCore import QPoint, QSettings, Qt
 from tests.conftest import TPU_TRACE, require_shared_traces
 from tests.jax_recordings import record_source_profile
 from tests.ui.conftest import open_and_wait
-from tpuscope.opener import open_trace
+from tpuscope.app.opener import open_trace
 from tpuscope.ui.details import DetailsPanel
 from tpuscope.ui.source_files import logdir_of, read_source
 from tpuscope.ui.source_view import SourceView

@@ -12,9 +12,9 @@ import numpy as np
 import pytest
 
 from tests.conftest import GPU_TRACE, PTXLA_TRACE, TF_TRACE, TPU_TRACE
+from tpuscope.app.opener import open_trace
 from tpuscope.model.stats import StatTable
 from tpuscope.model.trace import Plane, Trace, Track
-from tpuscope.opener import open_trace
 from tpuscope.ui.timeline.lod import (
     MIN_EVENTS_FOR_PYRAMID,
     SAMPLE_STRIDE,

@@ -64,7 +64,7 @@ NOT_AT_FIRST_PAINT = (
     "tpuscope.ui.analysis_hub",
     "tpuscope.ui.pod",
     "tpuscope.ui.details",
-    "tpuscope.opener",
+    "tpuscope.app.opener",
     "tpuscope.readers.xplane.decode",
     "tpuscope.analysis.diagnose.engine",
     "tpuscope.capture",
@@ -88,7 +88,7 @@ def test_the_window_paints_before_its_views_readers_and_rules_load():
     assert [name for name in NOT_AT_FIRST_PAINT if _loaded(seen["at_paint"], name)] == []
     # After the load, every tab is there in the registry's order and the readers and rules did load.
     assert seen["tabs"] == [spec.title for spec in VIEWS]
-    for name in ("pyqtgraph", "tpuscope.opener", "tpuscope.analysis.diagnose.engine"):
+    for name in ("pyqtgraph", "tpuscope.app.opener", "tpuscope.analysis.diagnose.engine"):
         assert _loaded(seen["after_load"], name), name
     assert not _loaded(seen["after_load"], "paramiko")  # nobody opened File > Capture
 

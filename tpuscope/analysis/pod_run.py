@@ -3,7 +3,7 @@
 A 64-host run of 100 MB host files would need every host's events in memory to be diagnosed as one
 trace. Instead each host is analysed on its own (`analyze_host`: its `HostSummary`, its own diagnosis,
 its op table rows) into a small, picklable `HostResult`, and the trace can be dropped before the
-next host is read (`tpuscope.per_host` reads the files, here or on Dask workers). `combine` is a
+next host is read (`tpuscope.app.per_host` reads the files, here or on Dask workers). `combine` is a
 pure function of the per-host results, so wherever they were computed the pod is the same.
 
 Host times are trace-relative per file; the results are shifted onto the run's common time origin

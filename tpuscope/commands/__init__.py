@@ -12,6 +12,9 @@ both take it from below.
 from __future__ import annotations
 
 EXIT_OK, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
+# A command that sets this attribute of its parsed arguments to an argv asks the command line to
+# open the desktop app on it once the command is done (`capture --open`): no command imports the app.
+OPEN_AFTER = "open_after"
 
 
 class UserFacingError(Exception):

@@ -9,9 +9,9 @@ import time
 from typing import Any
 
 from tpuscope import gc_policy
+from tpuscope.app.opener import open_trace
 from tpuscope.model.plain import plain
 from tpuscope.model.trace import Trace
-from tpuscope.opener import open_trace
 from tpuscope.readers import path_help
 
 

@@ -46,8 +46,8 @@ def per_host_run(args, force: bool = False) -> PodRun | None:
     exit 2, with --strict), and the other hosts are analysed; so is a host the pod table treats
     apart (no steps, fewer steps, no device plane): one note on stderr naming it."""
     from tpuscope.analysis.pod_run import MANY_HOSTS
+    from tpuscope.app.per_host import analyze_hosts
     from tpuscope.commands import UserFacingError
-    from tpuscope.per_host import analyze_hosts
 
     if args.workers < 0:
         raise UserFacingError(f"--workers must be 0 or a positive number of processes, not {args.workers}.")
@@ -92,13 +92,13 @@ def warn_about_pod(notes: list[str]) -> None:
 def _file_count(args) -> int:
     """How many host files the run has, from the listing alone: a bucket's run is not downloaded
     to decide that (the load that follows fetches it, with its progress bar)."""
-    from tpuscope.runs import host_file_count
+    from tpuscope.app.runs import host_file_count
 
     return host_file_count(args.path, args.run)
 
 
 def _profile_files(args) -> list[str]:
-    from tpuscope.runs import host_files
+    from tpuscope.app.runs import host_files
 
     return [str(f) for f in host_files(args.path, args.run)]
 

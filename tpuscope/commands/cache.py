@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from tpuscope.commands._console import print_json
-from tpuscope.model import cache
 from tpuscope.model.units import format_bytes
+from tpuscope.store import traces
 
 
 def register(subparsers) -> None:
@@ -18,14 +18,14 @@ def register(subparsers) -> None:
 
 
 def summary() -> dict:
-    folder = cache.cache_dir()
-    limit, source = cache.configured_limit()
+    folder = traces.cache_dir()
+    limit, source = traces.configured_limit()
     if limit is None:
-        share = f"{cache.FREE_DISK_SHARE:.0%} of free disk"
-        source = f"default: min({format_bytes(cache.DEFAULT_MAX_BYTES)}, {share})"
+        share = f"{traces.FREE_DISK_SHARE:.0%} of free disk"
+        source = f"default: min({format_bytes(traces.DEFAULT_MAX_BYTES)}, {share})"
     listed = []
-    for entry in sorted(cache.entries(folder), key=lambda e: e.last_used, reverse=True):
-        label = cache.read_label(entry.path) if entry.current else None
+    for entry in sorted(traces.entries(folder), key=lambda e: e.last_used, reverse=True):
+        label = traces.read_label(entry.path) if entry.current else None
         listed.append({
             "name": entry.path.name,
             "bytes": entry.size,
@@ -36,19 +36,19 @@ def summary() -> dict:
         })  # fmt: skip
     return {
         "folder": str(folder),
-        "bytes": cache.folder_size(folder),
+        "bytes": traces.folder_size(folder),
         "entry_bytes": sum(e["bytes"] for e in listed),
-        "limit_bytes": cache.size_limit(folder),
+        "limit_bytes": traces.size_limit(folder),
         "limit_source": source,
-        "format_version": cache.FORMAT_VERSION,
+        "format_version": traces.FORMAT_VERSION,
         "entries": listed,
     }
 
 
 def run(args) -> int:
     if args.action == "clear":
-        folder = cache.cache_dir()
-        removed, freed = cache.clear(folder)
+        folder = traces.cache_dir()
+        removed, freed = traces.clear(folder)
         if args.json:
             print_json({"folder": str(folder), "removed_files": removed, "freed_bytes": freed})
         else:
@@ -66,6 +66,6 @@ def run(args) -> int:
         what = ", ".join(entry["sources"]) or entry["name"]
         events = f"{entry['events']:,} events, " if entry["events"] is not None else ""
         state = "" if entry["state"] == "current" else f" [{entry['state']}]"
-        print(f"  {format_bytes(entry['bytes']):>10}  {cache.age_words(entry['last_used']):>12}  "
+        print(f"  {format_bytes(entry['bytes']):>10}  {traces.age_words(entry['last_used']):>12}  "
               f"{events}{what}{state}")  # fmt: skip
     return 0

@@ -140,7 +140,7 @@ def with_tpu_slice(settings: CaptureSettings, args) -> tuple[CaptureSettings, Tp
 
 
 def run(args) -> int:
-    from tpuscope.commands import EXIT_ERROR, UserFacingError
+    from tpuscope.commands import EXIT_ERROR, OPEN_AFTER, UserFacingError
 
     try:
         settings, node = settings_from_args(args)
@@ -162,19 +162,16 @@ def run(args) -> int:
             _print_pod(node, len(settings.routes), pod)
     for sentence in result.missing:
         print(f"tpuscope: {sentence}", file=sys.stderr)
-    if args.open:
-        from tpuscope.cli import gui_main
-
-        code = gui_main([str(result.run_folder)])
-        return EXIT_ERROR if result.missing else code
+    if args.open:  # the command line starts the app once this command is done (`OPEN_AFTER`)
+        setattr(args, OPEN_AFTER, [str(result.run_folder)])
     return EXIT_ERROR if result.missing else 0
 
 
 def _pod_rows(result: CaptureResult) -> dict | None:
     """The saved slice opened as a pod (host by host, as `overview --per-host`): each worker's steps
     and mean step time, and the pod's own findings (a straggler); None if it cannot be read."""
+    from tpuscope.app.per_host import analyze_hosts
     from tpuscope.errors import ProfileError
-    from tpuscope.per_host import analyze_hosts
 
     try:
         run = analyze_hosts(result.files)

@@ -85,7 +85,7 @@ def run(args) -> int:
 
 
 def _host_file_count(args) -> int:
-    from tpuscope.runs import host_file_count
+    from tpuscope.app.runs import host_file_count
 
     try:
         return host_file_count(args.path, args.run)

@@ -3,7 +3,7 @@
 One line per run: the median step with its 95% interval, the change from the previous run (slower,
 faster, no significant change) with its cause and the op that changed most; a run that could not be
 read is named and skipped, a run with no steps says so, and where the program changed no verdict
-is called across it. Each run is analysed once and its summary kept (`tpuscope.history`).
+is called across it. Each run is analysed once and its summary kept (`tpuscope.app.history`).
 
 As a CI gate, `--fail-on-regression PCT` exits 1 when the newest run is significantly slower than
 the previous one (or `--baseline RUN`) by more than PCT percent (`--ignore-machine`: net of the
@@ -22,9 +22,9 @@ from tpuscope.analysis.compare.history import (
     SummaryComparison,
     compare_summaries,
 )
+from tpuscope.app.history import History, read_history
 from tpuscope.commands import COMMANDS, EXIT_FINDINGS, EXIT_OK, UserFacingError
 from tpuscope.commands._console import print_json
-from tpuscope.history import History, read_history
 from tpuscope.readers import formats_help
 
 RUN_CHARS = 28

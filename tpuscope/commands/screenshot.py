@@ -142,7 +142,7 @@ def _load(args, loaded: dict[str, object]) -> None:
     """In the loader thread: the trace, its analysis (as the app loads it: hosts' clocks aligned
     before the index) and the timeline's index, or the error, into `loaded`."""
     try:
-        from tpuscope.opener import open_trace
+        from tpuscope.app.opener import open_trace
         from tpuscope.ui.loader import analysis_for
         from tpuscope.ui.timeline.lod import TimelineLod
 

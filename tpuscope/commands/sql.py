@@ -11,17 +11,13 @@ import csv
 import json
 import os
 import sys
-from decimal import Decimal
-from typing import Any
 
 from tpuscope.commands import COMMANDS, UserFacingError
 from tpuscope.commands._console import add_path_argument, load_for_cli
-from tpuscope.model.plain import plain
+from tpuscope.query.cells import csv_cell, json_cell, text_cell
 
 # Rows fetched from DuckDB per batch while printing.
 FETCH_ROWS = 10_000
-# Characters a text cell shows at most (the CSV and JSON outputs have every character).
-TEXT_CELL_CHARS = 60
 # What a query imports beyond duckdb, in the order it needs them.
 QUERY_MODULES = ("pyarrow", "tpuscope.query.session")
 # Cores a first open's decode keeps busy: the XPlane decoder's pool (`_MAX_THREADS` in
@@ -86,7 +82,7 @@ def run(args) -> int:
             writer = csv.writer(sys.stdout, lineterminator="\n")
             writer.writerow(columns)
             for row in batches:
-                writer.writerow([_csv_cell(v) for v in row])
+                writer.writerow([csv_cell(v) for v in row])
         else:
             _print_text(columns, batches)
     except QueryError as error:
@@ -113,14 +109,14 @@ def _decodes_first(args) -> bool:
     if getattr(args, "no_cache", False) or is_url(args.path):
         return True
     from tpuscope.errors import ProfileError
-    from tpuscope.model import cache
     from tpuscope.readers.files import one_format, resolve_profile_files
+    from tpuscope.store import traces
 
     try:
         files, _ = one_format(resolve_profile_files(args.path, getattr(args, "run", None)))
     except (ProfileError, OSError):
         return False
-    return not cache.has_entry(files)
+    return not traces.has_entry(files)
 
 
 def _batches(relation, describe_error):
@@ -142,39 +138,9 @@ def _print_json_rows(columns: list[str], rows) -> None:
     out.write('{"columns": ' + json.dumps(columns) + ', "rows": [')
     first = True
     for row in rows:
-        out.write(("\n  " if first else ",\n  ") + json.dumps([_json_cell(v) for v in row]))
+        out.write(("\n  " if first else ",\n  ") + json.dumps([json_cell(v) for v in row]))
         first = False
     out.write("\n]}\n" if not first else "]}\n")
-
-
-def _json_cell(value: Any) -> Any:
-    if isinstance(value, (str, int, bool)) or value is None:
-        return value
-    if isinstance(value, float):
-        return value if value == value and value not in (float("inf"), float("-inf")) else None
-    if isinstance(value, bytes):
-        return value.decode("utf-8", errors="replace")
-    if isinstance(value, Decimal):  # HUGEINT sums and DECIMALs arrive as decimals through Arrow
-        return int(value) if value == value.to_integral_value() else float(value)
-    if isinstance(value, (list, tuple)):
-        return [_json_cell(v) for v in value]
-    if isinstance(value, dict):
-        return {str(k): _json_cell(v) for k, v in value.items()}
-    converted = plain(value)
-    return converted if converted is not value else str(value)
-
-
-def _csv_cell(value: Any) -> Any:
-    if isinstance(value, (list, dict)):
-        return json.dumps(_json_cell(value))
-    return "" if value is None else value
-
-
-def _text_cell(value: Any) -> str:
-    if value is None:
-        return "NULL"
-    text = json.dumps(_json_cell(value)) if isinstance(value, (list, dict)) else str(value)
-    return text if len(text) <= TEXT_CELL_CHARS else text[: TEXT_CELL_CHARS - 3] + "..."
 
 
 def _print_text(columns: list[str], rows) -> None:
@@ -183,7 +149,7 @@ def _print_text(columns: list[str], rows) -> None:
     batch: list[list[str]] = []
 
     def flush(header: bool) -> None:
-        cells = [[_text_cell(v) for v in row] for row in batch]
+        cells = [[text_cell(v) for v in row] for row in batch]
         widths = [max([len(c)] + [len(r[i]) for r in cells]) for i, c in enumerate(columns)]
         if header:
             print("  ".join(c.ljust(w) for c, w in zip(columns, widths, strict=True)).rstrip())

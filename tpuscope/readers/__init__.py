@@ -1,7 +1,7 @@
 """The file formats tpuscope reads, one `Reader` each, registered by name in `READERS`.
 
 Adding a format is one module with its load function and one entry here (or `register` at run time):
-opening (`tpuscope.opener.open_trace`), run discovery, the file dialog's filters, the CLI's help and
+opening (`tpuscope.app.opener.open_trace`), run discovery, the file dialog's filters, the CLI's help and
 the cloud listing all read this table. Every reader builds the format-neutral `tpuscope.model` trace.
 """
 

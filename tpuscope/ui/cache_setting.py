@@ -1,7 +1,7 @@
 """File > Cache Size Limit…: the trace cache's cap as an app setting (TPUSCOPE_CACHE_MAX still wins).
 
 The saved value is applied when the menu is built, before any profile loads; it imports
-`tpuscope.model.cache_limit` only (no numpy: the window paints before numpy loads)."""
+`tpuscope.store.cache_limit` only (no numpy: the window paints before numpy loads)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from PySide6.QtCore import QSettings
 from PySide6.QtGui import QAction
 from PySide6.QtWidgets import QInputDialog, QMenu, QMessageBox, QWidget
 
-from tpuscope.model import cache_limit
+from tpuscope.store import cache_limit
 
 SETTING = "cache/max_bytes"  # bytes; absent or empty: the default limit
 

@@ -7,7 +7,7 @@ run: steps, median and interval, the change from the previous run with its cause
 changed most. Clicking a run in the chart (or double-clicking its row) opens the Compare view on it
 and the run before it.
 
-The runs are read by `tpuscope.history.read_history` in a worker thread (each run analysed once,
+The runs are read by `tpuscope.app.history.read_history` in a worker thread (each run analysed once,
 its summary kept), as `tpuscope history` reads them.
 """
 
@@ -33,7 +33,7 @@ from PySide6.QtWidgets import (
 from tpuscope.analysis.compare.cause import CAUSE_MACHINE
 from tpuscope.analysis.compare.history import HistoryEntry
 from tpuscope.analysis.compare.runs import VERDICT_FASTER, VERDICT_SLOWER
-from tpuscope.history import History, read_history
+from tpuscope.app.history import History, read_history
 from tpuscope.ui.jobs import LatestJobs
 from tpuscope.ui.widgets.code_spans import without_code_marks
 from tpuscope.ui.widgets.tables import SortableItem

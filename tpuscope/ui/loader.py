@@ -44,7 +44,7 @@ def prepare(path: Path | str, progress=None) -> LoadResult:
     steps, findings and op tables fill in from the `AnalysisHub` as they finish."""
     # The readers (protobuf, the decoder) and the analyses load here, in the worker, while the window
     # paints.
-    from tpuscope.opener import open_trace
+    from tpuscope.app.opener import open_trace
     from tpuscope.ui.timeline.lod import TimelineLod
     from tpuscope.ui.timeline.palette import Colours
 

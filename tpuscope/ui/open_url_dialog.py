@@ -22,7 +22,7 @@ from PySide6.QtWidgets import (
 )
 
 from tpuscope.errors import ProfileError
-from tpuscope.storage.remote import RemoteRun, list_remote_runs
+from tpuscope.store.remote import RemoteRun, list_remote_runs
 from tpuscope.ui.jobs import LatestJobs
 from tpuscope.urls import is_url
 

@@ -159,14 +159,14 @@ class ResultModel(QAbstractTableModel):
 
     def csv_text(self, rows: list[int] | None = None) -> str:
         """The rows (positions as shown; None: every fetched row, in the shown order) as CSV."""
-        from tpuscope.commands.sql import _csv_cell
+        from tpuscope.query.cells import csv_cell
 
         out = io.StringIO()
         writer = csv.writer(out, lineterminator="\n")
         writer.writerow(self.result.columns)
         positions = range(len(self._order)) if rows is None else rows
         for r in positions:
-            writer.writerow([_csv_cell(self.value(r, c)) for c in range(len(self.result.columns))])
+            writer.writerow([csv_cell(self.value(r, c)) for c in range(len(self.result.columns))])
         return out.getvalue()
 
     def column(self, name: str) -> np.ndarray | None:

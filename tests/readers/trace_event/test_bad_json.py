@@ -16,9 +16,9 @@ import pytest
 
 from tests.conftest import TPU_TRACE
 from tests.readers.trace_event.conftest import A100, AMD
+from tpuscope.app.opener import open_trace
 from tpuscope.cli import main
 from tpuscope.errors import ProfileError
-from tpuscope.opener import open_trace
 from tpuscope.readers.files import MAX_GZIP_EXPANSION, read_profile_bytes
 
 pytestmark = pytest.mark.filterwarnings("error")  # a numpy RuntimeWarning fails the test

@@ -28,8 +28,8 @@ from tests.readers.trace_event.conftest import A100, AMD, CPU_ONLY
 from tests.readers.trace_event.python_frames import grafted_trace
 from tpuscope.analysis.programs import PROGRAM_CODE
 from tpuscope.analysis.session import TraceAnalysis
+from tpuscope.app.opener import open_trace
 from tpuscope.errors import ProfileError
-from tpuscope.opener import open_trace
 
 SEED = 26
 MUTANTS_PER_FILE = 120  # 8 of each mutation

@@ -16,9 +16,9 @@ from tpuscope.analysis.framework import PYTORCH, detect_framework
 from tpuscope.analysis.ops import op_breakdown
 from tpuscope.analysis.session import TraceAnalysis
 from tpuscope.analysis.steps import find_steps
+from tpuscope.app.opener import open_trace
 from tpuscope.errors import ProfileError
 from tpuscope.model.vocabulary import TrackKind
-from tpuscope.opener import open_trace
 
 KINETO = SHARED_TRACES / "kineto"
 KINETO_TRACES = sorted(KINETO.glob("*.json.gz"))

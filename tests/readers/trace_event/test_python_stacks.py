@@ -24,9 +24,9 @@ from tests.readers.trace_event.python_frames import (
 from tpuscope.analysis.device_ops import find_devices
 from tpuscope.analysis.ops import NO_SOURCE, op_details_of_event
 from tpuscope.analysis.session import TraceAnalysis
+from tpuscope.app.opener import open_trace
 from tpuscope.cli import main
 from tpuscope.model.vocabulary import Stat, TrackKind
-from tpuscope.opener import open_trace
 from tpuscope.readers.trace_event.python_stacks import MAX_FRAMES, python_sources
 
 CONV = f"{RECORDED_FILE}:{marked_line('CONV_LINE')}"

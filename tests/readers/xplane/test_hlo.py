@@ -15,10 +15,10 @@ from hypothesis import strategies as st
 from tests.conftest import GPU_TRACE, PTXLA_TRACE, TF_TRACE, TPU_TRACE, require_shared_traces
 from tpuscope.analysis.programs import PROGRAM_SIGNATURES
 from tpuscope.analysis.session import TraceAnalysis
+from tpuscope.app.opener import open_trace
 from tpuscope.model.programs import ProgramSignature, program_signatures, signatures_of_module
-from tpuscope.opener import open_trace
+from tpuscope.readers.xla_dialect import HLO_PROTO_STAT
 from tpuscope.readers.xplane import hlo_pb2
-from tpuscope.readers.xplane.dialect import HLO_PROTO_STAT
 from tpuscope.readers.xplane.hlo import decode_program_signature, format_shape
 
 _MODULE_NAME = re.compile(r"^(.+)\((\d+)\)$")

@@ -16,12 +16,12 @@ from hypothesis import strategies as st
 from tests.conftest import GPU_TRACE, TPU_TRACE, require_shared_traces
 from tests.jax_recordings import record_source_profile
 from tests.model.test_fuzz_loader import _mutate, edits_strategy
+from tpuscope.app.opener import open_trace
 from tpuscope.cli import main
 from tpuscope.model.code import program_code
 from tpuscope.model.programs import hlo_proto_blobs
-from tpuscope.opener import open_trace
+from tpuscope.readers.xla_dialect import HLO_PROTO_STAT
 from tpuscope.readers.xplane import hlo_pb2, xplane_pb2
-from tpuscope.readers.xplane.dialect import HLO_PROTO_STAT
 from tpuscope.readers.xplane.hlo_code import decode_program_code
 
 

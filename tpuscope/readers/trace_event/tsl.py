@@ -4,7 +4,7 @@ TSL (openxla/xla xla/tsl/profiler/convert/trace_events_to_json.cc) writes one pr
 (its `process_name` is the plane name, e.g. `/device:TPU:0`, `/host:CPU`) and one thread per
 XLine (`thread_name` e.g. `XLA Ops`, `python`), with the events' stats as string args. Those
 names are XPlane's, so planes and tracks get XPlane's identities and dialect
-(tpuscope.readers.xplane.dialect). Any other trace-event JSON (a Perfetto export, a hand-written trace)
+(tpuscope.readers.xla_dialect). Any other trace-event JSON (a Perfetto export, a hand-written trace)
 opens as host processes with one track per thread and no framework names.
 """
 
@@ -15,7 +15,7 @@ from tpuscope.model.trace import Trace
 from tpuscope.model.vocabulary import NEUTRAL_DIALECT, ROLE_HOST, Dialect, PlaneIdentity
 from tpuscope.readers.trace_event.build import TrackGroup
 from tpuscope.readers.trace_event.parse import TraceEventFile
-from tpuscope.readers.xplane.dialect import XPLANE_DIALECT, plane_identity, track_kind
+from tpuscope.readers.xla_dialect import XPLANE_DIALECT, plane_identity, track_kind
 
 _GENERIC_HOST = PlaneIdentity(ROLE_HOST, "", None)
 

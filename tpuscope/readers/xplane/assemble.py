@@ -2,7 +2,7 @@
 
 The decoder (tpuscope.readers.xplane.decode) hands over plain numpy columns; this module turns
 them into tracks with trace-relative times, interned names, nesting depths and typed stat
-columns. Opening a path (finding the files, the cache, remote runs) is tpuscope.opener's.
+columns. Opening a path (finding the files, the cache, remote runs) is tpuscope.app.opener's.
 """
 
 from __future__ import annotations
@@ -24,6 +24,7 @@ from tpuscope.model.trace import EventMetadataTable, Plane, Trace, Track
 from tpuscope.readers import host_from_filename
 from tpuscope.readers.files import GZIP_MAGIC, map_file, read_profile_bytes, release_mapped
 from tpuscope.readers.registry import ProgressCallback, report_progress
+from tpuscope.readers.xla_dialect import XPLANE_DIALECT, plane_identity, track_kind
 from tpuscope.readers.xplane.decode import (
     DecodedLine,
     DecodedPlane,
@@ -32,7 +33,6 @@ from tpuscope.readers.xplane.decode import (
     RawStatColumn,
     decode_xspace,  # fmt: skip
 )
-from tpuscope.readers.xplane.dialect import XPLANE_DIALECT, plane_identity, track_kind
 from tpuscope.readers.xplane.foreign import describe_foreign_format
 
 

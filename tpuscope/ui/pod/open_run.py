@@ -1,7 +1,7 @@
 """Opening a run of many hosts as a pod summary: what the loader thread does before any host's events.
 
 From POD_PAGE_MIN_HOSTS host files on (the CLI's MANY_HOSTS), a run is not loaded into one trace:
-the page first shows what the light pass finds (`tpuscope.pod_pass`: each host file decoded and
+the page first shows what the light pass finds (`tpuscope.app.pod_pass`: each host file decoded and
 summarized, on every core, then dropped), so the window holds only the small summaries until the
 user opens one host; each host's full diagnosis follows in the background (`PodResult.add` takes
 each host's result as it comes, `session.PodSession` runs that pass). Smaller runs and single files
@@ -15,11 +15,12 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from tpuscope import pod_cache, pod_pass
 from tpuscope.analysis.pod_run import MANY_HOSTS, HostResult, PodRun, combine
+from tpuscope.app import pod_pass
+from tpuscope.app.runs import host_file_count, host_files
 from tpuscope.errors import LoadCancelled, ProfileError
 from tpuscope.readers import host_from_filename
-from tpuscope.runs import host_file_count, host_files
+from tpuscope.store import pod_results
 from tpuscope.ui.loader import LoadResult, prepare
 from tpuscope.urls import is_url
 
@@ -68,7 +69,7 @@ class PodResult:
                 self.unreadable.append(outcome.error)
             return
         self.per_file[outcome.index] = outcome.results
-        if outcome.kind == pod_cache.FULL:
+        if outcome.kind == pod_results.FULL:
             self.diagnosed.add(outcome.index)
 
     def recombine(self) -> None:
@@ -135,7 +136,7 @@ def open_profile(
         return progress(fraction, message) is False
 
     try:
-        pod_pass.pass_over(pool, files, pod_cache.LIGHT, cancelled, outcomes.append)
+        pod_pass.pass_over(pool, files, pod_results.LIGHT, cancelled, outcomes.append)
         read = [o for o in sorted(outcomes, key=lambda o: o.index) if o.error is None]
         if not read:
             first = next((o.error for o in outcomes if o.error), missing[0] if missing else "no file read")

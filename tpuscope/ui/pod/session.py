@@ -22,10 +22,11 @@ from typing import TYPE_CHECKING, Any
 
 from PySide6.QtCore import QObject, QThread, Signal
 
-from tpuscope import pod_cache, pod_pass
 from tpuscope.analysis.facts.evidence import evidence_events
+from tpuscope.app import pod_pass
 from tpuscope.errors import LoadCancelled, ProfileError
 from tpuscope.model._kernels import return_freed_memory_to_os
+from tpuscope.store import pod_results
 from tpuscope.ui.loader import LoadResult
 from tpuscope.ui.pod.open_run import PodResult, open_profile
 from tpuscope.ui.registry import TIMELINE
@@ -63,7 +64,12 @@ class HostDiagnosis(QThread):
         try:
             if pool is not None and result.to_diagnose:
                 pod_pass.pass_over(
-                    pool, result.files, pod_cache.FULL, lambda: self.stopping, self._take, result.to_diagnose
+                    pool,
+                    result.files,
+                    pod_results.FULL,
+                    lambda: self.stopping,
+                    self._take,
+                    result.to_diagnose,
                 )
         except LoadCancelled:
             self.stopped = True

@@ -52,11 +52,11 @@ from pathlib import Path
 
 import numpy as np
 
-from tpuscope.model import cache_limit
-from tpuscope.model.cache_limit import MAX_ENV as MAX_ENV  # the limit's settings, for callers of the cache
-from tpuscope.model.cache_limit import parse_size as parse_size
-from tpuscope.model.cache_limit import set_size_limit as set_size_limit
 from tpuscope.model.trace import Trace
+from tpuscope.store import cache_limit
+from tpuscope.store.cache_limit import MAX_ENV as MAX_ENV  # the limit's settings, for callers of the cache
+from tpuscope.store.cache_limit import parse_size as parse_size
+from tpuscope.store.cache_limit import set_size_limit as set_size_limit
 
 FORMAT_VERSION = 12  # 3: Trace.load_warnings; 4: TrackKind per track, plane identity, trace dialect;
 # 5: the dialect's op families (a pickled dialect keeps the fields it was written with); 7: the

@@ -12,7 +12,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from tpuscope.readers.files import one_format, resolve_profile_files
-from tpuscope.storage.remote import ProgressCallback, choose_run, fetch_run, list_remote_runs
+from tpuscope.store.remote import ProgressCallback, choose_run, fetch_run, list_remote_runs
 from tpuscope.urls import is_url
 
 

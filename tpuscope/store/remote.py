@@ -199,7 +199,7 @@ def _remove_stale(folder: Path, keep: set[str]) -> None:
 
 def remote_cache_dir() -> Path:
     """Where fetched host files live: beside the columnar trace cache, in the user's cache folder."""
-    from tpuscope.model.cache import cache_dir
+    from tpuscope.store.traces import cache_dir
 
     return cache_dir().parent / "remote"
 

@@ -9,10 +9,10 @@ from __future__ import annotations
 from pathlib import Path
 
 from tpuscope.errors import LoadCancelled, ProfileError
-from tpuscope.model import cache
 from tpuscope.model.trace import Trace
 from tpuscope.readers.files import choose_reader, one_format, resolve_profile_files
 from tpuscope.readers.registry import ProgressCallback, report_progress
+from tpuscope.store import traces
 from tpuscope.urls import is_url
 
 
@@ -31,15 +31,15 @@ def open_trace(
     `strict` it is a ProfileError instead, as is a cut file with no event.
 
     With `use_cache`, an unchanged profile comes from the trace cache; a miss returns as soon as
-    the files are read, and the cache entry is written in the background (`tpuscope.model.cache`).
+    the files are read, and the cache entry is written in the background (`tpuscope.store.traces`).
     """
     if is_url(path):
         return _open_remote(str(path), run, progress, use_cache, strict)
     files, notes = one_format(resolve_profile_files(path, run))
     if use_cache:
-        cached = cache.load(files)
+        cached = traces.load(files)
         # A cached trace that lost something is read again under `strict`: its reader's error is the
-        # one sentence, worded as it is without the cache.
+        # one sentence, worded as it is without the traces.
         if cached is not None and not (strict and cached.load_warnings):
             cached.sources = list(files)  # as the caller named them this time, not as first cached
             report_progress(progress, 1.0, "loaded from cache")
@@ -47,7 +47,7 @@ def open_trace(
     trace = choose_reader(files).load_files(files, progress, strict)
     trace.warnings.extend(notes)
     if use_cache:
-        cache.store(files, trace)
+        traces.store(files, trace)
     return trace
 
 
@@ -60,7 +60,7 @@ def _open_remote(
     sources name the remote objects, not their local copies.
     """
 
-    from tpuscope.storage.remote import fetch_run  # hashing, threads, the cloud clients: remote runs only
+    from tpuscope.store.remote import fetch_run  # hashing, threads, the cloud clients: remote runs only
 
     def half(offset: float):
         if progress is None:

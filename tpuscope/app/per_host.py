@@ -6,7 +6,7 @@ model plus the results, whatever the number of hosts. The same per-host function
 process (in turn) or on Dask workers (`dask.distributed`, the optional `pods` extra: a local cluster
 of N processes, or an existing scheduler near the data); `combine` is a pure function of the
 per-host results, so both ways give the same answer. This module sits above the readers and the
-analyses, beside `tpuscope.opener`: it reads files, the analysis it runs does not.
+analyses, beside `tpuscope.app.opener`: it reads files, the analysis it runs does not.
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ def analyze_host_file(path: str | Path, progress: ProgressCallback | None = None
     """Opens one host file, analyses each host in it, and lets the trace go.
 
     `progress(fraction, message)` follows the file's load (False cancels it: LoadCancelled)."""
-    from tpuscope.opener import open_trace  # the readers load where the files are read
+    from tpuscope.app.opener import open_trace  # the readers load where the files are read
 
     trace = open_trace(path, progress=progress)
     results = [analyze_host(trace, host, str(path)) for host in (trace.hosts or [""])]

@@ -27,10 +27,10 @@ from tpuscope.analysis.compare.history import (
 )
 from tpuscope.analysis.compare.runs import analyze_run
 from tpuscope.analysis.session import TraceAnalysis
+from tpuscope.app.opener import open_trace
 from tpuscope.errors import ProfileError
-from tpuscope.model.cache import cache_dir
-from tpuscope.opener import open_trace
 from tpuscope.readers.files import list_runs
+from tpuscope.store.traces import cache_dir
 from tpuscope.urls import is_url
 
 SUMMARY_FOLDER = "run_summaries"
@@ -70,7 +70,7 @@ def _file_stamp(path: Path) -> str:
 
 
 def _remote_runs(url: str) -> list[RunRef]:
-    from tpuscope.storage.remote import list_remote_runs  # the cloud clients: remote runs only
+    from tpuscope.store.remote import list_remote_runs  # the cloud clients: remote runs only
 
     return [
         RunRef(run.name, run.folder, "|".join(f"{f.url}:{f.size}:{f.version}" for f in run.files))

@@ -11,7 +11,7 @@ a Dask cluster when a scheduler is given; only the small `HostResult`s come back
 holds the summaries and each worker one host at a time. `HostPool.run` polls for Cancel between
 results and a Cancel terminates the workers at once (a host half read is dropped, not finished).
 
-Results are cached per host file (`tpuscope.pod_cache`), never the host's trace: a host file's
+Results are cached per host file (`tpuscope.store.pod_results`), never the host's trace: a host file's
 trace is opened without the trace cache here.
 
 Starting the workers is most of a short pass's fixed cost (each is a fresh interpreter that imports
@@ -35,7 +35,7 @@ from tpuscope.readers import host_from_filename
 if TYPE_CHECKING:  # imported where a task runs: a worker starts without the analysis
     from tpuscope.analysis.pod_run import HostResult
 
-LIGHT = "light"  # pod_cache.LIGHT and FULL, without importing the cache (and through it the analysis)
+LIGHT = "light"  # pod_results.LIGHT and FULL, without importing the cache (and through it the analysis)
 FULL = "full"
 
 POLL_S = 0.1  # how often a running pass looks at its cancel flag
@@ -77,9 +77,9 @@ def prepare_worker() -> None:
     """A worker's start: the modules every task reads with, imported before the first task comes."""
     import tpuscope.analysis.pod.summary  # noqa: F401
     import tpuscope.analysis.session  # noqa: F401
-    import tpuscope.opener  # noqa: F401
-    import tpuscope.pod_cache  # noqa: F401
+    import tpuscope.app.opener  # noqa: F401
     import tpuscope.readers.xplane.assemble  # noqa: F401
+    import tpuscope.store.pod_results  # noqa: F401
 
 
 def _task(job: tuple[int, str], kind: str) -> HostOutcome:
@@ -96,9 +96,9 @@ def _task(job: tuple[int, str], kind: str) -> HostOutcome:
 def read_host_file(path: str | Path, kind: str) -> tuple[list[HostResult], str]:
     """One host file's results of `kind` (or fuller) and their kind, from the cache or read now (and
     then cached)."""
-    from tpuscope import pod_cache
     from tpuscope.analysis.pod_run import analyze_host
-    from tpuscope.opener import open_trace  # the readers load where the files are read
+    from tpuscope.app.opener import open_trace  # the readers load where the files are read
+    from tpuscope.store import pod_results
 
     stored = _cached(path, kind)
     if stored is not None:
@@ -111,15 +111,15 @@ def read_host_file(path: str | Path, kind: str) -> tuple[list[HostResult], str]:
         results = [summarize(trace, host, str(path)) for host in hosts]
     if len(results) == 1:
         results[0].file_host = host_from_filename(Path(path))
-    pod_cache.store(path, kind, results)
+    pod_results.store(path, kind, results)
     return results, kind
 
 
 def _cached(path: str | Path, kind: str) -> tuple[list[HostResult], str] | None:
     """The stored results that serve a pass of `kind`: a full result serves the light pass too."""
-    from tpuscope import pod_cache
+    from tpuscope.store import pod_results
 
-    found = pod_cache.load_best(path)
+    found = pod_results.load_best(path)
     if found is None or (kind == FULL and found[1] != FULL):
         return None
     return found

@@ -4,10 +4,10 @@ What the pod page needs of a host is its `HostResult` (`tpuscope.analysis.pod_ru
 few hundred numbers and a few dozen evidence items, and after the full pass its diagnosis and op
 rows; a few tens of KB pickled, where the host's trace is tens of MB of columns. So the pod path
 caches these results, one file per host file and pass ("light": the summary alone, "full": with its
-diagnosis), and never the host's trace (`tpuscope.model.cache` would keep every host's columns:
+diagnosis), and never the host's trace (`tpuscope.store.traces` would keep every host's columns:
 64 hosts of 100 MB, 6 GB of cache for one look at a pod).
 
-Keyed as `tpuscope.model.cache` keys traces: the host file's absolute path, size and modification
+Keyed as `tpuscope.store.traces` keys traces: the host file's absolute path, size and modification
 time, and this format's version; same folder (a `pods` folder inside it), same switches
 (TPUSCOPE_NO_CACHE, TPUSCOPE_CACHE_DIR). A cache that cannot be read or written is ignored.
 """
@@ -21,7 +21,7 @@ import zlib
 from pathlib import Path
 
 from tpuscope.analysis.pod_run import HostResult
-from tpuscope.model import cache
+from tpuscope.store import traces
 
 # 1: HostResult lists. The trace format's version is part of the key too: a result computed from
 # a trace the readers now read differently is stale.
@@ -32,7 +32,7 @@ KINDS = (LIGHT, FULL)
 
 
 def folder() -> Path:
-    return cache.cache_dir() / "pods"
+    return traces.cache_dir() / "pods"
 
 
 def _key(file: Path, kind: str) -> str | None:
@@ -41,7 +41,7 @@ def _key(file: Path, kind: str) -> str | None:
         resolved = file.resolve()
     except OSError:
         return None
-    identity = f"{kind}|v{FORMAT_VERSION}|t{cache.FORMAT_VERSION}|{resolved}|{st.st_size}|{st.st_mtime_ns}"
+    identity = f"{kind}|v{FORMAT_VERSION}|t{traces.FORMAT_VERSION}|{resolved}|{st.st_size}|{st.st_mtime_ns}"
     data = identity.encode("utf-8", errors="surrogateescape")
     return f"{zlib.crc32(data):08x}{zlib.adler32(data):08x}"
 

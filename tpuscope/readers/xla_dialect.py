@@ -1,4 +1,5 @@
-"""XPlane's names, mapped onto the model's neutral vocabulary (tpuscope.model.vocabulary).
+"""XLA's names, as XPlane and the TSL trace JSON spell them, mapped onto the model's vocabulary
+(tpuscope.model.vocabulary).
 
 Everything that knows how XLA, the TPU runtime, JAX, PyTorch/XLA and TensorFlow spell things in
 an XSpace lives here: plane names (`/device:TPU:3`, `/host:CPU`), line names (`XLA Ops`,

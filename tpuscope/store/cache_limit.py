@@ -1,5 +1,5 @@
 """How many bytes the trace cache may hold: TPUSCOPE_CACHE_MAX, else the desktop app's setting, else
-the default (`tpuscope.model.cache.size_limit`). Apart from the cache so that the app can apply its
+the default (`tpuscope.store.traces.size_limit`). Apart from the cache so that the app can apply its
 setting at start without importing numpy (the window paints before numpy is loaded)."""
 
 from __future__ import annotations

@@ -1,1 +1,0 @@
-"""Where profile files come from besides the local disk (cloud buckets, any fsspec URL)."""
