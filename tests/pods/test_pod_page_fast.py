@@ -21,8 +21,9 @@ import pytest
 from PySide6.QtWidgets import QApplication
 
 from tpuscope.analysis.pod_run import MANY_HOSTS
+from tpuscope.app import pod_pass
 from tpuscope.errors import LoadCancelled
-from tpuscope.store import pod_pass, pod_results, traces
+from tpuscope.store import pod_results, traces
 from tpuscope.ui.pod.page import FINDING_ROLE
 
 WAIT_MS = 180_000

@@ -16,7 +16,8 @@ import sys
 import numpy as np
 
 from tests.paths import SHARED_TRACES
-from tpuscope.store import pod_pass, pod_results
+from tpuscope.app import pod_pass
+from tpuscope.store import pod_results
 
 HOST_FILES = ("tpu/tpu_v6e_inference_4chip.xplane.pb", "tensorflow/tf_keras_cpu_prefetch.xplane.pb")
 
