@@ -13,7 +13,7 @@ from tpuscope.analysis import ops
 from tpuscope.analysis.compare.runs import RUN_ANALYSIS, analyze_run, compare_runs
 from tpuscope.analysis.diagnose import engine
 from tpuscope.analysis.overview import overview_figures, with_report
-from tpuscope.analysis.session import HOST_NAMES, OVERVIEW, Result, TraceAnalysis
+from tpuscope.analysis.session import HOST_NAMES, OVERVIEW, POD, Result, TraceAnalysis
 from tpuscope.app.opener import open_trace
 
 
@@ -72,7 +72,7 @@ def test_a_context_computes_nothing_its_analysis_holds(tpu_trace, counts):
     assert ctx.steps is analysis.steps is report.steps is overview.steps
     assert ctx.framework is analysis.framework and ctx.devices is analysis.devices
     assert ctx.host_names is analysis.get(HOST_NAMES) and ctx.op_table is analysis.op_table("op", "all")
-    assert ctx.pod is analysis.pod is overview.pod
+    assert ctx.get(POD) is analysis.pod is overview.pod
     assert analysis.get(RUN_ANALYSIS).overview is overview
     # Each result once, each analysis function once.
     assert len(analysis.computed) == len(set(analysis.computed))

@@ -10,18 +10,18 @@ estimate of the recorded times to the analysis of the shifted trace, so its diag
 
 from __future__ import annotations
 
+from functools import partial
 from typing import TYPE_CHECKING
 
 from tpuscope.analysis.pod.clocks import (
     APPLIED_SHIFTS,
-    CLOCKS,
-    LAUNCH_SKEWS,
     ClockEstimate,
     collective_ends,
     estimate_offsets,
     launch_skew,
 )
 from tpuscope.analysis.pod.collectives import CollectiveNames, device_collective_events
+from tpuscope.analysis.pod.results import CLOCKS, LAUNCH_SKEWS
 from tpuscope.model.clock_shift import shift_hosts, shift_planes
 from tpuscope.model.trace import Trace
 
@@ -50,8 +50,7 @@ def measure_clocks(trace: Trace) -> ClockEstimate:
     per_host = []
     for host in trace.hosts:
         analysis = TraceAnalysis(host_trace(trace, host))
-        with analysis.context_lock:
-            per_host.append((host, host_collective_ends(analysis.context)))
+        per_host.append((host, analysis.reading_facts(partial(host_collective_ends, analysis.context))))
     return estimate_offsets(per_host)
 
 

@@ -5,19 +5,16 @@ files read one at a time are each analysed once (`tpuscope.analysis.pod_run`).""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import Any
 
 from tpuscope.analysis.pod.summary import host_trace
-from tpuscope.analysis.results import Result
-
-if TYPE_CHECKING:
-    from tpuscope.analysis.session import TraceAnalysis
+from tpuscope.analysis.results import Result, ResultSource
 
 
-def _host_analyses(analysis: TraceAnalysis) -> dict[str, TraceAnalysis]:
+def _host_analyses(analysis: Any) -> dict[str, ResultSource]:
     """host -> the analysis of `host_trace(trace, host)`, in the trace's host order (of the same kind
     as `analysis`, so the session module need not be imported here)."""
     return {host: type(analysis)(host_trace(analysis.trace, host)) for host in analysis.trace.hosts}
 
 
-HOST_ANALYSES: Result[dict[str, TraceAnalysis]] = Result("host_analyses", _host_analyses)
+HOST_ANALYSES: Result[dict[str, ResultSource]] = Result("host_analyses", _host_analyses)

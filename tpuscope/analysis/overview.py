@@ -31,6 +31,7 @@ from tpuscope.analysis.facts.waits import compile_wait_intervals, input_wait_int
 from tpuscope.analysis.framework import Framework
 from tpuscope.analysis.ops import OpTable
 from tpuscope.analysis.pod.analysis import PodAnalysis
+from tpuscope.analysis.pod.results import POD
 from tpuscope.analysis.step_breakdown import step_breakdown
 from tpuscope.analysis.steps import (
     SOURCE_DEVICE_PROGRAM,
@@ -236,7 +237,7 @@ def overview_figures(ctx: Context, ops: OpTable | None) -> Overview:
         duty_cycle=duty_cycle,
         ops=ops if ops is not None and len(ops) else None,
         report=None,
-        pod=ctx.pod,
+        pod=ctx.get(POD),
     )
 
 

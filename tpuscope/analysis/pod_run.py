@@ -23,6 +23,7 @@ from __future__ import annotations
 import re
 from collections import Counter
 from dataclasses import dataclass, field, replace
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -68,9 +69,8 @@ def analyze_host(trace: Trace, host: str, source: str, *, light: bool = False) -
     one = trace if list(trace.hosts) == [host] else host_trace(trace, host)
     analysis = TraceAnalysis(one)
     ctx = analysis.context
-    with analysis.context_lock:
-        report = None if light else _own_diagnosis(ctx)
-        summary = summarize_host(ctx, host)
+    report = None if light else analysis.reading_facts(partial(_own_diagnosis, ctx))
+    summary = analysis.reading_facts(partial(summarize_host, ctx, host))
     table = None if light else analysis.op_table("op", "all")
     return HostResult(
         source=source,
@@ -182,8 +182,7 @@ def combine(results: list[HostResult]) -> PodRun:
     analysis = TraceAnalysis(Trace(hosts=[r.host for r in results]), known={POD: pod, FRAMEWORK: framework})
     from tpuscope.analysis.diagnose.across_hosts import diagnose_pod
 
-    with analysis.context_lock:
-        diagnosis = diagnose_pod(analysis.context, reports, rules_package.RULES)
+    diagnosis = analysis.reading_facts(partial(diagnose_pod, analysis.context, reports, rules_package.RULES))
     return PodRun(results, pod, framework, diagnosis.pod_findings, diagnosis.pod_checked, diagnosis)
 
 

@@ -62,7 +62,7 @@ from tpuscope.analysis.memory.report import MEMORY_REPORT, MemoryReport
 from tpuscope.analysis.overview import STEP_SOURCE_LABELS, Overview
 from tpuscope.analysis.programs import PROGRAM_CODE
 from tpuscope.analysis.results import Result
-from tpuscope.analysis.session import TraceAnalysis
+from tpuscope.analysis.session import OVERVIEW, TraceAnalysis
 from tpuscope.analysis.steps import (
     SOURCE_DEVICE_STEPS,
     SOURCE_HOST_ANNOTATION,
@@ -161,17 +161,16 @@ def analyze_run(analysis: TraceAnalysis) -> RunAnalysis:
 def _run_analysis(analysis: TraceAnalysis) -> RunAnalysis:
     trace = analysis.trace
     overview, memory, ctx = analysis.overview, analysis.get(MEMORY_REPORT), analysis.context
-    with analysis.context_lock:
-        p0, p1 = overview.series.start_ps, overview.series.end_ps
-        compile_events = intervals_of(ctx.compiles)
-        compiled = window_total(compile_events, p0, p1) > 0 if len(p0) else np.zeros(0, bool)
-        sync_ps = np.zeros(len(p0), np.float64)
-        if len(p0) and ctx.syncs and ctx.devices:
-            waiting = input_wait_intervals(ctx)
-            accounted = merge_intervals(*_concat(waiting, compile_wait_intervals(ctx, waiting)))
-            sync_wait = difference(_idle_after_syncs(ctx), accounted)
-            sync_ps = np.minimum(window_total(sync_wait, p0, p1).astype(np.float64), overview.series.idle_ps)
-        compilations = sum(len(idx) for _, idx in ctx.compiles)
+    p0, p1 = overview.series.start_ps, overview.series.end_ps
+    compile_events = intervals_of(ctx.compiles)
+    compiled = window_total(compile_events, p0, p1) > 0 if len(p0) else np.zeros(0, bool)
+    sync_ps = np.zeros(len(p0), np.float64)
+    if len(p0) and ctx.syncs and ctx.devices:
+        waiting = input_wait_intervals(ctx)
+        accounted = merge_intervals(*_concat(waiting, compile_wait_intervals(ctx, waiting)))
+        sync_wait = difference(_idle_after_syncs(ctx), accounted)
+        sync_ps = np.minimum(window_total(sync_wait, p0, p1).astype(np.float64), overview.series.idle_ps)
+    compilations = sum(len(idx) for _, idx in ctx.compiles)
     return RunAnalysis(
         overview=overview,
         compiled=np.asarray(compiled, bool),
@@ -222,7 +221,9 @@ def _device_facts(trace: Trace) -> dict[str, str]:
     return facts
 
 
-RUN_ANALYSIS: Result[RunAnalysis] = Result("run_analysis", _run_analysis)
+RUN_ANALYSIS: Result[RunAnalysis] = Result(
+    "run_analysis", _run_analysis, reads_facts=True, first=(OVERVIEW, MEMORY_REPORT)
+)
 
 
 def _concat(a: Intervals, b: Intervals) -> Intervals:

@@ -17,7 +17,8 @@ import numpy as np
 
 from tpuscope.analysis.diagnose.finding import STEP_TIME_BANDS, Finding, RuleOutcome, Severity, ms
 from tpuscope.analysis.facts.context import Context
-from tpuscope.analysis.pod.clocks import CLOCKS, LAUNCH_SKEWS, MIN_MATCHED_INSTANCES, ClockEstimate
+from tpuscope.analysis.pod.clocks import MIN_MATCHED_INSTANCES, ClockEstimate
+from tpuscope.analysis.pod.results import CLOCKS, LAUNCH_SKEWS, POD
 
 RULE_ID = "clock_offset"
 # Findings are info, whatever the offset (our heuristic): an offset costs no step time, and misleads
@@ -37,7 +38,7 @@ ADVICE = [
 
 
 def run(ctx: Context) -> RuleOutcome:
-    pod = ctx.pod
+    pod = ctx.get(POD)
     summaries = pod.summaries
     estimate = ctx.get(CLOCKS)  # of the recorded times, also where the app aligned them
     steps = [float(np.median(s.step_ps)) for s in summaries if len(s)]

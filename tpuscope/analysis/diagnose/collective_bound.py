@@ -14,6 +14,7 @@ from tpuscope.analysis.facts.context import Context
 from tpuscope.analysis.framework import JAX, PYTORCH_XLA, TENSORFLOW
 from tpuscope.analysis.pod import late as late_units
 from tpuscope.analysis.pod.analysis import PodAnalysis
+from tpuscope.analysis.pod.results import POD
 
 RULE_ID = "collective_bound"
 EVIDENCE_PER_HOST = 10
@@ -46,7 +47,7 @@ ADVICE = {
 
 
 def run(ctx: Context) -> RuleOutcome:
-    pod = ctx.pod
+    pod = ctx.get(POD)
     share = late_units.collective_share(pod)
     if not share.hosts:
         return RuleOutcome([], "no steps on any host: nothing to measure")

@@ -9,6 +9,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import partial
 
 from tpuscope.analysis.diagnose import (
     async_wait,
@@ -35,7 +36,7 @@ from tpuscope.analysis.diagnose import (
 )
 from tpuscope.analysis.diagnose.across_hosts import diagnose_pod, finding_from_json, host_rules
 from tpuscope.analysis.diagnose.finding import Finding, ImpactThresholds, RuleOutcome, Severity
-from tpuscope.analysis.facts.context import Context
+from tpuscope.analysis.facts.context import CONTEXT, Context
 from tpuscope.analysis.framework import Framework
 from tpuscope.analysis.host_analyses import HOST_ANALYSES
 from tpuscope.analysis.steps import Steps
@@ -147,8 +148,8 @@ def _diagnose_by_host(ctx: Context, wanted: list[str] | None) -> Report:
         rules = {k: v for k, v in rules.items() if k in wanted}
     reports = []
     for host, analysis in ctx.get(HOST_ANALYSES).items():  # each of its planes alone, as the pod table's
-        with analysis.context_lock:
-            reports.append((host, diagnose(analysis.context, rules).to_json()))
+        report = analysis.reading_facts(partial(diagnose, analysis.get(CONTEXT), rules))
+        reports.append((host, report.to_json()))
     outcome = diagnose_pod(ctx, reports, RULES, wanted)
     findings = [finding_from_json(f) for f in outcome.findings]
     seconds = time.perf_counter() - started

@@ -15,6 +15,7 @@ from tpuscope.analysis.diagnose.finding import STEP_TIME_BANDS, Finding, Impact,
 from tpuscope.analysis.facts.context import Context
 from tpuscope.analysis.framework import JAX, PYTORCH_XLA, TENSORFLOW
 from tpuscope.analysis.pod import late as late_units
+from tpuscope.analysis.pod.results import POD
 
 if TYPE_CHECKING:
     from tpuscope.analysis.pod.analysis import PodAnalysis
@@ -51,7 +52,7 @@ ADVICE = {
 
 
 def run(ctx: Context) -> RuleOutcome:
-    pod = ctx.pod
+    pod = ctx.get(POD)
     verdict = late_units.find_late(pod)
     findings = [_finding(ctx, pod, verdict.units, unit) for unit in verdict.late]
     return RuleOutcome(findings, verdict.checked)

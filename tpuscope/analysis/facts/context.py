@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 from functools import cached_property
-from typing import TYPE_CHECKING, TypeVar
+from typing import TypeVar
 
 import numpy as np
 
@@ -25,14 +25,11 @@ from tpuscope.analysis.facts.intervals import (
 from tpuscope.analysis.framework import Framework
 from tpuscope.analysis.host_names import HostNameIndex
 from tpuscope.analysis.ops import OpTable, aggregate, collect_op_events
+from tpuscope.analysis.results import Result, ResultSource
 from tpuscope.analysis.steps import SOURCE_HOST_ANNOTATION, Steps, outermost
+from tpuscope.analysis.trace_results import DEVICES, FRAMEWORK, HOST_NAMES, STEPS, op_table_result
 from tpuscope.model.trace import Trace, Track
 from tpuscope.model.vocabulary import EventClass
-
-if TYPE_CHECKING:  # the pod table and the session build on these facts
-    from tpuscope.analysis.pod.analysis import PodAnalysis
-    from tpuscope.analysis.results import Result
-    from tpuscope.analysis.session import TraceAnalysis
 
 T = TypeVar("T")
 
@@ -44,34 +41,36 @@ class Context:
     the pod table, and any other result through `get`) comes from it, computed once per trace for
     every rule, view and command; what only the rules and figures ask (device busy time, step
     periods, host events by name or class) is computed here on first use. One context per analysis
-    (`TraceAnalysis.context`); whoever reads it holds the analysis' `context_lock`.
+    (the result `CONTEXT`), reading the analysis only through the `ResultSource` protocol; whoever
+    reads it holds the facts lock (`tpuscope.analysis.results`: a result with `reads_facts`, or
+    `ResultSource.reading_facts`).
     """
 
-    def __init__(self, analysis: TraceAnalysis):
-        self.analysis = analysis
-        self.trace: Trace = analysis.trace
+    def __init__(self, results: ResultSource):
+        self._results = results
+        self.trace: Trace = results.trace
         self._host_events: dict[str | EventClass, list[tuple[Track, np.ndarray]]] = {}
         self._device_busy: Intervals | None = None
 
     def get(self, result: Result[T]) -> T:
         """A result of the trace's analysis (`tpuscope.analysis.results`, e.g. the memory report).
 
-        A rule asks while its thread holds `context_lock`, so a result asked for here must not read
-        the context itself (the lock order of `tpuscope.analysis.session`), or be in hand before the
-        rules run, as the pod table is."""
-        return self.analysis.get(result)
+        A rule asks while its thread holds the facts lock, so a result asked for here must not read
+        the context itself (the lock order of `tpuscope.analysis.results`), or be in hand before the
+        rules run, as the pod table is (the report's `first`)."""
+        return self._results.get(result)
 
     @property
     def framework(self) -> Framework:
-        return self.analysis.framework
+        return self._results.get(FRAMEWORK)
 
     @property
     def steps(self) -> Steps:
-        return self.analysis.steps
+        return self._results.get(STEPS)
 
     @property
     def devices(self) -> list[device_ops.Device]:
-        return self.analysis.devices
+        return self._results.get(DEVICES)
 
     @property
     def device_busy(self) -> Intervals:
@@ -97,7 +96,7 @@ class Context:
     def op_table(self) -> OpTable:
         """Every device op grouped by op (program and name), over all devices: the Ops view's table
         (an empty one when no device ran an op)."""
-        table = self.analysis.op_table("op", "all")
+        table = self._results.get(op_table_result("op", "all"))
         return table if table is not None else aggregate(collect_op_events(self.trace, []), "op")
 
     def op_text(self, row: int) -> str:
@@ -114,7 +113,7 @@ class Context:
     @property
     def host_names(self) -> HostNameIndex:
         """The host events indexed by name once, for the dozen patterns the rules look up."""
-        return self.analysis.host_names
+        return self._results.get(HOST_NAMES)
 
     def host_events(self, pattern: str) -> list[tuple[Track, np.ndarray]]:
         """Outermost host events whose whole name matches `pattern` (nested duplicates dropped).
@@ -148,11 +147,6 @@ class Context:
     def syncs(self) -> list[tuple[Track, np.ndarray]]:
         """Host events that block on a device result (device-to-host reads, stream syncs)."""
         return self.host_events_of(EventClass.SYNC)
-
-    @property
-    def pod(self) -> PodAnalysis:
-        """The host x step table of every host (`tpuscope.analysis.pod`), computed once per trace."""
-        return self.analysis.pod
 
     @cached_property
     def periods(self) -> tuple[np.ndarray, np.ndarray]:
@@ -222,3 +216,7 @@ def flat_events(
 
 def name_matches(name: str, pattern: str) -> bool:
     return re.match(pattern, name) is not None
+
+
+# The facts of a trace, made once per analysis (a view over its results: cheap until asked).
+CONTEXT: Result[Context] = Result("context", Context)

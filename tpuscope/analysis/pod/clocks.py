@@ -23,16 +23,12 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING
 
 import numpy as np
 
 from tpuscope.analysis.results import Result
 from tpuscope.model.trace import Trace, Track
 from tpuscope.model.vocabulary import EventClass
-
-if TYPE_CHECKING:
-    from tpuscope.analysis.session import TraceAnalysis
 
 # Collectives that synchronize every participant: not the `-start` half of an async pair (it ends
 # once the transfer is issued), nor the `-done` half, nor point-to-point transfers (XLA's send/recv
@@ -307,16 +303,5 @@ def launch_skew(trace: Trace) -> list[LaunchSkew]:
     return found
 
 
-def _from_pod(analysis: TraceAnalysis) -> ClockEstimate:
-    return estimate_offsets([(s.host, s.collective_ends) for s in analysis.pod.summaries])
-
-
-# The estimate of the hosts' clocks the `clock_offset` rule reports, from the pod's host summaries
-# (known already where the app aligned the trace when it loaded: `tpuscope.analysis.clock_alignment`).
-CLOCKS: Result[ClockEstimate] = Result("clocks", _from_pod)
 # The shift applied to each host when the trace was loaded (empty: the recorded times).
 APPLIED_SHIFTS: Result[dict[str, int]] = Result("applied_clock_shifts", lambda analysis: {})
-# Each host's devices' ops against their launches (host, skew), from the pod's host summaries.
-LAUNCH_SKEWS: Result[list[tuple[str, LaunchSkew]]] = Result(
-    "launch_skews", lambda analysis: [(s.host, k) for s in analysis.pod.summaries for k in s.launch_skew]
-)
