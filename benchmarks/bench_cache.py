@@ -84,7 +84,7 @@ def _info(file: Path) -> list[str]:
 def whole_processes(file: Path, repeat: int) -> dict[str, list[float]]:
     """Each trial runs the contenders in a rotated order, each after the disk has taken every dirty
     page (os.sync): one contender's cache write is never flushed in another's time."""
-    from tpuscope.store import traces
+    from tpuscope.store import layout, traces
 
     names = ("off", "empty", "ready", "before", "reopen", "open off", "open empty", "open reopen")
     times: dict[str, list[float]] = {k: [] for k in names}
@@ -101,14 +101,14 @@ def whole_processes(file: Path, repeat: int) -> dict[str, list[float]]:
             start = time.perf_counter()
             _wall(_info(file), _env(TPUSCOPE_CACHE_DIR=folder))
             times["empty"].append(time.perf_counter() - start)
-            traces.wait_for_writes(Path(folder))
+            traces.wait_for_writes(Path(folder) / layout.TRACES)  # the store's root: its trace folder
             times["ready"].append(time.perf_counter() - start)
             os.sync()
             times["reopen"].append(_wall(_info(file), _env(TPUSCOPE_CACHE_DIR=folder)))
         with tempfile.TemporaryDirectory(prefix="tpuscope-bench-cache-") as folder:
             os.sync()
             times["open empty"].append(_open_seconds(file, _env(TPUSCOPE_CACHE_DIR=folder)))
-            traces.wait_for_writes(Path(folder))
+            traces.wait_for_writes(Path(folder) / layout.TRACES)  # the store's root: its trace folder
             os.sync()
             times["open reopen"].append(_open_seconds(file, _env(TPUSCOPE_CACHE_DIR=folder)))
 

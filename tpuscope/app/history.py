@@ -3,23 +3,18 @@
 Each run of the given logdirs, run folders, profile files or bucket URLs is listed in order (a
 logdir's runs oldest first, as their capture-time folder names order them; several paths in the
 order given). Each run is analysed once: its summary (`analysis.compare.history.RunSummary`, a few
-kilobytes of JSON) is kept in the cache folder under a key of the run's files (path, size and
-modification time; a bucket's objects, their generation), so the history of 50 runs after one new
-run reads 49 summaries and analyses one run. A run that cannot be read is named with its error and
-skipped; the history goes on.
+kilobytes of JSON) is kept by the store (`tpuscope.store.run_summaries`, keyed by the identity of the
+run's files), so the history of 50 runs after one new run reads 49 summaries and analyses one run.
+A run that cannot be read is named with its error and skipped; the history goes on.
 """
 
 from __future__ import annotations
 
-import hashlib
-import json
-import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from tpuscope.analysis.compare.history import (
-    SUMMARY_VERSION,
     HistoryEntry,
     RunSummary,
     build_history,
@@ -30,10 +25,8 @@ from tpuscope.analysis.session import TraceAnalysis
 from tpuscope.app.opener import open_trace
 from tpuscope.errors import ProfileError
 from tpuscope.readers.files import list_runs
-from tpuscope.store.traces import cache_dir
+from tpuscope.store import run_summaries
 from tpuscope.urls import is_url
-
-SUMMARY_FOLDER = "run_summaries"
 
 
 @dataclass(frozen=True)
@@ -42,7 +35,7 @@ class RunRef:
 
     name: str
     where: str
-    stamp: str  # the run's files as they are now (paths, sizes, times; objects, generations)
+    stamp: str  # the run's files as they are now (`run_summaries.local_stamp`, `.remote_stamp`)
 
 
 def list_history_runs(paths: list[str]) -> list[RunRef]:
@@ -57,58 +50,25 @@ def _local_runs(path: str) -> list[RunRef]:
     refs = []
     for run in list_runs(path):
         where = str(run.files[0]) if len(run.files) == 1 and Path(path).is_file() else str(run.folder)
-        refs.append(RunRef(run.name, where, "|".join(_file_stamp(f) for f in run.files)))
+        refs.append(RunRef(run.name, where, run_summaries.local_stamp(run.files)))
     return refs
-
-
-def _file_stamp(path: Path) -> str:
-    try:
-        st = path.stat()
-    except OSError:
-        return f"{path.resolve()}:missing"
-    return f"{path.resolve()}:{st.st_size}:{st.st_mtime_ns}"
 
 
 def _remote_runs(url: str) -> list[RunRef]:
     from tpuscope.store.remote import list_remote_runs  # the cloud clients: remote runs only
 
-    return [
-        RunRef(run.name, run.folder, "|".join(f"{f.url}:{f.size}:{f.version}" for f in run.files))
-        for run in list_remote_runs(url)
-    ]
-
-
-def summary_dir() -> Path:
-    return cache_dir() / SUMMARY_FOLDER
-
-
-def _summary_path(ref: RunRef) -> Path:
-    key = hashlib.sha256(f"v{SUMMARY_VERSION}\n{ref.where}\n{ref.stamp}".encode()).hexdigest()[:32]
-    return summary_dir() / f"{key}.json"
+    refs = []
+    for run in list_remote_runs(url):
+        stamp = run_summaries.remote_stamp((f.url, f.size, f.version) for f in run.files)
+        refs.append(RunRef(run.name, run.folder, stamp))
+    return refs
 
 
 def _cached(ref: RunRef) -> RunSummary | None:
-    try:
-        data = json.loads(_summary_path(ref).read_text())
-    except (OSError, ValueError):
-        return None
-    summary = RunSummary.from_json(data) if isinstance(data, dict) else None
+    summary = run_summaries.load(ref.where, ref.stamp)
     if summary is not None:
-        summary.run = ref.name
+        summary.run = ref.name  # as this history names the run
     return summary
-
-
-def _store(ref: RunRef, summary: RunSummary) -> None:
-    """Written whole or not at all (a temporary file renamed); a cache that cannot be written is
-    only slower next time."""
-    target = _summary_path(ref)
-    try:
-        target.parent.mkdir(parents=True, exist_ok=True)
-        temporary = target.with_suffix(f".{os.getpid()}.tmp")
-        temporary.write_text(json.dumps(summary.to_json(), separators=(",", ":")))
-        temporary.replace(target)
-    except OSError:
-        pass
 
 
 @dataclass
@@ -146,7 +106,7 @@ def read_history(
             else:
                 analysed.append(ref.name)
                 if use_cache:
-                    _store(ref, summary)
+                    run_summaries.store(ref.where, ref.stamp, summary)
         rows.append((ref.name, summary, error))
         if progress is not None:
             progress(k + 1, len(refs), ref.name)

@@ -1,15 +1,18 @@
-"""`tpuscope cache`: where the trace cache is, how much it holds and of what; `tpuscope cache clear`."""
+"""`tpuscope cache`: where the store keeps its caches, how much each kind holds, the one cap and switch,
+and the trace entries; `tpuscope cache clear` empties every kind."""
 
 from __future__ import annotations
 
 from tpuscope.commands._console import print_json
 from tpuscope.model.units import format_bytes
-from tpuscope.store import traces
+from tpuscope.store import bound, cache_limit, inventory, layout, traces
 
 
 def register(subparsers) -> None:
     parser = subparsers.add_parser(
-        "cache", help="the trace cache: its folder, size, limit and entries; `cache clear` empties it"
+        "cache",
+        help="the caches (traces, pod results, run summaries, downloads): their folder, sizes, limit and "
+        "trace entries; `cache clear` empties them all",
     )
     parser.add_argument("action", nargs="?", choices=["show", "clear"], default="show",
                         help="show (the default) or clear")  # fmt: skip
@@ -21,8 +24,8 @@ def summary() -> dict:
     folder = traces.cache_dir()
     limit, source = traces.configured_limit()
     if limit is None:
-        share = f"{traces.FREE_DISK_SHARE:.0%} of free disk"
-        source = f"default: min({format_bytes(traces.DEFAULT_MAX_BYTES)}, {share})"
+        share = f"{bound.FREE_DISK_SHARE:.0%} of free disk"
+        source = f"default: min({format_bytes(bound.DEFAULT_MAX_BYTES)}, {share})"
     listed = []
     for entry in sorted(traces.entries(folder), key=lambda e: e.last_used, reverse=True):
         label = traces.read_label(entry.path) if entry.current else None
@@ -34,12 +37,20 @@ def summary() -> dict:
             "sources": (label[1].get("sources", []) if label else []),
             "events": (label[1].get("events") if label else None),
         })  # fmt: skip
+    kinds = [
+        {"kind": k.kind, "folder": str(k.folder), "files": k.files, "bytes": k.bytes,
+         "bounded": k.kind in bound.BOUNDED_KINDS}
+        for k in inventory.usage()
+    ]  # fmt: skip
     return {
-        "folder": str(folder),
-        "bytes": traces.folder_size(folder),
-        "entry_bytes": sum(e["bytes"] for e in listed),
-        "limit_bytes": traces.size_limit(folder),
+        "root": str(layout.root()),
+        "caching": cache_limit.caching_on(),
+        "bytes": sum(k["bytes"] for k in kinds),
+        "limit_bytes": traces.size_limit(),
         "limit_source": source,
+        "kinds": kinds,
+        "folder": str(folder),
+        "entry_bytes": sum(e["bytes"] for e in listed),
         "format_version": traces.FORMAT_VERSION,
         "entries": listed,
     }
@@ -47,21 +58,29 @@ def summary() -> dict:
 
 def run(args) -> int:
     if args.action == "clear":
-        folder = traces.cache_dir()
-        removed, freed = traces.clear(folder)
+        removed = inventory.clear()
+        files, freed = sum(r.files for r in removed), sum(r.bytes for r in removed)
         if args.json:
-            print_json({"folder": str(folder), "removed_files": removed, "freed_bytes": freed})
+            print_json({
+                "root": str(layout.root()), "removed_files": files, "freed_bytes": freed,
+                "kinds": [{"kind": r.kind, "folder": str(r.folder), "removed_files": r.files,
+                           "freed_bytes": r.bytes} for r in removed],
+            })  # fmt: skip
         else:
-            print(f"Removed {removed:,} files ({format_bytes(freed)}) from {folder}.")
+            print(f"Removed {files:,} files ({format_bytes(freed)}) from {layout.root()}.")
         return 0
     payload = summary()
     if args.json:
         print_json(payload)
         return 0
-    print(f"Folder:   {payload['folder']}")
-    print(f"Size:     {format_bytes(payload['bytes'])} ({len(payload['entries'])} entries, "
-          f"{format_bytes(payload['entry_bytes'])})")  # fmt: skip
-    print(f"Limit:    {format_bytes(payload['limit_bytes'])} ({payload['limit_source']})")
+    state = "" if payload["caching"] else " (caching is off: nothing is read or kept)"
+    print(f"Folder:   {payload['root']}{state}")
+    print(f"Size:     {format_bytes(payload['bytes'])}")
+    print(f"Limit:    {format_bytes(payload['limit_bytes'])} ({payload['limit_source']}; "
+          "traces, pod results and run summaries)")  # fmt: skip
+    for kind in payload["kinds"]:
+        print(f"  {kind['kind'] + ':':<15} {format_bytes(kind['bytes']):>10}  {kind['files']:,} files")
+    print(f"Trace entries ({len(payload['entries'])}, {format_bytes(payload['entry_bytes'])}):")
     for entry in payload["entries"]:
         what = ", ".join(entry["sources"]) or entry["name"]
         events = f"{entry['events']:,} events, " if entry["events"] is not None else ""

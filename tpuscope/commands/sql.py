@@ -92,31 +92,19 @@ def run(args) -> int:
     return 0
 
 
+def _decodes_first(args) -> bool:
+    """The store's cache probe for this command's path, run and --no-cache."""
+    from tpuscope.store.probe import decodes_first
+
+    return decodes_first(args.path, getattr(args, "run", None), not getattr(args, "no_cache", False))
+
+
 def _free_core_beside_decode() -> bool:
     try:
         cores = len(os.sched_getaffinity(0))
     except AttributeError:  # macOS, Windows
         cores = os.cpu_count() or 1
     return cores > DECODE_POOL_CORES
-
-
-def _decodes_first(args) -> bool:
-    """Whether the load will read the profile's files rather than the trace cache: no entry for
-    them, the cache off, or a remote run (downloads and decoding release the GIL). A path that does
-    not resolve answers False, and the load says why in its own sentence."""
-    from tpuscope.urls import is_url
-
-    if getattr(args, "no_cache", False) or is_url(args.path):
-        return True
-    from tpuscope.errors import ProfileError
-    from tpuscope.readers.files import one_format, resolve_profile_files
-    from tpuscope.store import traces
-
-    try:
-        files, _ = one_format(resolve_profile_files(args.path, getattr(args, "run", None)))
-    except (ProfileError, OSError):
-        return False
-    return not traces.has_entry(files)
 
 
 def _batches(relation, describe_error):

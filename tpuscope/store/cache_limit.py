@@ -1,5 +1,9 @@
-"""How many bytes the trace cache may hold: TPUSCOPE_CACHE_MAX, else the desktop app's setting, else
-the default (`tpuscope.store.traces.size_limit`). Apart from the cache so that the app can apply its
+"""How many bytes the store's caches may hold, and whether they may hold anything at all.
+
+The cap: TPUSCOPE_CACHE_MAX, else the desktop app's setting, else the default
+(`tpuscope.store.bound.size_limit`). The switch, `caching_on`: off with TPUSCOPE_NO_CACHE or a cap of
+0, for every kind of cache alike (traces, pod results, run summaries; downloads of bucket runs then
+last one session: `tpuscope.store.remote`). Apart from the caches so that the app can apply its
 setting at start without importing numpy (the window paints before numpy is loaded)."""
 
 from __future__ import annotations
@@ -8,6 +12,7 @@ import os
 import re
 
 MAX_ENV = "TPUSCOPE_CACHE_MAX"
+DISABLE_ENV = "TPUSCOPE_NO_CACHE"
 _SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kmgt]?)(i?b)?\s*$", re.IGNORECASE)
 _UNITS = {"": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40}
 
@@ -41,3 +46,12 @@ def configured_limit() -> tuple[int | None, str, str | None]:
     if _app_limit is not None:
         return _app_limit, "the app's setting", problem
     return None, "default", problem
+
+
+def caching_on() -> bool:
+    """False when TPUSCOPE_NO_CACHE is set (to anything but 0) or the cap is 0: the one switch that
+    every cache of the store asks before it reads or writes an entry."""
+    if os.environ.get(DISABLE_ENV, "") not in ("", "0"):
+        return False
+    limit, _, _ = configured_limit()
+    return limit != 0

@@ -7,9 +7,11 @@ caches these results, one file per host file and pass ("light": the summary alon
 diagnosis), and never the host's trace (`tpuscope.store.traces` would keep every host's columns:
 64 hosts of 100 MB, 6 GB of cache for one look at a pod).
 
-Keyed as `tpuscope.store.traces` keys traces: the host file's absolute path, size and modification
-time, and this format's version; same folder (a `pods` folder inside it), same switches
-(TPUSCOPE_NO_CACHE, TPUSCOPE_CACHE_DIR). A cache that cannot be read or written is ignored.
+Keyed as every cache of the store is (`tpuscope.store.identity`: the host file's resolved path, size
+and modification time), salted with the pass and this format's version; kept in the store's `pods`
+folder (`tpuscope.store.layout`) under its one switch and cap (TPUSCOPE_NO_CACHE, TPUSCOPE_CACHE_MAX:
+0 keeps nothing; `tpuscope.store.bound`: a result counts against the cap like a trace entry). A cache
+that cannot be read or written is ignored.
 """
 
 from __future__ import annotations
@@ -17,11 +19,11 @@ from __future__ import annotations
 import os
 import pickle
 import threading
-import zlib
 from pathlib import Path
 
 from tpuscope.analysis.pod_run import HostResult
-from tpuscope.store import traces
+from tpuscope.store import bound, cache_limit, identity, layout
+from tpuscope.store.traces import FORMAT_VERSION as TRACE_FORMAT_VERSION
 
 # 1: HostResult lists. The trace format's version is part of the key too: a result computed from
 # a trace the readers now read differently is stale.
@@ -32,38 +34,29 @@ KINDS = (LIGHT, FULL)
 
 
 def folder() -> Path:
-    return traces.cache_dir() / "pods"
+    return layout.folder(layout.PODS)
 
 
 def _key(file: Path, kind: str) -> str | None:
-    try:
-        st = file.stat()
-        resolved = file.resolve()
-    except OSError:
-        return None
-    identity = f"{kind}|v{FORMAT_VERSION}|t{traces.FORMAT_VERSION}|{resolved}|{st.st_size}|{st.st_mtime_ns}"
-    data = identity.encode("utf-8", errors="surrogateescape")
-    return f"{zlib.crc32(data):08x}{zlib.adler32(data):08x}"
-
-
-def _enabled() -> bool:
-    return os.environ.get("TPUSCOPE_NO_CACHE", "") in ("", "0")
+    return identity.files_key([file], salt=f"{layout.PODS}|{kind}|v{FORMAT_VERSION}|t{TRACE_FORMAT_VERSION}")
 
 
 def load(file: str | Path, kind: str) -> list[HostResult] | None:
     """The results of `file` stored for `kind`, or None (not stored, stale, unreadable, cache off)."""
-    if not _enabled():
+    if not cache_limit.caching_on():
         return None
     key = _key(Path(file), kind)
     if key is None:
         return None
+    path = folder() / f"{key}.{kind}"
     try:
-        with open(folder() / f"{key}.{kind}", "rb") as handle:
+        with open(path, "rb") as handle:
             results = pickle.load(handle)
     except (OSError, pickle.UnpicklingError, EOFError, AttributeError, ImportError, TypeError, ValueError):
         return None
     if not isinstance(results, list) or not all(isinstance(r, HostResult) for r in results):
         return None
+    bound.touch(path)
     return results
 
 
@@ -77,18 +70,24 @@ def load_best(file: str | Path) -> tuple[list[HostResult], str] | None:
 
 
 def store(file: str | Path, kind: str, results: list[HostResult]) -> None:
-    if not _enabled():
+    """Keeps `results` for `file` and `kind`, room made under the store's cap; nothing when caching
+    is off, the file cannot be read or the results do not fit."""
+    if not cache_limit.caching_on():
         return
     key = _key(Path(file), kind)
     if key is None:
         return
     where = folder()
+    target = where / f"{key}.{kind}"
     tmp = where / f".{key}.{os.getpid()}.{threading.get_ident()}.partial"
     try:
+        data = pickle.dumps(results, protocol=pickle.HIGHEST_PROTOCOL)
+        if not bound.make_room(len(data), keep=[target]):
+            return
         where.mkdir(parents=True, exist_ok=True)
         with open(tmp, "wb") as handle:
-            pickle.dump(results, handle, protocol=pickle.HIGHEST_PROTOCOL)
-        os.replace(tmp, where / f"{key}.{kind}")
+            handle.write(data)
+        os.replace(tmp, target)
     except (OSError, pickle.PicklingError, TypeError, AttributeError):
         try:
             os.unlink(tmp)

@@ -2,10 +2,12 @@
 
 TPU pods write their profiles straight to a bucket (`jax.profiler.trace("gs://bucket/logdir")`), so a
 logdir is usually remote. Runs and hosts are listed from the bucket's listing alone (names and sizes, no
-download); opening a run fetches its host files in parallel into the local cache, each written to a
-temporary name and renamed only when complete, so a cancelled or broken download never leaves a
-half-written file that a later open would take for a profile. A file already fetched at the same
-version (the object's generation or etag, and its size) is not fetched again.
+download); opening a run fetches its host files in parallel into the store's `downloads` folder
+(`remote_cache_dir`), each written to a temporary name and renamed only when complete, so a cancelled
+or broken download never leaves a half-written file that a later open would take for a profile. A
+file already fetched at the same version (the object's generation or etag, and its size) is not
+fetched again. With caching off (TPUSCOPE_NO_CACHE, or TPUSCOPE_CACHE_MAX=0) runs still download, into
+a temporary folder kept for this session only and removed when the process exits.
 
 Every failure becomes one ProfileError sentence naming the URL: no credentials, a bucket that does not
 exist, permission denied, a network that drops mid-download, a URL scheme nobody installed.
@@ -22,11 +24,14 @@ connections are retried up to 6 times with exponential back-off (1, 2, 4, 8, 16 
 
 from __future__ import annotations
 
+import atexit
 import hashlib
 import logging
 import os
 import re
+import shutil
 import socket
+import tempfile
 import threading
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass
@@ -38,6 +43,7 @@ from urllib.parse import urlsplit
 from tpuscope.errors import LoadCancelled, ProfileError
 from tpuscope.readers import formats_help, host_from_filename, listed_suffixes
 from tpuscope.readers.registry import ProgressCallback
+from tpuscope.store import cache_limit, layout
 
 # logdir/<sub>/plugins/profile/<run>/<host>.xplane.pb and a little more, as for local logdirs.
 MAX_SEARCH_DEPTH = 6
@@ -198,10 +204,26 @@ def _remove_stale(folder: Path, keep: set[str]) -> None:
 
 
 def remote_cache_dir() -> Path:
-    """Where fetched host files live: beside the columnar trace cache, in the user's cache folder."""
-    from tpuscope.store.traces import cache_dir
+    """Where fetched host files live: the store's `downloads` folder, so a run is fetched once for
+    every later session; with caching off, a folder of this session's (`_session_downloads`)."""
+    if cache_limit.caching_on():
+        return layout.folder(layout.DOWNLOADS)
+    return _session_downloads()
 
-    return cache_dir().parent / "remote"
+
+_session_folder: Path | None = None
+_session_lock = threading.Lock()
+
+
+def _session_downloads() -> Path:
+    """A temporary folder removed at exit: the opened trace, and the pod page's workers, read the
+    host files while the process runs, so they cannot go sooner; nothing is kept for a later one."""
+    global _session_folder
+    with _session_lock:
+        if _session_folder is None:
+            _session_folder = Path(tempfile.mkdtemp(prefix="tpuscope-downloads-"))
+            atexit.register(shutil.rmtree, _session_folder, ignore_errors=True)
+        return _session_folder
 
 
 def _download(fs, remote: RemoteFile, local: Path, advance, cancelled: threading.Event) -> None:

@@ -1,7 +1,8 @@
 """A columnar cache of loaded traces, so re-opening an unchanged profile is instant.
 
-Keyed by each source file's absolute path, size and modification time (`key`), with the cache
-format's version in the entry's name, stored in the per-user cache folder.
+Keyed by its source files' identity (`tpuscope.store.identity`: resolved path, size, modification
+time), with the cache format's version in the entry's name, stored in the store's `traces` folder
+(`tpuscope.store.layout`), under the one switch and cap of every cache (`tpuscope.store.cache_limit`).
 
 Format: one file per trace. The object graph (planes, tracks, string table) is pickled with
 protocol 5 and its numpy columns go *out of band*: their raw bytes follow the pickle, each 64-byte
@@ -27,10 +28,10 @@ sees the lock and leaves it to the first. A reader checks the header's version a
 an entry cut short or of another format is a miss. A cache that cannot be read or written costs one
 warning on stderr at most and the trace opens from its files.
 
-Bounded: at most `size_limit()` bytes (TPUSCOPE_CACHE_MAX, the app's setting, or by default the
-smaller of 4 GiB and a quarter of the disk's free space); least-recently-used entries (a hit
-touches its entry's mtime) are removed when a new one is written, and so are entries of older
-formats and partial files no writer holds.
+Bounded: the whole store holds at most `size_limit()` bytes (TPUSCOPE_CACHE_MAX, the app's setting,
+or by default the smaller of 4 GiB and a quarter of the disk's free space); least-recently-used
+entries of any kind (a hit touches its entry's mtime) are removed when a new one is written
+(`tpuscope.store.bound`), and so are trace entries of older formats and partial files no writer holds.
 """
 
 from __future__ import annotations
@@ -40,12 +41,10 @@ import mmap
 import os
 import pickle
 import re
-import shutil
 import struct
 import sys
 import threading
 import time
-import zlib
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -53,7 +52,10 @@ from pathlib import Path
 import numpy as np
 
 from tpuscope.model.trace import Trace
-from tpuscope.store import cache_limit
+from tpuscope.store import bound, cache_limit, identity, inventory, layout
+from tpuscope.store.bound import DEFAULT_MAX_BYTES as DEFAULT_MAX_BYTES  # the cap's defaults, for callers
+from tpuscope.store.bound import FREE_DISK_SHARE as FREE_DISK_SHARE
+from tpuscope.store.bound import MIN_FREE_BYTES as MIN_FREE_BYTES
 from tpuscope.store.cache_limit import MAX_ENV as MAX_ENV  # the limit's settings, for callers of the cache
 from tpuscope.store.cache_limit import parse_size as parse_size
 from tpuscope.store.cache_limit import set_size_limit as set_size_limit
@@ -73,15 +75,6 @@ PARTIAL_SUFFIX = ".partial"
 _ENTRY_NAME = re.compile(r"^([0-9a-f]{16})-v(\d+)\.trace$")
 # Entries of formats up to 11: a 16-hex key (two zlib checksums) or, before that, 32 hex of SHA-256.
 _OLD_ENTRY_NAME = re.compile(r"^(?:[0-9a-f]{16}|[0-9a-f]{32})\.trace$")
-_DISABLE_ENV = "TPUSCOPE_NO_CACHE"
-_DIR_ENV = "TPUSCOPE_CACHE_DIR"
-# The default cap: a few entries of the largest profiles measured (a 60M-event file's entry is
-# 2.1 GB) and never more than a share of the free disk (our heuristic, like a browser's cache).
-DEFAULT_MAX_BYTES = 4 << 30
-FREE_DISK_SHARE = 0.25
-# An entry is never written when it would leave less than this free on the cache's disk (our
-# heuristic: the user's own files need the disk more than a cache does).
-MIN_FREE_BYTES = 1 << 30
 # Columns are written in pieces of this size, so a writer stops within one piece when told to.
 WRITE_PIECE_BYTES = 16 << 20
 # A detached writer that has not finished in this time is stuck (a full, hung network disk): its
@@ -111,29 +104,15 @@ def _warn_once(sentence: str) -> None:
 
 
 def cache_dir() -> Path:
-    override = os.environ.get(_DIR_ENV)
-    if override:
-        return Path(override)
-    from platformdirs import user_cache_dir
-
-    return Path(user_cache_dir("tpuscope")) / "traces"
+    """The folder of trace entries: `traces` in the store's root (TPUSCOPE_CACHE_DIR, else the
+    user's cache folder)."""
+    return layout.folder(layout.TRACES)
 
 
 def key(files: list[Path]) -> str | None:
-    """The files' identity (absolute paths, sizes, modification times) as 16 hex digits; None when
-    one cannot be read. Stable across cache formats: other caches key their entries with it."""
-    parts = []
-    for file in files:
-        try:
-            st = file.stat()
-        except OSError:
-            return None
-        parts.append(f"{file.resolve()}|{st.st_size}|{st.st_mtime_ns}")
-    # A file name that is not UTF-8 reaches Python as surrogate escapes: they encode back to its bytes.
-    identity = "\n".join(parts).encode("utf-8", errors="surrogateescape")
-    # Two independent 32-bit checksums of the identity: a 64-bit name for a handful of local files.
-    # Why not hashlib: loading OpenSSL for it was 5 ms of every cold start (python -X importtime).
-    return f"{zlib.crc32(identity):08x}{zlib.adler32(identity):08x}"
+    """The files' identity (`tpuscope.store.identity`) as 16 hex digits; None when one cannot be
+    read. Stable across cache formats: the version is in the entry's name, not in the key."""
+    return identity.files_key(files)
 
 
 def entry_name(files_key: str) -> str:
@@ -148,31 +127,15 @@ def configured_limit() -> tuple[int | None, str]:
     return limit, source
 
 
-def size_limit(folder: Path | None = None) -> int:
-    """Bytes the cache may hold: the explicit cap, or min(4 GiB, a quarter of free disk + the cache)."""
-    explicit, _ = configured_limit()
-    if explicit is not None:
-        return explicit
-    folder = folder or cache_dir()
-    try:
-        free = shutil.disk_usage(_existing_parent(folder)).free
-    except OSError:
-        return DEFAULT_MAX_BYTES
-    held = sum(entry.size for entry in entries(folder))
-    return min(DEFAULT_MAX_BYTES, int(FREE_DISK_SHARE * (free + held)))
-
-
-def _existing_parent(folder: Path) -> Path:
-    while not folder.exists() and folder.parent != folder:
-        folder = folder.parent
-    return folder
+def size_limit() -> int:
+    """Bytes the whole store may hold (`tpuscope.store.bound.size_limit`); a bad TPUSCOPE_CACHE_MAX warns."""
+    configured_limit()
+    return bound.size_limit()
 
 
 def _enabled() -> bool:
-    if os.environ.get(_DISABLE_ENV, "") not in ("", "0"):
-        return False
-    explicit, _ = configured_limit()
-    return explicit != 0
+    configured_limit()  # a bad TPUSCOPE_CACHE_MAX: one warning, then the switch ignores it too
+    return cache_limit.caching_on()
 
 
 def _aligned(offset: int) -> int:
@@ -197,10 +160,7 @@ def load(files: list[Path]) -> Trace | None:
             ImportError, TypeError, IndexError):  # fmt: skip
         return None
     if trace is not None:
-        try:
-            os.utime(path)  # least recently used goes first when the cache is full
-        except OSError:
-            pass
+        bound.touch(path)  # least recently used goes first when the store is full
     return trace
 
 
@@ -554,9 +514,8 @@ def entries(folder: Path | None = None) -> list[Entry]:
 
 
 def _make_room(folder: Path, incoming: int, keep: str) -> bool:
-    """Removes stale files, then least-recently-used entries until `incoming` bytes fit the limit;
-    False when the entry cannot fit (larger than the limit, or the disk would be nearly full)."""
-    present = []
+    """Removes stale files, then least-recently-used entries of the store until `incoming` bytes fit
+    the cap; False when the entry cannot fit (larger than the cap, or the disk would be nearly full)."""
     for entry in entries(folder):
         if entry.path.name == keep or entry.path.name == f".{keep}{PARTIAL_SUFFIX}":
             continue
@@ -564,25 +523,8 @@ def _make_room(folder: Path, incoming: int, keep: str) -> bool:
             _remove_unheld_partial(entry.path)
         elif entry.version < FORMAT_VERSION:
             entry.path.unlink(missing_ok=True)
-        else:
-            present.append(entry)
-    limit = size_limit(folder)
-    if incoming > limit:
-        return False
-    held = sum(e.size for e in present)
-    for entry in sorted(present, key=lambda e: e.last_used):
-        if held + incoming <= limit:
-            break
-        try:
-            entry.path.unlink()
-        except OSError:
-            continue
-        held -= entry.size
-    try:
-        free = shutil.disk_usage(folder).free
-    except OSError:
-        return True
-    return free - incoming >= MIN_FREE_BYTES
+    configured_limit()  # a bad TPUSCOPE_CACHE_MAX warns once
+    return bound.make_room(incoming, keep=[folder / keep])
 
 
 def _remove_unheld_partial(path: Path) -> None:
@@ -598,38 +540,14 @@ def _remove_unheld_partial(path: Path) -> None:
 
 
 def clear(folder: Path | None = None) -> tuple[int, int]:
-    """Empties the cache folder (its subfolders too: the pod summaries); returns (files, bytes)."""
-    folder = folder or cache_dir()
-    removed = freed = 0
-    for root, _, names in os.walk(folder, topdown=False):
-        for file_name in names:
-            path = Path(root) / file_name
-            try:
-                size = path.lstat().st_size
-                path.unlink()
-            except OSError:
-                continue
-            removed += 1
-            freed += size
-        if Path(root) != folder:
-            try:
-                os.rmdir(root)
-            except OSError:
-                pass
-    return removed, freed
+    """Empties the trace folder (its subfolders too: an older layout kept other caches there);
+    returns (files, bytes). `tpuscope cache clear` empties every kind (`tpuscope.store.inventory`)."""
+    return inventory.empty_folder(folder or cache_dir())
 
 
 def folder_size(folder: Path | None = None) -> int:
-    """Every byte in the folder, its subfolders included."""
-    folder = folder or cache_dir()
-    total = 0
-    for root, _, names in os.walk(folder):
-        for file_name in names:
-            try:
-                total += (Path(root) / file_name).lstat().st_size
-            except OSError:
-                pass
-    return total
+    """Every byte in the trace folder, its subfolders included."""
+    return inventory.folder_usage(folder or cache_dir())[1]
 
 
 def age_words(seconds: float) -> str:

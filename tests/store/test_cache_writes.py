@@ -13,7 +13,7 @@ import sys
 import pytest
 
 from tests.conftest import ROOT, TPU_TRACE
-from tests.model.cache_helpers import PROFILES, columns, copied, names, run_tpuscope
+from tests.store.cache_helpers import PROFILES, columns, copied, names, run_tpuscope, trace_folder
 from tpuscope.app.opener import open_trace
 from tpuscope.readers.files import one_format, resolve_profile_files
 from tpuscope.store import traces
@@ -65,8 +65,8 @@ def test_a_write_unfinished_at_exit_is_finished_by_a_detached_child(tmp_path, mo
     done = _open_then_end(copy, folder, "exit")
     assert done.returncode == 0, done.stderr
     assert done.stderr == ""
-    traces.wait_for_writes(folder)  # the child holds the partial file's lock until it is done
-    assert names(folder) == [_entry(copy)]
+    traces.wait_for_writes(trace_folder(folder))  # the child holds the partial file's lock until it is done
+    assert names(trace_folder(folder)) == [_entry(copy)]
     monkeypatch.setenv("TPUSCOPE_CACHE_DIR", str(folder))
     reopened = traces.load(one_format(resolve_profile_files(copy, None))[0])
     assert reopened is not None and columns(reopened) == columns(open_trace(copy, use_cache=False))
@@ -77,26 +77,26 @@ def test_a_killed_writer_leaves_no_entry_and_the_next_open_writes_it(tmp_path, m
     folder = tmp_path / "cache"
     killed = _open_then_end(copy, folder, "kill")
     assert killed.returncode == -signal.SIGKILL
-    assert _entry(copy) not in names(folder)  # at most a partial file, which is no entry
+    assert _entry(copy) not in names(trace_folder(folder))  # at most a partial file, which is no entry
     monkeypatch.setenv("TPUSCOPE_CACHE_DIR", str(folder))
     expected = columns(open_trace(copy, use_cache=False))
     assert columns(open_trace(copy)) == expected  # from the file
     traces.wait_for_writes()
-    assert names(folder) == [_entry(copy)]  # the stale partial file was taken over and renamed
+    assert names(trace_folder(folder)) == [_entry(copy)]  # the stale partial file was taken over and renamed
     assert columns(open_trace(copy)) == expected  # from the cache
 
 
 def test_two_processes_opening_one_file_at_once_both_answer_and_one_entry_is_written(tmp_path):
     copy = copied(TPU_TRACE, tmp_path / "profile")
     folder = tmp_path / "cache"
-    expected = run_tpuscope("info", str(copy), "--json", "--no-cache", cache_dir=folder)
-    both = [run_tpuscope("info", str(copy), "--json", cache_dir=folder, wait=False) for _ in range(2)]
+    expected = run_tpuscope("info", str(copy), "--json", "--no-cache", cache_root=folder)
+    both = [run_tpuscope("info", str(copy), "--json", cache_root=folder, wait=False) for _ in range(2)]
     for process in both:
         out, err = process.communicate(timeout=120)
         assert process.returncode == 0, err
         assert json.loads(out) == json.loads(expected.stdout)
         assert err == ""
-    traces.wait_for_writes(folder)
-    assert names(folder) == [_entry(copy)]
-    reopened = run_tpuscope("info", str(copy), "--json", cache_dir=folder)
+    traces.wait_for_writes(trace_folder(folder))
+    assert names(trace_folder(folder)) == [_entry(copy)]
+    reopened = run_tpuscope("info", str(copy), "--json", cache_root=folder)
     assert json.loads(reopened.stdout) == json.loads(expected.stdout)

@@ -1,5 +1,7 @@
-"""The cache's bound: its size limit and where it comes from, least-recently-used entries removed to
-make room, entries of older formats and unheld partial files removed, and `tpuscope cache`."""
+"""The trace cache's bound: its size limit and where it comes from, least-recently-used entries
+removed to make room, entries of older formats and unheld partial files removed, and `tpuscope cache`
+(its listing of every kind, and `clear`). The other kinds under the same cap and switch:
+tests/store/test_one_store.py."""
 
 from __future__ import annotations
 
@@ -10,7 +12,7 @@ import time
 import pytest
 
 from tests.conftest import GPU_TRACE, PTXLA_TRACE, TPU_TRACE
-from tests.model.cache_helpers import columns, copied, names
+from tests.store.cache_helpers import columns, copied, names, trace_folder
 from tpuscope.app.opener import open_trace
 from tpuscope.cli import main
 from tpuscope.readers.files import one_format, resolve_profile_files
@@ -56,11 +58,11 @@ def test_the_limit_comes_from_the_environment_then_the_app_then_the_default(monk
 
 def test_least_recently_used_entries_make_room_for_a_new_one(tmp_path, monkeypatch):
     a, b, c = (copied(p, tmp_path / "profiles") for p in (TPU_TRACE, PTXLA_TRACE, GPU_TRACE))
-    folder = traces.cache_dir()
+    folder, root = traces.cache_dir(), os.environ["TPUSCOPE_CACHE_DIR"]
     monkeypatch.setenv("TPUSCOPE_CACHE_DIR", str(tmp_path / "elsewhere"))
     _open_and_write(c)
-    (c_entry,) = (tmp_path / "elsewhere").iterdir()
-    monkeypatch.setenv("TPUSCOPE_CACHE_DIR", str(folder))
+    (c_entry,) = trace_folder(tmp_path / "elsewhere").iterdir()
+    monkeypatch.setenv("TPUSCOPE_CACHE_DIR", root)
     _open_and_write(a)
     _open_and_write(b)
     sizes = [p.stat().st_size for p in folder.iterdir()]
@@ -112,24 +114,29 @@ def test_older_formats_and_unheld_partial_files_go_when_an_entry_is_written(tmp_
     assert names(folder) == sorted([*kept, _entry_name(copy)])
 
 
-def test_the_cache_command_lists_entries_and_clear_empties_the_folder(tmp_path, capsys):
+def test_the_cache_command_lists_trace_entries_and_clear_empties_the_folder(tmp_path, capsys):
     copy = copied(TPU_TRACE, tmp_path / "p")
     trace = _open_and_write(copy)
     folder = traces.cache_dir()
     (folder / "pods").mkdir()
-    (folder / "pods" / "summary").write_bytes(b"x" * 100)
+    (folder / "pods" / "summary").write_bytes(b"x" * 100)  # where an older tpuscope kept pod results
     (folder / "0123456789abcdef.trace").write_bytes(b"old")
     assert main(["cache", "--json"]) == 0
     shown = json.loads(capsys.readouterr().out)
     assert shown["folder"] == str(folder) and shown["format_version"] == traces.FORMAT_VERSION
+    assert shown["root"] == os.environ["TPUSCOPE_CACHE_DIR"] and shown["caching"] is True
     by_name = {e["name"]: e for e in shown["entries"]}
     entry = by_name[_entry_name(copy)]
     assert entry["sources"] == [os.path.abspath(copy)] and entry["events"] == trace.event_count
     assert entry["state"] == "current" and by_name["0123456789abcdef.trace"]["state"] == "older format"
-    assert shown["bytes"] == sum(e["bytes"] for e in shown["entries"]) + 100
+    kinds = {k["kind"]: k for k in shown["kinds"]}
+    assert kinds["traces"]["bytes"] == shown["entry_bytes"] == sum(e["bytes"] for e in shown["entries"])
+    legacy = kinds["older layout"]
+    assert (legacy["folder"], legacy["files"], legacy["bytes"]) == (shown["root"], 1, 100)
+    assert shown["bytes"] == shown["entry_bytes"] + 100
     assert main(["cache"]) == 0
     text = capsys.readouterr().out
-    assert str(folder) in text and str(copy) in text and "older format" in text
+    assert shown["root"] in text and str(copy) in text and "older format" in text and "older layout:" in text
     assert main(["cache", "clear"]) == 0
     assert "Removed 3 files" in capsys.readouterr().out
     assert names(folder) == []

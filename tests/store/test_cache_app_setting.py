@@ -10,7 +10,7 @@ pytest.importorskip("PySide6")
 from PySide6.QtCore import QSettings  # noqa: E402
 
 from tests.conftest import PTXLA_TRACE, TPU_TRACE, shown_message_boxes  # noqa: E402
-from tests.model.cache_helpers import copied, names  # noqa: E402
+from tests.store.cache_helpers import copied, names  # noqa: E402
 from tpuscope.app.opener import open_trace  # noqa: E402
 from tpuscope.store import cache_limit, traces  # noqa: E402
 from tpuscope.ui.cache_setting import SETTING, apply_limit_text, saved_limit  # noqa: E402

@@ -11,7 +11,7 @@ import resource
 import pytest
 
 from tests.conftest import TPU_TRACE
-from tests.model.cache_helpers import cache_warnings, columns, copied, names, run_tpuscope
+from tests.store.cache_helpers import cache_warnings, columns, copied, names, run_tpuscope, trace_folder
 from tpuscope.app.opener import open_trace
 from tpuscope.readers.files import one_format, resolve_profile_files
 from tpuscope.store import traces
@@ -20,7 +20,7 @@ ENTRY_BYTES_MAX = 64 << 10  # far below the TPU profile's 1.2 MB entry: the writ
 
 
 def _expected(copy, tmp_path) -> dict:
-    done = run_tpuscope("info", str(copy), "--json", "--no-cache", cache_dir=tmp_path / "off")
+    done = run_tpuscope("info", str(copy), "--json", "--no-cache", cache_root=tmp_path / "off")
     return json.loads(done.stdout)
 
 
@@ -34,7 +34,7 @@ def test_a_cache_folder_that_cannot_be_made_costs_one_warning_and_the_trace_open
     blocker = tmp_path / "a_file"
     blocker.write_text("not a folder")
     folder = blocker / "cache"  # ENOTDIR, whoever runs the test (root ignores a read-only mode)
-    done = run_tpuscope("info", str(copy), "--json", cache_dir=folder)
+    done = run_tpuscope("info", str(copy), "--json", cache_root=folder)
     assert done.returncode == 0
     assert json.loads(done.stdout) == _expected(copy, tmp_path)
     (warning,) = cache_warnings(done.stderr)
@@ -45,12 +45,13 @@ def test_a_cache_folder_that_cannot_be_made_costs_one_warning_and_the_trace_open
 @pytest.mark.skipif(os.geteuid() == 0, reason="root writes into a read-only folder anyway")
 def test_a_read_only_cache_folder_costs_one_warning_and_keeps_its_entries(tmp_path):
     copy = copied(TPU_TRACE, tmp_path / "profile")
-    folder = tmp_path / "cache"
-    folder.mkdir()
+    root = tmp_path / "cache"
+    folder = trace_folder(root)
+    folder.mkdir(parents=True)
     (folder / "kept-v1.trace").write_bytes(b"someone's")
     folder.chmod(0o555)
     try:
-        done = run_tpuscope("info", str(copy), "--json", cache_dir=folder)
+        done = run_tpuscope("info", str(copy), "--json", cache_root=root)
     finally:
         folder.chmod(0o755)
     assert done.returncode == 0 and json.loads(done.stdout) == _expected(copy, tmp_path)
@@ -68,16 +69,16 @@ def test_a_full_disk_while_writing_leaves_no_entry_nor_partial_file(tmp_path):
     copy = copied(TPU_TRACE, tmp_path / "profile")
     folder = tmp_path / "cache"
     (folder).mkdir()
-    done = run_tpuscope("info", str(copy), "--json", cache_dir=folder, preexec_fn=_limit_file_size)
+    done = run_tpuscope("info", str(copy), "--json", cache_root=folder, preexec_fn=_limit_file_size)
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout) == _expected(copy, tmp_path)
     assert len(cache_warnings(done.stderr)) <= 1  # none when the detached child met the limit
-    traces.wait_for_writes(folder)
-    assert names(folder) == []
-    again = run_tpuscope("info", str(copy), "--json", cache_dir=folder)  # no limit: the entry is written
+    traces.wait_for_writes(trace_folder(folder))
+    assert names(trace_folder(folder)) == []
+    again = run_tpuscope("info", str(copy), "--json", cache_root=folder)  # no limit: the entry is written
     assert json.loads(again.stdout) == _expected(copy, tmp_path) and again.stderr == ""
-    traces.wait_for_writes(folder)
-    assert len(names(folder)) == 1
+    traces.wait_for_writes(trace_folder(folder))
+    assert len(names(trace_folder(folder))) == 1
 
 
 @pytest.mark.parametrize("damage", ["cut_short", "header_only", "other_version", "old_format_magic"])

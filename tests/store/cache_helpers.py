@@ -34,9 +34,10 @@ def columns(trace: Trace) -> list[tuple]:
     return found
 
 
-def run_tpuscope(*args: str, cache_dir: Path, preexec_fn=None, extra_env: dict | None = None,
+def run_tpuscope(*args: str, cache_root: Path, preexec_fn=None, extra_env: dict | None = None,
                  wait: bool = True) -> subprocess.CompletedProcess | subprocess.Popen:  # fmt: skip
-    env = dict(os.environ, TPUSCOPE_CACHE_DIR=str(cache_dir), **(extra_env or {}))
+    """`tpuscope ARGS` in a process of its own, with `cache_root` as the store's root folder."""
+    env = dict(os.environ, TPUSCOPE_CACHE_DIR=str(cache_root), **(extra_env or {}))
     argv = [sys.executable, "-m", "tpuscope", *args]
     if not wait:
         return subprocess.Popen(argv, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
@@ -47,6 +48,11 @@ def run_tpuscope(*args: str, cache_dir: Path, preexec_fn=None, extra_env: dict |
 
 def cache_warnings(stderr: str) -> list[str]:
     return [line for line in stderr.splitlines() if "trace cache" in line]
+
+
+def trace_folder(cache_root: Path) -> Path:
+    """Where a process given `cache_root` keeps its trace entries (`tpuscope.store.layout`)."""
+    return cache_root / "traces"
 
 
 def names(folder: Path) -> list[str]:

@@ -1,0 +1,95 @@
+"""What the store holds, kind by kind, and emptying it: `tpuscope cache` and `tpuscope cache clear`.
+
+Counts and removes whole folders (`tpuscope.store.layout`), so it needs none of the caches' formats:
+every file of a kind's folder is the cache's (entries, partial files, an older layout's subfolders),
+and the folders an older tpuscope used (`layout.LEGACY_FOLDERS`) are counted and removed too.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from tpuscope.store import layout
+
+LEGACY = "older layout"  # the name the legacy folders are listed under
+
+
+@dataclass(frozen=True)
+class KindUsage:
+    """One kind of cache: its folder, and the files and bytes in it (its subfolders included)."""
+
+    kind: str
+    folder: Path
+    files: int
+    bytes: int
+
+
+def usage() -> list[KindUsage]:
+    """Every kind, in `layout.KINDS` order, then the older layout's folders when any is left."""
+    found = []
+    for kind in layout.KINDS:
+        folder = layout.folder(kind)
+        files, size = folder_usage(folder, skip=_legacy_inside(folder))
+        found.append(KindUsage(kind, folder, files, size))
+    legacy = [layout.root() / name for name in layout.LEGACY_FOLDERS]
+    counted = [folder_usage(folder) for folder in legacy if folder.is_dir()]
+    if counted:
+        found.append(KindUsage(LEGACY, layout.root(), sum(c[0] for c in counted), sum(c[1] for c in counted)))
+    return found
+
+
+def clear() -> list[KindUsage]:
+    """Empties every kind's folder and removes the older layout's; what was removed, kind by kind."""
+    removed = []
+    for name in layout.LEGACY_FOLDERS:  # first: some are inside a kind's folder
+        files, size = empty_folder(layout.root() / name, remove_top=True)
+        if files:
+            removed.append(KindUsage(LEGACY, layout.root() / name, files, size))
+    for kind in layout.KINDS:
+        folder = layout.folder(kind)
+        files, size = empty_folder(folder)
+        removed.append(KindUsage(kind, folder, files, size))
+    return removed
+
+
+def _legacy_inside(folder: Path) -> set[Path]:
+    return {layout.root() / name for name in layout.LEGACY_FOLDERS if (layout.root() / name).parent == folder}
+
+
+def folder_usage(folder: Path, skip: set[Path] | None = None) -> tuple[int, int]:
+    """(files, bytes) in `folder` and its subfolders, but those in `skip`."""
+    files = total = 0
+    for root, subfolders, names in os.walk(folder):
+        if skip:
+            subfolders[:] = [name for name in subfolders if Path(root) / name not in skip]
+        for file_name in names:
+            try:
+                total += (Path(root) / file_name).lstat().st_size
+            except OSError:
+                continue
+            files += 1
+    return files, total
+
+
+def empty_folder(folder: Path, remove_top: bool = False) -> tuple[int, int]:
+    """Removes every file under `folder` and its emptied subfolders (`folder` too with `remove_top`);
+    returns (files, bytes) removed. A file that cannot be removed is left, and not counted."""
+    removed = freed = 0
+    for root, _, names in os.walk(folder, topdown=False):
+        for file_name in names:
+            path = Path(root) / file_name
+            try:
+                size = path.lstat().st_size
+                path.unlink()
+            except OSError:
+                continue
+            removed += 1
+            freed += size
+        if remove_top or Path(root) != folder:
+            try:
+                os.rmdir(root)
+            except OSError:
+                pass
+    return removed, freed
