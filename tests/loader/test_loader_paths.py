@@ -20,10 +20,11 @@ from hypothesis import strategies as st
 from tests.conftest import ALL_SHARED_TRACES, ROOT, TPU_TRACE, require_shared_traces
 from tests.trace_checks import assert_consistent, open_or_clean_error
 from tpuscope.app.opener import open_trace
-from tpuscope.model import _kernels, cache
+from tpuscope.model import _kernels
 from tpuscope.model.trace import Trace
 from tpuscope.readers.xplane import _linedecode
 from tpuscope.readers.xplane.decode import MalformedXSpace, decode_xspace
+from tpuscope.store import traces
 
 _BIG_FILE_BYTES = 4 << 20  # tpuscope.readers.xplane.assemble maps files from this size on
 
@@ -114,8 +115,8 @@ def test_cache_reopens_identical_writable_columns(path, tmp_path):
     copy = tmp_path / path.name
     shutil.copy(path, copy)
     first = open_trace(copy)
-    cache.wait_for_writes()  # the entry is written in the background
-    assert list(cache.cache_dir().glob("*.trace")), "the first open should have written the cache"
+    traces.wait_for_writes()  # the entry is written in the background
+    assert list(traces.cache_dir().glob("*.trace")), "the first open should have written the cache"
     second = open_trace(copy)
     assert _columns(second) == _columns(first)
     track = max(second.tracks(), key=len)
@@ -128,8 +129,8 @@ def test_damaged_cache_file_is_ignored(damage, tmp_path):
     copy = tmp_path / TPU_TRACE.name
     shutil.copy(TPU_TRACE, copy)
     expected = _columns(open_trace(copy))
-    cache.wait_for_writes()
-    (stored,) = cache.cache_dir().glob("*.trace")
+    traces.wait_for_writes()
+    (stored,) = traces.cache_dir().glob("*.trace")
     raw = stored.read_bytes()
     stored.write_bytes({"garbage": b"TPUSCOPE" + bytes(range(256)) * 64, "truncated": raw[: len(raw) // 2],
                         "empty": b""}[damage])  # fmt: skip

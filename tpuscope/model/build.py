@@ -59,10 +59,9 @@ def add_track(
     meta = np.ascontiguousarray(meta_index, dtype=np.int32)
     depth = np.empty(len(start), np.int16)
     columns = dict(stats or {})
-    if len(start) and not _kernels.sorted_depth(start, duration, depth):
-        order = np.lexsort((-duration, start))
-        start, duration, meta = start[order], duration[order], meta[order]
-        _kernels.sorted_depth(start, duration, depth)
+    start, duration, order = order_and_nest(start, duration, depth)
+    if order is not None:
+        meta = meta[order]
         columns = {k: _permuted(c, order) for k, c in columns.items()}
     name_id = plane.metadata.name_ids[meta] if len(meta) else np.empty(0, np.int32)
     track = Track(
@@ -81,6 +80,26 @@ def add_track(
     )
     plane.tracks.append(track)
     return track
+
+
+def order_and_nest(
+    start: np.ndarray, duration: np.ndarray, depth: np.ndarray, *, in_place: bool = False
+) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
+    """The events in the model's order (start ascending, longer first on ties) and their nesting
+    depths written into `depth`: (start, duration, the permutation applied or None when they were in
+    order already), for the caller to apply to its other columns. One C pass checks the order and
+    computes the depths; only an out-of-order track is sorted. `in_place` sorts the given arrays
+    themselves (a reader's fresh decoded columns: no copy of the biggest arrays); else new ones."""
+    if not len(start) or _kernels.sorted_depth(start, duration, depth):
+        return start, duration, None
+    permutation = np.lexsort((-duration, start))
+    if in_place:
+        start[:] = start[permutation]
+        duration[:] = duration[permutation]
+    else:
+        start, duration = start[permutation], duration[permutation]
+    _kernels.sorted_depth(start, duration, depth)
+    return start, duration, permutation
 
 
 def _permuted(column: StatColumn, order: np.ndarray) -> StatColumn:

@@ -16,6 +16,7 @@ import numpy as np
 
 from tpuscope.errors import ProfileError
 from tpuscope.model import _kernels
+from tpuscope.model.build import order_and_nest
 from tpuscope.model.flows import correlation_flows
 from tpuscope.model.hosts import host_labels
 from tpuscope.model.narrowing import narrow_integers
@@ -376,16 +377,10 @@ def _gather_rows(table: np.ndarray, indices: np.ndarray, out: np.ndarray) -> int
 def _order_and_nest(line: DecodedLine, meta_index: np.ndarray, depth: np.ndarray) -> _PreparedLine:
     """Durations clamped, the events in the model's order (start ascending, longer first on ties) and
     their depths, in place: the decoded columns become the track's (no copy of the biggest arrays)."""
-    start = line.offset_ps
     duration = np.maximum(line.event_duration_ps, 0, out=line.event_duration_ps)
-    permutation = None
-    # One C pass checks the order and computes depths; only out-of-order tracks get sorted.
-    if len(start) and not _kernels.sorted_depth(start, duration, depth):
-        permutation = np.lexsort((-duration, start))  # start ascending, longer first on ties
-        start[:] = start[permutation]
-        duration[:] = duration[permutation]
+    _, _, permutation = order_and_nest(line.offset_ps, duration, depth, in_place=True)
+    if permutation is not None:
         meta_index[:] = meta_index[permutation]
-        _kernels.sorted_depth(start, duration, depth)
     return _PreparedLine(meta_index, depth, permutation)
 
 
