@@ -79,8 +79,9 @@ def test_info_starts_without_protobuf_a_thread_pool_module_openssl_or_tempfile(t
     assert code == 0 and json.loads(out)["events"] > 0
     assert "tpuscope.readers.xplane.decode" in modules and "tpuscope.store.traces" in modules
     assert [m for m in modules if m in START_COSTS] == []
-    traces.wait_for_writes(tmp_path / "cache")  # a detached child finishes the entry after the exit
-    assert list((tmp_path / "cache").glob("*.trace"))  # the cold load did write the cache
+    entries = tmp_path / "cache" / "traces"  # the store's trace folder in TPUSCOPE_CACHE_DIR
+    traces.wait_for_writes(entries)  # a detached child finishes the entry after the exit
+    assert list(entries.glob("*.trace"))  # the cold load did write the cache
 
 
 def test_the_import_check_sees_a_heavy_command(tmp_path):

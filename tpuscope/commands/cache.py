@@ -3,17 +3,14 @@ and the trace entries; `tpuscope cache clear` empties every kind."""
 
 from __future__ import annotations
 
+from tpuscope.commands import COMMANDS
 from tpuscope.commands._console import print_json
 from tpuscope.model.units import format_bytes
 from tpuscope.store import bound, cache_limit, inventory, layout, traces
 
 
 def register(subparsers) -> None:
-    parser = subparsers.add_parser(
-        "cache",
-        help="the caches (traces, pod results, run summaries, downloads): their folder, sizes, limit and "
-        "trace entries; `cache clear` empties them all",
-    )
+    parser = subparsers.add_parser("cache", help=COMMANDS["cache"])
     parser.add_argument("action", nargs="?", choices=["show", "clear"], default="show",
                         help="show (the default) or clear")  # fmt: skip
     parser.add_argument("--json", action="store_true", help="print machine-readable JSON")

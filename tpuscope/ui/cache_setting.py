@@ -1,4 +1,5 @@
-"""File > Cache Size Limit…: the trace cache's cap as an app setting (TPUSCOPE_CACHE_MAX still wins).
+"""File > Cache Size Limit…: the store's one cap (traces, pod results and run summaries together) as an
+app setting; TPUSCOPE_CACHE_MAX still wins, and 0 turns every cache off (`tpuscope.store.cache_limit`).
 
 The saved value is applied when the menu is built, before any profile loads; it imports
 `tpuscope.store.cache_limit` only (no numpy: the window paints before numpy loads)."""
@@ -34,7 +35,7 @@ def ask_for_limit(window: QWidget, settings: QSettings) -> None:
     current = saved_limit(settings)
     text, accepted = QInputDialog.getText(
         window, "Cache Size Limit",
-        "How much disk the trace cache may use (like 2G or 500M; 0 turns the cache off;\n"
+        "How much disk tpuscope's caches may use (like 2G or 500M; 0 turns them off;\n"
         f"empty: the default, the smaller of 4G and a quarter of the free disk).\n"
         f"{cache_limit.MAX_ENV}, when set, wins over this setting.",
         text="" if current is None else _words(current),
