@@ -172,15 +172,19 @@ def test_the_cache_command_lists_and_clears_every_kind(tmp_path, capsys):
     download = layout.folder(layout.DOWNLOADS) / "run1-0123"
     download.mkdir(parents=True)
     shutil.copy(PTXLA_TRACE, download / "host0.xplane.pb")
+    root = layout.root()
+    (root / "0123456789abcdef-v12.trace").write_bytes(b"x" * 10)  # where TPUSCOPE_CACHE_DIR held traces
+    (root / "notes.txt").write_bytes(b"not ours")
     assert main(["cache", "--json"]) == 0
     shown = json.loads(capsys.readouterr().out)
     kinds = {k["kind"]: k for k in shown["kinds"]}
-    assert list(kinds) == ["traces", "pods", "run_summaries", "downloads"]
-    assert [kinds[k]["files"] for k in kinds] == [2, 1, 1, 1]  # the trace entries: the file's, the run's
+    assert list(kinds) == ["traces", "pods", "run_summaries", "downloads", "older layout"]
+    assert [kinds[k]["files"] for k in kinds] == [2, 1, 1, 1, 1]  # trace entries: the file's, the run's
     assert kinds["downloads"]["bytes"] == PTXLA_TRACE.stat().st_size and not kinds["downloads"]["bounded"]
     assert shown["bytes"] == sum(k["bytes"] for k in kinds.values())
     assert main(["cache", "clear", "--json"]) == 0
     cleared = json.loads(capsys.readouterr().out)
-    assert cleared["removed_files"] == 5 and cleared["freed_bytes"] == shown["bytes"]
+    assert cleared["removed_files"] == 6 and cleared["freed_bytes"] == shown["bytes"]
     assert [names(layout.folder(kind)) for kind in layout.KINDS] == [[], [], [], []]
+    assert [p.name for p in root.iterdir() if p.is_file()] == ["notes.txt"]
     assert read_history([str(_logdir(tmp_path))]).analysed == [RUN]  # analysed again after the clear

@@ -2,18 +2,26 @@
 
 Counts and removes whole folders (`tpuscope.store.layout`), so it needs none of the caches' formats:
 every file of a kind's folder is the cache's (entries, partial files, an older layout's subfolders),
-and the folders an older tpuscope used (`layout.LEGACY_FOLDERS`) are counted and removed too.
+and what an older tpuscope left are counted and removed too: its folders (`layout.LEGACY_FOLDERS`)
+and the trace entries it wrote straight into TPUSCOPE_CACHE_DIR (`LEGACY_ROOT_ENTRY`; any other file
+of the root is not ours).
 """
 
 from __future__ import annotations
 
 import os
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
 from tpuscope.store import layout
 
 LEGACY = "older layout"  # the name the legacy folders are listed under
+# A trace entry, or its partial file, of the layout where TPUSCOPE_CACHE_DIR was the trace folder
+# (16 or 32 hex digits, the format's version since format 12: `tpuscope.store.traces`).
+LEGACY_ROOT_ENTRY = re.compile(
+    r"^\.?(?:[0-9a-f]{16}|[0-9a-f]{32})(?:-v\d+)?\.trace(?:\.partial)?$|^\.[0-9a-f]{16}\.\d+\.\d+\.partial$"
+)
 
 
 @dataclass(frozen=True)
@@ -35,8 +43,27 @@ def usage() -> list[KindUsage]:
         found.append(KindUsage(kind, folder, files, size))
     legacy = [layout.root() / name for name in layout.LEGACY_FOLDERS]
     counted = [folder_usage(folder) for folder in legacy if folder.is_dir()]
-    if counted:
-        found.append(KindUsage(LEGACY, layout.root(), sum(c[0] for c in counted), sum(c[1] for c in counted)))
+    loose = [(1, size) for _, size in _legacy_root_entries()]
+    if counted or loose:
+        both = counted + loose
+        found.append(KindUsage(LEGACY, layout.root(), sum(c[0] for c in both), sum(c[1] for c in both)))
+    return found
+
+
+def _legacy_root_entries() -> list[tuple[Path, int]]:
+    """The older layout's trace entries directly in the root, with their sizes."""
+    found = []
+    try:
+        listing = list(os.scandir(layout.root()))
+    except OSError:
+        return []
+    for item in listing:
+        if LEGACY_ROOT_ENTRY.match(item.name):
+            try:
+                if item.is_file(follow_symlinks=False):
+                    found.append((Path(item.path), item.stat(follow_symlinks=False).st_size))
+            except OSError:
+                continue
     return found
 
 
@@ -47,6 +74,15 @@ def clear() -> list[KindUsage]:
         files, size = empty_folder(layout.root() / name, remove_top=True)
         if files:
             removed.append(KindUsage(LEGACY, layout.root() / name, files, size))
+    files = size = 0
+    for path, length in _legacy_root_entries():
+        try:
+            path.unlink()
+        except OSError:
+            continue
+        files, size = files + 1, size + length
+    if files:
+        removed.append(KindUsage(LEGACY, layout.root(), files, size))
     for kind in layout.KINDS:
         folder = layout.folder(kind)
         files, size = empty_folder(folder)
