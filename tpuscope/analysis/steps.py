@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from tpuscope.analysis.host_names import distinct_ids
 from tpuscope.model.trace import Trace, Track
 from tpuscope.model.vocabulary import EventClass, Stat, TrackKind
 
@@ -153,7 +154,7 @@ def _best_named_group(candidates: list[tuple[Track, np.ndarray]]) -> tuple[Track
     best, best_key = None, None
     for track, idx in candidates:
         names = track.name_id[idx]
-        for name_id in np.unique(names):
+        for name_id in distinct_ids(names)[0]:  # in id order, as np.unique, without sorting the events
             sel = outermost(track, idx[names == name_id])
             key = (len(sel) >= MIN_REPEATS_FOR_PROGRAM_STEPS, int(track.duration_ps[sel].sum()))
             if best_key is None or key > best_key:

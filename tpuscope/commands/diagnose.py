@@ -12,7 +12,9 @@ makes it an error.
 
 from __future__ import annotations
 
+import sys
 import textwrap
+import time
 from typing import Any
 
 from tpuscope.analysis.diagnose import Report, Severity
@@ -35,6 +37,12 @@ def register(subparsers) -> None:
         "--fail-on",
         choices=["warning", "critical"],
         help="exit 1 when a finding of this severity or worse exists (for CI gates)",
+    )
+    parser.add_argument(
+        "--timings",
+        action="store_true",
+        help="also print each rule's wall time and the shared facts it computed first (stderr; "
+        "a `timings` object with --json)",
     )
     add_per_host_arguments(parser)
     parser.set_defaults(handler=run)
@@ -66,12 +74,17 @@ def run(args) -> int:
         )
     assert trace is not None
     analysis = TraceAnalysis(trace)
+    before_rules = timed_facts(analysis) if args.timings else {}
     notes = analysis.pod.notes() if len(trace.hosts) > 1 else []
     warn_about_pod(notes)
     report = analysis.report
+    timings = timings_json(before_rules, report) if args.timings else {}
+    if args.timings and not args.json:
+        print_timings(timings)
     if args.json:
         pod_keys = {"hosts": list(trace.hosts), "unreadable": [], "notes": notes}  # as --per-host's JSON
-        print_json({**report_json(report), **pod_keys} if len(trace.hosts) > 1 else report_json(report))
+        payload = {**report_json(report), **pod_keys} if len(trace.hosts) > 1 else report_json(report)
+        print_json({**payload, "timings": timings} if args.timings else payload)
     elif len(trace.hosts) > 1:  # a pod: its header as host by host, then the same findings
         print(f"Framework: {report.framework.name} ({report.framework.evidence})")
         print(f"Hosts:     {len(trace.hosts)}, read as one trace")
@@ -82,6 +95,49 @@ def run(args) -> int:
     if args.fail_on and report.worst is not None and report.worst >= Severity.parse(args.fail_on):
         return EXIT_FINDINGS
     return EXIT_OK
+
+
+def timed_facts(analysis: TraceAnalysis) -> dict[str, float]:
+    """The facts every rule builds on, computed before the rules in the order they depend on each
+    other, with each one's wall seconds: the pod table makes the step periods, device busy time and
+    waits that most rules read, so the rules' own times below are their own work."""
+    facts = {
+        "steps": lambda: analysis.steps,
+        "framework": lambda: analysis.framework,
+        "devices": lambda: analysis.devices,
+        "pod table (periods, device busy, waits)": lambda: analysis.pod,
+    }
+    seconds = {}
+    for name, compute in facts.items():
+        started = time.perf_counter()
+        compute()
+        seconds[name] = time.perf_counter() - started
+    return seconds
+
+
+def timings_json(before_rules: dict[str, float], report: Report) -> dict[str, Any]:
+    """`--timings` as JSON: milliseconds of the facts made first, of each rule (with the facts it was
+    the first to ask for), and of all rules together."""
+    return {
+        "before_rules_ms": {name: round(s * 1e3, 3) for name, s in before_rules.items()},
+        "rules": [
+            {"rule": t.rule, "ms": round(t.seconds * 1e3, 3), "facts_computed_first": list(t.facts)}
+            for t in report.timings
+        ],
+        "rules_total_ms": round(sum(t.seconds for t in report.timings) * 1e3, 3),
+    }
+
+
+def print_timings(timings: dict[str, Any]) -> None:
+    """The cost table on stderr, so that stdout stays the report."""
+    rows = [(name, ms, "") for name, ms in timings["before_rules_ms"].items()]
+    rows += [(r["rule"], r["ms"], ", ".join(r["facts_computed_first"])) for r in timings["rules"]]
+    width = max(len(name) for name, _, _ in rows)
+    out = sys.stderr
+    print("Timings, wall ms: the shared facts, then each rule and the facts it computed first", file=out)
+    for name, ms, facts in rows:
+        print(f"  {name:<{width}}  {ms:9.1f}{'  ' + facts if facts else ''}", file=out)
+    print(f"  {'all rules':<{width}}  {timings['rules_total_ms']:9.1f}", file=out)
 
 
 def _host_file_count(args) -> int:

@@ -74,6 +74,16 @@ IMPACT_THRESHOLDS: dict[str, ImpactThresholds] = {m.RULE_ID: m.IMPACT_THRESHOLDS
 RULES: dict[str, Rule] = {m.RULE_ID: m.run for m in _RULE_MODULES}  # in the order findings tie-break
 
 
+@dataclass(frozen=True)
+class RuleTiming:
+    """One rule's wall time in a diagnosis, and the shared facts it was the first to ask for: their
+    cost is in its time, and the rules after it reuse them (`tpuscope diagnose --timings`)."""
+
+    rule: str
+    seconds: float
+    facts: tuple[str, ...]
+
+
 @dataclass
 class Report:
     """The outcome of one diagnosis run."""
@@ -84,6 +94,7 @@ class Report:
     rule_errors: dict[str, str] = field(default_factory=dict)
     seconds: float = 0.0
     checked: list[dict[str, str]] = field(default_factory=list)  # {"rule", "summary"} per rule that ran
+    timings: list[RuleTiming] = field(default_factory=list)  # per rule, in run order (one trace's rules)
 
     @property
     def worst(self) -> Severity | None:
@@ -122,7 +133,10 @@ def diagnose(ctx: Context, rules: dict[str, Rule] | None = None) -> Report:
     findings: list[Finding] = []
     errors: dict[str, str] = {}
     checked: list[dict[str, str]] = []
+    timings: list[RuleTiming] = []
     for rule_id, rule in (rules or RULES).items():
+        facts_before = set(ctx.facts_in_hand())
+        rule_started = time.perf_counter()
         try:
             outcome = rule(ctx)
             if isinstance(outcome, RuleOutcome):
@@ -133,9 +147,12 @@ def diagnose(ctx: Context, rules: dict[str, Rule] | None = None) -> Report:
                 checked.append({"rule": rule_id, "summary": ""})
         except Exception as error:  # noqa: BLE001 - one broken rule must not hide the others' findings
             errors[rule_id] = f"{type(error).__name__}: {error}"
+        new_facts = tuple(f for f in ctx.facts_in_hand() if f not in facts_before)
+        timings.append(RuleTiming(rule_id, time.perf_counter() - rule_started, new_facts))
     order = {rule_id: k for k, rule_id in enumerate(RULES)}
     findings.sort(key=lambda f: (-int(f.severity), -_impact_percent(f), order.get(f.id, len(order))))
-    return Report(ctx.framework, ctx.steps, findings, errors, time.perf_counter() - started, checked)
+    seconds = time.perf_counter() - started
+    return Report(ctx.framework, ctx.steps, findings, errors, seconds, checked, timings)
 
 
 def _diagnose_by_host(ctx: Context, wanted: list[str] | None) -> Report:

@@ -23,11 +23,11 @@ from tpuscope.analysis.diagnose.finding import (
     percent,
     step_time_impact,
 )
-from tpuscope.analysis.facts.context import Context, intervals_of
+from tpuscope.analysis.facts.context import Context
 from tpuscope.analysis.facts.evidence import MAX_EVIDENCE, event_evidence, largest_first
 from tpuscope.analysis.facts.evidence import range_evidence as range_ev
 from tpuscope.analysis.facts.intervals import Intervals, intersect, total, window_total
-from tpuscope.analysis.facts.waits import input_work_events, waiting_intervals
+from tpuscope.analysis.facts.waits import input_wait_intervals, input_work_events, input_work_intervals
 from tpuscope.analysis.framework import JAX, PYTORCH, PYTORCH_XLA, TENSORFLOW
 
 RULE_ID = "input_bound"
@@ -83,8 +83,8 @@ def run(ctx: Context) -> RuleOutcome:
             [], f"{len(steps)} steps of zero length: no step time to measure input wait against"
         )
     input_events = input_work_events(ctx)
-    work = intervals_of(input_events)
-    waiting = waiting_intervals(ctx, work)
+    work = input_work_intervals(ctx)
+    waiting = input_wait_intervals(ctx)  # the waiting_intervals of `work`, shared with the figures
     if not ctx.devices:
         return _without_devices(ctx, input_events, waiting, step_time)
 

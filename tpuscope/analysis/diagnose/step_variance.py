@@ -37,8 +37,9 @@ from tpuscope.analysis.facts.evidence import event_evidence, largest_first
 from tpuscope.analysis.facts.evidence import range_evidence as range_ev
 from tpuscope.analysis.facts.intervals import difference, merge_intervals, window_total
 from tpuscope.analysis.facts.outliers import MODIFIED_Z_OUTLIER, modified_z
-from tpuscope.analysis.facts.waits import input_work_events, waiting_intervals
+from tpuscope.analysis.facts.waits import input_wait_intervals
 from tpuscope.analysis.framework import JAX, PYTORCH_XLA, TENSORFLOW
+from tpuscope.analysis.host_names import distinct_ids
 from tpuscope.model.trace import Track
 
 RULE_ID = "step_time_variance"
@@ -225,7 +226,7 @@ def _split(ctx: Context) -> _Parts:
     period = (p1 - p0).astype(np.float64)
     compiling = window_total(intervals_of(ctx.compiles), p0, p1).astype(np.float64)
     device = window_total(ctx.device_busy, p0, p1).astype(np.float64)
-    waiting = waiting_intervals(ctx, intervals_of(input_work_events(ctx)))
+    waiting = input_wait_intervals(ctx)
     wait = window_total(waiting, p0, p1).astype(np.float64)
     gap = np.clip(period - device - wait - compiling, 0, None)
     return _Parts(period, device, wait, gap)
@@ -239,7 +240,11 @@ class _Extra:
 
 
 def _extra_host_events(ctx: Context, outliers: np.ndarray, typical: np.ndarray) -> _Extra:
-    """Host events on the step threads whose names most typical steps never run, inside the slow steps."""
+    """Host events on the step threads whose names most typical steps never run, inside the slow steps.
+
+    One pass of numpy columns per step thread, no sort of all its events: each name is numbered
+    densely (`distinct_ids`) so that "which names do most typical steps run" and "how much host time
+    does each extra name take" are counts per number (`_steps_running`, `np.bincount`)."""
     p0, p1 = ctx.periods
     tracks = {id(t): t for t, _ in ctx.launches}
     if ctx.steps.track is not None and not ctx.steps.track.plane.is_device:
@@ -255,15 +260,16 @@ def _extra_host_events(ctx: Context, outliers: np.ndarray, typical: np.ndarray) 
     for track in tracks.values():
         step = np.searchsorted(p0, track.start_ps, side="right") - 1
         inside = (step >= 0) & (track.start_ps < p1[np.clip(step, 0, None)])
-        names, steps_of = track.name_id[inside], step[inside]
-        typical_pairs = np.unique(np.stack([steps_of, names])[:, is_typical[steps_of]], axis=1)
-        usual_names, runs = np.unique(typical_pairs[1], return_counts=True)
-        usual = usual_names[runs >= USUAL_NAME_SHARE * max(len(typical), 1)]
         events = np.flatnonzero(inside)
-        pick = is_slow[steps_of] & ~np.isin(names, usual)
+        name_ids, codes = distinct_ids(track.name_id[inside])
+        steps_of = step[inside]
+        in_typical = is_typical[steps_of]
+        runs = _steps_running(codes[in_typical], steps_of[in_typical], len(name_ids))
+        usual = runs >= USUAL_NAME_SHARE * max(len(typical), 1)
+        pick = is_slow[steps_of] & ~usual[codes]
         # The step annotation itself and nested duplicates are not extra work.
-        chosen = events[pick]
-        chosen = chosen[track.name_id[chosen] != _step_name_id(ctx, track)]
+        pick &= name_ids[codes] != _step_name_id(ctx, track)
+        chosen, chosen_codes = events[pick], codes[pick]
         # Only host work while no device computes counts: on XLA:CPU the step thread itself runs the
         # device thunks (ThunkExecutor::Execute and the ops inside it), which are device compute.
         ends_in_step = np.minimum(track.end_ps[chosen], p1[step[chosen]])
@@ -271,17 +277,19 @@ def _extra_host_events(ctx: Context, outliers: np.ndarray, typical: np.ndarray) 
             ctx.device_busy, track.start_ps[chosen], ends_in_step
         )
         keep = host_only > 0
-        chosen, ends_in_step, host_only = chosen[keep], ends_in_step[keep], host_only[keep]
+        chosen, chosen_codes = chosen[keep], chosen_codes[keep]
+        ends_in_step, host_only = ends_in_step[keep], host_only[keep]
         if not len(chosen):
             continue
         starts.append(track.start_ps[chosen])
         ends.append(ends_in_step)
         for i in chosen[np.argsort(-host_only, kind="stable")][:10]:
             found.append((track, int(i)))
-        name_ids, which = np.unique(track.name_id[chosen], return_inverse=True)
-        sums = np.bincount(which.reshape(-1), weights=host_only, minlength=len(name_ids))
-        for name_id, duration in zip(name_ids.tolist(), sums.tolist(), strict=True):  # one per name
-            per_name[name_id] = per_name.get(name_id, 0) + duration
+        events_per_code = np.bincount(chosen_codes, minlength=len(name_ids))
+        sums = np.bincount(chosen_codes, weights=host_only, minlength=len(name_ids))
+        for code in np.flatnonzero(events_per_code).tolist():  # one per name, in name id order
+            name_id = int(name_ids[code])
+            per_name[name_id] = per_name.get(name_id, 0) + float(sums[code])
     if not starts:
         return _Extra(0.0, [], [])
     union = difference(merge_intervals(np.concatenate(starts), np.concatenate(ends)), ctx.device_busy)
@@ -289,6 +297,23 @@ def _extra_host_events(ctx: Context, outliers: np.ndarray, typical: np.ndarray) 
     top = sorted(per_name, key=lambda k: -per_name[k])[:5]
     found.sort(key=lambda e: -int(e[0].duration_ps[e[1]]))
     return _Extra(total, [ctx.trace.strings[k] for k in top], found[:10])
+
+
+def _steps_running(codes: np.ndarray, steps: np.ndarray, n_codes: int) -> np.ndarray:
+    """Per name code: how many distinct steps run it, from one thread's events in time order (so
+    `steps` never decreases).
+
+    A stable sort by code keeps each code's events in time order, so its steps come in order and
+    each change of step starts a new one. NumPy sorts integers of 16 bits or fewer stably by radix
+    sort (`numpy.sort`, kind="stable"), in linear time: the codes take that type when they fit."""
+    if len(codes) == 0:
+        return np.zeros(n_codes, np.int64)
+    small = codes.astype(np.uint16) if n_codes <= np.iinfo(np.uint16).max + 1 else codes
+    order = np.argsort(small, kind="stable")
+    by_code, step_of = codes[order], steps[order]
+    new_pair = np.ones(len(order), bool)
+    new_pair[1:] = (by_code[1:] != by_code[:-1]) | (step_of[1:] != step_of[:-1])
+    return np.bincount(by_code[new_pair], minlength=n_codes)
 
 
 def _step_name_id(ctx: Context, track: Track) -> int:

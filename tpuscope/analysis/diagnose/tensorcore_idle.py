@@ -25,7 +25,7 @@ from tpuscope.analysis.diagnose.tpu_cores import tensorcores
 from tpuscope.analysis.facts.context import Context, intervals_of
 from tpuscope.analysis.facts.evidence import range_evidence as range_ev
 from tpuscope.analysis.facts.intervals import difference, merge_intervals, window_total
-from tpuscope.analysis.facts.waits import input_work_events, waiting_intervals
+from tpuscope.analysis.facts.waits import input_wait_intervals
 from tpuscope.analysis.framework import JAX, PYTORCH_XLA, TENSORFLOW
 
 RULE_ID = "tensorcore_idle"
@@ -61,7 +61,7 @@ def run(ctx: Context) -> RuleOutcome:
     if len(steady) == 0:
         return RuleOutcome([], "no steady-state steps on the TPU")
     w0, w1 = p0[steady], p1[steady]
-    wait = waiting_intervals(ctx, intervals_of(input_work_events(ctx)))
+    wait = input_wait_intervals(ctx)
     compiling = intervals_of(ctx.compiles)
     explained = merge_intervals(
         np.concatenate([wait[0], compiling[0]]), np.concatenate([wait[1], compiling[1]])

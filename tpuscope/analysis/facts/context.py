@@ -8,8 +8,9 @@ ask the context ("the device-idle intervals", "the outermost events named like X
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from functools import cached_property
-from typing import TypeVar
+from typing import Any, TypeVar
 
 import numpy as np
 
@@ -51,6 +52,7 @@ class Context:
         self.trace: Trace = results.trace
         self._host_events: dict[str | EventClass, list[tuple[Track, np.ndarray]]] = {}
         self._device_busy: Intervals | None = None
+        self._facts: dict[str, Any] = {}
 
     def get(self, result: Result[T]) -> T:
         """A result of the trace's analysis (`tpuscope.analysis.results`, e.g. the memory report).
@@ -59,6 +61,21 @@ class Context:
         the context itself (the lock order of `tpuscope.analysis.results`), or be in hand before the
         rules run, as the pod table is (the report's `first`)."""
         return self._results.get(result)
+
+    def fact(self, name: str, compute: Callable[[], T]) -> T:
+        """A fact that several rules and figures derive alike (the input wait intervals, ...), computed
+        by the first that asks and then shared: `compute()` runs once per context and `name`."""
+        if name not in self._facts:
+            self._facts[name] = compute()
+        return self._facts[name]
+
+    def facts_in_hand(self) -> list[str]:
+        """The names of the facts computed so far (those of `fact`, the cached properties, the host
+        event lookups and the device busy time): `diagnose --timings` names what each rule made first."""
+        names = [k for k in vars(self) if not k.startswith("_") and k != "trace"]
+        names += ["device_busy"] if self._device_busy is not None else []
+        names += [f"host events {_lookup_name(key)}" for key in self._host_events]
+        return names + list(self._facts)
 
     @property
     def framework(self) -> Framework:
@@ -188,6 +205,11 @@ class Context:
     def advice_for(self, advice: dict[str, list[str]]) -> list[str]:
         """The advice for the detected framework, else the generic advice (key "")."""
         return list(advice.get(self.framework.name) or advice.get("", []))
+
+
+def _lookup_name(key: str | EventClass) -> str:
+    """A host event lookup in words: the event class's name, or the pattern."""
+    return key.name.lower() if isinstance(key, EventClass) and key.name else str(key)
 
 
 def intervals_of(events: list[tuple[Track, np.ndarray]]) -> Intervals:

@@ -89,6 +89,8 @@ def difference(a: Intervals, b: Intervals) -> Intervals:
     if len(b[0]) < len(a[0]):
         # Fewer holes than pieces: a meets the gaps of b (within a's span), the smaller set searching.
         return _intersect_canonical(_gaps(b, int(a[0][0]), int(a[1][-1])), a)
+    if len(a[0]) == 1:  # one window (a whole profile, the steps' span) minus many intervals
+        return _window_minus(int(a[0][0]), int(a[1][0]), b)
     return _cut_out(a, b)
 
 
@@ -166,6 +168,20 @@ def _gaps(b: Intervals, low: int, high: int) -> Intervals:
     not empty: canonical, as b's intervals separate them."""
     starts = np.concatenate([[low], b[1]])
     ends = np.concatenate([b[0], [high]])
+    keep = ends > starts
+    return (starts, ends) if keep.all() else (starts[keep], ends[keep])
+
+
+def _window_minus(low: int, high: int, b: Intervals) -> Intervals:
+    """[low, high) - b for canonical b: the gaps between the b intervals it overlaps, clipped to the
+    window. The same pieces `_cut_out` makes for one a interval, from slices of b's columns instead of
+    per-piece indices (the union of a million device ops is subtracted from one window this way)."""
+    first = int(np.searchsorted(b[1], low, side="right"))  # the first b interval ending after low
+    last = int(np.searchsorted(b[0], high, side="left"))  # past the last one starting before high
+    starts = np.concatenate([[low], b[1][first:last]]).astype(np.int64, copy=False)
+    ends = np.concatenate([b[0][first:last], [high]]).astype(np.int64, copy=False)
+    np.maximum(starts, low, out=starts)
+    np.minimum(ends, high, out=ends)
     keep = ends > starts
     return (starts, ends) if keep.all() else (starts[keep], ends[keep])
 

@@ -36,6 +36,12 @@ def input_work_events(ctx: Context) -> list[tuple[Track, np.ndarray]]:
     return ctx.host_events_of(EventClass.INPUT) + _user_input_events(ctx)
 
 
+def input_work_intervals(ctx: Context) -> Intervals:
+    """The time in input work (`input_work_events`), as one canonical set made once per context:
+    the input-bound rule, the step variance rule and the figures all measure against it."""
+    return ctx.fact("input_work_intervals", lambda: _read_only(intervals_of(input_work_events(ctx))))
+
+
 def waiting_intervals(ctx: Context, work: Intervals) -> Intervals:
     """The time the steps waited for their input (needs steps).
 
@@ -55,13 +61,23 @@ def input_wait_intervals(ctx: Context) -> Intervals:
     empty without steps."""
     if len(ctx.periods[0]) == 0:
         return empty()
-    return waiting_intervals(ctx, intervals_of(input_work_events(ctx)))
+    # Asked by the overview, the pod summary and three rules: made once per context, shared read-only.
+    return ctx.fact(
+        "input_wait_intervals", lambda: _read_only(waiting_intervals(ctx, input_work_intervals(ctx)))
+    )
 
 
 def compile_wait_intervals(ctx: Context, input_wait: Intervals) -> Intervals:
     """Host compilation time during which no device ran an op, minus what is counted as input."""
     compiling = intervals_of(ctx.compiles)
     return difference(difference(compiling, ctx.device_busy), input_wait)
+
+
+def _read_only(intervals: Intervals) -> Intervals:
+    """`intervals`, made read-only: a shared fact that one caller wrote into would be wrong for the rest."""
+    for column in intervals:
+        column.flags.writeable = False
+    return intervals
 
 
 def _user_input_events(ctx: Context) -> list:

@@ -1,0 +1,39 @@
+"""`tpuscope diagnose --timings`: each rule's cost on stderr (text) or as `timings` (JSON), and the
+report itself unchanged by asking for it."""
+
+from __future__ import annotations
+
+import json
+
+from tpuscope.analysis.diagnose import RULES
+from tpuscope.cli import main
+
+
+def test_json_timings_list_every_rule_and_leave_the_report_as_it_was(recorded_paths, capsys):
+    path = str(recorded_paths["input_bound"])
+    assert main(["diagnose", path, "--json", "--no-cache"]) == 0
+    plain = capsys.readouterr().out
+    assert "timings" not in json.loads(plain)
+    assert main(["diagnose", path, "--json", "--no-cache", "--timings"]) == 0
+    timed = json.loads(capsys.readouterr().out)
+    timings = timed.pop("timings")
+    assert json.dumps(timed, indent=2) + "\n" == plain  # the same report, key for key
+    assert [r["rule"] for r in timings["rules"]] == list(RULES)
+    assert all(r["ms"] >= 0 for r in timings["rules"])
+    assert set(timings["before_rules_ms"]) >= {"steps", "framework", "devices"}
+    assert abs(timings["rules_total_ms"] - sum(r["ms"] for r in timings["rules"])) < 0.01 * len(RULES)
+    # Each shared fact is computed by one rule at most: the later ones reuse it.
+    made = [fact for r in timings["rules"] for fact in r["facts_computed_first"]]
+    assert len(made) == len(set(made))
+
+
+def test_text_timings_go_to_stderr(recorded_paths, capsys):
+    path = str(recorded_paths["recompile"])
+    main(["diagnose", path, "--no-cache"])
+    plain = capsys.readouterr()
+    main(["diagnose", path, "--no-cache", "--timings"])
+    timed = capsys.readouterr()
+    assert timed.out == plain.out and "Timings" not in plain.err
+    assert timed.err.startswith("Timings, wall ms")
+    for rule in RULES:
+        assert f"  {rule} " in timed.err
