@@ -1,23 +1,30 @@
-"""Pods host by host: the pod page's light pass against `info`, 1 vs 2 Dask workers, and the memory bound.
+"""Pods host by host: `overview` and the pod page's light pass against `info`, the engine's places, memory.
 
 Each host file is the generator's TPU-shaped XSpace (benchmarks/generate_xspace.py); the run
 folder holds one hard link per host, so 64 hosts of 100 MB cost 100 MB of disk. Every figure is
-a whole `tpuscope diagnose RUN --json` process (peak RSS over it and its worker processes), with
-the one-trace load of the same run beside it where that fits in memory.
+a whole `tpuscope` process (peak RSS over it and its worker processes), with the one-trace load of
+the same run beside it where that fits in memory. The host-by-host engine (`tpuscope.app.hosts`)
+runs in process (`--workers here`), on local worker processes (`--workers N`, default one per core)
+or on a Dask cluster (`--workers ADDRESS`: here a local one, `tpuscope.app.dask_hosts.local_cluster`).
 
     python benchmarks/bench_pods.py --hosts 16 --events-per-host 1000000
     python benchmarks/bench_pods.py --hosts 64 --events-per-host 3000000 --skip-workers
+    python benchmarks/bench_pods.py --overview --hosts 16 --events-per-host 1000000 --before SRC --repeat 3
     python benchmarks/bench_pods.py --light --hosts 16 64 256 --events-per-host 20000   # scale
 
-`--light` times what the pod page shows first (`tpuscope.app.pod_pass`: each host file decoded and
+`--overview` times the whole `tpuscope overview RUN` process against `tpuscope info RUN` of the same
+run, alternated over `--repeat N` rounds (medians), and with `--before SRC` the overview of another
+tree too (SRC holds its `tpuscope/` with the built `.so` files, e.g. `git archive REF tpuscope | tar
+-x -C SRC`). SRC is byte-compiled first: a copied tree has no `__pycache__`, and where
+PYTHONDONTWRITEBYTECODE is set each of its processes would compile every module it imports.
+
+`--light` times what the pod page shows first (`tpuscope.app.hosts`: each host file decoded and
 summarized in worker processes, one per core) and then the full per-host diagnosis on the same
 workers, beside `tpuscope info RUN` (the decode of every host, as one trace) of the same run, for
 each host count given: time per host should stay flat as the hosts grow, and peak memory (the
 largest process: the parent holds the summaries, each worker one host) should not grow with them.
-`--before SRC` times the same pass of another tree too (SRC holds its `tpuscope/` with the built
-`.so` files, e.g. `git archive REF tpuscope | tar -x -C SRC`), alternated with this one over
-`--repeat N` rounds, medians printed. SRC is byte-compiled first: a copied tree has no `__pycache__`,
-and where PYTHONDONTWRITEBYTECODE is set each of its workers would compile every module it imports.
+`--before SRC` times the same pass of another tree too, alternated with this one over `--repeat N`
+rounds, medians printed.
 
     python benchmarks/bench_pods.py --light --no-full --hosts 16 --before SRC --repeat 7
 """
@@ -63,13 +70,18 @@ _MEASURE_ECHO = (
 )
 
 
-def timed_cpu(args: list[str]) -> tuple[float, float, float]:
-    """Wall seconds, peak RSS (MB) and CPU seconds of a whole tpuscope process."""
+def timed_cpu(args: list[str], source: Path | None = None) -> tuple[float, float, float]:
+    """Wall seconds, peak RSS (MB) and CPU seconds of a whole tpuscope process (of the tree at
+    `source` when given, else this one)."""
     env = dict(os.environ, TPUSCOPE_NO_CACHE="1")
+    if source is not None:  # ahead of the editable install on the import path (workers inherit it)
+        env["PYTHONPATH"] = str(source)
+    # `python -m` puts its working directory first on the import path: the tree's own folder.
+    cwd = source if source is not None else HERE.parent
     started = time.perf_counter()
     result = subprocess.run(
         [sys.executable, "-c", _MEASURE_ECHO, sys.executable, "-m", "tpuscope", *args],
-        capture_output=True, text=True, env=env, timeout=3600,
+        capture_output=True, text=True, env=env, timeout=3600, cwd=cwd,
     )  # fmt: skip
     seconds = time.perf_counter() - started
     code, peak_kib, cpu = result.stdout.splitlines()[-1].split()
@@ -89,21 +101,24 @@ _PASSES = """
 import json, sys, time
 def main():
     started = time.perf_counter()
-    from tpuscope.app import pod_pass
+    try:
+        from tpuscope.app import hosts as engine
+    except ImportError:  # a tree from before the one engine (timed beside this one)
+        from tpuscope.app import pod_pass as engine
     from tpuscope.app.runs import host_files
     files = [str(f) for f in host_files(sys.argv[1])]
-    pool = pod_pass.HostPool()
+    pool = engine.HostPool()
     if hasattr(pool, "start"):  # the workers come up while this process imports the rest (older
         pool.start(len(files))  # checkouts, timed beside this one: the first task starts them)
     from tpuscope.store import pod_results
     from tpuscope.analysis.pod_run import combine
     light = []
-    pod_pass.pass_over(pool, files, pod_results.LIGHT, lambda: False, light.append)
+    engine.pass_over(pool, files, pod_results.LIGHT, lambda: False, light.append)
     run = combine([r for o in sorted(light, key=lambda o: o.index) for r in o.results])
     shown = time.perf_counter()
     full = []
     if sys.argv[2] == "full":
-        pod_pass.pass_over(pool, files, pod_results.FULL, lambda: False, full.append)
+        engine.pass_over(pool, files, pod_results.FULL, lambda: False, full.append)
         combine([r for o in sorted(full, key=lambda o: o.index) for r in o.results])
     pool.close()
     print(json.dumps({"light_s": shown - started, "full_s": time.perf_counter() - shown,
@@ -190,6 +205,47 @@ def light_before_after(folder: Path, host_counts: list[int], events: int, before
         )
 
 
+def overview_against_info(
+    folder: Path, host_counts: list[int], events: int, before: Path | None, repeat: int
+) -> None:
+    """Whole `overview RUN` processes (this tree's, and `before`'s) against `info RUN` of the same
+    run, alternated over `repeat` rounds; medians, and each against the same rounds' info."""
+    if before is not None:
+        compileall.compile_dir(str(before / "tpuscope"), quiet=1)
+    trees: list[tuple[str, Path | None]] = [("now", None)] + ([("before", before)] if before else [])
+    print(f"overview vs info, {events:,} events per host, cache off, {repeat} rounds alternated, medians")
+    for hosts in host_counts:
+        run = make_run(folder, hosts, events)
+        walls: dict[str, list[float]] = {"info": []} | {name: [] for name, _ in trees}
+        cpus: dict[str, list[float]] = {"info": []} | {name: [] for name, _ in trees}
+        peaks: dict[str, list[float]] = {"info": []} | {name: [] for name, _ in trees}
+        load = os.getloadavg()[0]
+        for round_ in range(repeat):
+            order: list[tuple[str, Path | None, list[str]]] = [("info", None, ["info", str(run)])]
+            order += [(name, source, ["overview", str(run)]) for name, source in trees]
+            for name, source, args in order if round_ % 2 == 0 else order[::-1]:
+                seconds, peak, cpu = timed_cpu(args, source)
+                walls[name].append(seconds)
+                cpus[name].append(cpu)
+                peaks[name].append(peak)
+        wall = {k: statistics.median(v) for k, v in walls.items()}
+        figures = " | ".join(
+            f"overview {name} {wall[name]:.2f} s = {wall[name] / wall['info']:.2f}x info "
+            f"(CPU {statistics.median(cpus[name]):.2f} s, peak {max(peaks[name]):.0f} MB)"
+            for name, _ in trees
+        )
+        print(
+            f"{hosts:4d} hosts: info {wall['info']:.2f} s (CPU {statistics.median(cpus['info']):.2f} s, "
+            f"peak {max(peaks['info']):.0f} MB) | {figures} "
+            f"(load average {load:.1f} -> {os.getloadavg()[0]:.1f})",
+            flush=True,
+        )
+        print(
+            f"{'':6}rounds: "
+            + "; ".join(f"{k} " + " ".join(f"{v:.2f}" for v in vs) for k, vs in walls.items())
+        )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--hosts", type=int, nargs="+", default=[16])
@@ -201,11 +257,22 @@ def main() -> None:
         "--light", action="store_true", help="the pod page's passes against info, per host count"
     )
     parser.add_argument("--no-full", action="store_true", help="with --light: the light pass only")
-    parser.add_argument("--before", type=Path, default=None, help="with --light: also time this tree's pass")
-    parser.add_argument("--repeat", type=int, default=5, help="with --before: rounds, alternated")
+    parser.add_argument(
+        "--overview", action="store_true", help="whole `overview RUN` processes against `info RUN`"
+    )
+    parser.add_argument(
+        "--before", type=Path, default=None, help="with --light or --overview: also time this tree"
+    )
+    parser.add_argument(
+        "--repeat", type=int, default=5, help="with --before or --overview: rounds, alternated"
+    )
     args = parser.parse_args()
     folder = Path(args.dir or tempfile.mkdtemp(prefix="tpuscope_pods_"))
     folder.mkdir(parents=True, exist_ok=True)
+    if args.overview:
+        before = args.before.resolve() if args.before is not None else None
+        overview_against_info(folder, args.hosts, args.events_per_host, before, args.repeat)
+        return
     if args.light and args.before is not None:
         light_before_after(folder, args.hosts, args.events_per_host, args.before.resolve(), args.repeat)
         return
@@ -216,7 +283,7 @@ def main() -> None:
     run = make_run(folder, args.hosts, args.events_per_host)
     host_mb = (run / "host000.xplane.pb").stat().st_size / 1e6
     print(f"{args.hosts} hosts x {args.events_per_host:,} events ({host_mb:.0f} MB per host file)")
-    seconds, peak = timed(["diagnose", str(run), "--per-host", "--json"])
+    seconds, peak = timed(["diagnose", str(run), "--workers", "here", "--json"])
     print(
         f"host by host, in process:      {seconds:7.1f} s, peak RSS {peak:7.0f} MB "
         f"({peak / host_mb:.1f}x one host file)"
@@ -224,10 +291,12 @@ def main() -> None:
     if not args.skip_workers:
         for workers in (1, 2):
             seconds_w, peak_w = timed(["diagnose", str(run), "--workers", str(workers), "--json"])
-            print(
-                f"host by host, {workers} Dask worker(s): {seconds_w:7.1f} s, "
-                f"largest process {peak_w:7.0f} MB"
-            )
+            print(f"host by host, {workers} worker process(es): {seconds_w:7.1f} s, largest {peak_w:7.0f} MB")
+        from tpuscope.app.dask_hosts import local_cluster
+
+        with local_cluster(2) as address:
+            seconds_d, peak_d = timed(["diagnose", str(run), "--workers", address, "--json"])
+        print(f"host by host, a local Dask cluster of 2: {seconds_d:7.1f} s, client process {peak_d:7.0f} MB")
     if not args.skip_whole:
         seconds_all, peak_all = timed(
             ["diagnose", str(run), "--json"] if args.hosts < 16 else ["info", str(run)]

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import importlib.util
 import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -24,6 +27,35 @@ def pod_run(tmp_path_factory):
         return runs[scenario]
 
     return get
+
+
+# A real Dask cluster in a process of its own, up until its stdin closes.
+_DASK_CLUSTER = """
+import sys
+from tpuscope.app.dask_hosts import local_cluster
+with local_cluster(2) as address:
+    print(address, flush=True)
+    sys.stdin.read()
+"""
+
+
+@pytest.fixture(scope="session")
+def dask_scheduler():
+    """The address of a real Dask cluster of 2 local worker processes, or None without Dask. It runs
+    in a process of its own: its workers are no children of this one, which the pod page's tests
+    count to see their own workers gone."""
+    if importlib.util.find_spec("distributed") is None:
+        yield None
+        return
+    cluster = subprocess.Popen(
+        [sys.executable, "-c", _DASK_CLUSTER], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+    )
+    assert cluster.stdin is not None and cluster.stdout is not None
+    address = cluster.stdout.readline().strip()
+    assert address, "the Dask cluster did not start"
+    yield address
+    cluster.stdin.close()
+    cluster.wait(60)
 
 
 @pytest.fixture(scope="session")

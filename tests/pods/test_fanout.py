@@ -1,8 +1,9 @@
-"""Pods analysed host by host (bounded memory) and on Dask workers give the one-trace answer.
+"""Pods analysed host by host (bounded memory), on worker processes and on Dask give the one-trace answer.
 
 Real 4-process JAX CPU runs (tests/pods/recordings.py): the host-by-host pod table equals the one
-the whole run loaded as one trace gives, and a local Dask cluster of 2 worker processes returns
-exactly what the in-process, one-host-at-a-time path returns.
+the whole run loaded as one trace gives; local worker processes and a real local Dask cluster of 2
+worker processes return exactly what the in-process, one-host-at-a-time path returns; and the light
+pass (`overview`, the pod page's first picture) gives the full pass's pod table and pod findings.
 """
 
 from __future__ import annotations
@@ -12,11 +13,10 @@ import subprocess
 import sys
 
 import numpy as np
-import pytest
 
 from tests.pods import recordings
 from tpuscope.analysis.session import TraceAnalysis
-from tpuscope.app.per_host import analyze_hosts
+from tpuscope.app.hosts import LIGHT, analyze_run
 from tpuscope.readers.files import resolve_profile_files
 
 LATE_HOST = f"worker{recordings.STRAGGLER}"
@@ -27,7 +27,7 @@ def _files(run):
 
 
 def test_host_by_host_equals_the_run_loaded_as_one_trace(pod_run, pod_trace):
-    run = analyze_hosts(_files(pod_run("straggler")))
+    run = analyze_run(_files(pod_run("straggler")), where="here", use_cache=False)
     whole = TraceAnalysis(pod_trace("straggler")).pod
     assert run.pod.hosts == whole.hosts
     assert run.pod.alignment == whole.alignment
@@ -40,21 +40,30 @@ def test_host_by_host_equals_the_run_loaded_as_one_trace(pod_run, pod_trace):
     assert not [f for f in run.findings() if f["id"] == "collective_bound"]
 
 
-def test_dask_workers_return_exactly_the_in_process_answer(pod_run):
-    distributed = pytest.importorskip("distributed")
-    assert distributed
+def test_worker_processes_and_dask_return_exactly_the_in_process_answer(pod_run, dask_scheduler):
     files = _files(pod_run("straggler"))
-    here = analyze_hosts(files)
-    there = analyze_hosts(files, workers=2)
-    assert json.dumps(there.diagnose_json(), sort_keys=True, default=str) == json.dumps(
-        here.diagnose_json(), sort_keys=True, default=str
-    )
-    assert there.op_rows() == here.op_rows()
-    assert there.pod.to_json() == here.pod.to_json()
+    here = analyze_run(files, where="here", use_cache=False)
+    for where in ["2", *([dask_scheduler] if dask_scheduler else [])]:
+        there = analyze_run(files, where=where, use_cache=False)
+        assert json.dumps(there.diagnose_json(), sort_keys=True, default=str) == json.dumps(
+            here.diagnose_json(), sort_keys=True, default=str
+        ), where
+        assert there.op_rows() == here.op_rows()
+        assert there.pod.to_json() == here.pod.to_json()
+
+
+def test_the_light_pass_gives_the_full_pass_pod_table_and_pod_findings(pod_run):
+    files = _files(pod_run("straggler"))
+    full = analyze_run(files, where="here", use_cache=False)
+    light = analyze_run(files, LIGHT, where="here", use_cache=False)
+    assert light.pod.to_json() == full.pod.to_json()
+    assert light.findings() == full.pod_findings
+    assert [f["metrics"]["straggler"] for f in light.findings() if f["id"] == "straggler"] == [LATE_HOST]
+    assert all(not h.report.get("findings") and h.op_rows == [] for h in light.hosts)
 
 
 def test_op_rows_add_up_the_hosts(pod_run, pod_trace):
-    run = analyze_hosts(_files(pod_run("balanced")))
+    run = analyze_run(_files(pod_run("balanced")), use_cache=False)
     rows = run.op_rows()
     per_host = [h.op_rows for h in run.hosts]
     total = sum(r["occurrences"] for rows_ in per_host for r in rows_)
@@ -73,3 +82,20 @@ def test_the_cli_analyses_host_by_host_on_request(pod_run):
     report = json.loads(result.stdout)
     assert report["analysed"] == "host by host"
     assert [f["metrics"]["straggler"] for f in report["findings"] if f["id"] == "straggler"] == [LATE_HOST]
+
+
+def test_the_cli_overview_of_a_pod_is_the_light_pass(pod_run):
+    """`overview --per-host` shows what the pod page shows first: every host's row and the pod rules'
+    findings, the numbers of the full pass (`diagnose --per-host` finds the same straggler)."""
+    run = pod_run("straggler")
+    result = subprocess.run(
+        [sys.executable, "-m", "tpuscope", "overview", str(run), "--per-host", "--json", "--no-cache"],
+        capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    payload = json.loads(result.stdout)
+    full = analyze_run(_files(run), where="here", use_cache=False)
+    assert payload["analysed"] == "host by host" and payload["hosts"] == [h.host for h in full.hosts]
+    assert payload["pod"] == json.loads(json.dumps(full.pod.to_json()))
+    assert payload["top_findings"] == json.loads(json.dumps(full.pod_findings[:5]))
+    assert "top_ops" not in payload  # the light pass reads no op table: `tpuscope ops RUN` does

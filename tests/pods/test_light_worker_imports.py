@@ -15,7 +15,7 @@ import subprocess
 import sys
 
 from tests.paths import SHARED_TRACES
-from tpuscope.app import pod_pass
+from tpuscope.app import hosts
 
 HOST_FILE = SHARED_TRACES / "tpu" / "tpu_v6e_inference_4chip.xplane.pb"
 
@@ -23,9 +23,9 @@ HOST_FILE = SHARED_TRACES / "tpu" / "tpu_v6e_inference_4chip.xplane.pb"
 # it imported.
 _WORKER = """
 import json, sys
-from tpuscope.app import pod_pass
-pod_pass.prepare_worker()
-results, kind = pod_pass.read_host_file(sys.argv[1], sys.argv[2])
+from tpuscope.app import hosts
+hosts.prepare_worker()
+results, kind = hosts.read_host_file(sys.argv[1], sys.argv[2])
 assert kind == sys.argv[2] and results
 print(json.dumps(sorted(m for m in sys.modules if m.startswith("tpuscope.analysis.diagnose"))))
 """
@@ -44,13 +44,13 @@ def _diagnosis_modules(kind: str) -> set[str]:
 
 
 def test_a_light_worker_imports_no_rules():
-    loaded = _diagnosis_modules(pod_pass.LIGHT)
+    loaded = _diagnosis_modules(hosts.LIGHT)
     # the package (its engine loads on first use) and what a result's types name, nothing more
     assert loaded <= {"tpuscope.analysis.diagnose", "tpuscope.analysis.diagnose.finding"}, sorted(loaded)
 
 
 def test_a_full_worker_imports_the_rules_it_runs():
-    loaded = _diagnosis_modules(pod_pass.FULL)
+    loaded = _diagnosis_modules(hosts.FULL)
     assert "tpuscope.analysis.diagnose.across_hosts" in loaded
     assert len(loaded) > 10  # the engine and the per-host rules
 

@@ -1,5 +1,7 @@
-"""One pod analysis: `diagnose RUN` (one trace of every host), `--per-host` and Dask `--workers 2`
-give the same findings, grouped across hosts, on real 4-process JAX CPU runs (tests/pods/recordings.py).
+"""One pod analysis: `diagnose RUN` (one trace of every host) and the host-by-host engine in this
+process (`--workers here`), on local worker processes (`--per-host`: one per core) and on a Dask
+cluster (`--workers tcp://...`) give the same findings, grouped across hosts, on real 4-process JAX
+CPU runs (tests/pods/recordings.py).
 
 And bad input in a pod (a host file that cannot be read, a host with fewer steps, a host without a
 device plane): the CLI names the host on stderr and goes on with the others.
@@ -18,12 +20,12 @@ import pytest
 from tests.conftest import SHARED_TRACES as TRACES
 from tests.pods import recordings
 from tpuscope.analysis.pod_run import POD_RULES
-from tpuscope.app.per_host import analyze_hosts
+from tpuscope.app.hosts import analyze_run
 from tpuscope.errors import ProfileError
 
 LATE_HOST = f"worker{recordings.STRAGGLER}"
 HOSTS = [f"worker{i}" for i in range(recordings.PROCESSES)]
-PATHS = {"one trace": [], "per host": ["--per-host"], "dask": ["--workers", "2"]}
+PATHS = {"one trace": [], "in process": ["--workers", "here"], "processes": ["--per-host"]}
 
 
 def _diagnose(run, *options, expect=0):
@@ -35,14 +37,13 @@ def _diagnose(run, *options, expect=0):
     return (json.loads(result.stdout) if expect == 0 else None), result.stderr
 
 
-def _every_path(run):
-    """{path: (report, stderr)}; Dask only where it is installed."""
+@pytest.fixture(scope="module")
+def every_path(dask_scheduler):
+    """every_path(run) -> {path: (report, stderr)}; Dask only where it is installed."""
     paths = dict(PATHS)
-    try:
-        import distributed  # noqa: F401
-    except ImportError:
-        del paths["dask"]
-    return {name: _diagnose(run, *options) for name, options in paths.items()}
+    if dask_scheduler is not None:
+        paths["dask"] = ["--workers", dask_scheduler]
+    return lambda run: {name: _diagnose(run, *options) for name, options in paths.items()}
 
 
 def _same_answer(answers):
@@ -56,12 +57,12 @@ def _same_answer(answers):
 
 
 @pytest.fixture(scope="module")
-def answers(pod_run):
+def answers(pod_run, every_path):
     found: dict[str, dict] = {}
 
     def get(scenario):
         if scenario not in found:
-            found[scenario] = _every_path(pod_run(scenario))
+            found[scenario] = every_path(pod_run(scenario))
         return found[scenario]
 
     return get
@@ -128,9 +129,9 @@ def test_a_balanced_run_gets_one_answer_and_no_host_warns_on_its_own(answers):
     assert f"(each of {len(HOSTS)} hosts)" in checked["input_bound"]
 
 
-def test_a_healthy_run_gets_one_answer_and_no_warning(pod_run):
+def test_a_healthy_run_gets_one_answer_and_no_warning(pod_run, every_path):
     """Every process alike, compute-heavy, one per core: no path warns about anything."""
-    report = _same_answer(_every_path(pod_run("healthy")))
+    report = _same_answer(every_path(pod_run("healthy")))
     # collective_bound is left out: on CPU the two processes' collectives wait for whichever one the
     # machine's other load delays, measured here at 18-28% of the step on a lightly loaded machine
     # and 31-35% with a dozen test processes beside it (the rule's 30% is XProf's, for accelerators).
@@ -143,23 +144,24 @@ def test_a_healthy_run_gets_one_answer_and_no_warning(pod_run):
     assert "findings" not in checked["input_bound"]
 
 
-def test_a_host_file_gone_before_it_is_read_is_named_and_the_others_are_analysed(pod_run, tmp_path):
-    """A host file listed but missing when read (deleted, an unmounted disk): here and on Dask."""
+def test_a_host_file_gone_before_it_is_read_is_named_and_the_others_are_analysed(
+    pod_run, tmp_path, dask_scheduler
+):
+    """A host file listed but missing when read (deleted, an unmounted disk): in this process, on
+    worker processes and on Dask."""
     files = [str(f) for f in sorted(pod_run("straggler").glob("*.xplane.pb"))]
     gone = str(tmp_path / "worker4.xplane.pb")
-    whole = analyze_hosts(files)
-    ways = {"here": {}, "dask": {"workers": 2}}
-    for name, options in ways.items():
-        if name == "dask":
-            pytest.importorskip("distributed")
+    whole = analyze_run(files, where="here", use_cache=False)
+    ways = ["here", "2", *([dask_scheduler] if dask_scheduler else [])]
+    for where in ways:
         unreadable: list[str] = []
-        run = analyze_hosts([*files, gone], unreadable=unreadable, **options)
-        assert len(unreadable) == 1 and "worker4.xplane.pb" in unreadable[0], (name, unreadable)
+        run = analyze_run([*files, gone], where=where, unreadable=unreadable, use_cache=False)
+        assert len(unreadable) == 1 and "worker4.xplane.pb" in unreadable[0], (where, unreadable)
         assert run.unreadable == unreadable
         assert [h.host for h in run.hosts] == HOSTS
         assert run.findings() == whole.findings() and run.checked() == whole.checked()
         with pytest.raises(ProfileError, match="worker4"):  # without a list to note it in: an error
-            analyze_hosts([*files, gone], **options)
+            analyze_run([*files, gone], where=where, use_cache=False)
 
 
 def _broken_run(pod_run, tmp_path):
@@ -170,9 +172,9 @@ def _broken_run(pod_run, tmp_path):
     return run
 
 
-def test_a_host_file_that_cannot_be_read_is_named_and_the_others_are_analysed(pod_run, tmp_path):
+def test_a_host_file_that_cannot_be_read_is_named_and_the_others_are_analysed(pod_run, tmp_path, every_path):
     run = _broken_run(pod_run, tmp_path)
-    answers = _every_path(run)
+    answers = every_path(run)
     report = _same_answer(answers)
     for name, (answer, stderr) in answers.items():
         warnings = [line for line in stderr.splitlines() if "worker3.xplane.pb" in line]
@@ -187,8 +189,8 @@ def test_a_host_file_that_cannot_be_read_is_named_and_the_others_are_analysed(po
     assert "worker3.xplane.pb" in stderr and "Traceback" not in stderr
 
 
-def test_a_host_with_fewer_steps_is_named_and_the_steps_all_hosts_have_are_compared(pod_run):
-    answers = _every_path(pod_run("uneven_steps"))
+def test_a_host_with_fewer_steps_is_named_and_the_steps_all_hosts_have_are_compared(pod_run, every_path):
+    answers = every_path(pod_run("uneven_steps"))
     report = _same_answer(answers)
     late = HOSTS[-1]
     for name, (answer, stderr) in answers.items():
@@ -205,7 +207,7 @@ def test_a_host_with_fewer_steps_is_named_and_the_steps_all_hosts_have_are_compa
     assert "straggler" not in {f["id"] for f in report["findings"]}
 
 
-def test_a_host_without_a_device_plane_is_named_and_the_others_are_analysed(pod_run, tmp_path):
+def test_a_host_without_a_device_plane_is_named_and_the_others_are_analysed(pod_run, tmp_path, every_path):
     """A run folder whose fourth host is a real TensorFlow CPU profile: no device plane (its ops run
     on host threads, not as device ops)."""
     host_only = TRACES / "tensorflow" / "tf_keras_cpu_prefetch.xplane.pb"
@@ -214,7 +216,7 @@ def test_a_host_without_a_device_plane_is_named_and_the_others_are_analysed(pod_
     for i in range(3):
         shutil.copyfile(pod_run("straggler") / f"worker{i}.xplane.pb", run / f"worker{i}.xplane.pb")
     shutil.copyfile(host_only, run / "worker3.xplane.pb")
-    answers = _every_path(run)
+    answers = every_path(run)
     _same_answer(answers)
     for name, (answer, stderr) in answers.items():
         assert answer["hosts"] == HOSTS, name

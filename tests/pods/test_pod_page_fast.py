@@ -1,4 +1,4 @@
-"""The pod page from the light pass, then each host's diagnosis in the background (tpuscope.app.pod_pass).
+"""The pod page from the light pass, then each host's diagnosis in the background (tpuscope.app.hosts).
 
 A run of MANY_HOSTS host files (copies of one real JAX CPU recording under distinct host names) opens
 to the page from the host summaries computed in worker processes; the hosts' own findings fill in as
@@ -21,7 +21,7 @@ import pytest
 from PySide6.QtWidgets import QApplication
 
 from tpuscope.analysis.pod_run import MANY_HOSTS
-from tpuscope.app import pod_pass
+from tpuscope.app import hosts
 from tpuscope.errors import LoadCancelled
 from tpuscope.store import pod_results, traces
 from tpuscope.ui.pod.page import FINDING_ROLE
@@ -103,15 +103,15 @@ def test_the_page_shows_the_summaries_first_and_fills_in_every_hosts_diagnosis(
 def test_no_host_trace_goes_to_the_trace_cache(many_hosts):
     """The light pass opens each host file without the trace cache: only its summary is stored."""
     before = set(traces.cache_dir().glob("*.trace"))
-    results, kind = pod_pass.read_host_file(many_hosts / "host03.xplane.pb", pod_results.LIGHT)
+    results, kind = hosts.read_host_file(many_hosts / "host03.xplane.pb", pod_results.LIGHT)
     assert kind == pod_results.LIGHT and len(results) == 1 and results[0].report == {}
     assert set(traces.cache_dir().glob("*.trace")) == before
     assert pod_results.load(many_hosts / "host03.xplane.pb", pod_results.LIGHT) is not None
     # A full result serves the light pass too; a light one does not serve the full pass.
     assert pod_results.load(many_hosts / "host03.xplane.pb", pod_results.FULL) is None
-    full, kind = pod_pass.read_host_file(many_hosts / "host03.xplane.pb", pod_results.FULL)
+    full, kind = hosts.read_host_file(many_hosts / "host03.xplane.pb", pod_results.FULL)
     assert kind == pod_results.FULL and full[0].report.get("checked")
-    assert pod_pass.read_host_file(many_hosts / "host03.xplane.pb", pod_results.LIGHT)[1] == pod_results.FULL
+    assert hosts.read_host_file(many_hosts / "host03.xplane.pb", pod_results.LIGHT)[1] == pod_results.FULL
 
 
 def test_cancel_during_the_light_pass_stops_its_workers(qtbot, window, many_hosts):
@@ -169,17 +169,20 @@ def test_a_missing_and_an_unreadable_host_file_are_named_and_the_others_shown(qt
     _workers_gone(qtbot)
 
 
-def test_both_passes_give_the_same_results_on_local_processes_and_on_a_dask_cluster(many_hosts, monkeypatch):
-    """HostPool's two places to run: this machine's processes, and a Dask scheduler (a real local
+def test_both_passes_give_the_same_results_on_local_processes_and_on_a_dask_cluster(
+    many_hosts, monkeypatch, dask_scheduler
+):
+    """HostPool's places to run: this machine's processes, and a Dask scheduler (a real local
     cluster here; on a pod, one near the data). Cancel on Dask stops the pass."""
-    distributed = pytest.importorskip("distributed")
+    if dask_scheduler is None:
+        pytest.skip("Dask is not installed")
     monkeypatch.setenv("TPUSCOPE_NO_CACHE", "1")
     files = sorted(str(f) for f in many_hosts.iterdir())[:4]
 
-    def summaries(pool: pod_pass.HostPool, kind: str) -> list:
-        outcomes: list[pod_pass.HostOutcome] = []
+    def summaries(pool: hosts.HostPool, kind: str) -> list:
+        outcomes: list[hosts.HostOutcome] = []
         try:
-            pod_pass.pass_over(pool, files, kind, lambda: False, outcomes.append)
+            hosts.pass_over(pool, files, kind, lambda: False, outcomes.append)
         finally:
             pool.close()
         found = sorted(outcomes, key=lambda o: o.index)
@@ -190,14 +193,11 @@ def test_both_passes_give_the_same_results_on_local_processes_and_on_a_dask_clus
             for o in found for r in o.results
         ]  # fmt: skip
 
-    local = summaries(pod_pass.HostPool(workers=2), pod_results.FULL)
-    with distributed.LocalCluster(
-        n_workers=1, threads_per_worker=1, processes=True, dashboard_address=None
-    ) as dask:
-        on_dask = pod_pass.HostPool(scheduler=dask.scheduler_address)
-        assert on_dask.where == f"the Dask cluster at {dask.scheduler_address}"
-        assert summaries(on_dask, pod_results.FULL) == local
-        stopping = pod_pass.HostPool(scheduler=dask.scheduler_address)
-        with pytest.raises(LoadCancelled):
-            pod_pass.pass_over(stopping, files, pod_results.LIGHT, lambda: True, lambda _o: None)
-        assert stopping.closed
+    local = summaries(hosts.HostPool("2"), pod_results.FULL)
+    on_dask = hosts.HostPool(dask_scheduler)
+    assert on_dask.where == f"the Dask cluster at {dask_scheduler}"
+    assert summaries(on_dask, pod_results.FULL) == local
+    stopping = hosts.HostPool(dask_scheduler)
+    with pytest.raises(LoadCancelled):
+        hosts.pass_over(stopping, files, pod_results.LIGHT, lambda: True, lambda _o: None)
+    assert stopping.closed

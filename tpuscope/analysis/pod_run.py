@@ -3,7 +3,7 @@
 A 64-host run of 100 MB host files would need every host's events in memory to be diagnosed as one
 trace. Instead each host is analysed on its own (`analyze_host`: its `HostSummary`, its own diagnosis,
 its op table rows) into a small, picklable `HostResult`, and the trace can be dropped before the
-next host is read (`tpuscope.app.per_host` reads the files, here or on Dask workers). `combine` is a
+next host is read (`tpuscope.app.hosts` reads the files, here, on worker processes or on Dask). `combine` is a
 pure function of the per-host results, so wherever they were computed the pod is the same.
 
 Host times are trace-relative per file; the results are shifted onto the run's common time origin
@@ -15,7 +15,7 @@ One pod analysis, whichever way the run is read: `diagnose_pod`
 once over every host's summary), grouped across hosts. `combine` calls it on the results of host
 files read one at a time (here or on Dask), `engine.diagnose` on a trace holding every host, each
 host's rules run on that host's planes alone. So `tpuscope diagnose RUN`, `--per-host`,
-`--workers N` and the Pod page give the same findings.
+`--workers WHERE` and the Pod page give the same findings.
 """
 
 from __future__ import annotations
@@ -148,18 +148,6 @@ class PodRun:
             "findings": self.findings(),
             "rule_errors": self.rule_errors,
             "checked": self.checked(),
-        }
-
-    def overview_json(self, top_ops: int = 10) -> dict[str, Any]:
-        return {
-            "analysed": "host by host",
-            "sources": [h.source for h in self.hosts],
-            "hosts": [h.host for h in self.hosts],
-            "events": self.event_count,
-            "framework": self.framework.name,
-            "pod": self.pod.to_json(),
-            "top_ops": self.op_rows(top_ops),
-            "top_findings": self.findings()[:5],
         }
 
 

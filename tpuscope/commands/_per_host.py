@@ -1,75 +1,80 @@
-"""`--per-host`, `--workers N`, `--scheduler ADDRESS`: pods analysed host by host, here or on Dask.
+"""`--per-host` and `--workers WHERE`: pods analysed host by host (`tpuscope.app.hosts`).
 
 `diagnose`, `overview` and `ops` take these options. A run folder of MANY_HOSTS files or more is
 analysed host by host without being asked, so a 64-host run never needs every host in memory at
-once; the output says "analysed host by host" then.
+once; the output says "analysed host by host" then. `overview` asks the engine for the light pass
+(each host's summary, the pod rules over them: what the app's pod page shows first), `diagnose`
+and `ops` for the full one (each host's own rules and op rows too).
 """
 
 from __future__ import annotations
 
 import sys
 import time
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
-
-from tpuscope.model.units import format_duration
 
 if TYPE_CHECKING:
     from tpuscope.analysis.pod_run import PodRun
 
+TOP_FINDINGS = 5  # findings in an overview, worst first
 _MARK = {"critical": "[CRITICAL]", "warning": "[WARNING] ", "info": "[info]    "}
 
 
 def add_per_host_arguments(parser) -> None:
     from tpuscope.analysis.pod_run import MANY_HOSTS
+    from tpuscope.app.hosts import WHERE_HELP, WORKERS_ENV
 
     group = parser.add_argument_group("pods (run folders with one file per host)")
     group.add_argument(
         "--per-host",
         action="store_true",
-        help=f"analyse the run host by host, one host in memory at a time (automatic from {MANY_HOSTS})",
+        help=f"analyse the run host by host, one host per worker at a time (automatic from {MANY_HOSTS})",
     )
     group.add_argument(
-        "--workers", type=int, default=0, metavar="N",
-        help="analyse the hosts on N local Dask worker processes (implies --per-host; needs tpuscope[pods])",
-    )  # fmt: skip
-    group.add_argument(
-        "--scheduler", metavar="ADDRESS",
-        help="analyse the hosts on an existing Dask cluster, e.g. tcp://10.0.0.5:8786 (implies --per-host)",
+        "--workers", metavar="WHERE",
+        help=f"where the hosts are analysed (implies --per-host): {WHERE_HELP}; "
+        f"default ${WORKERS_ENV}, else one process per core",
     )  # fmt: skip
 
 
-def per_host_run(args, force: bool = False) -> PodRun | None:
-    """The host-by-host analysis when asked for (or `force`d, or when the run has many hosts), else None.
+def per_host_run(args, force: bool = False, light: bool = False) -> PodRun | None:
+    """The host-by-host analysis when asked for (or `force`d, or when the run has many hosts), else None;
+    `light`: each host's summary only, the pod rules over them (`overview`).
 
     A host file that cannot be read is left out with one warning on stderr naming it (an error,
     exit 2, with --strict), and the other hosts are analysed; so is a host the pod table treats
     apart (no steps, fewer steps, no device plane): one note on stderr naming it."""
     from tpuscope.analysis.pod_run import MANY_HOSTS
-    from tpuscope.app.per_host import analyze_hosts
+    from tpuscope.app.hosts import FULL, LIGHT, analyze_run, parse_where
     from tpuscope.commands import UserFacingError
 
-    if args.workers < 0:
-        raise UserFacingError(f"--workers must be 0 or a positive number of processes, not {args.workers}.")
-    asked = force or args.per_host or args.workers > 0 or bool(args.scheduler)
+    try:
+        where = parse_where(args.workers)
+    except ValueError as error:
+        raise UserFacingError(f"--workers: {error}.") from None
+    asked = force or args.per_host or args.workers is not None
     if not asked and _file_count(args) < MANY_HOSTS:
         return None
     files = _profile_files(args)
     started = time.monotonic()
     show = sys.stderr.isatty()
 
-    def progress(done: float, total: int, name: str) -> None:
+    def progress(done: int, total: int) -> None:
         if show and time.monotonic() - started > 0.5:
-            sys.stderr.write(f"\ranalysing hosts: {int(done)}/{total} {Path(name).name[:40]:<40}")
+            sys.stderr.write(f"\ranalysing hosts on {where}: {done}/{total}")
             sys.stderr.flush()
 
     unreadable: list[str] | None = None if getattr(args, "strict", False) else []
     try:
-        run = analyze_hosts(
-            files, workers=args.workers, scheduler=args.scheduler, progress=progress, unreadable=unreadable
+        run = analyze_run(
+            files,
+            LIGHT if light else FULL,
+            where,
+            progress=progress,
+            unreadable=unreadable,
+            use_cache=not getattr(args, "no_cache", False),
+            fork=True,  # a command runs no thread a forked worker could inherit locked
         )
-    except OSError as error:  # a scheduler that cannot be reached
-        raise UserFacingError(f"the Dask scheduler {args.scheduler} cannot be reached ({error}).") from None
     finally:
         if show and time.monotonic() - started > 0.5:
             sys.stderr.write("\r" + " " * 70 + "\r")
@@ -110,7 +115,23 @@ def print_pod_header(run: PodRun) -> None:
     print(f"Steps:     {run.pod.step_count} aligned by {run.pod.alignment}")
 
 
-def print_overview(run: PodRun, top_ops: int) -> None:
+def overview_json(run: PodRun) -> dict[str, Any]:
+    """`overview --json` of a pod analysed host by host: the light pass's answer, as the pod page's
+    first picture (each host's row and busiest op, the host x step table, the pod rules' findings);
+    the run's op table and each host's own findings are `ops` and `diagnose`."""
+    return {
+        "analysed": "host by host",
+        "sources": [h.source for h in run.hosts],
+        "hosts": [h.host for h in run.hosts],
+        "events": run.event_count,
+        "framework": run.framework.name,
+        "pod": run.pod.to_json(),
+        "top_findings": run.findings()[:TOP_FINDINGS],
+        "findings_of": "the pod rules (tpuscope diagnose runs each host's rules too)",
+    }
+
+
+def print_overview(run: PodRun) -> None:
     print(f"Hosts:       {len(run.hosts)}, analysed host by host ({run.event_count:,} events)")
     print(f"Framework:   {run.framework.name}")
     print(f"Steps:       {run.pod.step_count} aligned by {run.pod.alignment}")
@@ -122,14 +143,11 @@ def print_overview(run: PodRun, top_ops: int) -> None:
             f"  {data['host'][:24]:<24} {_ms(data.get('step_time_us')):>10} {_ms(data.get('input_us')):>10} "
             f"{_ms(data.get('collective_us')):>11}  {data.get('busiest_op') or '-'}"
         )
-    print(f"\nTop {top_ops} ops (all hosts):")
-    for op in run.op_rows(top_ops):
-        self_ps = op["self_time_us"] * 1e6
-        print(f"  {op['percent']:5.1f}%  {format_duration(self_ps):>10}  {op['name'][:60]}")
-    findings = run.findings()[:5]
-    print("\nTop findings:" if findings else "\nNo problems found.")
+    findings = run.findings()[:TOP_FINDINGS]
+    print("\nBetween hosts:" if findings else "\nNo problem between hosts.")
     for finding in findings:
         print(f"  {_MARK.get(finding['severity'], '')} {finding['title']}")
+    print("\nThe run's ops: tpuscope ops; each host's own findings too: tpuscope diagnose.")
 
 
 def _ms(microseconds: Any) -> str:

@@ -170,11 +170,11 @@ def run(args) -> int:
 def _pod_rows(result: CaptureResult) -> dict | None:
     """The saved slice opened as a pod (host by host, as `overview --per-host`): each worker's steps
     and mean step time, and the pod's own findings (a straggler); None if it cannot be read."""
-    from tpuscope.app.per_host import analyze_hosts
+    from tpuscope.app.hosts import LIGHT, analyze_run
     from tpuscope.errors import ProfileError
 
     try:
-        run = analyze_hosts(result.files)
+        run = analyze_run(result.files, LIGHT)
     except ProfileError as error:
         return {"error": str(error)}
     rows = [row.to_json() for row in run.pod.rows()]

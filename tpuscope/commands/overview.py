@@ -20,7 +20,7 @@ from tpuscope.analysis.pod.summary import PARTS as POD_PARTS
 from tpuscope.analysis.session import TraceAnalysis
 from tpuscope.commands import UserFacingError
 from tpuscope.commands._console import add_path_argument, load_for_cli, print_json
-from tpuscope.commands._per_host import add_per_host_arguments, per_host_run, print_overview
+from tpuscope.commands._per_host import add_per_host_arguments, overview_json, per_host_run, print_overview
 from tpuscope.model.units import format_duration
 
 _MARK = {Severity.CRITICAL: "[CRITICAL]", Severity.WARNING: "[WARNING] ", Severity.INFO: "[info]    "}
@@ -46,9 +46,9 @@ def register(subparsers) -> None:
 def run(args) -> int:
     if args.top < 1:
         raise UserFacingError(f"--top must be a positive number of ops, not {args.top}.")
-    pod = per_host_run(args)
+    pod = per_host_run(args, light=True)  # the pod page's first picture: summaries, the pod rules
     if pod is not None:
-        print_json(pod.overview_json(args.top)) if args.json else print_overview(pod, args.top)
+        print_json(overview_json(pod)) if args.json else print_overview(pod)
         return 0
     overview = TraceAnalysis(load_for_cli(args)).overview
     if args.json:

@@ -1,7 +1,7 @@
 """Opening a run of many hosts as a pod summary: what the loader thread does before any host's events.
 
 From POD_PAGE_MIN_HOSTS host files on (the CLI's MANY_HOSTS), a run is not loaded into one trace:
-the page first shows what the light pass finds (`tpuscope.app.pod_pass`: each host file decoded and
+the page first shows what the light pass finds (`tpuscope.app.hosts`: each host file decoded and
 summarized, on every core, then dropped), so the window holds only the small summaries until the
 user opens one host; each host's full diagnosis follows in the background (`PodResult.add` takes
 each host's result as it comes, `session.PodSession` runs that pass). Smaller runs and single files
@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from tpuscope.analysis.pod_run import MANY_HOSTS, HostResult, PodRun, combine
-from tpuscope.app import pod_pass
+from tpuscope.app.hosts import HostOutcome, HostPool, pass_over
 from tpuscope.app.runs import host_file_count, host_files
 from tpuscope.errors import LoadCancelled, ProfileError
 from tpuscope.readers import host_from_filename
@@ -43,7 +43,7 @@ class PodResult:
     files: list[str] = field(default_factory=list)  # the run's host files, in order
     per_file: dict[int, list[HostResult]] = field(default_factory=dict)  # file index -> its hosts
     diagnosed: set[int] = field(default_factory=set)  # files whose hosts are fully diagnosed
-    pool: pod_pass.HostPool | None = field(default=None, repr=False, compare=False)
+    pool: HostPool | None = field(default=None, repr=False, compare=False)
 
     @property
     def hosts(self) -> list[str]:
@@ -58,7 +58,7 @@ class PodResult:
         found = self.host(label)
         return 0 if found is None else (found.origin_ns - origin) * 1000
 
-    def add(self, outcome: pod_pass.HostOutcome) -> None:
+    def add(self, outcome: HostOutcome) -> None:
         """One host file's results (or the sentence saying why it has none) into the run."""
         name = Path(self.files[outcome.index]).name if outcome.index < len(self.files) else "?"
         if outcome.error is not None:
@@ -118,7 +118,7 @@ def open_profile(
     def fetching(fraction: float, message: str):
         return progress(share * fraction, message) if progress is not None else None
 
-    pool = pod_pass.HostPool()
+    pool = HostPool()
     if remote:  # the workers come up (interpreters, numpy, the readers) while the host files download
         pool.start()
     try:
@@ -126,7 +126,7 @@ def open_profile(
     except BaseException:
         pool.close()
         raise
-    outcomes: list[pod_pass.HostOutcome] = []
+    outcomes: list[HostOutcome] = []
 
     def cancelled() -> bool:
         if progress is None:
@@ -136,7 +136,7 @@ def open_profile(
         return progress(fraction, message) is False
 
     try:
-        pod_pass.pass_over(pool, files, pod_results.LIGHT, cancelled, outcomes.append)
+        pass_over(pool, files, pod_results.LIGHT, cancelled, outcomes.append)
         read = [o for o in sorted(outcomes, key=lambda o: o.index) if o.error is None]
         if not read:
             first = next((o.error for o in outcomes if o.error), missing[0] if missing else "no file read")

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 from PySide6.QtCore import QObject, QThread, Signal
 
 from tpuscope.analysis.facts.evidence import evidence_events
-from tpuscope.app import pod_pass
+from tpuscope.app.hosts import HostOutcome, pass_over
 from tpuscope.errors import LoadCancelled, ProfileError
 from tpuscope.model._kernels import return_freed_memory_to_os
 from tpuscope.store import pod_results
@@ -63,7 +63,7 @@ class HostDiagnosis(QThread):
         result, pool = self.result, self.result.pool
         try:
             if pool is not None and result.to_diagnose:
-                pod_pass.pass_over(
+                pass_over(
                     pool,
                     result.files,
                     pod_results.FULL,
@@ -82,7 +82,7 @@ class HostDiagnosis(QThread):
             result.recombine()
         self.updated.emit()
 
-    def _take(self, outcome: pod_pass.HostOutcome) -> None:
+    def _take(self, outcome: HostOutcome) -> None:
         self.result.add(outcome)
         now = time.monotonic()
         if now >= self._next:
