@@ -25,7 +25,6 @@ connections are retried up to 6 times with exponential back-off (1, 2, 4, 8, 16 
 from __future__ import annotations
 
 import atexit
-import hashlib
 import logging
 import os
 import re
@@ -43,7 +42,7 @@ from urllib.parse import urlsplit
 from tpuscope.errors import LoadCancelled, ProfileError
 from tpuscope.readers import formats_help, host_from_filename, listed_suffixes
 from tpuscope.readers.registry import ProgressCallback
-from tpuscope.store import cache_limit, layout
+from tpuscope.store import cache_limit, identity, layout
 
 # logdir/<sub>/plugins/profile/<run>/<host>.xplane.pb and a little more, as for local logdirs.
 MAX_SEARCH_DEPTH = 6
@@ -248,16 +247,22 @@ def _download(fs, remote: RemoteFile, local: Path, advance, cancelled: threading
                 f"the download ended after {received:,} of {remote.size:,} bytes (the connection dropped)",
             )
         os.replace(partial, local)
-        _version_file(local).write_text(remote.version)
+        _version_file(local).write_text(_object_identity(remote))
     finally:
         partial.unlink(missing_ok=True)
 
 
 def _is_current(remote: RemoteFile, local: Path) -> bool:
     try:
-        return local.stat().st_size == remote.size and _version_file(local).read_text() == remote.version
+        fetched_from = _version_file(local).read_text()
+        return local.stat().st_size == remote.size and fetched_from == _object_identity(remote)
     except OSError:
         return False
+
+
+def _object_identity(remote: RemoteFile) -> str:
+    """What the local copy was fetched from (`tpuscope.store.identity`): URL, size and generation."""
+    return identity.object_identity(remote.url, remote.size, remote.version)
 
 
 def _version_file(local: Path) -> Path:
@@ -265,8 +270,9 @@ def _version_file(local: Path) -> Path:
 
 
 def _folder_key(folder_url: str) -> str:
-    """A readable and unique local folder name for a remote run folder."""
-    digest = hashlib.sha256(folder_url.encode()).hexdigest()[:16]
+    """A readable and unique local folder name for a remote run folder (its URL's key: a run is
+    fetched into the same folder whatever its objects' generations, and refreshed there)."""
+    digest = identity.key_of([folder_url], salt=layout.DOWNLOADS)
     tail = re.sub(r"[^A-Za-z0-9_.-]+", "_", PurePosixPath(folder_url.split("://", 1)[-1]).name)[:60]
     return f"{tail}-{digest}"
 
