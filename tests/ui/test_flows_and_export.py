@@ -32,7 +32,7 @@ def test_a_selected_launch_draws_its_flow_and_the_details_jump_to_the_kernel(qtb
     window.timeline.set_window(float(t0), float(t1))
     before = _red_pixels(window)
     window.timeline.select_event(launch, source_event)
-    window._on_event_selected(launch, source_event)
+    window.router.show_event_details(launch, source_event)
     assert _red_pixels(window) > before + 20  # the arrow's line and head
     assert "Flows" in window.details.toPlainText()
     link = f"flow:{target_number}:{target_event}"
@@ -47,8 +47,8 @@ def test_export_whole_trace_and_selected_range_reopen_with_the_same_events(qtbot
     assert window.export_to(whole) == trace.event_count
     assert open_trace(whole, use_cache=False).event_count == trace.event_count
     t0, t1 = trace.duration_ps // 4, trace.duration_ps // 2
-    window._on_range_selected(float(t0), float(t1))
+    window.router.summarize_range(float(t0), float(t1))
     part = tmp_path / "range.json"
     expected = sum(len(t.overlapping(t0, t1)) for t in trace.tracks())
-    assert window.export_to(part, window._selected_range) == expected
+    assert window.export_to(part, window.router.selected_range) == expected
     assert open_trace(part, use_cache=False).event_count == expected

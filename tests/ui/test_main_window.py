@@ -287,8 +287,8 @@ def test_shift_drag_summarizes_the_range_per_name(qtbot, window):
     # A newer range wins even when an older summary finishes later.
     shown = []
     window.rangeSummarized.connect(shown.append)
-    window._on_range_selected(0.0, float(trace.duration_ps))
-    window._on_range_selected(t0, (t0 + t1) / 2)
+    window.router.summarize_range(0.0, float(trace.duration_ps))
+    window.router.summarize_range(t0, (t0 + t1) / 2)
     qtbot.waitUntil(lambda: not window.jobs, timeout=LOAD_TIMEOUT_MS)
     assert len(shown) == 1
     assert window.details.toPlainText().startswith(f"Range {format_duration((t1 - t0) / 2, SHORT_SPEC)}")

@@ -8,7 +8,7 @@ from PySide6.QtGui import QImage
 
 from tests.conftest import TPU_TRACE
 from tpuscope.cli import main
-from tpuscope.ui import main_window
+from tpuscope.ui import view_router
 from tpuscope.ui.registry import VIEWS, ViewSpec
 
 
@@ -38,7 +38,7 @@ def test_other_views_select_their_tab(tmp_path, view):
 def test_a_view_that_does_not_exist_yet_exits_2(tmp_path, capsys, monkeypatch):
     # As in a build where the overview module has not landed: its import finds no module.
     missing = ViewSpec("overview", "Overview", "tpuscope.ui.no_overview_here", "OverviewView")
-    monkeypatch.setattr(main_window, "VIEWS", tuple(missing if s.key == "overview" else s for s in VIEWS))
+    monkeypatch.setattr(view_router, "VIEWS", tuple(missing if s.key == "overview" else s for s in VIEWS))
     out = tmp_path / "overview.png"
     assert main(["screenshot", str(TPU_TRACE), str(out), "--view", "overview"]) == 2
     assert "The overview view does not exist in this version of tpuscope yet." in capsys.readouterr().err

@@ -31,8 +31,8 @@ class FirstPaint(QObject):
     def eventFilter(self, watched, event):
         if event.type() == QEvent.Type.Paint and "at_paint" not in seen:
             seen["at_paint"] = sorted(sys.modules)
-            seen["views_made_at_paint"] = window._views_built
-            seen["body_made_at_paint"] = window._body_built
+            seen["views_made_at_paint"] = window.router.views_built
+            seen["body_made_at_paint"] = window.router.body_built
             QTimer.singleShot(0, lambda: window.open_path(sys.argv[1]))
         return False
 

@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import html
 from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pyqtgraph as pg
@@ -47,6 +49,12 @@ from tpuscope.ui.widgets.code_spans import code_spans_html, without_code_marks
 from tpuscope.ui.widgets.colors import BUSY_COLOR
 from tpuscope.ui.widgets.tables import SortableItem
 
+if TYPE_CHECKING:
+    from tpuscope.ui.load_controller import LoadController
+    from tpuscope.ui.view_router import ViewRouter
+
+COMPARE_KEY = "compare"  # the Compare tab's name in the view router, added on first use
+COMPARE_TITLE = "Compare"  # it shows two traces, not the hub's
 BASE_COLOR = QColor(120, 130, 145)
 NEW_COLOR = BUSY_COLOR
 FASTER_COLOR = "#1e8e3e"
@@ -405,3 +413,39 @@ class CompareView(QWidget):
     def shutdown(self) -> None:
         self.jobs.supersede()
         self.jobs.wait()
+
+
+def show_comparison(
+    router: ViewRouter, loads: LoadController, base: str | Path, new: str | Path
+) -> CompareView:
+    """Shows the Compare tab (added to the window's tabs on first use) and compares BASE with NEW in
+    the background; once shown, BASE becomes the profile of the other views too (it is loaded
+    already). Only the router's and the load controller's public API is used."""
+    view = router.made_views.get(COMPARE_KEY)
+    if not isinstance(view, CompareView):
+        made = view = CompareView(router.tabs)
+        view.compareFailed.connect(lambda message: loads.show_error("Cannot compare", message))
+        view.comparisonShown.connect(lambda _: _show_base_everywhere(router, loads, made))
+        router.add_view(COMPARE_KEY, view, COMPARE_TITLE)
+    router.bring_to_front(view)
+    view.compare_paths(str(base), str(new), _shown_if_same(router, base))
+    return view
+
+
+def _shown_if_same(router: ViewRouter, path: str | Path) -> LoadResult | None:
+    """The profile the window shows, as its loader made it, when `path` is it (its analyses too: what
+    the views computed is not computed again for the comparison)."""
+    shown = router.path
+    if shown is None or (str(path) != str(shown) and Path(str(path)).resolve() != Path(str(shown)).resolve()):
+        return None
+    return router.shown_result()
+
+
+def _show_base_everywhere(router: ViewRouter, loads: LoadController, view: CompareView) -> None:
+    """BASE becomes the open profile of the other views (it is loaded already), unless it is open."""
+    assert view.result is not None
+    base = view.result.base
+    if router.path is None or Path(router.path).resolve() != Path(base.path).resolve():
+        router.show_result(base)
+        loads.add_recent(base.path)
+    router.tabs.setCurrentWidget(view)

@@ -14,6 +14,8 @@ its summary kept), as `tpuscope history` reads them.
 from __future__ import annotations
 
 import html
+from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pyqtgraph as pg
@@ -37,6 +39,13 @@ from tpuscope.app.history import History, read_history
 from tpuscope.ui.jobs import LatestJobs
 from tpuscope.ui.widgets.code_spans import without_code_marks
 from tpuscope.ui.widgets.tables import SortableItem
+
+if TYPE_CHECKING:
+    from tpuscope.ui.load_controller import LoadController
+    from tpuscope.ui.view_router import ViewRouter
+
+HISTORY_KEY = "history"  # the History tab's name in the view router, added on first use
+HISTORY_TITLE = "History"
 
 COLUMNS = ("run", "steps", "median step", "95% interval", "change", "cause", "most changed op")
 CHANGE_COLUMN = COLUMNS.index("change")
@@ -271,3 +280,20 @@ class HistoryView(QWidget):
             return False
         self.compareRequested.emit(base, new)
         return True
+
+
+def show_history(
+    router: ViewRouter, loads: LoadController, paths: list[str], compare: Callable[[str, str], None]
+) -> HistoryView:
+    """Shows the History tab (added to the window's tabs on first use) and reads every run of `paths`
+    in the background; clicking a run there calls `compare(BASE, NEW)` with the run before it. Only the
+    router's and the load controller's public API is used."""
+    view = router.made_views.get(HISTORY_KEY)
+    if not isinstance(view, HistoryView):
+        view = HistoryView(router.tabs)
+        view.historyFailed.connect(lambda message: loads.show_error("Cannot read the history", message))
+        view.compareRequested.connect(compare)
+        router.add_view(HISTORY_KEY, view, HISTORY_TITLE)
+    router.bring_to_front(view)
+    view.read_paths([str(p) for p in paths])
+    return view

@@ -5,11 +5,14 @@ more comes back as a `PodResult` (the light pass's summaries) and `accept` shows
 with every other tab emptied. Each host's full diagnosis then runs in the background on the same
 worker processes (`HostDiagnosis`), the page filling in its findings as hosts come in; the page's
 Stop button, another profile opened, or the window closing stops it (the workers are terminated).
-Opening a host loads that host's file through the window's usual load (progress,
+Opening a host loads that host's file through the window's load controller (progress,
 Cancel, the hub and its views); when it arrives, it replaces the host shown before, whose trace is
 then collected, so the window holds the summaries plus one host's trace (two only while the next
 host loads: a host that fails to load leaves the page and the host shown as they were, with the
 window's one-sentence dialog). Any other profile opened closes the Pod tab.
+
+It reaches the window only through the public APIs of its view router (tabs, the views, the status
+line) and load controller (opening, recent files, failures).
 """
 
 from __future__ import annotations
@@ -30,11 +33,11 @@ from tpuscope.store import pod_results
 from tpuscope.ui.loader import LoadResult
 from tpuscope.ui.pod.open_run import PodResult, open_profile
 from tpuscope.ui.registry import TIMELINE
-from tpuscope.ui.timeline.view import PICKED_LAYER
 
 if TYPE_CHECKING:
-    from tpuscope.ui.main_window import MainWindow
+    from tpuscope.ui.load_controller import LoadController
     from tpuscope.ui.pod.page import PodPage
+    from tpuscope.ui.view_router import ViewRouter
 
 POD_TITLE = "Pod"
 REFRESH_S = 0.5  # the page's findings are recombined at most this often while hosts come in
@@ -108,16 +111,17 @@ class PodSession(QObject):
     hostShown = Signal(str)  # the host whose trace the other tabs now show
     diagnosisFinished = Signal(object)  # the PodResult, every host diagnosed or the diagnosis stopped
 
-    def __init__(self, window: MainWindow):
-        super().__init__(window)
-        self.window = window
+    def __init__(self, router: ViewRouter, loads: LoadController, parent: QObject | None = None):
+        super().__init__(parent)
+        self.router = router
+        self.loads = loads
         self.result: PodResult | None = None
         self.page: PodPage | None = None
         self.open_host_label: str | None = None
         self._pending: _HostRequest | None = None
         self.diagnosis: HostDiagnosis | None = None
         self.collectRequested.connect(_collect)
-        window.loadFailed.connect(self._on_load_failed)
+        loads.loadFailed.connect(self._on_load_failed)
 
     def work(self, path: Path | str, progress) -> LoadResult | PodResult:
         """What the window's loader thread runs for `path`."""
@@ -132,7 +136,7 @@ class PodSession(QObject):
         pending = self._pending
         if pending is not None and _same(result.path, pending.path):
             self._pending = None
-            self.window.set_result(result)
+            self.router.show_result(result)
             self._show_host(result, pending)
             return True
         self.close()
@@ -144,8 +148,7 @@ class PodSession(QObject):
         self.diagnosis = None  # its last signals, still queued, are dropped
         if self.page is None:
             return
-        tabs = self.window.tabs
-        tabs.removeTab(tabs.indexOf(self.page))
+        self.router.remove_page(self.page)
         self.page.deleteLater()
         self.page = self.result = None
         self.open_host_label = None
@@ -155,25 +158,24 @@ class PodSession(QObject):
 
     def _show(self, result: PodResult) -> None:
         self.close()
-        window = self.window
-        window.show_no_trace()  # the previous profile's events go before the pod page shows
+        router = self.router
+        router.show_no_trace()  # the previous profile's events go before the pod page shows
         self.result = result
         from tpuscope.ui.pod.page import PodPage  # its heat map's charts: not before the first paint
 
-        self.page = PodPage(result, window)
+        self.page = PodPage(result, router.tabs)
         self.page.hostRequested.connect(self.open_host)
-        window.tabs.insertTab(0, self.page, POD_TITLE)
-        window.stack.setCurrentWidget(window.tabs)
-        window.tabs.setCurrentWidget(self.page)
-        window.notice.show_messages(result.unreadable)
+        router.add_page(self.page, POD_TITLE, index=0)
+        router.bring_to_front(self.page)
+        router.show_notices(result.unreadable)
         name = _short_name(result.path)
-        window.status_label.setText(
+        router.say(
             f"{name}: {len(result.hosts)} hosts summarized host by host, {result.run.event_count:,} events; "
             "open a host to load its events"
         )
-        window.setWindowTitle(f"{name} (pod) - tpuscope")
-        window.path = result.path
-        window._add_recent(str(result.path))
+        router.set_window_title(f"{name} (pod) - tpuscope")
+        router.path = result.path
+        self.loads.add_recent(result.path)
         _collect()
         self.podShown.emit(result)
         self._start_diagnosis(result)
@@ -226,38 +228,36 @@ class PodSession(QObject):
             self.page.refresh()
             self.page.show_diagnosis("stopped" if thread.stopped else "done", error=thread.error)
             if thread.result.unreadable:
-                self.window.notice.show_messages(thread.result.unreadable)
+                self.router.show_notices(thread.result.unreadable)
         self.diagnosisFinished.emit(thread.result)
 
     def open_host(self, host: str, item: dict[str, Any] | None = None) -> None:
-        """Loads `host`'s file through the window's load; `item` (host time) is shown when it is in."""
+        """Loads `host`'s file through the window's load controller; `item` (host time) is shown when it
+        is in."""
         if self.result is None:
             return
         found = self.result.host(host)
         if found is None:
             return
         self._pending = _HostRequest(host, Path(found.source), item)
-        self.window.open_path(found.source)
+        self.loads.open_path(found.source)
 
     def _show_host(self, result: LoadResult, request: _HostRequest) -> None:
-        window = self.window
+        router = self.router
         self.open_host_label = request.host
         if self.page is not None:
             self.page.set_open_host(request.host)
         name = _short_name(self.result.path) if self.result is not None else ""
-        window.setWindowTitle(f"{request.host} of {name} (pod) - tpuscope")
-        window.show_view(TIMELINE)
+        router.set_window_title(f"{request.host} of {name} (pod) - tpuscope")
+        router.show(TIMELINE)
         item = request.item
         if item is not None:
             trace = result.trace
             if len(trace.hosts) == 1:  # the pod's label of a host can differ from the name in its file
                 item = dict(item, host=trace.hosts[0])
-            matches = evidence_events(trace, [item])
-            if matches:
-                window.timeline.set_highlight(matches, PICKED_LAYER)
-                window.timeline.scroll_to_track(matches[0][0])
             start = int(item["start_ps"])
-            window.zoom_timeline(start, max(int(item["end_ps"]), start + 1))
+            end = max(int(item["end_ps"]), start + 1)
+            router.outline_events_at(evidence_events(trace, [item]), start, end)
         _collect()  # the host shown before: its planes and tracks refer to each other
         self.hostShown.emit(request.host)
 
