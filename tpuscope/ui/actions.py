@@ -4,9 +4,9 @@ Each command is one `Action` record (what it is called, where it sits, its key, 
 it and when it can run), so the menu bar, a command palette and the Keys help page read one list
 instead of each keeping its own: napari's `app_model` actions are the pattern (a record per command,
 menus and key bindings derived from the records). Handlers are named, not bound: "loads.open_path"
-is looked up on the window when the command runs, so the table is plain data read without a window
-(the command line lists it) and the window's heavy parts (the timeline) are made only when a command
-needs them.
+is looked up on the window when the command runs, so the table is plain data that can be listed
+without a window (`action_list`), and the window's heavy parts (the timeline) are made only when a
+command needs them.
 """
 
 from __future__ import annotations
@@ -184,6 +184,7 @@ class BuiltMenus(QObject):
                 self.submenus[action.id] = submenu
             elif not action.provided:
                 menu.addAction(self._build(action))
+        self.refresh()
 
     def _build(self, action: Action) -> QAction:
         built = QAction(action.title, self._window)
