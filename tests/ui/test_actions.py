@@ -6,7 +6,16 @@ from __future__ import annotations
 
 from PySide6.QtGui import QKeySequence
 
-from tpuscope.ui.actions import ACTIONS, MENUS, BuiltMenus, action_list, plain_title, resolve, shortcut_text
+from tpuscope.ui.actions import (
+    ACTIONS,
+    MENUS,
+    Action,
+    BuiltMenus,
+    action_list,
+    plain_title,
+    resolve,
+    shortcut_text,
+)
 from tpuscope.ui.main_window import MainWindow
 from tpuscope.ui.registry import TIMELINE, VIEWS
 from tpuscope.ui.welcome import bundled_sample
@@ -93,13 +102,11 @@ def test_the_list_for_a_palette_names_every_command_with_its_key(qtbot, settings
     assert plain_title("Zoom &In (W)") == "Zoom In (W)" and plain_title("R&&D") == "R&D"
 
 
-def test_triggering_an_item_runs_its_handler_and_export_waits_for_a_trace(qtbot, settings):
+def test_triggering_an_item_runs_its_handler(qtbot, settings):
     window = MainWindow(settings)
     qtbot.addWidget(window)
     window.menus.actions[f"view.go_to.{TIMELINE}"].trigger()
     assert window.tabs.currentWidget() is window.views[TIMELINE]
-    window.menus.refresh()
-    assert not window.menus.actions["file.export"].isEnabled()  # nothing to export before a load
     align = window.menus.actions["view.align_clocks"]
     assert align.isChecked()  # the default
     align.trigger()  # no profile open: saved, nothing loads
@@ -119,3 +126,15 @@ def test_a_widgets_own_action_takes_its_records_place(qtbot, settings):
     menus.provide("view.details", provided)
     assert menus.menus["&View"].actions() == [provided]
     assert provided.objectName() == "view.details" and menus.actions["view.details"] is provided
+
+
+def test_a_command_is_greyed_out_while_its_enabled_when_is_false(qtbot, settings):
+    window = MainWindow(settings)
+    qtbot.addWidget(window)
+    fit = "router.timeline.zoom_to_fit"
+    record = Action("test.fit", "Fit", "&View", fit, enabled_when="router.body_built")
+    menus = BuiltMenus(window, [record])
+    assert not menus.actions["test.fit"].isEnabled()  # set when built: the body is made after the paint
+    window.timeline  # noqa: B018 - the body made
+    menus.menus["&View"].aboutToShow.emit()  # the menu opening
+    assert menus.actions["test.fit"].isEnabled()

@@ -40,8 +40,10 @@ class Action:
     args: tuple[Any, ...] = ()
     shortcut: Shortcut | None = None
     group: str = ""  # a separator goes between two groups of one menu
-    # An attribute path on the window read when the menu opens and after each load: False greys the
-    # command out (its shortcut does nothing either).
+    # An attribute path on the window read when the menus are built, when one opens and after each
+    # load: False greys the command out (its shortcut does nothing either). None of today's commands
+    # has one: each does nothing, or says why in a dialog, when it cannot run, and the menus read as
+    # they did before the table.
     enabled_when: str | None = None
     checkable: bool = False
     checked: str | None = None  # an attribute path on the window: the checked state when built
@@ -93,9 +95,9 @@ ACTIONS: tuple[Action, ...] = (
     Action("file.capture", f"&Capture{ELLIPSIS}", FILE, "open_capture_dialog",
            shortcut="Ctrl+Shift+C", group="capture"),
     Action("file.export", f"&Export Chrome Trace{ELLIPSIS}", FILE, "export_dialog", (False,),
-           shortcut="Ctrl+E", group="export", enabled_when="has_trace"),
+           shortcut="Ctrl+E", group="export"),
     Action("file.export_range", f"Export Selected &Range{ELLIPSIS}", FILE, "export_dialog", (True,),
-           shortcut="Ctrl+Shift+E", group="export", enabled_when="has_trace"),
+           shortcut="Ctrl+Shift+E", group="export"),
     Action("file.cache_limit", f"Cache Size &Limit{ELLIPSIS}", FILE, "ask_cache_limit", group="app"),
     Action("file.quit", "&Quit", FILE, "close", shortcut=QKeySequence.StandardKey.Quit, group="app"),
     # View

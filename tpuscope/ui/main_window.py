@@ -140,11 +140,6 @@ class MainWindow(QMainWindow):
         return self.menus.actions["view.align_clocks"]
 
     @property
-    def has_trace(self) -> bool:
-        """Whether a profile's events are shown (File > Export needs one)."""
-        return self.router.trace is not None
-
-    @property
     def pods(self) -> PodSession:
         """Runs of many hosts: the pod page first, one host's trace at a time. Made with the first
         load (its `work` is what the loader thread runs), which may start before the body is made."""
