@@ -3,30 +3,41 @@
     python benchmarks/bench_analyses.py                  # the 1M JAX CPU recording (recorded if missing)
     python benchmarks/bench_analyses.py --events 200000 --repeat 5
     python benchmarks/bench_analyses.py --pod 8          # and a run folder of 8 copies of that host file
+    python benchmarks/bench_analyses.py --before SRC     # another tree too (SRC holds its tpuscope/)
 
 `info` is the decode alone (read the file, build the columns); `overview --json` and
 `diagnose --json` are the same decode and then every analysis. Each is a whole `tpuscope`
-process, the three alternate round after round (so a busy neighbour slows them alike), and the
-medians and each one's ratio to `info` of the same run are printed. The target (issue 32):
-overview and diagnose at most 1.5x info. Both trace-cache modes are timed: `--cache` with the
-trace cache warmed by a first untimed round (the decode is a cache read), `--no-cache` with
-`TPUSCOPE_NO_CACHE=1` (the decode is the file's); the default is both.
+process, the commands alternate round after round (so a busy neighbour slows them alike), and
+the medians and each one's ratio to `info` of the same run are printed, for the wall time and for the CPU time
+(all threads). The target (issue 32):
+overview and diagnose at most 1.5x info. Both trace-cache modes are timed: cache on, warmed by a
+first untimed round (the decode is a cache read), and `TPUSCOPE_NO_CACHE=1` (the decode is the
+file's); `--cache` or `--no-cache` times one.
 
-`--pod N` times the same three commands on a run folder holding N hard links of the host file
-(N hosts of the same recording, one file's disk), read as one run.
+The processes get this environment as it is. `--as-installed` runs them as an installed package
+runs: byte-compiled modules (a bytecode cache in a temporary folder, warmed by the first round)
+and a buffered stdout, where PYTHONDONTWRITEBYTECODE or PYTHONUNBUFFERED are set here.
+
+`--before SRC` times the same commands of another tree in the same rounds (SRC holds its
+`tpuscope/` with the built `.so` files, e.g. `git archive REF | tar -x -C SRC` and the `.so` files
+copied), for before/after figures that one busy minute cannot skew. `--pod N` times the same
+commands on a run folder holding N hard links of the host file (N hosts, one file's disk).
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import resource
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
 
 from benchmarks.record_jax_profile import DEFAULT_DIR, find_or_record  # noqa: E402
 
@@ -38,44 +49,95 @@ COMMANDS = {
 TARGET_RATIO = 1.5  # issue 32: an analysis command takes at most this many times `info`
 
 
-def timed(args: list[str], use_cache: bool) -> float:
-    """Wall seconds of one whole `tpuscope` process (its output is read and dropped)."""
+def environment(use_cache: bool, bytecode_dir: Path | None) -> dict[str, str]:
+    """The processes' environment: the trace cache on or off, and, with a bytecode folder, as an
+    installed package runs (compiled modules kept, stdout buffered)."""
     env = dict(os.environ)
     env.pop("TPUSCOPE_NO_CACHE", None)
     if not use_cache:
         env["TPUSCOPE_NO_CACHE"] = "1"
+    if bytecode_dir is not None:
+        env.pop("PYTHONDONTWRITEBYTECODE", None)
+        env.pop("PYTHONUNBUFFERED", None)
+        env["PYTHONPYCACHEPREFIX"] = str(bytecode_dir)
+    return env
+
+
+def timed(args: list[str], tree: Path, env: dict[str, str]) -> tuple[float, float]:
+    """Wall and CPU seconds (all threads, user and system) of one whole `tpuscope` process of `tree`;
+    its output is read and dropped. On a shared machine the CPU seconds move less than the wall."""
+    cpu_before = _children_cpu()
     started = time.perf_counter()
     result = subprocess.run(
-        [sys.executable, "-m", "tpuscope", *args], capture_output=True, text=True, env=env, timeout=3600
+        [sys.executable, "-m", "tpuscope", *args],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=tree,
+        timeout=3600,
     )
     seconds = time.perf_counter() - started
-    if result.returncode not in (0, 1):  # 1: diagnose found something (no --fail-on: never), kept safe
-        raise SystemExit(f"tpuscope {' '.join(args)} failed: {result.stderr.strip()}")
-    return seconds
+    if result.returncode != 0:
+        raise SystemExit(f"tpuscope {' '.join(args)} in {tree} failed: {result.stderr.strip()}")
+    return seconds, _children_cpu() - cpu_before
 
 
-def alternate(path: Path, repeat: int, use_cache: bool) -> dict[str, float]:
-    """The median wall seconds of each command, the commands alternating round after round."""
+def _children_cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def alternate(
+    path: Path, trees: list[Path], repeat: int, env: dict[str, str], scratch: Path
+) -> dict[Path, dict[str, tuple[float, float]]]:
+    """Per tree, the median wall seconds of each command; trees and commands alternate each round,
+    after one untimed round (it writes the trace cache entry and the bytecode the timed ones read).
+    Each tree gets its own trace cache folder under `scratch`: two versions never read each other's."""
     argv = {name: [a.format(path=path) for a in args] for name, args in COMMANDS.items()}
-    if use_cache:
-        timed(argv["info"], True)  # writes the cache entry the timed rounds read
-    runs: dict[str, list[float]] = {name: [] for name in argv}
+    envs = {tree: dict(env, TPUSCOPE_CACHE_DIR=str(scratch / f"cache{k}")) for k, tree in enumerate(trees)}
+    for tree in trees:
+        for args in argv.values():
+            timed(args, tree, envs[tree])
+    runs: dict[Path, dict[str, list[tuple[float, float]]]] = {
+        tree: {name: [] for name in argv} for tree in trees
+    }
     for _ in range(repeat):
-        for name, args in argv.items():
-            runs[name].append(timed(args, use_cache))
-    return {name: statistics.median(seconds) for name, seconds in runs.items()}
+        for tree in trees:
+            for name, args in argv.items():
+                runs[tree][name].append(timed(args, tree, envs[tree]))
+    return {
+        tree: {name: _medians(seconds) for name, seconds in by_name.items()} for tree, by_name in runs.items()
+    }
 
 
-def report(label: str, path: Path, repeat: int, modes: list[bool]) -> None:
+def _medians(runs: list[tuple[float, float]]) -> tuple[float, float]:
+    return statistics.median(wall for wall, _ in runs), statistics.median(cpu for _, cpu in runs)
+
+
+def report(
+    label: str, path: Path, trees: list[Path], repeat: int, modes: list[bool], as_installed: bool
+) -> None:
     for use_cache in modes:
-        medians = alternate(path, repeat, use_cache)
-        mode = "cache on" if use_cache else "TPUSCOPE_NO_CACHE=1"
+        with tempfile.TemporaryDirectory() as scratch:
+            env = environment(use_cache, Path(scratch) / "bytecode" if as_installed else None)
+            medians = alternate(path, trees, repeat, env, Path(scratch))
+        mode = ("cache on" if use_cache else "TPUSCOPE_NO_CACHE=1") + (
+            ", as installed" if as_installed else ""
+        )
         print(f"{label}, {mode}, medians of {repeat}, alternating:")
-        info = medians["info"]
-        for name, seconds in medians.items():
-            ratio = seconds / info
-            verdict = "" if name == "info" else ("  ok" if ratio <= TARGET_RATIO else f"  > {TARGET_RATIO}x")
-            print(f"  {name:<16} {seconds:7.2f} s  {ratio:5.2f}x info{verdict}")
+        for tree, by_name in medians.items():
+            if len(trees) > 1:
+                print(f"  {'this tree' if tree == ROOT else tree}:")
+            info, info_cpu = by_name["info"]
+            for name, (seconds, cpu) in by_name.items():
+                ratio = seconds / info
+                verdict = (
+                    "" if name == "info" else ("  ok" if ratio <= TARGET_RATIO else f"  > {TARGET_RATIO}x")
+                )
+                print(
+                    f"    {name:<16} {seconds:6.2f} s {ratio:5.2f}x info{verdict:<7}"
+                    f"  cpu {cpu:6.2f} s {cpu / info_cpu:5.2f}x info's"
+                )
 
 
 def make_run(host_file: Path, hosts: int) -> Path:
@@ -96,13 +158,17 @@ def main() -> int:
     mode = parser.add_mutually_exclusive_group()
     mode.add_argument("--cache", action="store_true", help="only with the trace cache on")
     mode.add_argument("--no-cache", action="store_true", help="only with TPUSCOPE_NO_CACHE=1")
+    parser.add_argument("--as-installed", action="store_true", help="bytecode kept, stdout buffered")
+    parser.add_argument("--before", type=Path, metavar="SRC", help="also time the tree SRC, alternating")
     parser.add_argument("--pod", type=int, metavar="N", help="also a run folder of N copies of the host file")
     args = parser.parse_args()
     modes = [True] if args.cache else [False] if args.no_cache else [True, False]
-    path = find_or_record(args.events)
-    report(path.name, path, args.repeat, modes)
+    trees = [args.before.resolve(), ROOT] if args.before else [ROOT]
+    path = find_or_record(args.events).resolve()
+    report(path.name, path, trees, args.repeat, modes, args.as_installed)
     if args.pod:
-        report(f"run of {args.pod} x {path.name}", make_run(path, args.pod), args.repeat, modes)
+        run = make_run(path, args.pod).resolve()
+        report(f"run of {args.pod} x {path.name}", run, trees, args.repeat, modes, args.as_installed)
     return 0
 
 
