@@ -33,6 +33,7 @@ workers first and do its own work (imports, the cache look-ups) while they come 
 
 from __future__ import annotations
 
+import gc
 import os
 import sys
 import threading
@@ -146,13 +147,32 @@ def run_job(job: HostJob, cancelled: Callable[[], bool] | None = None) -> HostOu
         return HostOutcome(job.index, [], str(ProfileError(job.path, cause)), job.kind, (job.path, cause))
 
 
-def prepare_worker() -> None:
-    """A worker's start: the modules every task reads with, imported before the first task comes."""
+def import_task_modules() -> None:
+    """The modules every task reads with (a forking caller imports them once, before its workers)."""
     import tpuscope.analysis.pod.summary  # noqa: F401
     import tpuscope.analysis.session  # noqa: F401
     import tpuscope.app.opener  # noqa: F401
     import tpuscope.readers.xplane.assemble  # noqa: F401
     import tpuscope.store.pod_results  # noqa: F401
+
+
+def prepare_worker() -> None:
+    """A worker process's start, before the first task comes: the task modules imported, and the
+    cyclic collector left to `run_in_worker`. Everything that exists now is frozen (`gc.freeze`: never
+    traversed again, so a forked worker does not copy the pages of its parent's objects to write
+    their collector headers), and automatic collection is off: during a host's decode and summary it
+    ran over objects that stay alive; one collection after each host frees that host's trace."""
+    import_task_modules()
+    gc.disable()
+    gc.freeze()
+
+
+def run_in_worker(job: HostJob) -> HostOutcome:
+    """`run_job(job)` in a worker process, then the host's trace collected (its planes and tracks
+    refer to each other) before the next host is read."""
+    outcome = run_job(job)
+    gc.collect()
+    return outcome
 
 
 def read_host_file(
@@ -229,7 +249,7 @@ class HostPool:
         # Forked only while no other thread runs (a bucket's download may have left one).
         fork = self.fork and threading.active_count() == 1
         if fork:
-            prepare_worker()  # imported here once, what every forked worker then holds
+            import_task_modules()  # imported here once, what every forked worker then holds
         method = "fork" if fork else "spawn"
         self._pool = ProcessPoolExecutor(
             max_workers=count, mp_context=multiprocessing.get_context(method), initializer=prepare_worker
@@ -271,7 +291,7 @@ class HostPool:
         from concurrent.futures.process import BrokenProcessPool
 
         self.start(len(jobs))
-        pending = {self._pool.submit(run_job, job): job for job in jobs}
+        pending = {self._pool.submit(run_in_worker, job): job for job in jobs}
         while pending:
             if cancelled():
                 self.close()
