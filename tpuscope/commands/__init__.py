@@ -32,5 +32,5 @@ COMMANDS: dict[str, str] = {
     "sql": "SQL over the profile's tables (events, tracks, ops, steps, findings, ...), read-only",
     "capture": "record a live trace from running programs (profiler servers), locally or over SSH",
     "screenshot": "render the app window on a profile to a PNG",
-    "cache": "the trace cache: its folder, size, limit and entries; `cache clear` empties it",
+    "cache": "every cache (traces, pod results, run summaries, downloads); `cache clear` empties them",
 }
