@@ -17,7 +17,7 @@ def test_json_timings_list_every_rule_and_leave_the_report_as_it_was(recorded_pa
     assert main(["diagnose", path, "--json", "--no-cache", "--timings"]) == 0
     timed = json.loads(capsys.readouterr().out)
     timings = timed.pop("timings")
-    assert json.dumps(timed, indent=2) + "\n" == plain  # the same report, key for key
+    assert timed == json.loads(plain)  # the same report, key for key
     assert [r["rule"] for r in timings["rules"]] == list(RULES)
     assert all(r["ms"] >= 0 for r in timings["rules"])
     assert set(timings["before_rules_ms"]) >= {"steps", "framework", "devices"}

@@ -121,9 +121,11 @@ def merge_intervals(starts: np.ndarray, ends: np.ndarray) -> tuple[np.ndarray, n
     keep = ends > starts
     # Already merged (sorted, none empty, none touching: what this returns, and what the interval
     # algebra hands back to it) is checked in one pass, without the sort.
-    if keep.all() and (starts[1:] > ends[:-1]).all():
+    all_kept = bool(keep.all())
+    if all_kept and (starts[1:] > ends[:-1]).all():
         return starts, ends
-    starts, ends = starts[keep], ends[keep]
+    if not all_kept:  # a copy only when some are dropped: the sort below copies them anyway
+        starts, ends = starts[keep], ends[keep]
     if len(starts) == 0:
         return starts, ends
     order = np.argsort(starts, kind="stable")

@@ -42,7 +42,7 @@ def register(subparsers) -> None:
         "--timings",
         action="store_true",
         help="also print each rule's wall time and the shared facts it computed first (stderr; "
-        "a `timings` object with --json)",
+        "a `timings` object with --json; a run read as one trace, not host by host)",
     )
     add_per_host_arguments(parser)
     parser.set_defaults(handler=run)
