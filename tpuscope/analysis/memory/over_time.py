@@ -118,7 +118,7 @@ def _allocator(events: AllocationEvents, rows: np.ndarray, memory_id: str, strin
     reserved = np.maximum(events.reserved[order], 0)
     allocated = np.maximum(events.allocated[order], 0)
     available = np.maximum(events.available[order], 0)
-    if (events.allocated[order] < 0).any() or (events.reserved[order] < 0).any():
+    if _some_lack(events.allocated[order]) or _some_lack(events.reserved[order]):
         notes.append("some allocator events lack bytes_allocated / bytes_reserved (counted as 0)")
     in_use = reserved + allocated
 
@@ -196,6 +196,13 @@ def _live_at(
         for k in top.tolist()
     ]
     return listed, total
+
+
+def _some_lack(figure: np.ndarray) -> bool:
+    """Some events lack a figure others carry (-1). A figure no event carries is one the allocator
+    does not keep (PyTorch's caching allocator has no memory reserved for programs): 0, no note."""
+    missing = figure < 0
+    return bool(missing.any() and not missing.all())
 
 
 def _text(strings, string_id: int) -> str:

@@ -34,6 +34,8 @@ NUMERIC_ARGS = frozenset(
         "external_id", "correlation", "stream", "device", "registers_per_thread", "shared_memory",
         "occupancy", "bytes", "bandwidth", "flops", "in_msg_nelems", "out_msg_nelems", "group_size",
         "program_id", "step_num", "group_id", "correlation_id", "bytes_accessed", "python_id",
+        "external_id_2021", "device_id", "device_type", "address", "allocation_bytes", "total_allocated",
+        "total_reserved", "bytes_free_on_device",
     }
 )  # fmt: skip
 # Args read as text (Python frames: tpuscope.readers.trace_event.python_stacks): a value of another
@@ -71,9 +73,16 @@ class Mapping(Protocol):
 
     def thread_name(self, file: TraceEventFile, pid: int | str, tid: int | str) -> str: ...
 
+    def prepare(self, file: TraceEventFile) -> None:
+        """Mends the writer's own inconsistencies in the decoded file before it is built."""
+        ...
+
     def name_stats(
-        self, identity: PlaneIdentity, names: list[str], trace: Trace
-    ) -> dict[str, StatColumn]: ...
+        self, identity: PlaneIdentity, names: list[str], categories: list[str], trace: Trace
+    ) -> dict[str, StatColumn]:
+        """Stats per event name of one plane (`categories`: each name's category, as its first
+        event there has it)."""
+        ...
 
     def retype(self, trace: Trace) -> None: ...
 
@@ -99,7 +108,9 @@ def load_json_files(
             if strict:
                 raise ProfileError(path, cause)
             load_warnings.append(warning)
-        decoded.append((file, choose(file)))
+        mapping = choose(file)
+        mapping.prepare(file)
+        decoded.append((file, mapping))
     if progress is not None:
         progress(0.85, "building the timeline")
     origin_us = min(float(f.events.ts_us.min()) for f, _ in decoded)
@@ -186,8 +197,10 @@ def _add_file(trace: Trace, file: TraceEventFile, mapping: Mapping, host: str, o
         identity = identities[p]
         rows = order[bounds[t] : bounds[t + 1]]
         if p not in planes:
-            in_plane = np.unique(events.name[event_pid == p])
+            in_plane, first = np.unique(events.name[event_pid == p], return_index=True)
             names = [events.names[int(i)] for i in in_plane]
+            first_category = events.category[event_pid == p][first]
+            categories = [category_names[int(c)] for c in first_category]
             plane = add_plane(
                 trace,
                 plane_id=len(trace.planes),
@@ -196,7 +209,7 @@ def _add_file(trace: Trace, file: TraceEventFile, mapping: Mapping, host: str, o
                 identity=identity,
                 names=names,
                 stats=mapping.plane_stats(file, identity),
-                name_stats=mapping.name_stats(identity, names, trace),
+                name_stats=mapping.name_stats(identity, names, categories, trace),
             )
             planes[p], plane_names[p] = plane, in_plane
         plane = planes[p]
@@ -217,7 +230,7 @@ def _stat_columns(trace: Trace, file: TraceEventFile) -> dict[str, tuple[np.ndar
     """Per kept arg: (event rows, kind, values) with strings interned into the trace."""
     out: dict[str, tuple[np.ndarray, str, np.ndarray]] = {}
     for attribute, (rows, values) in file.events.args.items():
-        stat = _STAT_NAME[attribute]
+        stat = _STAT_NAME.get(attribute, attribute)  # a mapping's own columns (`prepare`) by stat name
         typed = _typed_columnar(trace, values, attribute) if isinstance(values, ArgValues) else None
         if typed is None:
             if isinstance(values, ArgValues):

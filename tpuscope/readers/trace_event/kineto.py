@@ -18,10 +18,10 @@ import numpy as np
 from tpuscope.model.stats import StatColumn
 from tpuscope.model.trace import Trace
 from tpuscope.model.vocabulary import (
+    OTHER_PLANE,
     PYTORCH,
     ROLE_DEVICE,
     ROLE_HOST,
-    ROLE_OTHER,
     Dialect,
     EventClass,
     FrameworkClue,
@@ -31,23 +31,61 @@ from tpuscope.model.vocabulary import (
     TrackKind,
 )
 from tpuscope.readers.trace_event.build import TrackGroup
+from tpuscope.readers.trace_event.kineto_memory import (
+    KINETO_ALLOCATOR_NAMES,
+    MEMORY_EVENT,
+    gather_allocator_records,
+)
+from tpuscope.readers.trace_event.launches import attach_framework_ops
 from tpuscope.readers.trace_event.parse import TraceEventFile
 from tpuscope.readers.trace_event.python_stacks import attach_python_sources
 
-# Categories Kineto writes on GPU streams: the device's own work, its annotations, its syncs.
-DEVICE_WORK_CATEGORIES = frozenset({"kernel", "Kernel", "gpu_memcpy", "gpu_memset", "Memcpy", "Memset"})
-DEVICE_CATEGORIES = DEVICE_WORK_CATEGORIES | {"gpu_user_annotation", "cuda_sync"}
+# What each Kineto record is, by its category (pytorch/kineto libkineto/include/ActivityType.h; the
+# 2020-21 spellings `Kernel`/`Memcpy`/`Memset`/`Runtime`/`Operator` from libkineto/src/output_json.cpp
+# before pytorch/kineto 6f9c0eef and 1679e50e). Device work is what a device executed: kernels, copies
+# and memsets (and MTIA's `mtia_ccp_events`), wherever its pid points. Everything else is the host's
+# or a note about the device: a plane is a device only if it holds device work, so that Python-tracer
+# frames Kineto gives pid 0 / tid 0 (pytorch/pytorch PR #149757, the "GPU 0" process) stay host records.
+DEVICE_WORK_CATEGORIES = frozenset(
+    {"kernel", "gpu_memcpy", "gpu_memset", "mtia_ccp_events", "Kernel", "Memcpy", "Memset"}
+)
+DEVICE_ANNOTATION_CATEGORIES = frozenset({"gpu_user_annotation"})
+DEVICE_SYNC_CATEGORIES = frozenset({"cuda_sync"})
+# The CUPTI range profiler's counter ranges (libkineto/src/CuptiRangeProfiler.cpp): metric values
+# over synthetic, evenly split times, not work: a counter track.
+COUNTER_RANGE_CATEGORIES = frozenset({"cuda_profiler_range"})
+# The framework's own ops (aten ops, autograd nodes), which launch the device work.
+CPU_OP_CATEGORIES = frozenset({"cpu_op", "Operator"})
+DEVICE_CATEGORIES = DEVICE_WORK_CATEGORIES | DEVICE_ANNOTATION_CATEGORIES | DEVICE_SYNC_CATEGORIES
 # Categories only Kineto writes: a trace-event file holding one of them is Kineto's.
-KINETO_CATEGORIES = DEVICE_CATEGORIES | {"cpu_op", "cuda_runtime", "cuda_driver", "python_function",
-                                         "user_annotation", "ac2g"}  # fmt: skip
-_GPU_LABEL = re.compile(r"^GPU (\d+)")
+KINETO_CATEGORIES = DEVICE_CATEGORIES | COUNTER_RANGE_CATEGORIES | {
+    "cpu_op", "cuda_runtime", "cuda_driver", "python_function", "user_annotation", "ac2g",
+    "mtia_runtime", "xpu_runtime", "privateuse1_runtime", "privateuse1_driver",
+}  # fmt: skip
+# The metadata stat holding each host event name's Kineto category (what tells an op from a launch).
+CATEGORY_STAT = "kineto_category"
+# Kineto labels each device process `<kind> <index>` (output_json.cpp `process_labels`: "GPU 0";
+# other backends their own kind, e.g. MTIA, XPU, HPU); "CPU" is the host process's label.
+_DEVICE_LABEL = re.compile(r"^(?P<kind>[A-Za-z][\w]*) (?P<index>\d+)")
+_HOST_LABEL = "CPU"
+# The device kind when the label says none: MTIA's own work category, else a GPU.
+_KIND_OF_WORK = (("mtia_ccp_events", "MTIA"),)
 
 _DEVICE_GROUPS = (
     TrackGroup("", TrackKind.DEVICE_OPS),
     TrackGroup(" annotations", TrackKind.DEVICE_OTHER),
     TrackGroup(" syncs", TrackKind.DEVICE_OTHER),
+    TrackGroup(" counter ranges", TrackKind.COUNTER),
+    TrackGroup("", TrackKind.OTHER),  # host records on a device's pid (module docstring)
 )
-_HOST_GROUPS = (TrackGroup("", TrackKind.HOST_THREAD),)
+_DEVICE_GROUP_OF = {
+    **dict.fromkeys(DEVICE_WORK_CATEGORIES, 0),
+    **dict.fromkeys(DEVICE_ANNOTATION_CATEGORIES, 1),
+    **dict.fromkeys(DEVICE_SYNC_CATEGORIES, 2),
+    **dict.fromkeys(COUNTER_RANGE_CATEGORIES, 3),
+}
+_HOST_RECORDS = 4
+_HOST_GROUPS = (TrackGroup("", TrackKind.HOST_THREAD), TrackGroup(" counter ranges", TrackKind.COUNTER))
 _OTHER_GROUPS = (TrackGroup("", TrackKind.OTHER),)
 
 # Host calls that launch device work (CUDA runtime/driver, HIP): torch.cuda launches and async copies.
@@ -100,6 +138,7 @@ KINETO_DIALECT = Dialect(
     default_framework=PYTORCH,
     step_number=STEP_PATTERN,
     op_families=KERNEL_OP_FAMILIES,
+    allocator_names=KINETO_ALLOCATOR_NAMES,
 )
 
 # Kernel categories from kernel names (our heuristic: the library and op words kernel names carry,
@@ -151,20 +190,29 @@ class KinetoMapping:
             name = name.removesuffix(suffix)
         return name
 
+    def __init__(self) -> None:
+        self._memory_without_totals = 0
+
+    def prepare(self, file: TraceEventFile) -> None:
+        unify_thread_ids(file)
+        self._memory_without_totals += gather_allocator_records(file)
+
     def plane_identity(self, file: TraceEventFile, pid: int | str, categories: set[str]) -> PlaneIdentity:
-        label = file.process_labels.get(pid, "")
-        m = _GPU_LABEL.match(label)
-        if m:
-            return PlaneIdentity(ROLE_DEVICE, "GPU", int(m.group(1)))
-        if categories & DEVICE_CATEGORIES and isinstance(pid, int):
-            return PlaneIdentity(ROLE_DEVICE, "GPU", pid)
-        if isinstance(pid, int):
-            return PlaneIdentity(ROLE_HOST, "CPU", None)
-        return PlaneIdentity(ROLE_OTHER, "", None)
+        """A device only where the process holds device work (module docstring), its kind and
+        index from Kineto's label, else from the pid; a process with no device work is a host."""
+        if not categories & DEVICE_WORK_CATEGORIES:
+            return PlaneIdentity(ROLE_HOST, "CPU", None) if isinstance(pid, int) else OTHER_PLANE
+        m = _DEVICE_LABEL.match(file.process_labels.get(pid, ""))
+        if m is not None and m["kind"] != _HOST_LABEL:
+            return PlaneIdentity(ROLE_DEVICE, m["kind"], int(m["index"]))
+        if not isinstance(pid, int):
+            return OTHER_PLANE
+        kind = next((k for category, k in _KIND_OF_WORK if category in categories), "GPU")
+        return PlaneIdentity(ROLE_DEVICE, kind, pid)
 
     def plane_name(self, file: TraceEventFile, pid: int | str, identity: PlaneIdentity) -> str:
         if identity.role == ROLE_DEVICE:
-            return f"GPU {identity.index}"
+            return f"{identity.kind} {identity.index}"
         if identity.role == ROLE_HOST:
             process = file.process_names.get(pid, "process")
             return f"{process} (pid {pid})"
@@ -188,12 +236,10 @@ class KinetoMapping:
         return _HOST_GROUPS if identity.role == ROLE_HOST else _OTHER_GROUPS
 
     def group_of(self, identity: PlaneIdentity, category: str) -> int:
-        if identity.role != ROLE_DEVICE:
-            return 0
-        if category == "gpu_user_annotation":
+        if identity.role == ROLE_DEVICE:
+            return _DEVICE_GROUP_OF.get(category, _HOST_RECORDS)
+        if identity.role == ROLE_HOST and category in COUNTER_RANGE_CATEGORIES:
             return 1
-        if category == "cuda_sync":
-            return 2
         return 0
 
     def thread_name(self, file: TraceEventFile, pid: int | str, tid: int | str) -> str:
@@ -204,15 +250,57 @@ class KinetoMapping:
 
     def retype(self, trace: Trace) -> None:
         """Kinds are known from the categories already; once every file's flows are bound, each
-        kernel gets the Python source line and stack of the CPU op that launched it."""
+        kernel gets the CPU op that launched it (its framework op and the ops around it) and the
+        Python source line and stack of that op."""
+        attach_framework_ops(trace, CATEGORY_STAT, CPU_OP_CATEGORIES)
         attach_python_sources(trace)
+        if self._memory_without_totals:
+            trace.warnings.append(
+                f"{self._memory_without_totals:,} `{MEMORY_EVENT}` records carry no `Total Allocated` "
+                "(written by an older PyTorch): memory over time cannot be read from them."
+            )
 
-    def name_stats(self, identity: PlaneIdentity, names: list[str], trace: Trace) -> dict[str, StatColumn]:
-        """Device planes: each kernel name's category (what `ops --by category` groups by)."""
-        if identity.role != ROLE_DEVICE or not names:
+    def name_stats(
+        self, identity: PlaneIdentity, names: list[str], categories: list[str], trace: Trace
+    ) -> dict[str, StatColumn]:
+        """Device planes: each kernel name's category (what `ops --by category` groups by); host
+        planes: each name's Kineto category (what tells the ops from the launches)."""
+        if not names:
             return {}
-        categories = [kernel_category(n) for n in names]
-        ids = trace.strings.intern_many(list(dict.fromkeys(categories)))
-        lookup = dict(zip(dict.fromkeys(categories), ids.tolist(), strict=True))
-        values = np.array([lookup[c] for c in categories], dtype=np.int32)
-        return {Stat.OP_CATEGORY: StatColumn(Stat.OP_CATEGORY, "str", None, values)}
+        if identity.role != ROLE_DEVICE:
+            return {CATEGORY_STAT: _string_stat(CATEGORY_STAT, categories, trace)}
+        return {Stat.OP_CATEGORY: _string_stat(Stat.OP_CATEGORY, [kernel_category(n) for n in names], trace)}
+
+
+def _string_stat(name: str, texts: list[str], trace: Trace) -> StatColumn:
+    distinct = list(dict.fromkeys(texts))
+    lookup = dict(zip(distinct, trace.strings.intern_many(distinct).tolist(), strict=True))
+    return StatColumn(name, "str", None, np.array([lookup[t] for t in texts], dtype=np.int32))
+
+
+def unify_thread_ids(file: TraceEventFile) -> None:
+    """One thread per (pid, tid): Kineto's 2021 writer gave a host thread's events a string tid
+    ("25738") and its flow starts and memory records a number (25738) (the TensorBoard plugin's
+    samples, pytorch/kineto tb_plugin/samples), so a launch flow started on no event. Decimal
+    string tids become numbers; ids of threads merged this way are renumbered in place."""
+    threads = file.events.threads
+    canonical = [(pid, _as_number(tid)) for pid, tid in threads]
+    if canonical == threads:
+        return
+    merged = list(dict.fromkeys(canonical))
+    position = {thread: k for k, thread in enumerate(merged)}
+    renumber = np.array([position[t] for t in canonical], dtype=np.int64)
+    file.events.threads = merged
+    file.events.thread = renumber[file.events.thread]
+    file.flows.thread = renumber[file.flows.thread]
+    for (pid, tid), name in list(file.thread_names.items()):
+        file.thread_names.setdefault((pid, _as_number(tid)), name)
+
+
+_MAX_TID_DIGITS = 18  # below 2**63: a number int64 holds
+
+
+def _as_number(tid: int | str) -> int | str:
+    if isinstance(tid, str) and tid.isascii() and tid.isdigit() and len(tid) <= _MAX_TID_DIGITS:
+        return int(tid)
+    return tid

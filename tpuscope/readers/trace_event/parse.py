@@ -49,6 +49,9 @@ class _Args(msgspec.Struct, gc=False, rename={
     "in_msg_nelems": "In msg nelems", "out_msg_nelems": "Out msg nelems",
     "group_size": "Group size", "process_group_name": "Process Group Name",
     "call_stack": "Call stack", "call_from": "CallFrom", "python_id": "Python id",
+    "external_id_2021": "external id", "device_id": "Device Id", "device_type": "Device Type",
+    "address": "Addr", "allocation_bytes": "Bytes", "total_allocated": "Total Allocated",
+    "total_reserved": "Total Reserved",
 }):  # fmt: skip
     """The args tpuscope keeps (Kineto's and TSL's); others are skipped by the decoder.
 
@@ -73,6 +76,15 @@ class _Args(msgspec.Struct, gc=False, rename={
     dtype: Any = None
     process_group_name: Any = None
     cuda_sync_kind: Any = None
+    # Kineto's 2020-21 spelling of `External id` (pytorch/kineto issue #109).
+    external_id_2021: Any = None
+    # `[memory]` records of the caching allocator (pytorch/pytorch torch/csrc/autograd/profiler_kineto.cpp).
+    device_id: Any = None
+    device_type: Any = None
+    address: Any = None
+    allocation_bytes: Any = None
+    total_allocated: Any = None
+    total_reserved: Any = None
     # Python frames recorded with `with_stack=True` (tpuscope.readers.trace_event.python_stacks).
     call_stack: Any = None
     call_from: Any = None
@@ -122,6 +134,7 @@ _EVENT_LIST = msgspec.json.Decoder(list[_Event])
 # the neutral names (tpuscope.model.vocabulary.Stat): correlation -> correlation_id, bytes -> bytes_accessed.
 ARG_COLUMNS: tuple[tuple[str, str], ...] = (
     ("external_id", "External id"),
+    ("external_id_2021", "External id"),
     ("correlation", "correlation_id"),
     ("stream", "stream"),
     ("device", "device"),
@@ -141,6 +154,12 @@ ARG_COLUMNS: tuple[tuple[str, str], ...] = (
     ("call_stack", "Call stack"),
     ("call_from", "CallFrom"),
     ("python_id", "Python id"),
+    ("device_id", "Device Id"),
+    ("device_type", "Device Type"),
+    ("address", "Addr"),
+    ("allocation_bytes", "Bytes"),
+    ("total_allocated", "Total Allocated"),
+    ("total_reserved", "Total Reserved"),
     ("hlo_op", "hlo_op"),
     ("hlo_module", "hlo_module"),
     ("long_name", "long_name"),

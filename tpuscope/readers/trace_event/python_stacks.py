@@ -211,7 +211,7 @@ class _PythonFrames:
         call_stack = _string_column(track, CALL_STACK)
         if not is_python.any() and not call_stack.any():
             return None
-        return _PythonFrames(track, _parents(track), is_python, call_stack, _string_column(track, CALL_FROM))
+        return _PythonFrames(track, parents(track), is_python, call_stack, _string_column(track, CALL_FROM))
 
     def codes_of(
         self, launches: np.ndarray, code: _Code, own_python_frame: bool = False
@@ -241,20 +241,7 @@ class _PythonFrames:
         return out, bad
 
     def _nearest(self, events: np.ndarray, mask: np.ndarray, include_self: bool) -> np.ndarray:
-        """Per event: its innermost enclosing event where `mask` holds (itself too with
-        `include_self`), -1 none. One vectorized step per nesting level."""
-        current = events.astype(np.int64) if include_self else self.parent[events]
-        found = np.full(len(events), -1, np.int64)
-        open_ = current >= 0
-        while open_.any():
-            at = np.flatnonzero(open_)
-            hit = mask[current[at]]
-            found[at[hit]] = current[at[hit]]
-            rest = at[~hit]
-            current[rest] = self.parent[current[rest]]
-            open_[:] = False
-            open_[rest] = current[rest] >= 0
-        return found
+        return nearest_enclosing(self.parent, events, mask, include_self)
 
     def _chain_codes(self, owners: np.ndarray, code: _Code) -> np.ndarray:
         """Per owner (a Python event): its chain's stack in `code`, built once per distinct chain."""
@@ -336,6 +323,25 @@ def _chain_ids(content: np.ndarray, caller: np.ndarray) -> np.ndarray:
     return chain
 
 
+def nearest_enclosing(
+    parent: np.ndarray, events: np.ndarray, mask: np.ndarray, include_self: bool
+) -> np.ndarray:
+    """Per event: its innermost enclosing event where `mask` holds (itself too with `include_self`),
+    -1 none, walking `parent` (`parents`). One vectorized step per nesting level."""
+    current = events.astype(np.int64) if include_self else parent[events]
+    found = np.full(len(events), -1, np.int64)
+    open_ = current >= 0
+    while open_.any():
+        at = np.flatnonzero(open_)
+        hit = mask[current[at]]
+        found[at[hit]] = current[at[hit]]
+        rest = at[~hit]
+        current[rest] = parent[current[rest]]
+        open_[:] = False
+        open_[rest] = current[rest] >= 0
+    return found
+
+
 def _string_column(track: Track, name: str) -> np.ndarray:
     column = track.stats.column(name)
     if column is None or column.kind != "str":
@@ -343,7 +349,7 @@ def _string_column(track: Track, name: str) -> np.ndarray:
     return column.dense(len(track), 0).astype(np.int32, copy=False)
 
 
-def _parents(track: Track) -> np.ndarray:
+def parents(track: Track) -> np.ndarray:
     """Each event's enclosing event (the last earlier event one level up that still covers its
     start), -1 at the top: one sort and one search over (depth, position) keys."""
     n = len(track)

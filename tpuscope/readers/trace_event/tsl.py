@@ -65,7 +65,12 @@ class ChromeMapping:
     def thread_name(self, file: TraceEventFile, pid: int | str, tid: int | str) -> str:
         return (file.thread_names.get((pid, tid)) or "").strip() or f"thread {tid}"
 
-    def name_stats(self, identity: PlaneIdentity, names: list[str], trace: Trace) -> dict[str, StatColumn]:
+    def prepare(self, file: TraceEventFile) -> None:
+        return None
+
+    def name_stats(
+        self, identity: PlaneIdentity, names: list[str], categories: list[str], trace: Trace
+    ) -> dict[str, StatColumn]:
         return {}
 
     def retype(self, trace: Trace) -> None:
