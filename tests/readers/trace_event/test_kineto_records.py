@@ -120,6 +120,7 @@ def test_memory_records_are_allocator_events(tmp_path):
         tmp_path,
         _labels(100, "CPU") + _labels(0, "GPU 0") + [
             _kernel(0, 7, 0, 1000),
+            _host("aten::empty", 15, 10),
             memory(10, 0x1000, 1 << 20, 1 << 20),
             memory(20, 0x2000, 2 << 20, 3 << 20),
             memory(30, 0x1000, -(1 << 20), 2 << 20),
@@ -132,5 +133,13 @@ def test_memory_records_are_allocator_events(tmp_path):
     assert set(by_id) == {"GPU_0", "CPU"}
     gpu = by_id["GPU_0"]
     assert gpu.peak_in_profile_bytes == 3 << 20 and gpu.capacity_bytes == gpu_memory
-    assert [a.address for a in gpu.live_at_peak] == [0x2000, 0x1000]
+    assert [(a.address, a.op) for a in gpu.live_at_peak] == [(0x2000, "aten::empty"), (0x1000, "")]
     assert gpu.in_use.tolist() == [1 << 20, 3 << 20, 2 << 20]
+
+
+def test_a_device_with_no_work_we_read_is_named(tmp_path):
+    records = [_host("hpu graph", 10 * k, 5, cat="hpu_op", pid=0, tid=1) for k in range(3)]
+    trace = _write(tmp_path, _labels(0, "HPU 0") + records)
+    assert find_devices(trace) == []
+    (sentence,) = [w for w in trace.warnings if "HPU 0" in w]
+    assert "hpu_op" in sentence and "kernel" in sentence

@@ -192,17 +192,22 @@ class KinetoMapping:
 
     def __init__(self) -> None:
         self._memory_without_totals = 0
+        # Processes Kineto labels as a device whose records hold no device work we read: label -> categories.
+        self._unread_devices: dict[str, set[str]] = {}
 
     def prepare(self, file: TraceEventFile) -> None:
         unify_thread_ids(file)
-        self._memory_without_totals += gather_allocator_records(file)
+        self._memory_without_totals += gather_allocator_records(file, CPU_OP_CATEGORIES)
 
     def plane_identity(self, file: TraceEventFile, pid: int | str, categories: set[str]) -> PlaneIdentity:
         """A device only where the process holds device work (module docstring), its kind and
         index from Kineto's label, else from the pid; a process with no device work is a host."""
+        label = file.process_labels.get(pid, "")
+        m = _DEVICE_LABEL.match(label)
         if not categories & DEVICE_WORK_CATEGORIES:
+            if m is not None and m["kind"] != _HOST_LABEL:
+                self._unread_devices.setdefault(label, set()).update(categories)
             return PlaneIdentity(ROLE_HOST, "CPU", None) if isinstance(pid, int) else OTHER_PLANE
-        m = _DEVICE_LABEL.match(file.process_labels.get(pid, ""))
         if m is not None and m["kind"] != _HOST_LABEL:
             return PlaneIdentity(ROLE_DEVICE, m["kind"], int(m["index"]))
         if not isinstance(pid, int):
@@ -254,6 +259,8 @@ class KinetoMapping:
         Python source line and stack of that op."""
         attach_framework_ops(trace, CATEGORY_STAT, CPU_OP_CATEGORIES)
         attach_python_sources(trace)
+        if self._unread_devices and not trace.device_planes():
+            trace.warnings.append(_unread_devices_sentence(self._unread_devices))
         if self._memory_without_totals:
             trace.warnings.append(
                 f"{self._memory_without_totals:,} `{MEMORY_EVENT}` records carry no `Total Allocated` "
@@ -270,6 +277,17 @@ class KinetoMapping:
         if identity.role != ROLE_DEVICE:
             return {CATEGORY_STAT: _string_stat(CATEGORY_STAT, categories, trace)}
         return {Stat.OP_CATEGORY: _string_stat(Stat.OP_CATEGORY, [kernel_category(n) for n in names], trace)}
+
+
+def _unread_devices_sentence(unread: dict[str, set[str]]) -> str:
+    """Names the device kind a trace records and what it holds instead of device work."""
+    labels = ", ".join(sorted(unread))
+    categories = ", ".join(sorted({c or "(none)" for cats in unread.values() for c in cats}))
+    work = ", ".join(sorted(DEVICE_WORK_CATEGORIES))
+    return (
+        f"The trace labels {labels} as a device, but its records there ({categories}) are none of the "
+        f"device work the PyTorch profiler writes ({work}): no device ops to show."
+    )
 
 
 def _string_stat(name: str, texts: list[str], trace: Trace) -> StatColumn:

@@ -8,9 +8,12 @@ torch/csrc/autograd/profiler_kineto.cpp): `Device Type` (c10::DeviceType: 0 CPU,
 BFC allocator's (tpuscope.model.memory: one plane of allocator events, an allocation and a free
 event name, the allocator named by a stat). So, before the file is built, each record that carries
 the allocator's totals moves to the thread of its allocator on one process, ALLOCATOR_PROCESS; a
-free is renamed FREE_EVENT; and two stats are added: the allocator's name (`GPU_0`, `CPU`) and the
+free is renamed FREE_EVENT; and three stats are added: the allocator's name (`GPU_0`, `CPU`), the
 bytes still free on its device (the device's memory, `deviceProperties[].totalGlobalMem`, less what
-is allocated), so that a GPU allocator's capacity is its device's memory.
+is allocated), so that a GPU allocator's capacity is its device's memory, and the framework op the
+record was made in (the innermost CPU op around it on its thread, as the TensorBoard plugin's memory
+view names an allocation's operator: pytorch/kineto tb_plugin/torch_tb_profiler/profiler/
+memory_parser.py), so that the allocations live at a peak name their ops.
 
 In use is `Total Allocated`: PyTorch's `Total Reserved` includes it (memory the caching allocator
 holds, allocated or cached), so it is not XProf's "reserved for programs" that adds to it; it stays
@@ -31,6 +34,7 @@ FREE_EVENT = "[memory] free"
 ALLOCATOR_PROCESS = "PyTorch allocators"
 ALLOCATOR_STAT = "allocator"
 AVAILABLE_STAT = "bytes_free_on_device"
+OP_ARG = "tf_op"  # the arg column that becomes Stat.FRAMEWORK_OP (parse.ARG_COLUMNS)
 # c10::DeviceType numbers (pytorch/pytorch c10/core/DeviceType.h) as the model names devices.
 DEVICE_KINDS = {0: "CPU", 1: "GPU", 6: "GPU", 12: "XPU", 15: "HPU", 19: "MTIA", 20: "PrivateUse1"}
 _CPU = 0
@@ -53,7 +57,7 @@ KINETO_ALLOCATOR_NAMES = AllocatorNames(
 )
 
 
-def gather_allocator_records(file: TraceEventFile) -> int:
+def gather_allocator_records(file: TraceEventFile, op_categories: frozenset[str] = frozenset()) -> int:
     """Moves the `[memory]` records that carry the allocator's totals onto their allocators'
     threads (module docstring); returns how many `[memory]` records lack the totals."""
     events = file.events
@@ -65,6 +69,10 @@ def gather_allocator_records(file: TraceEventFile) -> int:
     rows = memory[with_totals]
     if not len(rows):
         return len(memory)
+    if OP_ARG not in events.args:
+        ops = _enclosing_ops(file, rows, op_categories)
+        named = ops >= 0
+        events.args[OP_ARG] = (rows[named], [events.names[int(n)] for n in events.name[ops[named]]])
     kind = _numbers(file, "device_type", rows)
     index = _numbers(file, "device_id", rows)
     names = [_allocator_name(k, i) for k, i in zip(kind.tolist(), index.tolist(), strict=True)]
@@ -88,6 +96,41 @@ def gather_allocator_records(file: TraceEventFile) -> int:
     free = (capacity[known] - allocated[with_totals][known]).astype(np.int64)
     events.args[AVAILABLE_STAT] = (rows[known], free.tolist())
     return int(len(memory) - len(rows))
+
+
+def _enclosing_ops(file: TraceEventFile, rows: np.ndarray, op_categories: frozenset[str]) -> np.ndarray:
+    """Per record at `rows`: the innermost event of an `op_categories` category that covers its time on
+    its thread, -1 none. One pass per thread over its ops and records in time order (a stack of
+    the ops open at each time: complete events nest on a thread)."""
+    events = file.events
+    out = np.full(len(rows), -1, np.int64)
+    wanted = [k for k, c in enumerate(events.categories) if c in op_categories]
+    if not wanted:
+        return out
+    is_op = np.isin(events.category, wanted)
+    for thread in np.unique(events.thread[rows]).tolist():
+        ops = np.flatnonzero(is_op & (events.thread == thread))
+        if not len(ops):
+            continue
+        mine = np.flatnonzero(events.thread[rows] == thread)
+        order = np.lexsort((-events.dur_us[ops], events.ts_us[ops]))
+        ops = ops[order]
+        starts, ends = events.ts_us[ops].tolist(), (events.ts_us[ops] + events.dur_us[ops]).tolist()
+        times = events.ts_us[rows[mine]]
+        by_time = np.argsort(times, kind="stable")
+        stack: list[int] = []
+        k = 0
+        for position, at in zip(mine[by_time].tolist(), times[by_time].tolist(), strict=True):
+            while k < len(starts) and starts[k] <= at:
+                while stack and ends[stack[-1]] <= starts[k]:
+                    stack.pop()
+                stack.append(k)
+                k += 1
+            while stack and ends[stack[-1]] < at:
+                stack.pop()
+            if stack:
+                out[position] = ops[stack[-1]]
+    return out
 
 
 def _allocator_name(kind: float, index: float) -> str:
