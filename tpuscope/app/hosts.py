@@ -16,8 +16,9 @@ TPUSCOPE_WORKERS environment variable (the app and scripts read it too), else on
 process per core:
 
 * `here` (or 0): in this process, one host after another: the least memory (one host's load);
-* N: N worker processes of this machine (`multiprocessing`, spawned, so a worker never inherits the
-  app window's threads); each holds one host at a time;
+* N: N worker processes of this machine (`multiprocessing`: spawned for the app, so a worker never
+  inherits the window's threads; forked for a command line on Linux, so a worker starts with what
+  the command imported); each holds one host at a time;
 * a Dask scheduler's address (`tcp://10.0.0.5:8786`): that cluster's workers, near the data
   (`tpuscope.app.dask_hosts`, the only module that drives Dask).
 
