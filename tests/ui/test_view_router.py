@@ -100,3 +100,15 @@ def test_the_pod_session_and_compare_use_only_the_routers_and_the_controllers_pu
             private = {a for a in _attributes_of(module, owner) if a.startswith("_")}
             assert private == set(), (module.__name__, owner, private)
     assert not {"window"} & _attributes_of(session, "self")
+
+
+def test_a_view_added_before_the_tabs_are_made_comes_after_the_registrys(qtbot, settings):
+    """`tpuscope --compare BASE NEW`: the Compare tab is added before the window first paints."""
+    from tpuscope.ui.main_window import MainWindow
+
+    window = MainWindow(settings)
+    qtbot.addWidget(window)
+    window.router.add_view("extra", QWidget(), "Extra")
+    titles = [window.tabs.tabText(i) for i in range(window.tabs.count())]
+    assert titles == [spec.title for spec in VIEWS if spec.key in TAB_KEYS] + ["Extra"]
+    window.wait_for_background_work()

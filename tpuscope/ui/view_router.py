@@ -270,7 +270,9 @@ class ViewRouter(QObject):
     # ----- pages added later: Compare, History, the Pod tab ---------------------------------------
 
     def add_view(self, key: str, view: QWidget, title: str) -> None:
-        """A view made elsewhere (Compare, History) as the last tab, named `key`."""
+        """A view made elsewhere (Compare, History) as the last tab, named `key`: after the registry's
+        tabs, which are added first if they are not there yet (`tpuscope --compare` at start)."""
+        self.add_view_tabs()
         self._views[key] = view
         self.titles[key] = title
         self.tabs.addTab(view, title)
