@@ -4,7 +4,9 @@ report itself unchanged by asking for it."""
 from __future__ import annotations
 
 import json
+import shutil
 
+from tests.conftest import SHARED_TRACES, require_shared_traces
 from tpuscope.analysis.diagnose import RULES
 from tpuscope.cli import main
 
@@ -37,3 +39,19 @@ def test_text_timings_go_to_stderr(recorded_paths, capsys):
     assert timed.err.startswith("Timings, wall ms")
     for rule in RULES:
         assert f"  {rule} " in timed.err
+
+
+def test_a_run_of_two_hosts_times_each_per_host_rule_over_both(tmp_path, capsys):
+    require_shared_traces()
+    for rank in (0, 1):
+        source = SHARED_TRACES / "kineto" / f"trace_filter__sampled_rank-{rank}.json.gz"
+        shutil.copy(source, tmp_path / f"rank{rank}.pt.trace.json.gz")
+    assert main(["diagnose", str(tmp_path), "--json", "--no-cache"]) == 0
+    plain = json.loads(capsys.readouterr().out)
+    assert main(["diagnose", str(tmp_path), "--json", "--no-cache", "--timings"]) == 0
+    timed = json.loads(capsys.readouterr().out)
+    timings = timed.pop("timings")
+    assert timed == plain
+    timed_rules = [r["rule"] for r in timings["rules"]]
+    assert timed_rules and timed_rules == [rule for rule in RULES if rule in timed_rules]
+    assert "step_time_variance" in timed_rules  # a per-host rule, summed over the two hosts

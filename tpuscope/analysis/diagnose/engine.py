@@ -164,10 +164,24 @@ def _diagnose_by_host(ctx: Context, wanted: list[str] | None) -> Report:
     if wanted is not None:
         rules = {k: v for k, v in rules.items() if k in wanted}
     reports = []
+    timings: list[list[RuleTiming]] = []
     for host, analysis in ctx.get(HOST_ANALYSES).items():  # each of its planes alone, as the pod table's
         report = analysis.reading_facts(partial(diagnose, analysis.get(CONTEXT), rules))
         reports.append((host, report.to_json()))
+        timings.append(report.timings)
     outcome = diagnose_pod(ctx, reports, RULES, wanted)
     findings = [finding_from_json(f) for f in outcome.findings]
     seconds = time.perf_counter() - started
-    return Report(ctx.framework, ctx.steps, findings, outcome.rule_errors, seconds, outcome.checked)
+    checked = outcome.checked
+    return Report(ctx.framework, ctx.steps, findings, outcome.rule_errors, seconds, checked, _summed(timings))
+
+
+def _summed(per_host: list[list[RuleTiming]]) -> list[RuleTiming]:
+    """Each per-host rule's time over all hosts, with every fact it computed first on any of them."""
+    seconds: dict[str, float] = {}
+    facts: dict[str, dict[str, None]] = {}  # in the order first met
+    for timings in per_host:
+        for timing in timings:
+            seconds[timing.rule] = seconds.get(timing.rule, 0.0) + timing.seconds
+            facts.setdefault(timing.rule, {}).update(dict.fromkeys(timing.facts))
+    return [RuleTiming(rule, total, tuple(facts[rule])) for rule, total in seconds.items()]
