@@ -99,6 +99,7 @@ def test_the_pod_session_and_compare_use_only_the_routers_and_the_controllers_pu
         for owner in ("router", "loads"):
             private = {a for a in _attributes_of(module, owner) if a.startswith("_")}
             assert private == set(), (module.__name__, owner, private)
+        assert not {"tabs", "stack", "notice", "status_label"} & _attributes_of(module, "router")
     assert not {"window"} & _attributes_of(session, "self")
 
 

@@ -423,7 +423,7 @@ def show_comparison(
     already). Only the router's and the load controller's public API is used."""
     view = router.made_views.get(COMPARE_KEY)
     if not isinstance(view, CompareView):
-        made = view = CompareView(router.tabs)
+        made = view = CompareView()  # the router's tabs take it
         view.compareFailed.connect(lambda message: loads.show_error("Cannot compare", message))
         view.comparisonShown.connect(lambda _: _show_base_everywhere(router, loads, made))
         router.add_view(COMPARE_KEY, view, COMPARE_TITLE)
@@ -448,4 +448,4 @@ def _show_base_everywhere(router: ViewRouter, loads: LoadController, view: Compa
     if router.path is None or Path(router.path).resolve() != Path(base.path).resolve():
         router.show_result(base)
         loads.add_recent(base.path)
-    router.tabs.setCurrentWidget(view)
+    router.bring_to_front(view)

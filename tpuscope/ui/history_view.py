@@ -290,7 +290,7 @@ def show_history(
     router's and the load controller's public API is used."""
     view = router.made_views.get(HISTORY_KEY)
     if not isinstance(view, HistoryView):
-        view = HistoryView(router.tabs)
+        view = HistoryView()  # the router's tabs take it
         view.historyFailed.connect(lambda message: loads.show_error("Cannot read the history", message))
         view.compareRequested.connect(compare)
         router.add_view(HISTORY_KEY, view, HISTORY_TITLE)

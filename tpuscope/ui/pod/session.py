@@ -163,7 +163,7 @@ class PodSession(QObject):
         self.result = result
         from tpuscope.ui.pod.page import PodPage  # its heat map's charts: not before the first paint
 
-        self.page = PodPage(result, router.tabs)
+        self.page = PodPage(result)  # the router's tabs take it
         self.page.hostRequested.connect(self.open_host)
         router.add_page(self.page, POD_TITLE, index=0)
         router.bring_to_front(self.page)
