@@ -115,26 +115,39 @@ def test_a_kernel_launched_from_two_lines_counts_on_each(with_stack):
 # Bad input: a partial answer and a note, never an error.
 
 
-def _drop_flows(document: dict) -> None:
-    """Every other launch flow gone (both its records)."""
+def _drop_flows(document: dict, correlations_too: bool = False) -> None:
+    """Every other launch flow gone (both its records); with `correlations_too`, also the correlation
+    id its kernel carries, so that nothing ties that kernel to its launch."""
     ids = sorted({r["id"] for r in document["traceEvents"] if r.get("cat") == "ac2g"})
     gone = set(ids[::2])
     document["traceEvents"] = [
         r for r in document["traceEvents"] if not (r.get("cat") == "ac2g" and r["id"] in gone)
     ]
+    if correlations_too:
+        for record in document["traceEvents"]:
+            args = record.get("args") or {}
+            if record.get("cat") == "kernel" and args.get("correlation") in gone:
+                del args["correlation"]
 
 
-def test_missing_launch_flows_leave_those_kernels_without_a_line(tmp_path, with_stack, capsys):
+def _placed(trace) -> int:
+    return sum(len(k.stats.column(Stat.SOURCE).rows) for k in trace.tracks() if Stat.SOURCE in k.stats)
+
+
+def test_kernels_without_a_flow_find_their_launch_by_correlation(tmp_path, with_stack):
     full = open_trace(with_stack, use_cache=False)
-    path = grafted_trace(tmp_path, edit=_drop_flows)
+    trace = open_trace(grafted_trace(tmp_path, edit=_drop_flows), use_cache=False)
+    assert len(trace.flows.source_track) < len(full.flows.source_track)
+    assert _placed(trace) == _placed(full) > 0
+
+
+def test_kernels_tied_to_no_launch_are_left_without_a_line(tmp_path, with_stack, capsys):
+    full = open_trace(with_stack, use_cache=False)
+    path = grafted_trace(tmp_path, edit=lambda document: _drop_flows(document, correlations_too=True))
     trace = open_trace(path, use_cache=False)
     assert any("have no Python stack" in w for w in trace.warnings)
     assert any("have no Python stack" in w for w in full.warnings)  # backward ops have no frames
-
-    def placed(t) -> int:
-        return sum(len(k.stats.column(Stat.SOURCE).rows) for k in t.tracks() if Stat.SOURCE in k.stats)
-
-    assert 0 < placed(trace) < placed(full)
+    assert 0 < _placed(trace) < _placed(full)
     rows = _by_source(path, capsys)
     assert {r["name"] for r in rows} <= {CONV, LINEAR, NO_SOURCE}
 

@@ -31,12 +31,12 @@ from tpuscope.model.vocabulary import (
     TrackKind,
 )
 from tpuscope.readers.trace_event.build import TrackGroup
+from tpuscope.readers.trace_event.framework_ops import attach_framework_ops
 from tpuscope.readers.trace_event.kineto_memory import (
     KINETO_ALLOCATOR_NAMES,
     MEMORY_EVENT,
     gather_allocator_records,
 )
-from tpuscope.readers.trace_event.launches import attach_framework_ops
 from tpuscope.readers.trace_event.parse import TraceEventFile
 from tpuscope.readers.trace_event.python_stacks import attach_python_sources
 

@@ -11,13 +11,13 @@ torch/csrc/autograd/profiler_kineto.cpp; the trace beside the tests, recorded wi
 - a `Call stack` arg on the CPU op itself: its frames as `file(line): function`, the line each frame
   is at, innermost first, joined by `;` (older PyTorch).
 
-A kernel reaches the CPU op that launched it through its launch flow (`ac2g`: cudaLaunchKernel ->
-kernel, bound to events by the trace-event builder). Its source is the innermost frame of the
-user's code in that op's stack: frames of PyTorch itself (`torch/`), of installed packages and of
-the standard library are skipped, as XProf skips the framework's frames and names the user's line.
-The reader writes what it finds as the model's neutral stats on each kernel (`Stat.SOURCE`,
-`Stat.SOURCE_STACK`), so the op table, `ops --by source` and the Source tab read PyTorch traces as
-they read XLA's.
+A kernel reaches the CPU op that launched it through its launch (tpuscope.readers.trace_event.
+launches: its launch flow, `ac2g` cudaLaunchKernel -> kernel, else its correlation id). Its source
+is the innermost frame of the user's code in that op's stack: frames of PyTorch itself (`torch/`),
+of installed packages and of the standard library are skipped, as XProf skips the framework's
+frames and names the user's line. The reader writes what it finds as the model's neutral stats on
+each kernel (`Stat.SOURCE`, `Stat.SOURCE_STACK`), so the op table, `ops --by source` and the
+Source tab read PyTorch traces as they read XLA's.
 
 Everything per event is numpy: each event's enclosing event comes from one search over the track's
 depths, a frame chain gets an id per distinct (frame, caller chain) pair level by level, and Python
@@ -34,10 +34,11 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from tpuscope.model.code import UNKNOWN_LINE
-from tpuscope.model.flows import Flows
 from tpuscope.model.stats import StatColumn
 from tpuscope.model.trace import Trace, Track
 from tpuscope.model.vocabulary import Stat, TrackKind
+from tpuscope.readers.trace_event.call_tree import nearest_enclosing, parents
+from tpuscope.readers.trace_event.launches import find_launches
 
 # Kineto's names (pytorch/kineto libkineto/include/GenericTraceActivity.h, PyTorch's profiler).
 PYTHON_ID = "Python id"
@@ -96,34 +97,27 @@ class _Code:
 def attach_python_sources(trace: Trace) -> None:
     """Writes `Stat.SOURCE` and `Stat.SOURCE_STACK` on every GPU kernel whose launching CPU op has
     Python frames (module docstring), and a note in `trace.warnings` for kernels left without one."""
-    flows = trace.flows if trace.flows is not None else Flows.empty()
     tracks = trace.track_list()
     kinds = np.array([t.kind == TrackKind.DEVICE_OPS for t in tracks] + [False])
-    hosts = np.array([t.kind == TrackKind.HOST_THREAD for t in tracks] + [False])
-    # A flow from a host thread to a device op is a launch (one per kernel: its first).
-    launch = hosts[flows.source_track] & kinds[flows.target_track]
-    rows = np.flatnonzero(launch)
-    target_key = flows.target_track[rows].astype(np.int64) << 40 | flows.target_event[rows]
-    _, first = np.unique(target_key, return_index=True)
-    rows = rows[first]
+    launches = find_launches(trace, tracks)
     code = _Code()
-    kernel_code = np.full(len(rows), -1, np.int64)  # per launch flow: its stack in `code`, -1 none
+    kernel_code = np.full(len(launches), -1, np.int64)  # per launch: its stack in `code`, -1 none
     # Whether the trace was recorded with stacks at all: only then is a kernel without one worth a note.
     recorded = any(PYTHON_ID in t.stats or CALL_STACK in t.stats for t in trace.host_tracks())
     bad_call_stacks = 0
-    for source_track in np.unique(flows.source_track[rows]).tolist():
+    for source_track in np.unique(launches.source_track).tolist():
         track = tracks[source_track]
-        on_track = np.flatnonzero(flows.source_track[rows] == source_track)
+        on_track = np.flatnonzero(launches.source_track == source_track)
         found = _PythonFrames.of(track)
         if found is None:
             continue
         recorded = True
-        codes, bad = found.codes_of(flows.source_event[rows[on_track]], code)
+        codes, bad = found.codes_of(launches.source_event[on_track], code)
         kernel_code[on_track] = codes
         bad_call_stacks += bad
     if not recorded:
         return
-    _write(trace, tracks, flows.target_track[rows], flows.target_event[rows], kernel_code, code)
+    _write(trace, tracks, launches.target_track, launches.target_event, kernel_code, code)
     _notes(trace, tracks, kinds, int((kernel_code >= 0).sum()), bad_call_stacks)
 
 
@@ -323,44 +317,8 @@ def _chain_ids(content: np.ndarray, caller: np.ndarray) -> np.ndarray:
     return chain
 
 
-def nearest_enclosing(
-    parent: np.ndarray, events: np.ndarray, mask: np.ndarray, include_self: bool
-) -> np.ndarray:
-    """Per event: its innermost enclosing event where `mask` holds (itself too with `include_self`),
-    -1 none, walking `parent` (`parents`). One vectorized step per nesting level."""
-    current = events.astype(np.int64) if include_self else parent[events]
-    found = np.full(len(events), -1, np.int64)
-    open_ = current >= 0
-    while open_.any():
-        at = np.flatnonzero(open_)
-        hit = mask[current[at]]
-        found[at[hit]] = current[at[hit]]
-        rest = at[~hit]
-        current[rest] = parent[current[rest]]
-        open_[:] = False
-        open_[rest] = current[rest] >= 0
-    return found
-
-
 def _string_column(track: Track, name: str) -> np.ndarray:
     column = track.stats.column(name)
     if column is None or column.kind != "str":
         return np.zeros(len(track), np.int32)
     return column.dense(len(track), 0).astype(np.int32, copy=False)
-
-
-def parents(track: Track) -> np.ndarray:
-    """Each event's enclosing event (the last earlier event one level up that still covers its
-    start), -1 at the top: one sort and one search over (depth, position) keys."""
-    n = len(track)
-    depth = track.depth.astype(np.int64)
-    key = depth * n + np.arange(n)
-    ordered = np.sort(key)
-    wanted = (depth - 1) * n + np.arange(n)
-    at = np.searchsorted(ordered, wanted) - 1
-    candidate = ordered[np.maximum(at, 0)] - (depth - 1) * n
-    ok = (depth > 0) & (at >= 0) & (candidate >= 0) & (candidate < np.arange(n))
-    parent = np.where(ok, candidate, -1)
-    safe = np.maximum(parent, 0)
-    covers = track.start_ps[safe] + track.duration_ps[safe] >= track.start_ps
-    return np.where(ok & covers, parent, -1)

@@ -1,0 +1,114 @@
+"""Each device op's framework op: the innermost CPU op that launched it, and the ops around it.
+
+A launch (tpuscope.readers.trace_event.launches) runs inside the CPU ops that asked for the work
+(`aten::linear` > `aten::addmm`), nested by time on the launching thread. The device op's framework
+op is the innermost of them, as TraceLens attributes a kernel to its launcher (AMD-AGI/TraceLens,
+Trace2Tree/trace_to_tree.py: the nearest `cpu_op` above the launch, Python frames skipped; TreePerf
+"direct kernel time") and the TensorBoard plugin gives an operator its device self time
+(pytorch/kineto tb_plugin/torch_tb_profiler/profiler/event_parser.py and node.py: runtime -> op by
+time containment). The reader writes it as the model's neutral stats on each device op:
+`Stat.FRAMEWORK_OP` (the op's name, what `ops --by framework` groups by) and `Stat.NAME_SCOPE` (the
+enclosing ops outermost first, joined by `/`, as XProf's "Framework Name Scope" line joins scopes).
+
+Everything per event is numpy; Python runs once per distinct CPU op that launched something or
+encloses one that did (its path of enclosing ops, memoized up the tree).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from tpuscope.model.stats import StatColumn
+from tpuscope.model.trace import Trace, Track
+from tpuscope.model.vocabulary import Stat
+from tpuscope.readers.trace_event.call_tree import nearest_enclosing, parents
+from tpuscope.readers.trace_event.launches import find_launches
+
+SCOPE_SEPARATOR = "/"
+
+
+def attach_framework_ops(trace: Trace, category_stat: str, op_categories: frozenset[str]) -> None:
+    """Writes `Stat.FRAMEWORK_OP` and `Stat.NAME_SCOPE` on each device op whose launch sits inside
+    a CPU op: a host event whose name's `category_stat` (a metadata stat) is one of `op_categories`."""
+    tracks = trace.track_list()
+    launches = find_launches(trace, tracks)
+    if not len(launches):
+        return
+    framework = np.zeros(len(launches), np.int32)
+    scope = np.zeros(len(launches), np.int32)
+    wanted_ids = _category_ids(trace, op_categories)
+    for number in np.unique(launches.source_track).tolist():
+        track = tracks[number]
+        is_op = _is_op(track, category_stat, wanted_ids)
+        if is_op is None or not is_op.any():
+            continue
+        mine = np.flatnonzero(launches.source_track == number)
+        tree_parent = parents(track)
+        launcher = nearest_enclosing(tree_parent, launches.source_event[mine], is_op, include_self=True)
+        found = launcher >= 0
+        framework[mine[found]] = track.name_id[launcher[found]]
+        scope[mine[found]] = _scopes(trace, track, tree_parent, is_op, launcher[found])
+    _write(tracks, launches.target_track, launches.target_event, framework, scope)
+
+
+def _category_ids(trace: Trace, categories: frozenset[str]) -> np.ndarray:
+    ids = [trace.strings.id_of(c) for c in categories]
+    return np.array([i for i in ids if i is not None], np.int64)
+
+
+def _is_op(track: Track, category_stat: str, wanted_ids: np.ndarray) -> np.ndarray | None:
+    """Per event of a host track: whether it is a CPU op (None when the names carry no category)."""
+    column = track.plane.metadata.stats.column(category_stat)
+    if column is None or not len(wanted_ids):
+        return None
+    per_name = np.isin(column.dense(len(track.plane.metadata), 0), wanted_ids)
+    return per_name[track.meta_index] if len(track) else np.zeros(0, bool)
+
+
+def _scopes(
+    trace: Trace, track: Track, tree_parent: np.ndarray, is_op: np.ndarray, launchers: np.ndarray
+) -> np.ndarray:
+    """Per launcher event: the string id of its path of enclosing ops (outermost first, itself last)."""
+    distinct, inverse = np.unique(launchers, return_inverse=True)
+    ops = np.flatnonzero(is_op)
+    op_parent = nearest_enclosing(tree_parent, ops, is_op, include_self=False)
+    parent_of = dict(zip(ops.tolist(), op_parent.tolist(), strict=True))
+    strings = trace.strings
+    paths: dict[int, str] = {}
+
+    def path(event: int) -> str:
+        chain = []
+        while event >= 0 and event not in paths:
+            chain.append(event)
+            event = parent_of.get(event, -1)
+        above = paths.get(event, "")
+        for link in reversed(chain):
+            name = strings[int(track.name_id[link])]
+            above = f"{above}{SCOPE_SEPARATOR}{name}" if above else name
+            paths[link] = above
+        return above
+
+    texts = [path(int(e)) for e in distinct.tolist()]
+    ids = trace.strings.intern_many(texts) if texts else np.empty(0, np.int32)
+    return np.asarray(ids, np.int32)[inverse.reshape(-1)]
+
+
+def _write(
+    tracks: list[Track],
+    target_track: np.ndarray,
+    target_event: np.ndarray,
+    framework: np.ndarray,
+    scope: np.ndarray,
+) -> None:
+    """The framework ops and scopes as row-sparse stat columns of the device ops' tracks."""
+    has = framework > 0
+    for number in np.unique(target_track[has]).tolist():
+        track = tracks[number]
+        if Stat.FRAMEWORK_OP in track.stats:  # the trace names its own framework ops: kept
+            continue
+        mine = np.flatnonzero(has & (target_track == number))
+        events, first = np.unique(target_event[mine], return_index=True)
+        picked = mine[first]
+        rows = events.astype(np.int32)
+        track.stats.columns[Stat.FRAMEWORK_OP] = StatColumn(Stat.FRAMEWORK_OP, "str", rows, framework[picked])
+        track.stats.columns[Stat.NAME_SCOPE] = StatColumn(Stat.NAME_SCOPE, "str", rows, scope[picked])
