@@ -8,6 +8,7 @@ import json
 from tpuscope.analysis.device_ops import device_activity, find_devices
 from tpuscope.analysis.memory.report import memory_report
 from tpuscope.analysis.ops import op_breakdown
+from tpuscope.analysis.session import TraceAnalysis
 from tpuscope.app.opener import open_trace
 from tpuscope.model.vocabulary import TrackKind
 
@@ -143,3 +144,22 @@ def test_a_device_with_no_work_we_read_is_named(tmp_path):
     assert find_devices(trace) == []
     (sentence,) = [w for w in trace.warnings if "HPU 0" in w]
     assert "hpu_op" in sentence and "kernel" in sentence
+
+
+def test_memory_kept_step_after_step_is_memory_growth(tmp_path):
+    step_us, kept = 1000, 64 << 20
+    events = _labels(100, "CPU") + _labels(0, "GPU 0")
+    for step in range(6):
+        start = step * step_us
+        events += [
+            _host(f"ProfilerStep#{step}", start, step_us - 10, cat="user_annotation"),
+            _host("aten::empty", start + 10, 20),
+            _kernel(0, 7, start + 100, 50),
+        ]
+        args = {"Device Type": 1, "Device Id": 0, "Addr": 0x1000 * (step + 1), "Bytes": kept,
+                "Total Allocated": kept * (step + 1), "Total Reserved": kept * (step + 1)}  # fmt: skip
+        events.append({"ph": "i", "s": "t", "cat": "cpu_instant_event", "name": "[memory]", "pid": 100,
+                       "tid": 100, "ts": start + 15, "args": args})  # fmt: skip
+    trace = _write(tmp_path, events, deviceProperties=[{"id": 0, "name": "GPU", "totalGlobalMem": 80 << 30}])
+    findings = TraceAnalysis(trace).report.findings
+    assert [f.id for f in findings if f.id == "memory_growth"] == ["memory_growth"]
