@@ -4,7 +4,7 @@ With `--fail-on warning|critical` the exit code is 1 when a finding of that seve
 exists, so CI can gate on it; errors (bad path, unreadable profile) stay exit 2.
 
 A run of several hosts gets the same findings whether it is read as one trace or host by host
-(`--per-host`, `--workers N`): each per-host rule runs on each host alone and its findings are
+(`--per-host`, `--workers WHERE`): each per-host rule runs on each host alone and its findings are
 grouped across hosts (`tpuscope.analysis.pod_run`). A host file of such a run that cannot be
 read is named on stderr and left out, and the others are analysed (host by host); `--strict`
 makes it an error.
