@@ -29,11 +29,15 @@ from tpuscope.analysis.facts.intervals import (
     difference,
     empty,
     intersect,
-    merge_intervals,
     union,
     window_total,
 )  # fmt: skip
-from tpuscope.analysis.facts.waits import compile_wait_intervals, input_wait_intervals, input_work_events
+from tpuscope.analysis.facts.waits import (
+    compile_wait_intervals,
+    idle_in_steps,
+    input_wait_intervals,
+    input_work_events,
+)
 from tpuscope.analysis.pod.clocks import CollectiveEnds, LaunchSkew, collective_ends, launch_skew
 from tpuscope.analysis.pod.collectives import CollectiveNames, dcn_events, split_device_ops, union_of
 from tpuscope.analysis.steps import SOURCE_NONE
@@ -172,8 +176,12 @@ def summarize_host(ctx: Context, host: str | None = None) -> HostSummary:
         busy_in_collectives = in_collectives if within else window_total(intersect(busy[row], inside), p0, p1)
         compute[row] = window_total(busy[row], p0, p1) - busy_in_collectives
         # Exposed: collective time no other op of the device overlaps (only ops that meet a
-        # collective can hide it, and the intersection keeps only those).
-        exposed[row] = in_collectives - window_total(intersect(inside, union_of(ops)), p0, p1)
+        # collective can hide it, and the intersection keeps only those). Without collectives there
+        # is nothing to hide (and the device's ops are not merged a second time).
+        if len(inside[0]):
+            exposed[row] = in_collectives - window_total(intersect(inside, union_of(ops)), p0, p1)
+        else:
+            exposed[row] = in_collectives
     if not devices and len(dcn_intervals[0]):
         collective = window_total(dcn_intervals, p0, p1)[None, :].astype(np.float64)
         exposed = collective
@@ -230,10 +238,6 @@ def _busy(device: Device) -> Intervals:
     return busy_intervals(device)
 
 
-def _concat(a: Intervals, b: Intervals) -> Intervals:
-    return np.concatenate([a[0], b[0]]), np.concatenate([a[1], b[1]])
-
-
 def _host_work_events(
     ctx: Context, input_wait: Intervals, compile_wait: Intervals
 ) -> list[tuple[Track, np.ndarray]]:
@@ -243,9 +247,10 @@ def _host_work_events(
     track = steps.track
     if track is None or track.plane.role != "host" or len(steps) == 0:
         return []
-    p0, p1 = ctx.periods
-    busy = merge_intervals(*_concat(_concat(ctx.device_busy, input_wait), compile_wait))
-    other = difference((p0[:1], p1[-1:]), busy)
+    # The steps' span less device work, input and compile waits: the input and compile waits are
+    # device-idle time and disjoint (`facts.waits`), so each is cut from the shared idle time in turn,
+    # the same set as the span less their union, without sorting the devices' intervals again.
+    other = difference(difference(idle_in_steps(ctx), input_wait), compile_wait)
     step_depth = int(track.depth[steps.event_index].min())
     children = np.flatnonzero(track.depth == step_depth + 1)
     if len(children) == 0:
