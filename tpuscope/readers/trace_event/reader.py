@@ -83,9 +83,11 @@ def _feed_mapped(path: Path, mapped: mmap.mmap) -> Any:
                 text.release()
 
 
-def _choose(file: TraceEventFile) -> Mapping:
+def _choose(file: TraceEventFile, kineto: KinetoMapping | None = None) -> Mapping:
+    """The file's mapping; `kineto`: the one Kineto mapping of a load, so that the passes over the
+    whole trace (each kernel's launching op and Python source, the notes) run once, not per rank."""
     if is_kineto(file):
-        return KinetoMapping()
+        return kineto if kineto is not None else KinetoMapping()
     return ChromeMapping(tsl=is_tsl(file))
 
 
@@ -95,6 +97,11 @@ def load_trace_event_files(
     """Loads trace-event JSON files (one per host or rank) into one Trace. Records that fail their
     checks are dropped and a document cut short loads the records before the cut, each said in
     `Trace.load_warnings`; with `strict` any of these is a ProfileError instead."""
+    kineto = KinetoMapping()
     return load_json_files(
-        files, read_file, _choose, lambda fraction, what: report_progress(progress, fraction, what), strict
+        files,
+        read_file,
+        lambda file: _choose(file, kineto),
+        lambda fraction, what: report_progress(progress, fraction, what),
+        strict,
     )
