@@ -18,9 +18,10 @@ from __future__ import annotations
 import numpy as np
 
 from tpuscope.analysis.device_ops import Device, merge_intervals
+from tpuscope.analysis.facts.context import Context
 from tpuscope.analysis.facts.intervals import canonical
 from tpuscope.model.strings import StringTable
-from tpuscope.model.trace import Trace, Track
+from tpuscope.model.trace import Track
 from tpuscope.model.vocabulary import Dialect, EventClass, Stat
 
 # HLO collective opcodes (openxla/xla, xla/hlo/ir/hlo_opcode.h), matched on op names with an optional
@@ -102,9 +103,10 @@ def split_device_ops(
     return collectives, rest
 
 
-def dcn_events(trace: Trace) -> list[tuple[Track, np.ndarray]]:
-    """DCN transfer events (XPlane: `MegaScale:`) on the host threads."""
-    return trace.events_of_class(EventClass.DCN_TRANSFER)
+def dcn_events(ctx: Context) -> list[tuple[Track, np.ndarray]]:
+    """DCN transfer events (XPlane: `MegaScale:`) on the host threads: `Trace.events_of_class`, read
+    from the context's host-name index (each distinct name's class tested once, not each event's)."""
+    return ctx.host_names.matching_class(EventClass.DCN_TRANSFER)
 
 
 def union_of(events: list[tuple[Track, np.ndarray]]) -> tuple[np.ndarray, np.ndarray]:
