@@ -8,8 +8,10 @@ and returns the records the matching command prints with `--json` (the same code
     p.sql("SELECT name, sum(dur_ps) FROM events GROUP BY name").df()
     p.ops()[0]["name"], p.diagnose()["findings"], p.memory()["programs"]
 
-`sql` returns a DuckDB relation (`.df()`, `.pl()`, `.arrow()`, `.fetchall()`), read-only as the
-`sql` command's queries are (`tpuscope.query.session`).
+`sql` returns a DuckDB relation (`.df()`, `.pl()`, `.arrow()`, `.fetchall()`) over the query's rows,
+read-only and bounded as the `sql` command's queries are (`tpuscope.query.session`): a time limit,
+a memory limit and a row cap (`tpuscope.query.engine.QueryLimits`; pass `limits=` to change them),
+and Ctrl-C (KeyboardInterrupt) stops the query.
 """
 
 from __future__ import annotations
@@ -43,10 +45,16 @@ class Profile:
             self._session = QuerySession(self.analysis)
         return self._session
 
-    def sql(self, query: str):
-        """The query's result as a DuckDB relation; `tpuscope.query.session.QueryError` when refused
-        or failing (one sentence)."""
-        return self.query.sql(query)
+    def sql(self, query: str, limits: Any = None):
+        """The query's result as a DuckDB relation; `tpuscope.query.session.QueryError` when refused,
+        failing or past a limit (one sentence). `limits`: a `tpuscope.query.engine.QueryLimits`
+        (default: `QueryLimits()`); a new memory limit opens a new session over the same analyses."""
+        if limits is not None and limits.memory_bytes() != self.query.limits.memory_bytes():
+            from tpuscope.query.session import QuerySession
+
+            self._session.close()
+            self._session = QuerySession(self.analysis, limits=limits)
+        return self.query.sql(query, limits)
 
     def table(self, name: str):
         """One of the `sql` tables (`tpuscope sql PATH --schema`) as a pyarrow Table."""

@@ -3,10 +3,14 @@ ops, steps, findings, memory_*), on DuckDB, read-only; `--schema` lists the tabl
 
 Rows stream: they are fetched and printed a batch at a time, so a huge result never sits in
 memory whole (text and CSV as they come; JSON as `{"columns": [...], "rows": [[...], ...]}`).
+A query is bounded (`tpuscope.query.engine.QueryLimits`): `--timeout`, `--memory-limit` and
+`--max-rows` change the defaults; Ctrl-C stops it (DuckDB's interrupt) with one sentence, exit 130
+as every command's Ctrl-C (tpuscope/cli.py).
 """
 
 from __future__ import annotations
 
+import argparse
 import csv
 import json
 import os
@@ -16,7 +20,7 @@ from tpuscope.commands import COMMANDS, UserFacingError
 from tpuscope.commands._console import add_path_argument, load_for_cli
 from tpuscope.query.cells import csv_cell, json_cell, text_cell
 
-# Rows fetched from DuckDB per batch while printing.
+# Rows printed per aligned block of the text output.
 FETCH_ROWS = 10_000
 # What a query imports beyond duckdb, in the order it needs them.
 QUERY_MODULES = ("pyarrow", "tpuscope.query.session")
@@ -37,6 +41,21 @@ def register(subparsers) -> None:
         'GROUP BY name ORDER BY 3 DESC LIMIT 10"',
     )  # fmt: skip
     parser.add_argument("--schema", action="store_true", help="list the tables and their columns")
+    from tpuscope.query.engine import DEFAULT_MAX_ROWS, DEFAULT_TIMEOUT_S, MEMORY_LIMIT_CEILING_BYTES
+
+    parser.add_argument(
+        "--timeout", type=_seconds, default=DEFAULT_TIMEOUT_S, metavar="SECONDS",
+        help=f"stop the query after this long (default {DEFAULT_TIMEOUT_S:g}; 0: no limit)",
+    )  # fmt: skip
+    parser.add_argument(
+        "--memory-limit", type=_size, default=None, metavar="SIZE",
+        help=f"DuckDB's memory for the query, e.g. 2GB, 512MiB (default: a quarter of the RAM, "
+        f"at most {MEMORY_LIMIT_CEILING_BYTES // 2**30} GiB)",
+    )  # fmt: skip
+    parser.add_argument(
+        "--max-rows", type=_row_count, default=DEFAULT_MAX_ROWS, metavar="N",
+        help=f"print at most N rows (default {DEFAULT_MAX_ROWS:,}; 0: all)",
+    )  # fmt: skip
     output = parser.add_mutually_exclusive_group()
     output.add_argument("--json", action="store_true", help='print {"columns": [...], "rows": [[...], ...]}')
     output.add_argument("--csv", action="store_true", help="print CSV")
@@ -61,21 +80,26 @@ def run(args) -> int:
     # DuckDB starts in a thread while the profile loads; on a first open (a decode, which releases
     # the GIL) with a core the decode leaves free, the thread imports it and the query modules too.
     overlap = _free_core_beside_decode() and _decodes_first(args)
-    opening = OpeningConnection(imports=QUERY_MODULES if overlap else ())
+    from tpuscope.query.engine import QueryLimits
+
+    limits = QueryLimits(args.timeout or None, args.memory_limit, args.max_rows or None)
+    opening = OpeningConnection(
+        imports=QUERY_MODULES if overlap else (), memory_limit_bytes=limits.memory_bytes()
+    )
     try:
-        from tpuscope.query.session import QueryError, QuerySession, describe_error
+        from tpuscope.query.session import QueryError, QuerySession
 
         trace = load_for_cli(args)
     except BaseException:
         opening.close()
         raise
-    session = QuerySession(trace, opening.result())  # the analyses are made only if a table needs them
+    # the analyses are made only if a table needs them
+    session = QuerySession(trace, opening.result(), limits)
+    run = None
     try:
-        relation = session.sql(args.query)
-        if relation is None:
-            return 0
-        columns = list(relation.columns)
-        batches = _batches(relation, describe_error)
+        run = session.run(args.query)
+        columns = run.columns
+        batches = _rows(run)
         if args.json:
             _print_json_rows(columns, batches)
         elif args.csv:
@@ -85,11 +109,45 @@ def run(args) -> int:
                 writer.writerow([csv_cell(v) for v in row])
         else:
             _print_text(columns, batches)
+        if run.cut:
+            print(f"tpuscope: the first {run.rows:,} rows are printed; the result has more "
+                  "(--max-rows to change).", file=sys.stderr)  # fmt: skip
     except QueryError as error:
         raise UserFacingError(str(error)) from None
     finally:
+        if run is not None:
+            run.close()  # stops the query first when printing was interrupted (Ctrl-C, a closed pipe)
         session.close()
     return 0
+
+
+def _seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not 0 <= value < float("inf"):
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds (0: no limit).")
+    return value
+
+
+def _size(text: str) -> int:
+    from tpuscope.query.engine import parse_size
+
+    try:
+        return parse_size(text)
+    except ValueError as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
+
+
+def _row_count(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = -1
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of rows (0: all).")
+    return value
 
 
 def _decodes_first(args) -> bool:
@@ -107,18 +165,10 @@ def _free_core_beside_decode() -> bool:
     return cores > DECODE_POOL_CORES
 
 
-def _batches(relation, describe_error):
-    """The relation's rows as DuckDB produces them, FETCH_ROWS at a time (the result is never held
-    whole); a failure while running is a QueryError."""
-    import duckdb
-
-    from tpuscope.query.session import QueryError
-
-    try:
-        for batch in relation.to_arrow_reader(FETCH_ROWS):  # DuckDB's streaming result
-            yield from zip(*(column.to_pylist() for column in batch.columns), strict=True)
-    except duckdb.Error as error:
-        raise QueryError(describe_error(error)) from None
+def _rows(run):
+    """The run's rows as Python values, a batch at a time (the result is never held whole)."""
+    for batch in run.batches():
+        yield from zip(*(column.to_pylist() for column in batch.columns), strict=True)
 
 
 def _print_json_rows(columns: list[str], rows) -> None:

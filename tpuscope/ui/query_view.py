@@ -2,10 +2,12 @@
 
 A query runs in a worker thread on the hub's trace (one `QuerySession` per trace, made in the worker:
 importing DuckDB and registering the tables never blocks the window); Cancel interrupts it through
-DuckDB (`QuerySession.interrupt`), and a newer Run supersedes an older one whose rows are then
-dropped, as the other views drop stale results (`tpuscope.ui.jobs.LatestJobs`). The worker fetches
-at most MAX_ROWS rows, in FETCH_ROWS batches; the table shows them a chunk at a time as it scrolls
-(Qt's fetchMore), and a cut result says so and advises a LIMIT. Every failure (a refused
+DuckDB (`QuerySession.interrupt`, repeated until it stops), a query past its time limit
+(QUERY_TIMEOUT_KEY, default `DEFAULT_TIMEOUT_S`) or its memory limit (QUERY_MEMORY_KEY, default
+`default_memory_limit_bytes()`) stops with one sentence, and a newer Run supersedes an older one
+whose rows are then dropped, as the other views drop stale results (`tpuscope.ui.jobs.LatestJobs`).
+The worker fetches at most MAX_ROWS rows, a batch at a time; the table shows them a chunk at a time
+as it scrolls (Qt's fetchMore), and a cut result says so and advises a LIMIT. Every failure (a refused
 statement, a parse error with its line and column, out of memory) is one sentence under the editor.
 
 A result with `ts_ps` and `dur_ps` can be pinned on the timeline as a query track (Perfetto's debug
@@ -50,9 +52,11 @@ from tpuscope.ui.views import View
 # Rows one query brings into the table at most; more are cut and a LIMIT advised (a table of millions
 # of Python values would take the window's memory and seconds to sort).
 MAX_ROWS = 100_000
-FETCH_ROWS = 10_000  # rows per batch from DuckDB (the CLI's `tpuscope sql` batch)
-CHUNK_ROWS = 1_000  # rows the table adds per fetchMore as it scrolls
 HISTORY_KEY = "query/history"
+# Settings that change a query's bounds (tpuscope.query.engine.QueryLimits): seconds (0: none), bytes.
+QUERY_TIMEOUT_KEY = "query/timeout_s"
+QUERY_MEMORY_KEY = "query/memory_limit_bytes"
+CHUNK_ROWS = 1_000  # rows the table adds per fetchMore as it scrolls
 MAX_HISTORY = 50
 CELL_CHARS = 200  # characters a cell shows (the CSV copy has every character)
 SCHEMA_NAME_PX, SCHEMA_PX = 170, 260  # the schema list: its name column, its starting width
@@ -263,6 +267,7 @@ class QueryView(View):
         self._session_trace: Trace | None = None
         self._session_lock = threading.Lock()  # one query on the session at a time
         self._running = False
+        self._cancel = threading.Event()  # the running query's Stop
         self.pinned: list[QueryTrack] = []
         schema = schema_rows()
 
@@ -382,45 +387,54 @@ class QueryView(View):
         self.status.setStyleSheet("")
         self.status.setText("Running\u2026")
         self._update_buttons()
-        self.jobs.start(lambda: self._execute(analysis, text), self._on_done, self._on_failed)
+        cancel = self._cancel = threading.Event()  # this Run's Stop (see `QuerySession.run`)
+        self.jobs.start(lambda: self._execute(analysis, text, cancel), self._on_done, self._on_failed)
 
-    def _execute(self, analysis, text: str) -> QueryResult:
-        """In the worker: the query's first MAX_ROWS rows, fetched FETCH_ROWS at a time."""
-        import duckdb
+    def query_limits(self):
+        """The bounds of the tab's queries: the settings' time and memory limits, MAX_ROWS rows."""
+        from tpuscope.query.engine import DEFAULT_TIMEOUT_S, QueryLimits
 
-        from tpuscope.query.session import QueryError, QuerySession, describe_error
+        def number(key: str, default: float | None) -> float | None:
+            try:
+                value = float(str(self.settings.value(key, default) or 0))
+            except (TypeError, ValueError):
+                return default
+            return value if value > 0 else None
+
+        memory = number(QUERY_MEMORY_KEY, None)
+        return QueryLimits(
+            number(QUERY_TIMEOUT_KEY, DEFAULT_TIMEOUT_S), int(memory) if memory else None, MAX_ROWS
+        )
+
+    def _execute(self, analysis, text: str, cancel: threading.Event | None = None) -> QueryResult:
+        """In the worker: the query's first MAX_ROWS rows, a batch at a time."""
+        from tpuscope.query.session import QuerySession
 
         with self._session_lock:
-            if self._session is None or self._session.analysis is not analysis:
+            limits = self.query_limits()
+            if (
+                self._session is None
+                or self._session.analysis is not analysis
+                or self._session.limits != limits
+            ):
                 if self._session is not None:
                     self._session.close()
-                self._session = QuerySession(analysis)
+                self._session = QuerySession(analysis, limits=limits)
             session = self._session
             started = time.perf_counter()
             result = QueryResult(text)
+            run = session.run(text, cancel=cancel)  # a failure, a Stop or a limit: QueryError
             try:
-                relation = session.sql(text)
-                if relation is None:
-                    result.returns_rows = False
-                    return result
-                result.columns = list(relation.columns)
-                result.types = [str(t) for t in relation.types]
+                result.columns = list(run.columns)
+                result.types = list(run.types)
                 result.data = [[] for _ in result.columns]
-                for batch in relation.to_arrow_reader(FETCH_ROWS):  # DuckDB's streaming result
-                    if result.rows >= MAX_ROWS:
-                        result.cut = batch.num_rows > 0
-                        break
-                    take = min(batch.num_rows, MAX_ROWS - result.rows)
+                for batch in run.batches():
                     for target, column in zip(result.data, batch.columns, strict=True):
-                        target.extend(column.slice(0, take).to_pylist())
-                    result.rows += take
-                    result.cut = take < batch.num_rows
-                    if result.cut:
-                        break
-            except duckdb.Error as error:
-                raise QueryError(describe_error(error)) from None
-            except MemoryError:
-                raise QueryError("the query ran out of memory; add a LIMIT or aggregate first.") from None
+                        target.extend(column.to_pylist())
+                    result.rows += batch.num_rows
+                result.cut = run.cut
+            finally:
+                run.close()
             result.seconds = time.perf_counter() - started
             return result
 
@@ -428,6 +442,7 @@ class QueryView(View):
         """Interrupts the running query (DuckDB stops it between vectors); its result is dropped."""
         if not self._running:
             return
+        self._cancel.set()
         session = self._session
         if session is not None:
             session.interrupt()
