@@ -115,13 +115,28 @@ def outermost(track: Track, indices: np.ndarray) -> np.ndarray:
     return indices[keep]
 
 
+# Step numbers are int64 (Steps.number); a number outside it is not a step number we can keep.
+_INT64 = np.iinfo(np.int64)
+
+
 def _numbers(track: Track, indices: np.ndarray, stat: str) -> np.ndarray:
+    """The events' step numbers from `stat`, or their positions when a value is missing or outside
+    int64 (a float cast past it is undefined and warns; a uint64 past it wraps negative)."""
     values = track.stat_values(stat)
     if values is not None and values.dtype.kind in "iuf":
         picked = values[indices]
-        if len(picked) and not np.isnan(picked.astype(np.float64)).any():
+        if len(picked) and _fit_int64(picked):
             return picked.astype(np.int64)
     return np.arange(len(indices), dtype=np.int64)
+
+
+def _fit_int64(values: np.ndarray) -> bool:
+    if values.dtype.kind == "f":
+        # float(2**63) is the first float past int64; -2**63 is the last one in it.
+        return bool(np.all((values >= float(_INT64.min)) & (values < -float(_INT64.min))))
+    if values.dtype.kind == "u":
+        return bool(values.max() <= _INT64.max)
+    return True
 
 
 def _make(track: Track, indices: np.ndarray, source: str, description: str, number_stat: str) -> Steps:
@@ -207,7 +222,8 @@ def _from_numbered_markers(trace: Trace) -> Steps | None:
     steps = _make(track, idx, SOURCE_STEP_MARKER, what, Stat.STEP_NUMBER)
     name_ids, inverse = np.unique(track.name_id[idx], return_inverse=True)
     numbers = [trace.dialect.step_number_of(trace.strings[int(i)]) for i in name_ids]
-    if all(n is not None for n in numbers):
+    # `ProfilerStep#99999999999999999999`: a number past int64 is no step number (positions instead)
+    if all(n is not None and _INT64.min <= n <= _INT64.max for n in numbers):
         steps.number = np.array(numbers, dtype=np.int64)[inverse.reshape(-1)]
     return steps
 

@@ -82,7 +82,7 @@ def load_xplane_files(
         lambda done, total: report_progress(progress, 0.9 + 0.09 * done / total, "building the timeline"),
         preparer.prepared,
     )
-    trace.load_warnings = load_warnings
+    trace.load_warnings = load_warnings + trace.load_warnings
     _kernels.return_freed_memory_to_os()  # the load's freed temporaries: keeps RSS near the model
     report_progress(progress, 1.0, "done")
     return trace
@@ -173,7 +173,7 @@ class _LinePreparer:
 
     def __call__(self, line: DecodedLine, metadata_ids: np.ndarray) -> None:
         n = len(line)
-        if n < _PREPARE_IN_DECODER_MIN_EVENTS:
+        if n < _PREPARE_IN_DECODER_MIN_EVENTS or _out_of_range(line).any():  # assemble() drops them
             return
         bound = _lookup_bound(metadata_ids)
         if bound is None:
@@ -195,12 +195,21 @@ def assemble(
     """Builds one Trace from decoded files (one per host); `on_plane(done, total)` after each plane.
     `prepared`: the lines the decoder hook of their load already put in order (_LinePreparer)."""
     trace = Trace(sources=[f for f, _ in spaces], dialect=XPLANE_DIALECT)
+    prepared = prepared or {}
+    dropped = sum(
+        _drop_out_of_range(line) for _, space in spaces for p in space.planes for line in p.lines
+        if id(line) not in prepared  # a prepared line was checked in the decoder thread
+    )  # fmt: skip
+    if dropped:
+        trace.load_warnings.append(
+            f"{dropped:,} event{'s' if dropped != 1 else ''} with a start or duration beyond "
+            f"{_MAX_EVENT_PS // PS_PER_DAY:,} days (a damaged number) were dropped."
+        )
     hosts = _host_names(spaces)
     trace.hosts = list(dict.fromkeys(hosts))
     trace.origin_ns = _origin_ns(spaces)
     n_planes = sum(len(space.planes) for _, space in spaces)
     lines = [line for _, space in spaces for p in space.planes for line in p.lines]
-    prepared = prepared or {}
     unprepared = sum(len(line) for line in lines if id(line) not in prepared)
     columns = _ColumnBlock(sum(len(line) for line in lines), unprepared)
     for (file, space), host in zip(spaces, hosts, strict=True):
@@ -220,6 +229,45 @@ def assemble(
 # Trace-relative times are int64 picoseconds: a line whose start lies further than this from the trace's
 # origin (about 53 days) cannot be one of this trace's lines; only a damaged timestamp gets there.
 _MAX_LINE_SHIFT_PS = 1 << 62
+
+
+# An event's offset from its line's start, and its duration, lie within this (about 13 days): with
+# a line shift under _MAX_LINE_SHIFT_PS every start and end then fits int64 with room to spare, so no
+# sum over times overflows (times near 2**63 wrapped negative). Only a damaged number gets past it.
+_MAX_EVENT_PS = 1 << 60
+PS_PER_DAY = 86_400 * 10**12
+
+
+def _out_of_range(line: DecodedLine) -> np.ndarray:
+    """Which of the line's events start or last beyond _MAX_EVENT_PS (a negative duration is
+    clamped to zero later, not dropped)."""
+    offsets, durations = line.offset_ps, line.event_duration_ps
+    if not len(offsets) or (
+        -_MAX_EVENT_PS <= int(offsets.min()) and int(offsets.max()) <= _MAX_EVENT_PS
+        and int(durations.max()) <= _MAX_EVENT_PS
+    ):  # fmt: skip
+        return np.zeros(0, dtype=bool)
+    return (offsets < -_MAX_EVENT_PS) | (offsets > _MAX_EVENT_PS) | (durations > _MAX_EVENT_PS)
+
+
+def _drop_out_of_range(line: DecodedLine) -> int:
+    """Drops the line's events that _out_of_range finds, with their stats; how many it dropped."""
+    out = _out_of_range(line)
+    if not out.any():
+        return 0
+    keep = ~out
+    line.metadata_id = line.metadata_id[keep]
+    line.offset_ps = line.offset_ps[keep]
+    line.event_duration_ps = line.event_duration_ps[keep]
+    new_row = np.cumsum(keep, dtype=np.int64) - 1  # a kept row's index among the kept
+    for stat in line.stats.values():
+        if stat.rows is None:
+            stat.values = stat.values[keep]
+        else:
+            kept = keep[stat.rows]
+            stat.values = stat.values[kept]
+            stat.rows = new_row[stat.rows[kept]].astype(stat.rows.dtype)
+    return int(out.sum())
 
 
 def _check_line_times(file: Path, space: DecodedSpace, origin_ns: int) -> None:
