@@ -9,13 +9,26 @@ The key is two independent 32-bit checksums of the identities (16 hex digits), n
 hash: loading OpenSSL for hashlib cost 5 ms of every cold start (python -X importtime), and 64 bits
 are plenty to tell apart the profiles of one user. The trace cache's entry names are this key of the
 trace's files, with no salt, as they were before the caches shared it (old entries stay valid).
+
+Size and mtime miss a file rewritten in place within the clock's resolution, or copied by a tool
+that keeps times: `content_fingerprint` (its length and checksums of its first and last MiB, read
+in about a millisecond) is what an entry also records and checks on open. And a cache opens its
+own files with `open_regular`, which never waits on a FIFO nor follows a link out of its folder.
 """
 
 from __future__ import annotations
 
+import errno
+import os
+import stat
 import zlib
 from collections.abc import Iterable
 from pathlib import Path
+
+# The fingerprint reads this much at each end of a file: cheap on the first open of any size, and
+# it covers a profile's header and its last records (where a rewrite of the same size differs
+# first: new times, new names; a change only in the middle is not seen).
+FINGERPRINT_SPAN_BYTES = 1 << 20
 
 
 def file_identity(path: Path) -> str | None:
@@ -50,3 +63,56 @@ def files_key(files: Iterable[Path], salt: str = "") -> str | None:
             return None
         identities.append(identity)
     return key_of(identities, salt)
+
+
+def open_regular(path: Path, flags: int = os.O_RDONLY, mode: int = 0o644, follow: bool = False) -> int:
+    """A descriptor of `path` when it is a regular file; OSError otherwise.
+
+    Opened without blocking (a FIFO, a device or a socket in its place would wait forever for a
+    writer) and, unless `follow`, without following a symbolic link (one out of the cache's folder
+    is not an entry); the descriptor is closed again when fstat says it is not a regular file."""
+    flags |= getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_BINARY", 0)
+    if not follow:
+        flags |= getattr(os, "O_NOFOLLOW", 0)
+    descriptor = os.open(path, flags, mode)
+    try:
+        if not stat.S_ISREG(os.fstat(descriptor).st_mode):
+            raise OSError(errno.EINVAL, "not a regular file", str(path))
+        if hasattr(os, "set_blocking"):
+            os.set_blocking(descriptor, True)
+    except BaseException:
+        os.close(descriptor)
+        raise
+    return descriptor
+
+
+def content_fingerprint(path: Path) -> str | None:
+    """'length:checksums' of a local file's first and last FINGERPRINT_SPAN_BYTES (the first two
+    spans are all of it when it is shorter); None when it cannot be read as a regular file."""
+    try:
+        descriptor = open_regular(path, follow=True)
+    except OSError:
+        return None
+    try:
+        with os.fdopen(descriptor, "rb") as handle:
+            size = os.fstat(descriptor).st_size
+            head = handle.read(min(size, 2 * FINGERPRINT_SPAN_BYTES))
+            tail = b""
+            if size > 2 * FINGERPRINT_SPAN_BYTES:
+                handle.seek(size - FINGERPRINT_SPAN_BYTES)
+                tail = handle.read(FINGERPRINT_SPAN_BYTES)
+    except OSError:
+        return None
+    # CRC-32 of each end (zlib's adler32 took 12 ms of 2 MiB here, its CRC-32 under 1 ms).
+    return f"{size}:{zlib.crc32(head):08x}{zlib.crc32(tail):08x}"
+
+
+def files_fingerprints(files: Iterable[Path]) -> list[str] | None:
+    """Each file's `content_fingerprint`, or None when one of them cannot be read."""
+    found = []
+    for file in files:
+        fingerprint = content_fingerprint(file)
+        if fingerprint is None:
+            return None
+        found.append(fingerprint)
+    return found

@@ -1,6 +1,7 @@
 """What the store holds, kind by kind, and emptying it: `tpuscope cache` and `tpuscope cache clear`.
 
-Counts and removes whole folders (`tpuscope.store.layout`), so it needs none of the caches' formats:
+Counts and removes whole folders (`tpuscope.store.layout`), so it needs none of the caches' formats
+and opens no file (a FIFO or a link in a folder is counted by lstat and removed by unlink):
 every file of a kind's folder is the cache's (entries, partial files, an older layout's subfolders),
 and what an older tpuscope left are counted and removed too: its folders (`layout.LEGACY_FOLDERS`)
 and the trace entries it wrote straight into TPUSCOPE_CACHE_DIR (`LEGACY_ROOT_ENTRY`; any other file
@@ -100,7 +101,7 @@ def folder_usage(folder: Path, skip: set[Path] | None = None) -> tuple[int, int]
     for root, subfolders, names in os.walk(folder):
         if skip:
             subfolders[:] = [name for name in subfolders if Path(root) / name not in skip]
-        for file_name in names:
+        for file_name in names + _links_among(root, subfolders):
             try:
                 total += (Path(root) / file_name).lstat().st_size
             except OSError:
@@ -109,12 +110,18 @@ def folder_usage(folder: Path, skip: set[Path] | None = None) -> tuple[int, int]
     return files, total
 
 
+def _links_among(root: str, subfolders: list[str]) -> list[str]:
+    """The links to folders that os.walk lists as subfolders (it never follows them): each is one
+    file of the store, counted and removed as a link, never what it names (which may be anywhere)."""
+    return [name for name in subfolders if os.path.islink(os.path.join(root, name))]
+
+
 def empty_folder(folder: Path, remove_top: bool = False) -> tuple[int, int]:
     """Removes every file under `folder` and its emptied subfolders (`folder` too with `remove_top`);
     returns (files, bytes) removed. A file that cannot be removed is left, and not counted."""
     removed = freed = 0
-    for root, _, names in os.walk(folder, topdown=False):
-        for file_name in names:
+    for root, subfolders, names in os.walk(folder, topdown=False):
+        for file_name in names + _links_among(root, subfolders):
             path = Path(root) / file_name
             try:
                 size = path.lstat().st_size
