@@ -200,13 +200,16 @@ def resolve_profile_files(path: str | Path, run: str | None = None) -> list[Path
     raise ProfileError(path, f"there is no run named {run!r} (runs: {names})")
 
 
-def read_profile_bytes(path: Path, skip_leading_blanks: bool = False) -> tuple[bytes, bool]:
+def read_profile_bytes(
+    path: Path, skip_leading_blanks: bool = False, max_leading_blanks: int | None = None
+) -> tuple[bytes, bool]:
     """A profile file's bytes, gunzipped for `.gz`, and whether a gzip stream ended early.
 
     Every OS or gzip failure becomes ProfileError. A gzip stream cut short
     (a partial copy, a full disk) yields what decompresses before the cut.
     `skip_leading_blanks` (text formats): a gzip stream's leading whitespace is dropped as it
-    decompresses, so a document after gigabytes of blanks costs the document's memory only.
+    decompresses, so a document after gigabytes of blanks costs the document's memory only, and
+    past `max_leading_blanks` (default MAX_LEADING_BLANK_BYTES) the file is refused in one sentence.
     """
     try:
         with open(path, "rb") as handle:
@@ -223,7 +226,7 @@ def read_profile_bytes(path: Path, skip_leading_blanks: bool = False) -> tuple[b
         raise ProfileError(path, "the file is empty")
     if data[:2] != GZIP_MAGIC:
         return data, False
-    data, ends_early = gunzip_salvaging(path, data, skip_leading_blanks)
+    data, ends_early = gunzip_salvaging(path, data, skip_leading_blanks, max_leading_blanks)
     if not data:
         if ends_early:
             raise ProfileError(path, "the gzip data is cut short before any of it decompresses")
@@ -244,6 +247,10 @@ _GZIP_INPUT_BYTES = 1 << 20  # compressed bytes fed per piece
 MAX_GZIP_EXPANSION = 256
 # ...and relative to the memory free now: the decoded file needs several times its bytes again.
 GZIP_MEMORY_SHARE = 0.5
+# Leading whitespace a gzip text profile may inflate to before its document starts (our heuristic:
+# no writer pads a trace; a stream of blanks compresses ~1000:1, so 3 GiB of them hide in 3 MB and
+# cost ~11 s of inflating for nothing). Past it the file is refused in one sentence.
+MAX_LEADING_BLANK_BYTES = 1 << 30
 _UTF8_BOM = b"\xef\xbb\xbf"
 _BLANKS = b" \t\n\r"
 
@@ -263,13 +270,16 @@ def available_memory() -> int | None:
         return None
 
 
-def gunzip_salvaging(path: Path, data: bytes, skip_leading_blanks: bool = False) -> tuple[bytes, bool]:
+def gunzip_salvaging(
+    path: Path, data: bytes, skip_leading_blanks: bool = False, max_leading_blanks: int | None = None
+) -> tuple[bytes, bool]:
     """All gzip members of `data` decompressed, and whether the last one ends before its trailer.
 
     Why not gzip.decompress: it raises on a cut stream and throws away all it
     decompressed, which for a profile cut short is everything there is. Why in steps: the output is
     bounded (MAX_GZIP_EXPANSION times the input, GZIP_MEMORY_SHARE of free memory) before it is
-    held, and leading blanks (with `skip_leading_blanks`) are never held at all.
+    held, and leading blanks (with `skip_leading_blanks`) are never held at all, nor inflated past
+    `max_leading_blanks` (default MAX_LEADING_BLANK_BYTES).
     """
     limit = len(data) * MAX_GZIP_EXPANSION
     free = available_memory()
@@ -278,13 +288,23 @@ def gunzip_salvaging(path: Path, data: bytes, skip_leading_blanks: bool = False)
     parts: list[bytes] = []
     held = 0
     skipping = skip_leading_blanks
+    skipped = 0
+    blank_limit = MAX_LEADING_BLANK_BYTES if max_leading_blanks is None else max_leading_blanks
 
     def keep(chunk: bytes) -> None:
-        nonlocal held, skipping
+        nonlocal held, skipping, skipped
         if skipping and chunk:
-            if not parts and chunk.startswith(_UTF8_BOM):
+            if not parts and not skipped and chunk.startswith(_UTF8_BOM):
                 chunk = chunk[len(_UTF8_BOM) :]
-            chunk = chunk.lstrip(_BLANKS)
+            stripped = chunk.lstrip(_BLANKS)
+            skipped += len(chunk) - len(stripped)
+            if skipped > blank_limit:
+                raise ProfileError(
+                    path,
+                    f"its gzip data starts with more than {_size(blank_limit)} of blank space before any "
+                    "content, which no profile does (it may be damaged or a decompression bomb)",
+                )
+            chunk = stripped
             skipping = not chunk
         if chunk:
             held += len(chunk)
