@@ -4,7 +4,7 @@ after the answer; before: written before the answer, as until format 11), and th
 
     python benchmarks/bench_cache.py                      # the 1M and 10M TPU-shaped files
     python benchmarks/bench_cache.py --repeat 5 --events 1000000
-    python benchmarks/bench_cache.py --file F.xplane.pb
+    python benchmarks/bench_cache.py --file F.xplane.pb --no-formats   # without the format table
 
 The peer of a cached open is the uncached open of the same file in the same run: figures are
 medians over trials that alternate the contenders, and ratios to the uncached open. "entry ready"
@@ -126,6 +126,44 @@ def whole_processes(file: Path, repeat: int) -> dict[str, list[float]]:
     return times
 
 
+# What the re-open's checks cost (format 13, issue 39), in a fresh process on a whole entry: the
+# checksum of every column buffer and the sources' fingerprints, as `traces.load` takes them.
+_TIMED_CHECKS = """
+import mmap, os, sys, time
+from pathlib import Path
+from tpuscope.store import identity, traces
+entry = next(e.path for e in traces.entries() if e.current)
+descriptor = os.open(entry, os.O_RDONLY)
+view = memoryview(mmap.mmap(descriptor, 0, access=mmap.ACCESS_COPY))
+*_, label_length, pickle_length, n_buffers, total, _ = traces._HEADER.unpack_from(view, 0)
+start = traces._HEADER.size + label_length + pickle_length
+import numpy as np
+table_bytes = view[start : start + 8 * traces._TABLE_COLUMNS * n_buffers]
+table = np.frombuffer(table_bytes, "<u8").reshape(n_buffers, -1)
+began = time.perf_counter()
+for offset, length, *_ in table.tolist():
+    traces.buffer_checksum(view[offset : offset + length])
+checksums = time.perf_counter() - began
+began = time.perf_counter()
+identity.files_fingerprints([Path(sys.argv[1])])
+print(checksums, time.perf_counter() - began, n_buffers, total)
+"""
+
+
+def check_costs(file: Path) -> tuple[float, float, int, int]:
+    """(seconds of the buffers' checksums, of the fingerprint, buffers, entry bytes) of a re-open."""
+    from tpuscope.store import layout, traces
+
+    with tempfile.TemporaryDirectory(prefix="tpuscope-bench-cache-") as folder:
+        env = _env(TPUSCOPE_CACHE_DIR=folder)
+        _wall(_info(file), env)
+        traces.wait_for_writes(Path(folder) / layout.TRACES)
+        done = subprocess.run([PYTHON, "-c", _TIMED_CHECKS, str(file)], env=env, capture_output=True,
+                              text=True, check=True, cwd=ROOT)  # fmt: skip
+    checksums, fingerprint, buffers, total = done.stdout.split()
+    return float(checksums), float(fingerprint), int(buffers), int(total)
+
+
 def format_choices(file: Path) -> dict[str, dict[str, float]]:
     """Writing the columns whole or compressed, and a compressed entry's least re-open cost."""
     import pickle
@@ -170,7 +208,7 @@ def _median(values: list[float]) -> float:
     return statistics.median(values)
 
 
-def report(file: Path, repeat: int) -> None:
+def report(file: Path, repeat: int, formats: bool = True) -> None:
     file.read_bytes()  # into the page cache, for every contender alike
     print(f"\n{file.name}: {file.stat().st_size / 1e6:.0f} MB, whole processes, medians of {repeat}")
     times = whole_processes(file, repeat)
@@ -191,6 +229,11 @@ def report(file: Path, repeat: int) -> None:
                         ("the open alone", _median(times["open reopen"]) / opened)):  # fmt: skip
         verdict = "met" if ratio <= REOPEN_TARGET else "NOT met"
         print(f"  re-open target <= {REOPEN_TARGET}x, {what}: {verdict} ({ratio:.2f}x)")
+    checksums, fingerprint, buffers, total = check_costs(file)
+    print(f"  the re-open's checks: {buffers} column buffers' checksums {checksums * 1e3:.0f} ms "
+          f"({total / 1e6:.0f} MB entry), the source's fingerprint {fingerprint * 1e3:.1f} ms")  # fmt: skip
+    if not formats:
+        return
     choices = format_choices(file)
     load = choices.pop("load")
     print(f"  entry format, in one process (load {load['seconds']:.2f} s):")
@@ -207,6 +250,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--events", type=int, action="append", help="generated sizes (default 1M and 10M)")
     parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--no-formats", action="store_true", help="skip the entry format comparison")
     args = parser.parse_args(argv)
     files = list(args.file or [])
     if not files:
@@ -216,7 +260,7 @@ def main(argv: list[str] | None = None) -> int:
                 generate_xspace.generate(events, path)
             files.append(path)
     for file in files:
-        report(file, args.repeat)
+        report(file, args.repeat, formats=not args.no_formats)
     return 0
 
 
