@@ -1,7 +1,7 @@
 """Small generated profiles of the shapes a fuzzer found quadratic (issue 39): events that repeat,
-nest deep, share timestamps or have no duration. Each shape is written as an XSpace (a TPU device's
-op line, as tests/diagnose/xspace_builder.py writes it) and as a PyTorch profiler JSON (Kineto: a
-CPU op thread and a GPU stream), so both readers and every command meet it.
+nest deep, share timestamps, have no duration or overlap like a staircase. Each shape is written as
+an XSpace (a TPU device's op line, as tests/diagnose/xspace_builder.py writes it) and as a PyTorch
+profiler JSON (Kineto: a CPU op thread and a GPU stream), so both readers and every command meet it.
 
 `python -m tests.degenerate.profiles FOLDER [EVENTS]` writes them larger, to time the commands.
 """
@@ -51,8 +51,15 @@ def zero_durations(n: int) -> list[tuple[int, int]]:
     return [(1_000_000, 0)] * n + [(1_000_000 + 1000 * k, 0) for k in range(n)]
 
 
+def staircase(n: int) -> list[tuple[int, int]]:
+    """Events that each start inside the one before and end after it (overlap, never nest): each
+    overlaps the next thousand."""
+    return [(1_000_000 + 1000 * k, 1_000_000) for k in range(n)]
+
+
 SHAPES: dict[str, Shape] = {
     "repeated": repeated,
+    "staircase": staircase,
     "deeply_nested": deeply_nested,
     "shared_timestamps": shared_timestamps,
     "zero_durations": zero_durations,

@@ -1,11 +1,12 @@
 """Every command stays fast on the shapes a fuzzer found quadratic (issue 39; generated data,
-tests/degenerate/profiles.py): 20,000 identical ops, nesting 20,000 deep, shared timestamps and
-zero durations, as an XSpace and as a PyTorch profiler JSON.
+tests/degenerate/profiles.py): 20,000 identical ops, nesting 20,000 deep, shared timestamps, zero
+durations and a staircase of overlaps, as an XSpace and as a PyTorch profiler JSON.
 
 Each command runs in-process (`tpuscope.cli.main`) with a generous time bound: the linear code takes
-well under a second per file here, while the quadratic self time took tens of seconds (the deep
-nesting alone cost 1.2 s at a quarter of this size). The ops table must also be right: an op's self
-time on a line of one op is the line's busy time, however its events repeat or nest."""
+well under a second per file here (the quadratic self time took 1.2 s on the 20,000-deep file and
+16 s on 80,000 identical ops); the self-time kernel alone meets ten times as many events, minutes
+for the quadratic code. The ops table must also be right: an op's self time on a line of one op
+is the line's busy time, however its events repeat or nest."""
 
 from __future__ import annotations
 
@@ -21,6 +22,9 @@ from tpuscope.analysis.ops import self_times
 from tpuscope.cli import main
 
 COMMANDS = ("info", "ops", "overview", "diagnose", "memory")
+# Shapes whose events nest or coincide: their self times tile the line (sum to the time covered). A
+# staircase's events overlap without nesting; `self_times` subtracts only nested events' time there.
+TILING_SHAPES = ("repeated", "deeply_nested", "shared_timestamps", "zero_durations")
 SECONDS_PER_COMMAND = 5.0  # a bound for slow shared machines; the linear code takes well under 1 s
 
 
@@ -46,6 +50,8 @@ def test_each_command_reads_each_degenerate_profile_in_bounded_time(profiles, co
 
 def test_self_time_of_one_op_is_its_lines_busy_time_however_its_events_repeat_or_nest(profiles, capsys):
     for profile in profiles:
+        if not profile.name.startswith(TILING_SHAPES):
+            continue
         assert main(["ops", str(profile), "--json", "--no-cache"]) == 0
         table = json.loads(capsys.readouterr().out)
         (row,) = table["rows"]
@@ -67,10 +73,12 @@ def test_self_times_is_linear_in_the_events_of_a_degenerate_line(shape):
     own = self_times(start, duration)
     took = time.perf_counter() - began
     assert took < SECONDS_PER_COMMAND, f"{took:.1f} s for {len(start)} events"
+    assert (own >= 0).all() and (own <= duration).all()
+    if shape not in TILING_SHAPES:
+        return
     # Self times tile the line: their sum is the time some event covers (the union of the events).
     order = np.argsort(start, kind="stable")
     reach = np.maximum.accumulate(start[order] + duration[order])
     gaps = np.maximum(start[order][1:] - reach[:-1], 0)
     union = int(reach[-1] - start[order][0] - gaps.sum())
     assert int(own.sum()) == union
-    assert (own >= 0).all() and (own <= duration).all()
