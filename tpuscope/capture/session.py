@@ -25,7 +25,7 @@ import grpc
 from tpuscope.capture.errors import CaptureCancelled, CaptureError, PassphraseRequired, UnknownHostKey
 from tpuscope.capture.grpc_client import ProfileCall, TracerLevels, build_request, explain_rpc_error
 from tpuscope.capture.ssh import LocalForward, SshConnection, SshOptions, SshRoute, connect
-from tpuscope.capture.targets import SshHost, Target, file_label
+from tpuscope.capture.targets import SshHost, Target, check_run_name, file_label, parse_duration
 
 # What a profiler server writes and a capture saves: one XPlane file per host (see the module docstring).
 PROFILE_SUFFIX = ".xplane.pb"
@@ -119,6 +119,12 @@ def validate(settings: CaptureSettings) -> None:
         raise CaptureError("No capture target was given: name at least one host:port, e.g. localhost:9012.")
     if settings.duration_s <= 0:
         raise CaptureError("The capture duration must be more than zero, e.g. 2s.")
+    for what, seconds in (("duration", settings.duration_s), ("delay", settings.delay_s),
+                          ("timeout", settings.timeout_s)):  # fmt: skip
+        if seconds is not None:
+            parse_duration(seconds, what)  # the same bound as typed values: MAX_DURATION_S
+    if settings.run_name is not None:
+        check_run_name(settings.run_name)
     if settings.delay_s < 0:
         raise CaptureError("The capture delay cannot be negative.")
     if settings.timeout_s is not None and settings.timeout_s <= 0:

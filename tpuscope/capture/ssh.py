@@ -355,7 +355,7 @@ def _channel_to(hop: paramiko.SSHClient, target: _Resolved, jump_label: str) -> 
             ("127.0.0.1", 0),
             timeout=DEFAULT_CONNECT_TIMEOUT_S,
         )
-    except (paramiko.SSHException, OSError) as error:
+    except (paramiko.SSHException, OSError, EOFError) as error:
         reason = getattr(error, "text", None) or str(error) or type(error).__name__
         raise CaptureError(
             f"The jump host {jump_label} cannot reach the SSH host "
@@ -524,3 +524,9 @@ def _open(resolved: _Resolved, options: SshOptions, sock) -> paramiko.SSHClient:
     except OSError as error:
         client.close()
         raise CaptureError(f"Cannot reach the SSH host {where} ({error.strerror or error}).") from None
+    except EOFError:  # paramiko's packetizer: the connection closed, or the handshake timed out on it
+        client.close()
+        raise CaptureError(
+            f"{where} sent an SSH greeting but no key exchange followed within {timeout:g} s (or it closed "
+            "the connection): it is overloaded, or not a working SSH server."
+        ) from None

@@ -11,6 +11,10 @@ DEFAULT_SSH_PORT = 22
 LOOPBACK_NAMES = frozenset({"localhost", "127.0.0.1", "::1", "ip6-localhost"})
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d*)?|\.\d+)\s*(ms|s|sec|m|min)?\s*$", re.IGNORECASE)
 _UNIT_SECONDS = {None: 1.0, "ms": 1e-3, "s": 1.0, "sec": 1.0, "m": 60.0, "min": 60.0}
+# The longest duration, delay or timeout a capture takes (our heuristic: a profiler server buffers
+# every event of the window in memory, and a day of tracing is far past what any holds; a number
+# beyond it is a typo, and past ~1e16 s it overflows the gRPC call's millisecond and deadline fields).
+MAX_DURATION_S = 24 * 3600.0
 
 
 @dataclass(frozen=True)
@@ -120,7 +124,27 @@ def parse_duration(text: str | float | int, what: str = "duration") -> float:
         seconds = float(match.group(1)) * _UNIT_SECONDS[unit]
     if seconds < 0:
         raise CaptureError(f"The {what} {text!r} is negative.")
+    if not seconds <= MAX_DURATION_S:  # NaN included
+        raise CaptureError(
+            f"The {what} {text!r} is longer than {MAX_DURATION_S / 3600:g} hours, which no capture takes."
+        )
     return seconds
+
+
+def check_run_name(name: str) -> str:
+    """`name` when it is one plain folder name; a CaptureError otherwise (`../x`, `a/b`, `.`: the run
+    folder must stay inside the logdir's plugins/profile)."""
+    if (
+        not name
+        or name in (".", "..")
+        or any(sep in name for sep in ("/", "\\", "\0"))
+        or name.strip() != name
+    ):
+        raise CaptureError(
+            f"The run name {name!r} is not a plain folder name: the run is saved inside the logdir "
+            "(OUT/plugins/profile/RUN), so leave out /, \\ and .. (e.g. --run baseline)."
+        )
+    return name
 
 
 def file_label(target: Target, via: SshHost | None = None) -> str:
