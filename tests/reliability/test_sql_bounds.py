@@ -265,3 +265,15 @@ def test_interrupt_stops_the_api_query():
         stopped.set()
         interrupter.join()
         session.close()
+
+
+def test_the_api_warns_when_it_cuts_rows():
+    session = QuerySession(open_trace(SAMPLE), limits=QueryLimits(max_rows=3))
+    try:
+        with pytest.warns(UserWarning, match="cut at 3 rows"):
+            relation = session.sql("SELECT id FROM events")
+        assert relation.fetchall() == [(0,), (1,), (2,)]
+        unbounded = QueryLimits(max_rows=None)
+        assert len(session.sql("SELECT id FROM events", unbounded).fetchall()) > 1000
+    finally:
+        session.close()

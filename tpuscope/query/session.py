@@ -29,6 +29,7 @@ import queue
 import re
 import threading
 import time
+import warnings
 from collections.abc import Generator, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -198,9 +199,16 @@ class QuerySession:
     def sql(self, query: str, limits: QueryLimits | None = None) -> duckdb.DuckDBPyRelation:
         """The result of the query's last statement, run within the limits (the session's unless
         given; the memory limit is always the connection's), as a DuckDB relation over its rows
-        (at most `max_rows` of them); `QueryError` when refused, failing or past a limit."""
+        (at most `max_rows` of them, with a UserWarning when more were left); `QueryError` when
+        refused, failing or past a limit."""
         run = self.run(query, limits)
         table = pa.Table.from_batches(list(run.batches()), schema=run.schema)
+        if run.cut:  # a notebook sees the cut: no row count is ever silently short
+            warnings.warn(
+                f"the result was cut at {run.rows:,} rows; pass limits=QueryLimits(max_rows=None) "
+                "(tpuscope.query.engine) for all of them, or add a LIMIT or aggregate.",
+                stacklevel=2,
+            )
         return self.connection.from_arrow(table)
 
     def run(

@@ -408,7 +408,7 @@ class QueryView(View):
 
     def _execute(self, analysis, text: str, cancel: threading.Event | None = None) -> QueryResult:
         """In the worker: the query's first MAX_ROWS rows, a batch at a time."""
-        from tpuscope.query.session import QuerySession
+        from tpuscope.query.session import QueryError, QuerySession
 
         with self._session_lock:
             limits = self.query_limits()
@@ -433,6 +433,10 @@ class QueryView(View):
                         target.extend(column.to_pylist())
                     result.rows += batch.num_rows
                 result.cut = run.cut
+            except MemoryError:  # the rows as Python values: past the window's memory
+                raise QueryError(
+                    "the query's rows do not fit in memory; add a LIMIT or aggregate first."
+                ) from None
             finally:
                 run.close()
             result.seconds = time.perf_counter() - started
