@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from tpuscope.analysis.ops import parents_one_level_up
 from tpuscope.model.trace import Track
 from tpuscope.model.vocabulary import Stat
 
@@ -91,17 +92,9 @@ def clipped_self_times(
     start = np.maximum(track.start_ps[indices], t0_ps)
     end = np.minimum(ends, t1_ps)
     clipped = np.maximum(end - start, 0)
-    children = np.zeros(len(indices), np.int64)
-    depth = track.depth[indices]
-    for d in range(1, int(depth.max()) + 1 if len(depth) else 0):
-        parents = np.flatnonzero(depth == d - 1)
-        kids = np.flatnonzero(depth == d)
-        if not len(parents) or not len(kids):
-            continue
-        owner = np.searchsorted(parents, kids) - 1
-        kids, owners = kids[owner >= 0], parents[owner[owner >= 0]]
-        contains = ends[owners] >= ends[kids]  # it starts no later, by the track's order
-        children += exact_bincount(owners[contains], clipped[kids[contains]], len(indices))
+    kids, owners = parents_one_level_up(track.depth[indices])  # linear in events, whatever the depth
+    contains = ends[owners] >= ends[kids]  # it starts no later, by the track's order
+    children = exact_bincount(owners[contains], clipped[kids[contains]], len(indices))
     return clipped, np.maximum(clipped - children, 0)
 
 

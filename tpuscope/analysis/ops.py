@@ -173,6 +173,23 @@ class OpEvents:
         return found
 
 
+def parents_one_level_up(depth: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(children, parents): for each event below the top level (by position, events in start order),
+    the last earlier event one level up, where there is one.
+
+    All levels at once (a loop over levels was quadratic when events repeat or nest deep: 80,000
+    identical ops nest 80,000 levels): the events sorted by (depth, position), and for each the
+    entry just before its own key one level up."""
+    n = len(depth)
+    level = depth.astype(np.int64, copy=False)
+    by_level = np.sort(level * n + np.arange(n))
+    kids = np.flatnonzero(level > 0)
+    slot = np.searchsorted(by_level, (level[kids] - 1) * n + kids) - 1
+    found = slot >= 0
+    found[found] = by_level[slot[found]] // n == level[kids[found]] - 1
+    return kids[found], by_level[slot[found]] % n
+
+
 def self_times(start_ps: np.ndarray, duration_ps: np.ndarray) -> np.ndarray:
     """Per-event time not covered by nested events of the same line (inputs in any order).
 
@@ -202,15 +219,7 @@ def self_times(start_ps: np.ndarray, duration_ps: np.ndarray) -> np.ndarray:
         return out
     n = len(s)
     depth = np.arange(n) - np.searchsorted(np.sort(e), s, side="right")
-    # Each event's parent, all levels at once (a loop over levels was quadratic when events repeat
-    # or nest deep: 80,000 identical ops nest 80,000 levels): the events sorted by (depth, position),
-    # and for each the last event one level up that precedes it.
-    by_level = np.sort(depth * n + np.arange(n))
-    kids = np.flatnonzero(depth > 0)
-    slot = np.searchsorted(by_level, (depth[kids] - 1) * n + kids) - 1
-    found = slot >= 0
-    found[found] = by_level[slot[found]] // n == depth[kids[found]] - 1
-    kids, parent = kids[found], by_level[slot[found]] % n
+    kids, parent = parents_one_level_up(depth)
     overlap = np.clip(np.minimum(e[kids], e[parent]) - s[kids], 0, None)
     covered = np.bincount(parent, weights=overlap, minlength=n).astype(np.int64)
     out[order] = np.maximum(d - covered, 0)
