@@ -123,7 +123,7 @@ def validate(settings: CaptureSettings) -> None:
                           ("timeout", settings.timeout_s)):  # fmt: skip
         if seconds is not None:
             parse_duration(seconds, what)  # the same bound as typed values: MAX_DURATION_S
-    if settings.run_name is not None:
+    if settings.run_name:  # empty: the capture time, as None
         check_run_name(settings.run_name)
     if settings.delay_s < 0:
         raise CaptureError("The capture delay cannot be negative.")
