@@ -59,6 +59,8 @@ EVIDENCE_KINDS = ("input", "host", "compile", "compute", "collective")
 # least this share of the longest such event (slivers of dispatch are not what held the host up).
 HOST_WORK_OVERLAP = 0.5
 HOST_WORK_MIN_FRACTION = 0.1
+# The host work's longest events are looked for first among this many of the longest step children.
+_LONGEST_FIRST = 64
 # Sums of integer ps below this are exact in float64 (2**53), whatever order they are added in.
 _EXACT_FLOAT_SUM = 2**53
 # The longest events of a track are looked for among those as long as the longest of a sample of
@@ -247,26 +249,41 @@ def _host_work_events(
     track = steps.track
     if track is None or track.plane.role != "host" or len(steps) == 0:
         return []
+    step_depth = int(track.depth[steps.event_index].min())
+    children = np.flatnonzero(track.depth == step_depth + 1)
+    launches = (
+        np.concatenate([t.name_id[i] for t, i in ctx.launches]) if ctx.launches else np.empty(0, np.int32)
+    )
+    durations = track.duration_ps[children]
+    candidates = children[(durations > 0) & ~np.isin(track.name_id[children], launches)]
+    if len(candidates) == 0:
+        return []
     # The steps' span less device work, input and compile waits: the input and compile waits are
     # device-idle time and disjoint (`facts.waits`), so each is cut from the shared idle time in turn,
     # the same set as the span less their union, without sorting the devices' intervals again.
     other = difference(difference(idle_in_steps(ctx), input_wait), compile_wait)
-    step_depth = int(track.depth[steps.event_index].min())
-    children = np.flatnonzero(track.depth == step_depth + 1)
-    if len(children) == 0:
-        return []
-    starts, durations = track.start_ps[children], track.duration_ps[children]
-    idle = window_total(other, starts, starts + durations)
-    launches = (
-        np.concatenate([t.name_id[i] for t, i in ctx.launches]) if ctx.launches else np.empty(0, np.int32)
-    )
-    mostly_idle = (durations > 0) & (idle >= HOST_WORK_OVERLAP * durations)
-    keep = children[mostly_idle & ~np.isin(track.name_id[children], launches)]
+    if len(candidates) > _LONGEST_FIRST:
+        # The longest mostly-idle event is among the longest few when any of those is mostly idle (no
+        # event left out is longer than it); then only events of at least HOST_WORK_MIN_FRACTION of it
+        # can be kept, and only those are measured (a few, of the 146k children of the 1M recording).
+        lengths = track.duration_ps[candidates]
+        longest_few = candidates[np.argpartition(-lengths, _LONGEST_FIRST - 1)[:_LONGEST_FIRST]]
+        idle_few = longest_few[_mostly_idle(track, longest_few, other)]
+        if len(idle_few):
+            longest = int(track.duration_ps[idle_few].max())
+            candidates = candidates[lengths >= HOST_WORK_MIN_FRACTION * longest]
+    keep = candidates[_mostly_idle(track, candidates, other)]
     if len(keep) == 0:
         return []
     longest = int(track.duration_ps[keep].max())
     keep = keep[track.duration_ps[keep] >= HOST_WORK_MIN_FRACTION * longest]
     return [(track, keep)]
+
+
+def _mostly_idle(track: Track, events: np.ndarray, idle: Intervals) -> np.ndarray:
+    """Mask over `events` (of positive duration): at least HOST_WORK_OVERLAP of the event is in `idle`."""
+    starts, durations = track.start_ps[events], track.duration_ps[events]
+    return window_total(idle, starts, starts + durations) >= HOST_WORK_OVERLAP * durations
 
 
 def _busiest_op(ctx: Context, ops: list[tuple[Track, np.ndarray]]) -> tuple[str, float]:
