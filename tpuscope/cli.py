@@ -82,6 +82,9 @@ def _run_command(argv: list[str], command: str | None) -> int:
     try:
         parser = build_parser(command)
         args = parser.parse_args(argv)
+    except KeyboardInterrupt:  # Ctrl-C while the command's modules import: the same sentence
+        print("tpuscope: interrupted.", file=sys.stderr)
+        return 130
     finally:
         gc_policy.resume()
     if args.command is None:
