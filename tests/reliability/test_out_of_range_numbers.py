@@ -75,5 +75,9 @@ def test_step_numbers_past_int64_are_numbered_by_position(tmp_path, capsys, name
     path = _kineto(tmp_path / "steps.json", names)
     analysis = TraceAnalysis(open_trace(path, use_cache=False))
     assert analysis.steps.number.tolist() == numbers
+    # Dropped numbers are counted where the steps are described (every output that names the steps)
+    beyond = sum(not -(2**63) <= int(n.split("#")[1]) < 2**63 for n in names)
+    said = f"numbered by position: {beyond} marker number(s) beyond the int64 range"
+    assert (said in analysis.steps.description) == bool(beyond)
     assert main(["diagnose", str(path), "--json", "--no-cache"]) == 0
     assert "Traceback" not in capsys.readouterr().err

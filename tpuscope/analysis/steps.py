@@ -222,8 +222,12 @@ def _from_numbered_markers(trace: Trace) -> Steps | None:
     steps = _make(track, idx, SOURCE_STEP_MARKER, what, Stat.STEP_NUMBER)
     name_ids, inverse = np.unique(track.name_id[idx], return_inverse=True)
     numbers = [trace.dialect.step_number_of(trace.strings[int(i)]) for i in name_ids]
-    # `ProfilerStep#99999999999999999999`: a number past int64 is no step number (positions instead)
-    if all(n is not None and _INT64.min <= n <= _INT64.max for n in numbers):
+    # `ProfilerStep#99999999999999999999`: a number past int64 is no step number (positions instead,
+    # and the steps' description says why, as every output that names the steps shows it)
+    beyond = sum(1 for n in numbers if n is not None and not _INT64.min <= n <= _INT64.max)
+    if beyond:
+        steps.description += f"; numbered by position: {beyond} marker number(s) beyond the int64 range"
+    elif all(n is not None for n in numbers):
         steps.number = np.array(numbers, dtype=np.int64)[inverse.reshape(-1)]
     return steps
 
