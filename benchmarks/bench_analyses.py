@@ -39,6 +39,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from benchmarks.bench_pods import link_hosts  # noqa: E402
 from benchmarks.record_jax_profile import DEFAULT_DIR, find_or_record  # noqa: E402
 
 COMMANDS = {
@@ -142,13 +143,11 @@ def report(
 
 def make_run(host_file: Path, hosts: int) -> Path:
     """A run folder of `hosts` hard links of one host file (one file's disk)."""
-    run = DEFAULT_DIR / f"pod_{hosts}_of_{host_file.parent.name}" / "plugins" / "profile" / "run"
-    run.mkdir(parents=True, exist_ok=True)
-    for i in range(hosts):
-        link = run / f"host{i:03d}.xplane.pb"
-        if not link.exists():
-            os.link(host_file, link)
-    return run
+    return link_hosts(
+        host_file,
+        DEFAULT_DIR / f"pod_{hosts}_of_{host_file.parent.name}" / "plugins" / "profile" / "run",
+        hosts,
+    )
 
 
 def main() -> int:

@@ -52,7 +52,11 @@ def make_run(folder: Path, hosts: int, events: int) -> Path:
             [sys.executable, str(HERE / "generate_xspace.py"), "--events", str(events), "--out", str(source)],
             check=True, stdout=subprocess.DEVNULL,
         )  # fmt: skip
-    run = folder / "plugins" / "profile" / f"run_{hosts}"
+    return link_hosts(source, folder / "plugins" / "profile" / f"run_{hosts}", hosts)
+
+
+def link_hosts(source: Path, run: Path, hosts: int) -> Path:
+    """The run folder `run` holding `hosts` hard links of one host file (one file's disk)."""
     run.mkdir(parents=True, exist_ok=True)
     for i in range(hosts):
         link = run / f"host{i:03d}.xplane.pb"
