@@ -1,8 +1,20 @@
-"""Duration text: the unit each magnitude reads best in, and the two digit styles."""
+"""Numbers as text: the unit each duration reads best in, the two digit styles, one unit per column,
+and the one rounding of a share."""
 
 from __future__ import annotations
 
-from tpuscope.model.units import SHORT_SPEC, duration_unit, format_duration
+import numpy as np
+
+from tpuscope.model.units import (
+    SHORT_SPEC,
+    duration_column_unit,
+    duration_unit,
+    format_duration,
+    format_duration_column,
+    format_duration_in,
+    format_percent,
+    format_percent_value,
+)
 
 
 def test_each_magnitude_picks_the_largest_unit_it_reaches():
@@ -16,3 +28,32 @@ def test_table_style_keeps_three_decimals_and_short_style_drops_zeros():
     assert format_duration(1_500_000_000, SHORT_SPEC) == "1.5 ms"
     assert format_duration(-2_250_000) == "-2.250 us"
     assert format_duration(12) == format_duration(12, SHORT_SPEC) == "12 ps"
+
+
+def test_a_column_is_written_in_one_unit_chosen_by_its_median():
+    # One op of 30 ms among microsecond ops: the column reads in microseconds, all of it.
+    column = [26_921_000, 30_175_312_000, 4_100_000, 950_000, 0]
+    texts = format_duration_column(column)
+    assert texts == ["26.921 us", "30,175.312 us", "4.100 us", "0.950 us", "0.000 us"]
+    assert {text.rsplit(" ", 1)[1] for text in texts} == {"us"}
+    # The same values one at a time would have mixed units: the point of the column formatter.
+    assert format_duration(column[1]) == "30.175 ms" and format_duration(column[0]) == "26.921 us"
+
+
+def test_the_column_unit_ignores_zeros_and_missing_values_and_reads_negative_deltas():
+    assert duration_column_unit(np.array([0.0, np.nan, 2e9, 3e9, 5e12])) == ("ms", 1e9)
+    assert duration_column_unit([]) == ("ps", 1.0) and duration_column_unit([0, 0]) == ("ps", 1.0)
+    assert format_duration_column(np.array([-2e9, 1.5e9, -7e6]), "+,.3f") == [
+        "-2.000 ms",
+        "+1.500 ms",
+        "-0.007 ms",
+    ]
+    unit = duration_column_unit([500, 700, 1_200])  # picoseconds: whole numbers
+    assert unit == ("ps", 1.0) and format_duration_in(1_200, unit) == "1,200 ps"
+
+
+def test_every_share_is_rounded_one_way():
+    assert format_percent(0.96931) == "96.9%" == format_percent_value(96.93)
+    assert format_percent(0.0005) == "0.05%" and format_percent(0) == "0.0%"
+    assert format_percent_value(float("nan")) == "\u2013"
+    assert format_percent(0.00096) == "0.10%"  # 0.096% rounds up but is written with two decimals

@@ -1,10 +1,17 @@
-"""Durations as text: picoseconds (the model's time unit) in the unit that reads best.
+"""Numbers as text, one formatter per unit: durations, byte counts and percentages.
 
-Every view and command formats times through here, so a duration reads the same everywhere
-it is shown; callers choose only how many digits (`spec`).
+Every view and command formats times, sizes and shares through here, so a number reads (and is
+rounded) the same everywhere it is shown; callers choose only how many digits (`spec`). A single
+duration is shown in the unit that reads best for it (`format_duration`); a column of durations
+(a table's, the app's or the command line's) is shown in one unit for all its rows
+(`format_duration_column`), so "26.921 us" never sits beside "30.175 ms" in one column.
 """
 
 from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+
+import numpy as np
 
 # Units from the largest down; a duration is shown in the largest unit it reaches.
 TIME_UNITS = (("s", 1e12), ("ms", 1e9), ("us", 1e6), ("ns", 1e3), ("ps", 1.0))
@@ -30,6 +37,59 @@ def format_duration(ps: float, spec: str = TABLE_SPEC) -> str:
     if unit == "ps":
         return f"{value:.0f} ps"
     return f"{value / scale:{spec}} {unit}"
+
+
+# Table columns: fixed decimals with thousands separators, so a column's largest values, written in
+# the unit of its typical ones, stay readable (12,204.318 us).
+COLUMN_SPEC = ",.3f"
+
+
+def duration_column_unit(values_ps: Iterable[float] | np.ndarray) -> tuple[str, float]:
+    """(name, picoseconds per unit) of the one unit a column of durations is shown in: the unit its
+    median nonzero magnitude reads best in. Our heuristic: the median keeps most rows between 1 and
+    1000 of the unit (the rows a reader compares), where the largest value's unit would write a
+    column of microsecond ops as 0.000 ms; zeros and NaNs (no value) do not vote."""
+    column = values_ps if isinstance(values_ps, np.ndarray) else np.fromiter(values_ps, float)
+    magnitudes = np.abs(column.astype(float, copy=False))
+    magnitudes = magnitudes[np.isfinite(magnitudes) & (magnitudes > 0)]
+    if not len(magnitudes):
+        return TIME_UNITS[-1]
+    return duration_unit(float(np.median(magnitudes)))
+
+
+def format_duration_in(ps: float, unit: tuple[str, float], spec: str = COLUMN_SPEC) -> str:
+    """`ps` written in `unit` (a `duration_column_unit`), its number formatted with `spec`."""
+    name, scale = unit
+    value = float(ps)
+    if name == "ps":
+        return f"{value:,.0f} ps"  # whole picoseconds: the model's resolution
+    return f"{value / scale:{spec}} {name}"
+
+
+def format_duration_column(values_ps: Sequence[float] | np.ndarray, spec: str = COLUMN_SPEC) -> list[str]:
+    """A column of durations as text, every row in the column's one unit (`duration_column_unit`)."""
+    unit = duration_column_unit(values_ps)
+    return [format_duration_in(v, unit, spec) for v in values_ps]
+
+
+# A share of a whole: one decimal, or two below 0.1% so a small share does not read 0.0%.
+PERCENT_SPEC = ".1f"
+SMALL_PERCENT_SPEC = ".2f"
+SMALL_PERCENT_BELOW = 0.1
+
+
+def format_percent_value(percent: float) -> str:
+    """A percentage (0-100) as text: `96.9%`, `0.05%`; the one rounding of a share everywhere."""
+    value = float(percent)
+    if not np.isfinite(value):
+        return "\u2013"
+    small = 0 < abs(value) < SMALL_PERCENT_BELOW
+    return f"{value:{SMALL_PERCENT_SPEC if small else PERCENT_SPEC}}%"
+
+
+def format_percent(fraction: float) -> str:
+    """A fraction (0-1) as a percentage, as `format_percent_value` writes it."""
+    return format_percent_value(100.0 * float(fraction))
 
 
 # Binary byte units, largest first: memory is sized in powers of two (a 32 GiB chip, 4 MiB tiles).

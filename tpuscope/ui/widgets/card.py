@@ -33,9 +33,8 @@ def format_headline_duration(ps: float) -> str:
     return units.format_duration(ps, spec).replace(" us", " µs")
 
 
-def format_percent(fraction: float) -> str:
-    percent = 100.0 * fraction
-    return f"{percent:.1f}%" if percent >= 0.1 or percent == 0 else f"{percent:.2f}%"
+# A card's share reads as every other share does (the one percent formatter).
+format_percent = units.format_percent
 
 
 class Card(QFrame):
