@@ -55,7 +55,7 @@ class Result(Generic[T]):
     lock; `first`: results it needs that read the facts too, computed before that lock is taken."""
 
     name: str
-    compute: Callable[[Any], T]  # called with the ResultSource (a TraceAnalysis) that is asked
+    compute: Callable[[ResultSource], T]  # called with the ResultSource (a TraceAnalysis) that is asked
     reads_facts: bool = False
     first: tuple[Result[Any], ...] = ()
 

@@ -25,7 +25,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pyarrow as pa
 
-from tpuscope.analysis.results import Result
+from tpuscope.analysis.results import Result, ResultSource
+from tpuscope.analysis.trace_results import STEPS
 from tpuscope.model.trace import Trace, Track
 from tpuscope.model.vocabulary import Stat, TrackKind
 
@@ -643,8 +644,8 @@ TABLES: dict[str, TableSpec] = {
 }
 
 
-def _trace_columns(analysis: TraceAnalysis) -> TraceColumns:
-    return TraceColumns(analysis.trace, lambda: analysis.steps)
+def _trace_columns(analysis: ResultSource) -> TraceColumns:
+    return TraceColumns(analysis.trace, lambda: analysis.get(STEPS))
 
 
 TRACE_COLUMNS: Result[TraceColumns] = Result("query_trace_columns", _trace_columns)

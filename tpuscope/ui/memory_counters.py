@@ -6,7 +6,7 @@ import numpy as np
 
 from tpuscope.analysis.memory.over_time import AllocatorMemory
 from tpuscope.analysis.memory.report import ALLOCATORS
-from tpuscope.analysis.session import Result, TraceAnalysis
+from tpuscope.analysis.results import Result, ResultSource
 from tpuscope.model.units import format_bytes
 from tpuscope.ui.timeline.counters import CounterSeries
 
@@ -36,7 +36,7 @@ def memory_counter_series(allocators: list[AllocatorMemory]) -> list[CounterSeri
     return series
 
 
-def _memory_counters(analysis: TraceAnalysis) -> list[CounterSeries]:
+def _memory_counters(analysis: ResultSource) -> list[CounterSeries]:
     return memory_counter_series(analysis.get(ALLOCATORS))
 
 

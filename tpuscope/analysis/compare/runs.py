@@ -61,8 +61,8 @@ from tpuscope.analysis.facts.waits import compile_wait_intervals, input_wait_int
 from tpuscope.analysis.memory.report import MEMORY_REPORT, MemoryReport
 from tpuscope.analysis.overview import STEP_SOURCE_LABELS, Overview
 from tpuscope.analysis.programs import PROGRAM_CODE
-from tpuscope.analysis.results import Result
-from tpuscope.analysis.session import OVERVIEW, TraceAnalysis
+from tpuscope.analysis.results import Result, ResultSource
+from tpuscope.analysis.session import CONTEXT, OVERVIEW, TraceAnalysis
 from tpuscope.analysis.steps import (
     SOURCE_DEVICE_STEPS,
     SOURCE_HOST_ANNOTATION,
@@ -158,9 +158,9 @@ def analyze_run(analysis: TraceAnalysis) -> RunAnalysis:
     return analysis.get(RUN_ANALYSIS)
 
 
-def _run_analysis(analysis: TraceAnalysis) -> RunAnalysis:
+def _run_analysis(analysis: ResultSource) -> RunAnalysis:
     trace = analysis.trace
-    overview, memory, ctx = analysis.overview, analysis.get(MEMORY_REPORT), analysis.context
+    overview, memory, ctx = analysis.get(OVERVIEW), analysis.get(MEMORY_REPORT), analysis.get(CONTEXT)
     p0, p1 = overview.series.start_ps, overview.series.end_ps
     compile_events = intervals_of(ctx.compiles)
     compiled = window_total(compile_events, p0, p1) > 0 if len(p0) else np.zeros(0, bool)
@@ -184,7 +184,7 @@ def _run_analysis(analysis: TraceAnalysis) -> RunAnalysis:
     )
 
 
-def _program_fingerprints(analysis: TraceAnalysis, overview: Overview) -> dict[str, tuple[str, ...]]:
+def _program_fingerprints(analysis: ResultSource, overview: Overview) -> dict[str, tuple[str, ...]]:
     """Program name -> fingerprints of the compilations of it whose ops ran (`program_fingerprint`)."""
     ops = overview.ops
     if ops is None:

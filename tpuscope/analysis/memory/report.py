@@ -22,6 +22,7 @@ from tpuscope.analysis.memory.over_time import AllocatorMemory, allocators_memor
 from tpuscope.analysis.memory.programs import HBM_SPACE, ProgramMemory, memory_spaces, program_memory
 from tpuscope.analysis.results import Result
 from tpuscope.analysis.roofline import chip_of
+from tpuscope.analysis.trace_results import STEPS
 from tpuscope.model.memory import (
     AllocationEvents,
     ProgramBuffers,
@@ -148,9 +149,11 @@ ALLOCATION_EVENTS: Result[list[AllocationEvents]] = Result(
     "allocation_events", lambda a: allocation_events(a.trace)
 )
 ALLOCATORS: Result[list[AllocatorMemory]] = Result(
-    "allocators", lambda a: allocators_of(a.trace, a.steps, a.get(ALLOCATION_EVENTS))
+    "allocators", lambda a: allocators_of(a.trace, a.get(STEPS), a.get(ALLOCATION_EVENTS))
 )
 MEMORY_REPORT: Result[MemoryReport] = Result(
     "memory_report",
-    lambda a: memory_report(a.trace, a.steps, allocators=a.get(ALLOCATORS), programs=a.get(PROGRAM_BUFFERS)),
+    lambda a: memory_report(
+        a.trace, a.get(STEPS), allocators=a.get(ALLOCATORS), programs=a.get(PROGRAM_BUFFERS)
+    ),
 )
