@@ -25,6 +25,7 @@ COMMANDS: dict[str, str] = {
     "info": "summarize a profile: hosts, planes, tracks, event counts",
     "overview": "the first look at a profile: devices, steps, step time, duty cycle, top ops, findings",
     "ops": "op-level breakdown of device time (agrees with XProf hlo_stats)",
+    "flame": "device time as a flame graph by named scope, Python stack or op (folded, speedscope, JSON)",
     "diagnose": "find integration problems: input-bound, recompilation, host syncs, idle devices",
     "memory": "program memory at its peak and allocator memory over time (agrees with XProf)",
     "compare": "compare two runs: did step time change beyond the noise, where it came from, finding changes",
@@ -33,4 +34,5 @@ COMMANDS: dict[str, str] = {
     "capture": "record a live trace from running programs (profiler servers), locally or over SSH",
     "screenshot": "render the app window on a profile to a PNG",
     "cache": "every cache (traces, pod results, run summaries, downloads); `cache clear` empties them",
+    "mcp": "a Model Context Protocol server over stdio: the --json answers as tools for coding agents",
 }
