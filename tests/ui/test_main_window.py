@@ -11,6 +11,7 @@ from PySide6.QtWidgets import QApplication, QFileDialog, QMessageBox
 from tests.conftest import GPU_TRACE, PTXLA_TRACE, TF_TRACE, TPU_TRACE
 from tests.ui.conftest import JAX_STEPS, LOAD_TIMEOUT_MS, open_and_wait
 from tpuscope.model.units import SHORT_SPEC, format_duration
+from tpuscope.ui import window_geometry
 from tpuscope.ui.main_window import MainWindow
 from tpuscope.ui.timeline.layout import ROW_HEIGHT
 from tpuscope.ui.timeline.palette import short_name
@@ -347,7 +348,7 @@ def test_recent_files_and_window_state_persist(qtbot, settings, tmp_path):
     assert [second.welcome.recent.item(i).text() for i in range(2)] == second.recent_paths()
     assert [a.text() for a in second.recent_menu.actions()] == second.recent_paths()
     second.show()
-    assert settings.value("window/geometry") is not None
+    assert settings.value(window_geometry.screen_key(second.screen())) is not None
     assert not second.details_dock.isVisible()
     with qtbot.waitSignal(second.traceLoaded, timeout=LOAD_TIMEOUT_MS):
         second.recent_menu.actions()[1].trigger()

@@ -117,6 +117,7 @@ ACTIONS: tuple[Action, ...] = (
            checkable=True, checked="loads.align_clocks"),
     Action("view.find", f"Find{ELLIPSIS}", VIEW, "router.focus_search",
            shortcut=QKeySequence.StandardKey.Find, group="tracks"),
+    Action("view.copy_link", "Copy &Link", VIEW, "copy_link", shortcut="Ctrl+Shift+L", group="link"),
     *_go_to_actions(),
     Action("view.details", "Details", VIEW, group="panels", provided=True),
     # Help

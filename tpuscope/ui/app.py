@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import argparse
 import sys
 from pathlib import Path
 
@@ -10,7 +9,7 @@ from PySide6.QtGui import QIcon
 from PySide6.QtWidgets import QApplication
 
 from tpuscope.gc_policy import MainThreadCollector
-from tpuscope.readers import path_help
+from tpuscope.ui import launch
 from tpuscope.ui.main_window import MainWindow
 
 ICON = Path(__file__).resolve().parents[1] / "resources" / "tpuscope.svg"
@@ -32,18 +31,37 @@ def application() -> QApplication:
 
 
 def run_app(argv: list[str]) -> int:
-    """Opens the main window, on PATH when given, and runs until it is closed."""
-    parser = argparse.ArgumentParser(prog="tpuscope", description="Opens the tpuscope desktop app.")
-    parser.add_argument("path", nargs="?", help=path_help())
-    parser.add_argument(
-        "--compare", nargs=2, metavar=("BASE", "NEW"), help="open the Compare view on two runs"
-    )
-    args, _ = parser.parse_known_args(argv)
+    """Opens the main window, on PATH when given (compared with --compare NEW, at --at or --op), and
+    runs until it is closed."""
+    try:
+        request = launch.parse(argv)
+    except launch.LaunchError as error:
+        print(f"tpuscope: {error}", file=sys.stderr)
+        return 2
     app = application()
     window = MainWindow()
     window.show()
-    if args.compare:
-        window.open_comparison(*args.compare)  # BASE then opens in the other views too
-    elif args.path:
-        window.open_path(args.path)
+    open_request(window, request)
     return int(app.exec())
+
+
+def open_request(window: MainWindow, request: launch.LaunchRequest) -> None:
+    """Opens what `request` asks for in `window`: the comparison (BASE then opens in the other views
+    too) or the profile, then the time range or op once its trace is shown."""
+    if request.compare is not None:
+        window.open_comparison(*request.compare)
+    elif request.path is not None:
+        window.open_path(request.path)
+    if request.at_ps is None and request.op is None:
+        return
+
+    def go_there(_trace: object) -> None:
+        window.traceLoaded.disconnect(go_there)
+        from tpuscope.ui import navigate
+
+        if request.at_ps is not None:
+            navigate.go_to_time(window.router, *request.at_ps)
+        if request.op is not None and not navigate.go_to_op(window.router, request.op):
+            window.router.say(f"No event is named {request.op!r} in this profile.")
+
+    window.traceLoaded.connect(go_there)

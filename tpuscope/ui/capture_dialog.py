@@ -13,7 +13,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 import platformdirs
-from PySide6.QtCore import QSettings, QThread, Signal
+from PySide6.QtCore import QSettings, Qt, QThread, Signal
 from PySide6.QtWidgets import (
     QCheckBox,
     QComboBox,
@@ -30,6 +30,7 @@ from PySide6.QtWidgets import (
     QMessageBox,
     QProgressBar,
     QPushButton,
+    QScrollArea,
     QSpinBox,
     QTreeWidget,
     QTreeWidgetItem,
@@ -239,11 +240,23 @@ class CaptureDialog(QDialog):
         self.start_button.clicked.connect(self.start)
         self.cancel_button.clicked.connect(self.cancel_or_close)
 
+        # The settings scroll, the progress and the buttons stay: on a 720-pixel laptop screen the
+        # whole dialog was taller than the screen, its Capture button below the bottom (issue 37).
+        settings = QWidget(self)
+        settings_column = QVBoxLayout(settings)
+        settings_column.setContentsMargins(0, 0, 0, 0)
+        settings_column.addLayout(presets)
+        settings_column.addLayout(form)
+        settings_column.addWidget(self.ssh_group)
+        settings_column.addWidget(self.tpu_group)
+        settings_column.addStretch(1)
+        scroll = QScrollArea(self)
+        scroll.setWidget(settings)
+        scroll.setWidgetResizable(True)
+        scroll.setFrameShape(QScrollArea.Shape.NoFrame)
+        scroll.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
         column = QVBoxLayout(self)
-        column.addLayout(presets)
-        column.addLayout(form)
-        column.addWidget(self.ssh_group)
-        column.addWidget(self.tpu_group)
+        column.addWidget(scroll, 1)
         column.addWidget(self.progress)
         column.addWidget(self.status)
         column.addWidget(self.buttons)

@@ -60,7 +60,12 @@ NEW_COLOR = BUSY_COLOR
 FASTER_COLOR = "#1e8e3e"
 SLOWER_COLOR = "#c5221f"
 TOOLTIP_MEMBERS = 8  # a family row's ops named in its tooltip, per run
-TOP_MIN_HEIGHT = 150  # px: the verdict paragraph and a few cards rows
+# The parts' smallest heights (px), which add up in the Compare tab's splitter and so set the window's
+# smallest height: together they stay well under a 720-pixel screen (issue 37: at 150 + 150 + 2 x 160
+# Compare grew the window to 881 px on a 768-pixel laptop). Each part scrolls below its share.
+TOP_MIN_HEIGHT = 80  # the verdict paragraph and a cards row; the rest scrolls
+CHART_MIN_HEIGHT = 90  # the per-step chart still shows its axes and a few steps
+TIMELINE_MIN_HEIGHT = 60  # a timeline still shows its ruler and a track or two; it scrolls
 OP_COLUMNS = ("op", "program", "category", "match", "BASE / step", "NEW / step", "delta", "share")
 # The two timelines show this multiple of the longer of the two chosen steps, from just before it.
 ALIGN_WINDOW_FACTOR = 1.15
@@ -137,7 +142,7 @@ class CompareView(QWidget):
         self.chart.setLabel("bottom", "step")
         self.chart.setLabel("left", "step time", units="s")
         self.chart.addLegend(offset=(-10, 5))  # top right, clear of the first steps
-        self.chart.setMinimumHeight(150)
+        self.chart.setMinimumHeight(CHART_MIN_HEIGHT)
         self.findings = QListWidget(self)
         self.findings.setMinimumWidth(320)
 
@@ -161,7 +166,7 @@ class CompareView(QWidget):
         self.base_timeline = TimelineView(self)
         self.new_timeline = TimelineView(self)
         for timeline in (self.base_timeline, self.new_timeline):
-            timeline.setMinimumHeight(160)
+            timeline.setMinimumHeight(TIMELINE_MIN_HEIGHT)
 
         top = QWidget(self)
         top_column = QVBoxLayout(top)
@@ -188,10 +193,18 @@ class CompareView(QWidget):
         align_row.addWidget(self.new_step)
         align_row.addStretch(1)
         timeline_column.addLayout(align_row)
-        timeline_column.addWidget(self.base_label)
-        timeline_column.addWidget(self.base_timeline, 1)
-        timeline_column.addWidget(self.new_label)
-        timeline_column.addWidget(self.new_timeline, 1)
+        # BASE above NEW in a splitter of their own: the user gives either the height it needs.
+        self.timeline_splitter = QSplitter(Qt.Orientation.Vertical, timelines)
+        for label, timeline in ((self.base_label, self.base_timeline), (self.new_label, self.new_timeline)):
+            pane = QWidget(timelines)
+            pane_column = QVBoxLayout(pane)
+            pane_column.setContentsMargins(0, 0, 0, 0)
+            pane_column.setSpacing(2)
+            pane_column.addWidget(label)
+            pane_column.addWidget(timeline, 1)
+            self.timeline_splitter.addWidget(pane)
+            self.timeline_splitter.setCollapsible(self.timeline_splitter.count() - 1, False)
+        timeline_column.addWidget(self.timeline_splitter, 1)
 
         # The verdict and cards scroll when they outgrow their share (a comparison across formats and
         # configurations says more before its numbers), rather than being cut off by the splitter.

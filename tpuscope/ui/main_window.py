@@ -17,6 +17,7 @@ from PySide6.QtCore import QEvent, QObject, QSettings, QTimer, Signal
 from PySide6.QtGui import QAction
 from PySide6.QtWidgets import QFileDialog, QMainWindow, QMessageBox, QWidget
 
+from tpuscope.ui import window_geometry
 from tpuscope.ui.actions import BuiltMenus
 from tpuscope.ui.cache_setting import ask_for_limit, saved_limit
 from tpuscope.ui.load_controller import LoadController
@@ -54,7 +55,6 @@ class MainWindow(QMainWindow):
         super().__init__()
         self.settings = settings if settings is not None else default_settings()
         self.setWindowTitle("tpuscope")
-        self.resize(1400, 900)
         self.setAcceptDrops(True)
         self._painted = False
         self._pods: PodSession | None = None  # made with the first load (`pods`)
@@ -303,6 +303,22 @@ class MainWindow(QMainWindow):
             f"Ctrl+1 \u2026 Ctrl+{len(VIEWS)}: {', '.join(spec.title for spec in VIEWS)} tabs",
         )
 
+    def copy_link(self) -> None:
+        """View > Copy Link: the command line that opens this profile at the timeline's time range
+        (`tpuscope PATH --at T0:T1`), on the clipboard."""
+        from PySide6.QtWidgets import QApplication
+
+        from tpuscope.ui.launch import command_line
+
+        if self.path is None or self.trace is None:
+            self.statusBar().showMessage("Open a profile first: Copy Link names the profile and the time shown.")
+            return
+        timeline = self.timeline
+        t0, t1 = max(timeline.t0_ps, 0.0), min(timeline.t1_ps, float(self.trace.duration_ps))
+        line = command_line(self.path, t0, t1)
+        QApplication.clipboard().setText(line)
+        self.statusBar().showMessage(f"Copied: {line}", 8000)
+
     # ----- drag and drop, state ----------------------------------------------------------------------
 
     def dragEnterEvent(self, event) -> None:
@@ -316,10 +332,8 @@ class MainWindow(QMainWindow):
             self.open_path(paths[0])
 
     def _restore_state(self) -> None:
-        geometry = self.settings.value("window/geometry")
+        window_geometry.restore(self, self.settings)  # sized to the screen, or as left on it
         state = self.settings.value("window/state")
-        if geometry is not None:
-            self.restoreGeometry(geometry)
         if state is not None:
             self.restoreState(state)  # the Details dock's place is restored when it is made
 
@@ -331,7 +345,7 @@ class MainWindow(QMainWindow):
         self.router.shutdown()
 
     def closeEvent(self, event) -> None:
-        self.settings.setValue("window/geometry", self.saveGeometry())
+        window_geometry.save(self, self.settings)
         self.settings.setValue("window/state", self.saveState())
         self.settings.sync()
         self.wait_for_background_work()

@@ -1,0 +1,48 @@
+"""Going to a place in the open profile: a time range or an op's longest event on the timeline.
+
+What a deep link (`tpuscope PATH --at 12.3ms:45.6ms`, `--op NAME`) and the command palette's "Go to
+time" and "Go to op" do, through the view router's public API only.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+if TYPE_CHECKING:
+    from tpuscope.ui.view_router import ViewRouter
+
+# A point in time (--at 12.3ms) is shown with this much around it on each side (our heuristic: a
+# typical step's scale; the user zooms from there).
+POINT_SPAN_PS = 1e9
+
+
+def go_to_time(router: ViewRouter, t0_ps: float, t1_ps: float | None = None) -> bool:
+    """Shows the timeline at [t0, t1] from the trace start (t1 None: around t0); False without a trace
+    or when t0 lies past its end."""
+    trace = router.trace
+    if trace is None or t0_ps > float(trace.duration_ps):
+        return False
+    if t1_ps is None:
+        t0_ps, t1_ps = t0_ps - POINT_SPAN_PS, t0_ps + POINT_SPAN_PS
+    router.zoom_timeline(max(t0_ps, 0.0), min(t1_ps, float(trace.duration_ps)))
+    return True
+
+
+def go_to_op(router: ViewRouter, name: str) -> int:
+    """Outlines every event named `name` on the timeline and shows the longest (selected, zoomed to,
+    in Details); the number of events found (0: nothing changes)."""
+    trace = router.trace
+    if trace is None:
+        return 0
+    matches = trace.events_named(name)
+    count = sum(len(indices) for _, indices in matches)
+    if not count:
+        return 0
+    longest = [int(indices[np.argmax(track.duration_ps[indices])]) for track, indices in matches]
+    k = max(range(len(matches)), key=lambda i: int(matches[i][0].duration_ps[longest[i]]))
+    track, index = matches[k][0], longest[k]
+    router.highlight_events(matches)
+    router.jump_to_event(track, index)  # the timeline in front, zoomed to it, Details on it
+    return count
