@@ -34,6 +34,7 @@ from tpuscope.analysis.pod.analysis import PodAnalysis, analyze_pod
 from tpuscope.analysis.pod.summary import HostSummary, host_trace, summarize_host
 from tpuscope.analysis.roofline import BOUND_NAMES, Peaks, bound_by
 from tpuscope.analysis.session import FRAMEWORK, POD, TraceAnalysis
+from tpuscope.model.completeness import Completeness, Loss, completeness
 from tpuscope.model.trace import Trace
 
 if TYPE_CHECKING:  # the pod's rules load where a diagnosis is made: the light pass's workers need none
@@ -60,6 +61,7 @@ class HostResult:
     peaks: Peaks | None = None
     load_warnings: list[str] = field(default_factory=list)
     file_host: str = ""  # the host as the file name says it, for runs whose files share a host name
+    losses: tuple[Loss, ...] = ()  # what its load could not read, measured (`Trace.load_losses`)
 
 
 def analyze_host(trace: Trace, host: str, source: str, *, light: bool = False) -> HostResult:
@@ -83,6 +85,7 @@ def analyze_host(trace: Trace, host: str, source: str, *, light: bool = False) -
         op_rows=table.rows_json() if table is not None else [],
         peaks=table.peaks if table is not None else None,
         load_warnings=list(getattr(trace, "load_warnings", []) or []),
+        losses=tuple(trace.load_losses),
     )
 
 
@@ -136,6 +139,13 @@ class PodRun:
         """The run's op table: each op's rows of all hosts added up, largest self time first."""
         return merge_op_rows([h.op_rows for h in self.hosts], _common([h.peaks for h in self.hosts]), top)
 
+    def completeness(self) -> Completeness:
+        """Whether the run was read whole: each host's losses and the host files left out. The share
+        read is bounded by the hosts read alone: each host was measured apart from the others."""
+        losses = [loss for h in self.hosts for loss in h.losses]
+        total = len(self.hosts) + len(self.unreadable)
+        return completeness(losses, len(self.unreadable), total, one_load=len(self.hosts) == 1)
+
     def diagnose_json(self) -> dict[str, Any]:
         return {
             "framework": self.framework.name,
@@ -148,6 +158,7 @@ class PodRun:
             "findings": self.findings(),
             "rule_errors": self.rule_errors,
             "checked": self.checked(),
+            **self.completeness().to_json(),
         }
 
 

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import numpy as np
 
+from tpuscope.model.completeness import Completeness, Loss, completeness
 from tpuscope.model.flows import Flows
 from tpuscope.model.stats import StatTable
 from tpuscope.model.strings import StringTable
@@ -290,6 +291,8 @@ class Trace:
     warnings: list[str] = field(default_factory=list)  # recorded by the profiler in the files
     # What the loader could not read, one sentence each (a file cut short: what is missing).
     load_warnings: list[str] = field(default_factory=list)
+    # The same losses measured (how much of the profile is missing): `tpuscope.model.completeness`.
+    load_losses: list[Loss] = field(default_factory=list)
     # The reader's names for the neutral event classes and frameworks.
     dialect: Dialect = NEUTRAL_DIALECT
     # Arrows between events (launch -> kernel), by track number (position in track_list()).
@@ -319,6 +322,11 @@ class Trace:
     @property
     def event_count(self) -> int:
         return sum(len(t) for t in self.tracks())
+
+    @property
+    def completeness(self) -> Completeness:
+        """Whether the load read the whole profile, and if not how much of it (from `load_losses`)."""
+        return completeness(self.load_losses)
 
     def nbytes(self) -> int:
         """Bytes held in numpy columns (events, stats, metadata)."""

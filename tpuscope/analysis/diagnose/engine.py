@@ -40,6 +40,7 @@ from tpuscope.analysis.facts.context import CONTEXT, Context
 from tpuscope.analysis.framework import Framework
 from tpuscope.analysis.host_analyses import HOST_ANALYSES
 from tpuscope.analysis.steps import Steps
+from tpuscope.model.completeness import Completeness
 
 Rule = Callable[[Context], "list[Finding] | RuleOutcome"]
 
@@ -95,6 +96,8 @@ class Report:
     seconds: float = 0.0
     checked: list[dict[str, str]] = field(default_factory=list)  # {"rule", "summary"} per rule that ran
     timings: list[RuleTiming] = field(default_factory=list)  # per rule, in run order (one trace's rules)
+    # Whether the rules saw the whole profile: on a salvaged load they judged a part (the all-clear says so).
+    completeness: Completeness = field(default_factory=Completeness)
 
     @property
     def worst(self) -> Severity | None:
@@ -108,6 +111,7 @@ class Report:
             "findings": [f.to_json() for f in self.findings],
             "rule_errors": dict(self.rule_errors),
             "checked": [dict(c) for c in self.checked],
+            **self.completeness.to_json(),
         }
 
 
@@ -151,8 +155,11 @@ def diagnose(ctx: Context, rules: dict[str, Rule] | None = None) -> Report:
         timings.append(RuleTiming(rule_id, time.perf_counter() - rule_started, new_facts))
     order = {rule_id: k for k, rule_id in enumerate(RULES)}
     findings.sort(key=lambda f: (-int(f.severity), -_impact_percent(f), order.get(f.id, len(order))))
+    complete = ctx.trace.completeness
+    found = {f.id for f in findings}
+    checked = [dict(c, summary=complete.qualified(c["summary"], c["rule"] in found)) for c in checked]
     seconds = time.perf_counter() - started
-    return Report(ctx.framework, ctx.steps, findings, errors, seconds, checked, timings)
+    return Report(ctx.framework, ctx.steps, findings, errors, seconds, checked, timings, complete)
 
 
 def _diagnose_by_host(ctx: Context, wanted: list[str] | None) -> Report:
@@ -173,7 +180,10 @@ def _diagnose_by_host(ctx: Context, wanted: list[str] | None) -> Report:
     findings = [finding_from_json(f) for f in outcome.findings]
     seconds = time.perf_counter() - started
     checked = outcome.checked
-    return Report(ctx.framework, ctx.steps, findings, outcome.rule_errors, seconds, checked, _summed(timings))
+    return Report(
+        ctx.framework, ctx.steps, findings, outcome.rule_errors, seconds, checked, _summed(timings),
+        ctx.trace.completeness,
+    )  # fmt: skip
 
 
 def _summed(per_host: list[list[RuleTiming]]) -> list[RuleTiming]:

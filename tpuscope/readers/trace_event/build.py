@@ -19,6 +19,7 @@ import numpy as np
 
 from tpuscope.errors import ProfileError
 from tpuscope.model.build import add_plane, add_track, finish
+from tpuscope.model.completeness import Loss
 from tpuscope.model.flows import Flows, bind_flows
 from tpuscope.model.stats import StatColumn
 from tpuscope.model.trace import Plane, Trace
@@ -98,6 +99,7 @@ def load_json_files(
     What a file lost (dropped records, a cut) is a load warning, or with `strict` a ProfileError."""
     decoded: list[tuple[TraceEventFile, Mapping]] = []
     load_warnings: list[str] = []
+    load_losses: list[Loss] = []
     for position, path in enumerate(files):
         if progress is not None:
             progress(0.8 * position / max(len(files), 1), f"decoding {path.name}")
@@ -108,6 +110,7 @@ def load_json_files(
             if strict:
                 raise ProfileError(path, cause)
             load_warnings.append(warning)
+        load_losses.extend(file.measured_losses)
         mapping = choose(file)
         mapping.prepare(file)
         decoded.append((file, mapping))
@@ -117,6 +120,7 @@ def load_json_files(
     _check_clocks(decoded, origin_us)
     trace = Trace(sources=list(files), dialect=decoded[0][1].dialect)
     trace.load_warnings = load_warnings
+    trace.load_losses = load_losses
     trace.origin_ns = int(math.floor(origin_us * 1000))
     hosts = _host_names(decoded)
     for (file, mapping), host in zip(decoded, hosts, strict=True):

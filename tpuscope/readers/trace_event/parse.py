@@ -39,6 +39,7 @@ import msgspec
 import numpy as np
 
 from tpuscope.errors import ProfileError, display_path
+from tpuscope.model.completeness import CUT, DROPPED, Loss
 from tpuscope.readers.files import GZIP_MAGIC, gunzip_salvaging
 
 
@@ -246,6 +247,8 @@ class TraceEventFile:
     counters_skipped: int = 0
     # What the reader could not keep: (the load warning, the cause of the error `--strict` makes of it).
     losses: list[tuple[str, str]] = field(default_factory=list)
+    # The same measured, for the profile's completeness (a cut, records dropped): tpuscope.model.completeness.
+    measured_losses: list[Loss] = field(default_factory=list)
     # Which decoder read it: "c" (native.py), else "msgspec" and why the C decoder declined.
     decoder: str = "msgspec"
 
@@ -367,9 +370,16 @@ def finish_file(
             thread_names[(record.pid, record.tid)] = value
         elif value:
             process_labels[record.pid] = value
+    measured: list[Loss] = []
+    kept = len(events.ts_us) + len(flows.ts_us)
     if drops:
         cause = _drop_sentence(drops)
         losses.insert(0, (f"{display_path(path)}: {cause}.", cause))
+        dropped = sum(drops.values())
+        measured.append(Loss(DROPPED, display_path(path), losses[0][0], kept, kept + dropped))
+    if decoded.cut is not None:  # how long the document was is unknown: its records read are counted
+        sentence = f"{display_path(path)} is cut short: {decoded.cut}."
+        measured.append(Loss(CUT, display_path(path), sentence, kept))
     if decoded.cut is not None and len(events) == 0:
         raise ProfileError(path, f"the file is cut short before its first complete event ({decoded.cut})")
     if drops and len(events) == 0:
@@ -388,6 +398,7 @@ def finish_file(
         base_time_ns=decoded.base_time_ns,
         counters_skipped=counters,
         losses=losses,
+        measured_losses=measured,
     )
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import functools
 import threading
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
@@ -17,6 +17,7 @@ import numpy as np
 from tpuscope.errors import ProfileError
 from tpuscope.model import _kernels
 from tpuscope.model.build import order_and_nest
+from tpuscope.model.completeness import CUT, DROPPED, LEFT_OUT, Loss
 from tpuscope.model.flows import correlation_flows
 from tpuscope.model.hosts import host_labels
 from tpuscope.model.narrowing import narrow_integers
@@ -46,6 +47,8 @@ def load_xplane_files(
     spaces: list[tuple[Path, DecodedSpace]] = []
     preparer = _LinePreparer()
     load_warnings: list[str] = []
+    losses: list[Loss] = []  # each cut or left-out file, measured in (uncompressed) bytes
+    whole_bytes = 0  # of the files read whole
     total_bytes = sum(_size(f) for f in files) or 1
     read_so_far = 0
     for file in files:
@@ -57,21 +60,29 @@ def load_xplane_files(
         # The file's bytes live only inside _decode: freed before the next file and the assembly.
         space = _decode_file(file, on_line, preparer)
         read_so_far += _size(file)
-        if space.truncation is None:
+        truncation = space.truncation
+        if truncation is None:
             spaces.append((file, space))
+            whole_bytes += _size(file)
             continue
-        cut = space.truncation.sentence()
+        cut = truncation.sentence()
         if strict:
             raise ProfileError(file, f"the file is cut short: {cut}")
+        if truncation.section == "trailer":  # every plane loaded: only host names or notes are missing
+            spaces.append((file, space))
+            load_warnings.append(f"{file} is cut short: {cut}.")
+            continue
         if space.event_count == 0:
             if len(files) == 1:
                 raise ProfileError(file, f"the file is cut short before its first complete event ({cut})")
             load_warnings.append(
                 f"{file} is cut short before its first complete event and is left out ({cut})."
             )
+            losses.append(Loss(LEFT_OUT, str(file), load_warnings[-1], 0, truncation.bytes_known))
             continue
         spaces.append((file, space))
         load_warnings.append(f"{file} is cut short: {cut}.")
+        losses.append(Loss(CUT, str(file), load_warnings[-1], truncation.bytes_read, truncation.bytes_known))
     if not spaces:
         raise ProfileError(
             files[0].parent, "every file of the run is cut short before its first complete event"
@@ -83,6 +94,8 @@ def load_xplane_files(
         preparer.prepared,
     )
     trace.load_warnings = load_warnings + trace.load_warnings
+    losses = [replace(loss, others_whole=whole_bytes) for loss in losses]
+    trace.load_losses = losses + trace.load_losses
     _kernels.return_freed_memory_to_os()  # the load's freed temporaries: keeps RSS near the model
     report_progress(progress, 1.0, "done")
     return trace
@@ -205,6 +218,9 @@ def assemble(
             f"{dropped:,} event{'s' if dropped != 1 else ''} with a start or duration beyond "
             f"{_MAX_EVENT_PS // PS_PER_DAY:,} days (a damaged number) were dropped."
         )
+        kept = sum(space.event_count for _, space in spaces)  # counted after the drop
+        source = str(spaces[0][0]) if len(spaces) == 1 else "the profile"
+        trace.load_losses.append(Loss(DROPPED, source, trace.load_warnings[-1], kept, kept + dropped))
     hosts = _host_names(spaces)
     trace.hosts = list(dict.fromkeys(hosts))
     trace.origin_ns = _origin_ns(spaces)

@@ -100,6 +100,10 @@ class Truncation:
     cut_line: str | None = None  # the line cut mid-way, when any of its events decoded
     cut_line_events: int = 0
     gzip: bool = False  # the gzip stream ended early (the XSpace inside may look whole)
+    # The (uncompressed) bytes there are, and the fewest the whole XSpace has: these plus the rest the cut
+    # plane declares (0 when the cut falls between planes, so nothing bounds what follows).
+    bytes_read: int = 0
+    bytes_known: int = 0
 
     def sentence(self) -> str:
         """What is missing, as the end of one sentence (no full stop): 'it ends 63% into ...'."""
@@ -713,7 +717,7 @@ def _cut_into_planes(view: memoryview, ends_early: bool) -> _Planes:
             cut_field == -1 and last_field > _XSPACE_PLANES_FIELD
         )
         section = "trailer" if in_trailer else "plane header"
-        pieces.truncation = Truncation(n_planes, section, gzip=ends_early)
+        pieces.truncation = Truncation(n_planes, section, gzip=ends_early, bytes_read=len(view))
         return pieces
     partial = view[cut_offset:]
     header, lines, plane_field, cut_line = _salvage_plane(partial)
@@ -722,6 +726,7 @@ def _cut_into_planes(view: memoryview, ends_early: bool) -> _Planes:
         n_planes, "plane", plane_name=header.name, plane_fraction=len(partial) / max(cut_declared, 1),
         plane_field=plane_field, complete_lines=len(lines) - (cut_line is not None),
         cut_line=cut_name, cut_line_events=cut_events, gzip=ends_early,
+        bytes_read=len(view), bytes_known=max(len(view), cut_offset + cut_declared),
     )  # fmt: skip
     if lines:
         pieces.headers.append(header)
