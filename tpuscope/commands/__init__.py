@@ -27,6 +27,7 @@ COMMANDS: dict[str, str] = {
     "ops": "op-level breakdown of device time (agrees with XProf hlo_stats)",
     "flame": "device time as a flame graph by named scope, Python stack or op (folded, speedscope, JSON)",
     "diagnose": "find integration problems: input-bound, recompilation, host syncs, idle devices",
+    "graph": "the HLO graph around an op: its operands and users, N hops out, with device time",
     "memory": "program memory at its peak and allocator memory over time (agrees with XProf)",
     "compare": "compare two runs: did step time change beyond the noise, where it came from, finding changes",
     "history": "every run of a logdir in order: step time, the change from the run before and its cause",

@@ -19,6 +19,7 @@ from typing import Any
 
 from tpuscope.analysis.diagnose import Report, Severity
 from tpuscope.analysis.session import TraceAnalysis
+from tpuscope.app.payloads import diagnose_json
 from tpuscope.commands import EXIT_FINDINGS, EXIT_OK
 from tpuscope.commands._console import add_path_argument, cost_line, load_for_cli, print_json
 from tpuscope.commands._per_host import add_per_host_arguments, per_host_run, print_pod_header, warn_about_pod
@@ -82,8 +83,7 @@ def run(args) -> int:
     if args.timings and not args.json:
         print_timings(timings)
     if args.json:
-        pod_keys = {"hosts": list(trace.hosts), "unreadable": [], "notes": notes}  # as --per-host's JSON
-        payload = {**report_json(report), **pod_keys} if len(trace.hosts) > 1 else report_json(report)
+        payload = diagnose_json(analysis, notes)  # a pod adds the keys --per-host's JSON has
         print_json({**payload, "timings": timings} if args.timings else payload)
     elif len(trace.hosts) > 1:  # a pod: its header as host by host, then the same findings
         print(f"Framework: {report.framework.name} ({report.framework.evidence})")

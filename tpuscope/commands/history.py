@@ -23,6 +23,7 @@ from tpuscope.analysis.compare.history import (
     compare_summaries,
 )
 from tpuscope.app.history import History, read_history
+from tpuscope.app.payloads import history_json
 from tpuscope.commands import COMMANDS, EXIT_FINDINGS, EXIT_OK, UserFacingError
 from tpuscope.commands._console import print_json
 from tpuscope.readers import formats_help
@@ -91,10 +92,7 @@ def run(args) -> int:
     if args.junit:
         _write_junit(args.junit, history, gate)
     if args.json:
-        payload: dict[str, Any] = {
-            "runs": [e.to_json() for e in history.entries],
-            "analysed_runs": history.analysed,
-        }
+        payload: dict[str, Any] = history_json(history)
         if gate is not None:
             payload["gate"] = gate.to_json()
         print_json(payload)

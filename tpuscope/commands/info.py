@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+from tpuscope.app.payloads import trace_summary
 from tpuscope.commands._console import add_path_argument, load_for_cli, print_json
-from tpuscope.model.trace import Plane, Trace
 from tpuscope.model.units import format_duration
 
 
@@ -13,34 +13,6 @@ def register(subparsers) -> None:
     parser.add_argument("--json", action="store_true", help="print machine-readable JSON")
     parser.add_argument("--all-lines", action="store_true", help="also list tracks with no events")
     parser.set_defaults(handler=run)
-
-
-def plane_summary(plane: Plane) -> dict:
-    return {
-        "name": plane.name,
-        "host": plane.host,
-        "kind": plane.role,
-        "device_kind": plane.kind,
-        "index": plane.index,
-        "device_type": plane.device_type,
-        "peak_teraflops_per_second": plane.peak_teraflops_per_second,
-        "peak_hbm_bw_gigabytes_per_second": plane.peak_hbm_bw_gigabytes_per_second,
-        "events": plane.event_count,
-        "lines": [{"name": t.name, "display_name": t.display_name, "events": len(t)} for t in plane.tracks],
-    }
-
-
-def trace_summary(trace: Trace) -> dict:
-    return {
-        "sources": [str(s) for s in trace.sources],
-        "hosts": trace.hosts,
-        "planes": [plane_summary(p) for p in trace.planes],
-        "events": trace.event_count,
-        "duration_ps": trace.duration_ps,
-        "errors": trace.errors,
-        "warnings": trace.warnings,
-        "load_warnings": trace.load_warnings,  # what the loader could not read (a file cut short)
-    }
 
 
 def run(args) -> int:

@@ -6,6 +6,7 @@ from tpuscope.analysis.memory.over_time import AllocatorMemory
 from tpuscope.analysis.memory.programs import ProgramMemory
 from tpuscope.analysis.memory.report import MEMORY_REPORT, MemoryReport
 from tpuscope.analysis.session import TraceAnalysis
+from tpuscope.app.payloads import RequestError, memory_json
 from tpuscope.commands import COMMANDS, UserFacingError
 from tpuscope.commands._console import add_path_argument, load_for_cli, print_json
 from tpuscope.model.units import format_bytes, format_duration
@@ -25,16 +26,18 @@ def register(subparsers) -> None:
 
 
 def run(args) -> int:
-    report = TraceAnalysis(load_for_cli(args)).get(MEMORY_REPORT)
-    if args.program is not None:
-        chosen = report.program(args.program)
-        if not chosen:
-            known = ", ".join(sorted({p.name for p in report.programs})[:10]) or "none"
-            raise UserFacingError(f"no program named {args.program!r} in this profile (programs: {known}).")
-        report = MemoryReport(chosen, report.allocators, report.capacity_bytes, report.capacity_source)
+    analysis = TraceAnalysis(load_for_cli(args))
+    try:
+        payload = memory_json(analysis, args.program)
+    except RequestError as error:
+        raise UserFacingError(str(error)) from None
     if args.json:
-        print_json(report.to_json())
+        print_json(payload)
         return 0
+    report = analysis.get(MEMORY_REPORT)
+    if args.program is not None:
+        chosen = report.program(args.program)  # memory_json checked that it exists
+        report = MemoryReport(chosen, report.allocators, report.capacity_bytes, report.capacity_source)
     if not report.has_data:
         print(
             "This profile has no memory data (no buffer assignments in its HLO protos, no allocator events)."

@@ -7,8 +7,8 @@ import csv
 import sys
 
 from tpuscope.analysis.ops import GROUPINGS
-from tpuscope.analysis.programs import PROGRAM_CODE
 from tpuscope.analysis.session import TraceAnalysis
+from tpuscope.app.payloads import RequestError, ops_json, ops_rows
 from tpuscope.commands import UserFacingError
 from tpuscope.commands._console import add_path_argument, load_for_cli, print_json
 from tpuscope.commands._per_host import add_per_host_arguments, per_host_run
@@ -64,48 +64,22 @@ def run(args) -> int:
     if pod is not None:
         return _print_per_host(args, pod)
     analysis = TraceAnalysis(load_for_cli(args))
-    devices = analysis.devices
-    if not devices:
-        raise UserFacingError(
-            f"{args.path} holds no device ops: no TPU `XLA Ops`, no GPU kernels and no XLA:CPU thunks."
-        )
-    chosen = analysis.chosen_devices(args.device)
-    if not chosen:
-        names = ", ".join(f"{i}={d.name}" for i, d in enumerate(devices))
-        raise UserFacingError(f"--device {args.device} matches no device; the profile has: {names}.")
-    table = analysis.op_table(args.by, args.device)
-    assert table is not None  # the chosen devices exist, so they have op events
-    rows = table.rows_json(args.top, code=analysis.get(PROGRAM_CODE) if args.by == "op" else None)
-    device_label = (
-        "all" if len(chosen) == len(devices) and len(devices) > 1 else ", ".join(d.name for d in chosen)
-    )
+    try:
+        rows = ops_rows(analysis, args.by, args.device, args.top, args.path)
+    except RequestError as error:
+        raise UserFacingError(str(error)) from None
     if args.csv:
         writer = csv.DictWriter(sys.stdout, fieldnames=CSV_FIELDS, extrasaction="ignore", lineterminator="\n")
         writer.writeheader()
         writer.writerows(rows)
         return 0
-    breakdown = analysis.step_breakdown(args.device)
-    assert breakdown is not None
+    payload = ops_json(analysis, args.by, args.device, args.top, args.path, rows)
     if args.json:
-        print_json(
-            {
-                "device": device_label,
-                "devices": [d.label for d in chosen],
-                "by": args.by,
-                "busy_time_us": table.busy_ps / 1e6,
-                "duty_cycle": breakdown.duty_cycle,
-                "peaks": None
-                if table.peaks is None
-                else {
-                    "teraflops_per_second": table.peaks.teraflops_per_second,
-                    "hbm_gigabytes_per_second": table.peaks.hbm_gigabytes_per_second,
-                    "source": table.peaks.source,
-                },
-                "rows": rows,
-                "steps": breakdown.to_json(),
-            }
-        )
+        print_json(payload)
         return 0
+    table = analysis.op_table(args.by, args.device)
+    breakdown = analysis.step_breakdown(args.device)
+    device_label = payload["device"]
     _print_text(device_label, args.by, table, rows, breakdown)
     return 0
 

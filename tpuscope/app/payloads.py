@@ -1,0 +1,188 @@
+"""The JSON records the commands print with `--json`, built in one place so that every reader of them
+(the CLI, the MCP server's tools in `tpuscope.agents`, the HTML report) gets the same numbers from
+the same code, not a second formatting of the analyses that could drift.
+
+Each function takes what the command has loaded (a `Trace`, a `TraceAnalysis`) and returns plain
+dicts; a request the profile cannot answer (no device ops, a device or program it lacks, an op it
+never ran) is a `RequestError` whose text is one sentence, which the CLI prints with exit 2 and the
+MCP server returns as an error result.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from tpuscope.model.trace import Plane, Trace
+
+if TYPE_CHECKING:  # `tpuscope info` imports this module and no analysis
+    from tpuscope.analysis.session import DeviceChoice, TraceAnalysis
+    from tpuscope.app.history import History
+
+
+class RequestError(Exception):
+    """A request this profile cannot answer; str(error) is one sentence for the user."""
+
+
+def plane_summary(plane: Plane) -> dict:
+    return {
+        "name": plane.name,
+        "host": plane.host,
+        "kind": plane.role,
+        "device_kind": plane.kind,
+        "index": plane.index,
+        "device_type": plane.device_type,
+        "peak_teraflops_per_second": plane.peak_teraflops_per_second,
+        "peak_hbm_bw_gigabytes_per_second": plane.peak_hbm_bw_gigabytes_per_second,
+        "events": plane.event_count,
+        "lines": [{"name": t.name, "display_name": t.display_name, "events": len(t)} for t in plane.tracks],
+    }
+
+
+def trace_summary(trace: Trace) -> dict:
+    """`tpuscope info --json`."""
+    return {
+        "sources": [str(s) for s in trace.sources],
+        "hosts": trace.hosts,
+        "planes": [plane_summary(p) for p in trace.planes],
+        "events": trace.event_count,
+        "duration_ps": trace.duration_ps,
+        "errors": trace.errors,
+        "warnings": trace.warnings,
+        "load_warnings": trace.load_warnings,  # what the loader could not read (a file cut short)
+    }
+
+
+def _check_devices(analysis: TraceAnalysis, device: DeviceChoice, where: str) -> list:
+    """The chosen devices; RequestError when the profile has none or none matches `device`."""
+    devices = analysis.devices
+    if not devices:
+        raise RequestError(
+            f"{where} holds no device ops: no TPU `XLA Ops`, no GPU kernels and no XLA:CPU thunks."
+        )
+    chosen = analysis.chosen_devices(device)
+    if not chosen:
+        names = ", ".join(f"{i}={d.name}" for i, d in enumerate(devices))
+        raise RequestError(f"--device {device} matches no device; the profile has: {names}.")
+    return chosen
+
+
+def ops_rows(
+    analysis: TraceAnalysis, by: str, device: DeviceChoice, top: int | None, where: str
+) -> list[dict]:
+    """The rows of `tpuscope ops --by BY --device DEVICE --top N` (`--json`'s `rows`, `--csv`'s lines)."""
+    from tpuscope.analysis.programs import PROGRAM_CODE
+
+    _check_devices(analysis, device, where)
+    table = analysis.op_table(by, device)
+    assert table is not None  # the chosen devices exist, so they have op events
+    return table.rows_json(top, code=analysis.get(PROGRAM_CODE) if by == "op" else None)
+
+
+def ops_json(
+    analysis: TraceAnalysis,
+    by: str,
+    device: DeviceChoice,
+    top: int | None,
+    where: str,
+    rows: list[dict] | None = None,
+) -> dict[str, Any]:
+    """`tpuscope ops --json` of one trace: the chosen devices, busy time, peaks, rows, steps."""
+    devices = analysis.devices
+    chosen = _check_devices(analysis, device, where)
+    table = analysis.op_table(by, device)
+    assert table is not None
+    if rows is None:
+        rows = ops_rows(analysis, by, device, top, where)
+    breakdown = analysis.step_breakdown(device)
+    assert breakdown is not None
+    label = "all" if len(chosen) == len(devices) and len(devices) > 1 else ", ".join(d.name for d in chosen)
+    return {
+        "device": label,
+        "devices": [d.label for d in chosen],
+        "by": by,
+        "busy_time_us": table.busy_ps / 1e6,
+        "duty_cycle": breakdown.duty_cycle,
+        "peaks": None
+        if table.peaks is None
+        else {
+            "teraflops_per_second": table.peaks.teraflops_per_second,
+            "hbm_gigabytes_per_second": table.peaks.hbm_gigabytes_per_second,
+            "source": table.peaks.source,
+        },
+        "rows": rows,
+        "steps": breakdown.to_json(),
+    }
+
+
+def op_details_json(
+    analysis: TraceAnalysis,
+    name: str,
+    program: str | None = None,
+    device: DeviceChoice = "all",
+    where: str = "",
+) -> dict[str, Any]:
+    """One op of `tpuscope ops --by op --json` with what the app's Details dock shows of it: its row,
+    framework op, source line and function, stack as a traceback, HLO text and, for a fusion, the
+    text of each instruction it fused. `program` picks among ops of one name in several programs."""
+    from tpuscope.analysis.op_source import op_details
+    from tpuscope.analysis.programs import PROGRAM_CODE
+
+    _check_devices(analysis, device, where or "the profile")
+    table = analysis.op_table("op", device)
+    assert table is not None
+    names = table.names()
+    matches = [r for r, n in enumerate(names) if n == name]
+    if program is not None:
+        matches = [r for r in matches if table.program[r] and table.label(table.program[r]) == program]
+    if not matches:
+        in_program = f" in program {program!r}" if program is not None else ""
+        raise RequestError(
+            f"no op named {name!r}{in_program} ran on the chosen devices (the ops tool lists them)."
+        )
+    code = analysis.get(PROGRAM_CODE)
+    rows = table.rows_json(max(matches) + 1, code=code)
+    found = []
+    for r in matches:
+        details = op_details(table.events, int(table.first_event[r]), code)
+        found.append(
+            {
+                **rows[r],
+                "function": details.code.function,
+                "traceback": details.traceback,
+                "fused": list(details.code.fused),
+                "fused_texts": list(details.fused_texts),
+            }
+        )
+    return {"name": name, "matches": len(found), "ops": found}
+
+
+def diagnose_json(analysis: TraceAnalysis, notes: list[str] | None = None) -> dict[str, Any]:
+    """`tpuscope diagnose --json` of a run read as one trace: framework, steps, findings worst first,
+    what was checked; a trace of several hosts adds the keys `--per-host`'s JSON has (`notes`: the
+    pod's, `analysis.pod.notes()`, when not given)."""
+    payload = analysis.report.to_json()
+    hosts = list(analysis.trace.hosts)
+    if len(hosts) < 2:
+        return payload
+    if notes is None:
+        notes = analysis.pod.notes()
+    return {**payload, "hosts": hosts, "unreadable": [], "notes": notes}
+
+
+def memory_json(analysis: TraceAnalysis, program: str | None = None) -> dict[str, Any]:
+    """`tpuscope memory --json [--program NAME|ID]`: programs at their peak, allocators over time."""
+    from tpuscope.analysis.memory.report import MEMORY_REPORT, MemoryReport
+
+    report = analysis.get(MEMORY_REPORT)
+    if program is not None:
+        chosen = report.program(program)
+        if not chosen:
+            known = ", ".join(sorted({p.name for p in report.programs})[:10]) or "none"
+            raise RequestError(f"no program named {program!r} in this profile (programs: {known}).")
+        report = MemoryReport(chosen, report.allocators, report.capacity_bytes, report.capacity_source)
+    return report.to_json()
+
+
+def history_json(history: History) -> dict[str, Any]:
+    """`tpuscope history --json` without a gate: every run in order and how many were analysed now."""
+    return {"runs": [e.to_json() for e in history.entries], "analysed_runs": history.analysed}
