@@ -45,7 +45,7 @@ def test_text_output_names_the_problem_and_the_advice(capsys):
     assert "Framework: PyTorch/XLA" in out
     # One loss.item() per step costs about 2% of step time: info, with its cost, and no advice.
     assert "[info]     15 blocking device-to-host read(s)" in out
-    assert "Costs 2.33% of each step" in out
+    assert "Costs 2.3% of each step" in out
 
 
 def test_bad_path_is_one_sentence_and_exit_2(tmp_path, capsys):

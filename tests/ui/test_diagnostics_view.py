@@ -59,7 +59,7 @@ def test_selecting_a_finding_shows_details_and_highlights_its_events(qtbot, view
     with qtbot.waitSignal(view.highlightRequested, timeout=WAIT_MS) as highlight:
         view.findings.setCurrentRow(0)
     text = view.detail.toPlainText()
-    assert "Costs 2.33% of each step" in text and "syncs per step" in text
+    assert "Costs 2.3% of each step" in text and "syncs per step" in text
     payload = highlight.args[0]
     names = {track.event_name(int(i)) for track, idx in payload for i in idx}
     assert names == {"PjRtComputationClient::TransferFromDevice"}

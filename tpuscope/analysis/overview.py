@@ -29,6 +29,8 @@ from tpuscope.analysis.facts.context import Context
 from tpuscope.analysis.facts.intervals import Intervals, empty, window_total
 from tpuscope.analysis.facts.waits import compile_wait_intervals, input_wait_intervals
 from tpuscope.analysis.framework import Framework
+from tpuscope.analysis.metrics.pod import headline_json, pod_metrics
+from tpuscope.analysis.metrics.registry import MetricValue
 from tpuscope.analysis.ops import OpTable
 from tpuscope.analysis.pod.analysis import PodAnalysis
 from tpuscope.analysis.pod.results import POD
@@ -42,6 +44,7 @@ from tpuscope.analysis.steps import (
     SOURCE_TF_MARKER,
     Steps,
 )
+from tpuscope.model.completeness import Completeness
 from tpuscope.model.trace import Trace
 from tpuscope.model.vocabulary import Stat
 
@@ -188,6 +191,11 @@ class Overview:
     report: Report | None
     pod: PodAnalysis | None = None  # the host x step table (one row per host with steps)
     extra: dict[str, Any] = field(default_factory=dict)
+    # Whether the profile was read whole: on a salvaged load every figure is of the part read.
+    completeness: Completeness = field(default_factory=Completeness)
+    # Several hosts: the pod's headline metrics (the mean over hosts) and each host's
+    # (`tpuscope.analysis.metrics.pod`), which `to_json`'s headline keys and `tpuscope metrics` read.
+    pod_metrics: list[MetricValue] | None = None
 
     @property
     def findings(self) -> list[Finding]:
@@ -201,6 +209,18 @@ class Overview:
 
     def to_json(self, top_ops: int = TOP_OPS, top_findings: int | None = None) -> dict[str, Any]:
         findings = self.findings if top_findings is None else self.findings[:top_findings]
+        data = self._to_json(top_ops, findings)
+        if self.pod_metrics is not None:  # the headline is the pod's, each host's beside it
+            headline = headline_json(self.pod_metrics)
+            for key in ("step_time", "duty_cycle", "step_duty_cycle", "step_time_split_percent"):
+                data[key] = headline.pop(key)
+            if data["step_time"] is not None and self.pod is not None:
+                steps_us = self.pod.matrix("step") / 1e6
+                data["step_time"].update(min_us=float(steps_us.min()), max_us=float(steps_us.max()))
+            data["headline"] = headline
+        return data
+
+    def _to_json(self, top_ops: int, findings: list[Finding]) -> dict[str, Any]:
         return {
             "profile": self.sources,
             "devices": self.devices.to_json(),
@@ -218,6 +238,7 @@ class Overview:
             "findings": [{"id": f.id, "severity": f.severity.label, "title": f.title} for f in findings],
             "rule_errors": dict(self.report.rule_errors) if self.report is not None else {},
             "pod": None if self.pod is None else self.pod.to_json(),
+            **self.completeness.to_json(),
         }
 
 
@@ -226,6 +247,7 @@ def overview_figures(ctx: Context, ops: OpTable | None) -> Overview:
     trace = ctx.trace
     devices = ctx.devices
     series, duty_cycle = _step_series(ctx)
+    pod = ctx.get(POD)
     return Overview(
         sources=[str(s) for s in trace.sources],
         devices=summarize_devices(trace, devices),
@@ -239,7 +261,9 @@ def overview_figures(ctx: Context, ops: OpTable | None) -> Overview:
         duty_cycle=duty_cycle,
         ops=ops if ops is not None and len(ops) else None,
         report=None,
-        pod=ctx.get(POD),
+        completeness=trace.completeness,
+        pod=pod,
+        pod_metrics=pod_metrics(pod) if len(pod.summaries) > 1 else None,
     )
 
 

@@ -25,6 +25,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from tpuscope.analysis.device_ops import Device
+from tpuscope.analysis.diagnose.rule_results import READ_BY_RULES_WITH_FACTS
 from tpuscope.analysis.facts.context import CONTEXT, Context
 from tpuscope.analysis.framework import Framework
 from tpuscope.analysis.host_names import HostNameIndex
@@ -116,9 +117,9 @@ def _overview(source: ResultSource) -> Overview:
     return with_report(source.get(OVERVIEW_FIGURES), source.get(REPORT))
 
 
-# The pod rules and the overview's figures read the pod table, which reads the facts too: in hand
-# before the facts lock is taken.
-REPORT: Result[Report] = Result("report", _report, reads_facts=True, first=(POD,))
+# The pod rules and the overview's figures read the pod table, which reads the facts too, as do the
+# results some rules share with the metrics: in hand before the facts lock is taken.
+REPORT: Result[Report] = Result("report", _report, reads_facts=True, first=(POD, *READ_BY_RULES_WITH_FACTS))
 # The overview's figures come before the report (whose rules take longer than all of them), so that
 # the desktop app paints them first; OVERVIEW is the same figures with the report.
 OVERVIEW_FIGURES: Result[Overview] = Result(

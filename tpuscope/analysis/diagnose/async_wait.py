@@ -11,6 +11,7 @@ other copies move buffers between memory spaces on the chip; the rest are collec
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 from typing import Any
 
 from tpuscope.analysis.diagnose.finding import (
@@ -23,8 +24,11 @@ from tpuscope.analysis.diagnose.finding import (
 )
 from tpuscope.analysis.diagnose.hlo_text import HOST_MEMORY_SPACE, parse_instruction
 from tpuscope.analysis.diagnose.op_evidence import lines_words, longest_op_events, op_source
+from tpuscope.analysis.diagnose.rule_results import ASYNC_WAIT
 from tpuscope.analysis.facts.context import Context
 from tpuscope.analysis.framework import JAX, PYTORCH_XLA, TENSORFLOW
+from tpuscope.analysis.metrics.format import format_percent
+from tpuscope.analysis.ops import OpTable
 
 RULE_ID = "async_wait"
 IMPACT_THRESHOLDS = STEP_TIME_BANDS
@@ -70,6 +74,36 @@ ADVICE_COLLECTIVES = {
 }
 
 
+@dataclass(frozen=True)
+class AsyncWait:
+    """Device time in async -done ops (the op table's rows by op, over all devices): what this rule
+    and the `async_wait_share` metric (`tpuscope.analysis.metrics`) both read."""
+
+    done_rows: tuple[int, ...]  # the op table's rows of -done ops
+    done_ps: int  # their self time, summed over the devices
+    total_self_ps: int  # every op's self time, summed over the devices
+    devices: int
+    reason: str = ""  # why there is no share (no device op time)
+
+    @property
+    def percent_of_device_time(self) -> float | None:
+        """The -done ops' share of device op time (percent), None without device op time."""
+        return 100.0 * self.done_ps / self.total_self_ps if self.total_self_ps > 0 else None
+
+    def percent_of_step_time(self, periods: tuple[Any, Any]) -> float | None:
+        """Time blocked in -done ops per device as a share of step time (the finding's cost)."""
+        impact = device_time_impact(periods, self.done_ps, self.devices, "")
+        return None if impact is None else impact.percent_of_step_time
+
+
+def async_wait_of(table: OpTable | None) -> AsyncWait:
+    if table is None or table.total_self_ps <= 0:
+        return AsyncWait((), 0, 0, 0, "no device op time")
+    rows = tuple(r for r, name in enumerate(table.names()) if DONE_OP.match(name))
+    done_ps = int(table.self_ps[list(rows)].sum()) if rows else 0
+    return AsyncWait(rows, done_ps, int(table.total_self_ps), len(table.devices))
+
+
 def run(ctx: Context) -> RuleOutcome:
     if not ctx.devices:
         return RuleOutcome([], "no device activity in the profile")
@@ -78,11 +112,13 @@ def run(ctx: Context) -> RuleOutcome:
     if total_self <= 0:
         return RuleOutcome([], "no device op time")
     names = table.names()
-    done_rows = [r for r, name in enumerate(names) if DONE_OP.match(name)]
-    done_ps = int(table.self_ps[done_rows].sum()) if done_rows else 0
+    wait = ctx.get(ASYNC_WAIT)
+    done_rows = list(wait.done_rows)
+    done_ps = wait.done_ps
     share = percent(done_ps, total_self)
+    exact = wait.percent_of_device_time or 0.0
     checked = (
-        f"{len(done_rows)} async -done op(s) hold {share:g}% of device self time, "
+        f"{len(done_rows)} async -done op(s) hold {format_percent(exact)} of device self time, "
         f"{'at or above' if share >= ASYNC_DONE_PERCENT else 'below'} {ASYNC_DONE_PERCENT:g}%"
     )
     if share < ASYNC_DONE_PERCENT:
@@ -120,11 +156,11 @@ def run(ctx: Context) -> RuleOutcome:
         "ops": rows,
         "waiting_for_ms": {k: ms(v) for k, v in kinds.items()},  # device time per kind of wait
     }
-    top = ", ".join(f"`{r['op']}` {r['percent_of_device_time']}%" for r in rows[:4])
+    top = ", ".join(f"`{r['op']}` {format_percent(r['percent_of_device_time'])}" for r in rows[:4])
     top += lines_words([r["source"] for r in rows[:4]])
     explanation = (
-        f"The devices spent {share}% of their op time ({ms(done_ps)} ms) in async -done ops, which block "
-        f"until a transfer started earlier has finished: {top}. Mostly waited for: {main_wait}. "
+        f"The devices spent {format_percent(exact)} of their op time ({ms(done_ps)} ms) in async -done ops, "
+        f"which block until a transfer started earlier has finished: {top}. Mostly waited for: {main_wait}. "
         f"XProf suggests acting above {ASYNC_DONE_PERCENT:g}%: the transfers are not hidden behind compute."
     )
     first = rows[0]
@@ -134,7 +170,9 @@ def run(ctx: Context) -> RuleOutcome:
             f"core waits for each as long as {first['gb_per_s_over_the_wait']} GB/s would take: host "
             "transfers are far slower than HBM."
         )
-    title = f"Async wait: {share:.1f}% of device time waiting in {rows[0]['op']} and other -done ops"
+    title = (
+        f"Async wait: {format_percent(exact)} of device time waiting in {rows[0]['op']} and other -done ops"
+    )
     advice = ctx.advice_for(ADVICE_COPIES) if any(r["op"].startswith("copy") for r in rows) else []
     if any(not r["op"].startswith("copy") for r in rows):
         advice += ctx.advice_for(ADVICE_COLLECTIVES)

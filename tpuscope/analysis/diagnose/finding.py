@@ -7,6 +7,7 @@ from enum import IntEnum
 from typing import Any
 
 from tpuscope.analysis.facts.evidence import largest_first
+from tpuscope.analysis.metrics.format import format_percent
 from tpuscope.model.plain import plain
 from tpuscope.model.units import format_bytes
 
@@ -51,7 +52,7 @@ class Impact:
         """ "costs 12.3% of each step (4.1 ms per step)", as the text output and the app show it."""
         if self.percent_of_step_time is not None:
             per_step = f" ({self.ms_per_step:g} ms per step)" if self.ms_per_step is not None else ""
-            return f"costs {self.percent_of_step_time:g}% of each step{per_step}"
+            return f"costs {format_percent(self.percent_of_step_time)} of each step{per_step}"
         if self.bytes is not None:
             share = (
                 f", {self.percent_of_capacity:g}% of capacity" if self.percent_of_capacity is not None else ""
@@ -73,7 +74,7 @@ class Impact:
     def short(self) -> str:
         """ "12.3% of step", "1.20 GiB": the few characters a list of findings leads with."""
         if self.percent_of_step_time is not None:
-            return f"{self.percent_of_step_time:.3g}% of step"
+            return f"{format_percent(self.percent_of_step_time)} of step"
         if self.bytes is not None:
             return format_bytes(self.bytes)
         return ""

@@ -9,6 +9,8 @@ utilization below 50% low.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 
 from tpuscope.analysis.diagnose.finding import (
@@ -20,8 +22,11 @@ from tpuscope.analysis.diagnose.finding import (
     percent,
 )
 from tpuscope.analysis.diagnose.op_evidence import lines_words, longest_op_events, op_source
+from tpuscope.analysis.diagnose.rule_results import COMPUTE_BOUND_UTILIZATION
 from tpuscope.analysis.facts.context import Context
 from tpuscope.analysis.framework import JAX, PYTORCH_XLA, TENSORFLOW
+from tpuscope.analysis.metrics.format import format_percent
+from tpuscope.analysis.ops import OpTable
 from tpuscope.analysis.roofline import BOUND_COMPUTE
 
 RULE_ID = "flops_utilization"
@@ -45,23 +50,63 @@ ADVICE = {
 }
 
 
+NO_PEAK = "no peak FLOP/s known for these devices, so no roofline to compare with"
+
+
+@dataclass(frozen=True)
+class ComputeBound:
+    """The compute-bound ops of the op table (by op, all devices) and the FLOP/s they reach: what this
+    rule and the `flop_utilization` metric (`tpuscope.analysis.metrics`) both read."""
+
+    rows: np.ndarray  # the table's rows of compute-bound ops with FLOPs and self time
+    compute_ps: int
+    total_ps: int
+    achieved_flops_per_s: float | None
+    peak_flops_per_s: float | None
+    reason: str = ""
+
+    @property
+    def utilization_percent(self) -> float | None:
+        """Their FLOP/s as a share of the peak (percent), None without a peak or such ops."""
+        if self.achieved_flops_per_s is None or not self.peak_flops_per_s:
+            return None
+        return 100.0 * self.achieved_flops_per_s / self.peak_flops_per_s
+
+
+def compute_bound(table: OpTable | None) -> ComputeBound:
+    none = np.empty(0, np.int64)
+    if table is None or table.total_self_ps <= 0:
+        return ComputeBound(none, 0, 0, None, None, "no device op time")
+    if table.peaks is None:
+        return ComputeBound(none, 0, int(table.total_self_ps), None, None, NO_PEAK)
+    peak = table.peaks.teraflops_per_second * 1e12
+    rows = np.flatnonzero((table.bound == BOUND_COMPUTE) & np.isfinite(table.flops) & (table.self_ps > 0))
+    compute_ps = int(table.self_ps[rows].sum())
+    if compute_ps <= 0:
+        return ComputeBound(rows, 0, int(table.total_self_ps), None, peak, "no compute-bound op with FLOPs")
+    achieved = float(table.flops[rows].sum()) / (compute_ps * 1e-12)
+    return ComputeBound(rows, compute_ps, int(table.total_self_ps), achieved, peak)
+
+
 def run(ctx: Context) -> RuleOutcome:
     if not ctx.devices:
         return RuleOutcome([], "no device activity in the profile")
     table = ctx.op_table
     if table.peaks is None:
-        return RuleOutcome([], "no peak FLOP/s known for these devices, so no roofline to compare with")
+        return RuleOutcome([], NO_PEAK)
+    found = ctx.get(COMPUTE_BOUND_UTILIZATION)
     total = table.total_self_ps
-    compute = np.flatnonzero((table.bound == BOUND_COMPUTE) & np.isfinite(table.flops) & (table.self_ps > 0))
-    compute_ps = int(table.self_ps[compute].sum())
+    compute = found.rows
+    compute_ps = found.compute_ps
     compute_share = percent(compute_ps, total)
     peak = table.peaks.teraflops_per_second * 1e12
     if compute_share < MIN_COMPUTE_SHARE_PERCENT:
         return RuleOutcome(
             [], f"compute-bound ops {compute_share:g}% of device time, below {MIN_COMPUTE_SHARE_PERCENT:g}%"
         )
-    achieved = float(table.flops[compute].sum()) / (compute_ps * 1e-12)
+    achieved = float(found.achieved_flops_per_s or 0.0)
     utilization = percent(achieved, peak)
+    shown = format_percent(found.utilization_percent or 0.0)
     checked = (
         f"compute-bound ops ({compute_share:g}% of device time) reach {utilization:g}% of the peak "
         f"{table.peaks.teraflops_per_second:g} TFLOP/s, "
@@ -93,7 +138,7 @@ def run(ctx: Context) -> RuleOutcome:
     }
     explanation = (
         f"Compute-bound ops hold {compute_share}% of device time but reach {metrics['achieved_tflops']} "
-        f"TFLOP/s, {utilization}% of the chip's {table.peaks.teraflops_per_second:g} TFLOP/s peak "
+        f"TFLOP/s, {shown} of the chip's {table.peaks.teraflops_per_second:g} TFLOP/s peak "
         "(XProf calls "
         f"MXU utilization below {LOW_UTILIZATION_PERCENT:g}% low). The biggest gaps: "
         + ", ".join(f"`{o['op']}` at {o['utilization_percent']}%" for o in ops[:3])
@@ -101,7 +146,7 @@ def run(ctx: Context) -> RuleOutcome:
         + "."
     )
     evidence = [e for r in order for e in longest_op_events(table, int(r), f"low FLOP/s: {names[r]}", 5)]
-    title = f"Low FLOP/s utilization: compute-bound ops at {utilization:.1f}% of peak"
+    title = f"Low FLOP/s utilization: compute-bound ops at {shown} of peak"
     impact = device_time_impact(
         ctx.periods,
         float(gap_ps.sum()),

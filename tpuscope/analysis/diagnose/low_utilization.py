@@ -9,6 +9,8 @@ launch-bound: it finishes each op faster than the host can issue the next.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 
 from tpuscope.analysis import device_ops
@@ -22,11 +24,21 @@ from tpuscope.analysis.diagnose.finding import (
     ms,
     percent,
 )
+from tpuscope.analysis.diagnose.rule_results import STEADY_STATE_DUTY
 from tpuscope.analysis.facts.context import Context, intervals_of
 from tpuscope.analysis.facts.evidence import largest_first
 from tpuscope.analysis.facts.evidence import range_evidence as range_ev
-from tpuscope.analysis.facts.intervals import difference, intersect, merge_intervals, total, window_total
+from tpuscope.analysis.facts.intervals import (
+    Intervals,
+    difference,
+    empty,
+    intersect,
+    merge_intervals,
+    total,
+    window_total,
+)
 from tpuscope.analysis.framework import JAX, PYTORCH, PYTORCH_XLA, TENSORFLOW
+from tpuscope.analysis.metrics.format import format_fraction
 
 RULE_ID = "low_device_utilization"
 # xprof check_host_boundness (xprof 2.24.2 xprof/cli/tools/check_host_boundness_tool.py): a duty cycle
@@ -73,21 +85,48 @@ ADVICE = {
 }
 
 
-def run(ctx: Context) -> RuleOutcome:
+@dataclass(frozen=True)
+class SteadyStateDuty:
+    """Each device's busy time over the steady state (`_window`): what this rule and the
+    `steady_state_duty_cycle` metric (`tpuscope.analysis.metrics`) both read."""
+
+    window: Intervals
+    window_ps: int
+    skipped: int  # steps left out for compiling
+    busy_ps: tuple[int, ...]  # per device of the context, busy inside the window
+    reason: str = ""  # why there is no duty cycle
+
+    @property
+    def busiest_fraction(self) -> float | None:
+        """The busiest device's share of the window it ran ops (0..1), None without a window."""
+        return max(self.busy_ps) / self.window_ps if self.window_ps > 0 and self.busy_ps else None
+
+
+def steady_state_duty(ctx: Context) -> SteadyStateDuty:
     if not ctx.devices:
-        return RuleOutcome([], "no device activity in the profile")
+        return SteadyStateDuty(empty(), 0, 0, (), "no device activity in the profile")
     window, skipped = _window(ctx)
     window_ps = total(window)
     if window_ps <= 0:
-        return RuleOutcome([], "no steady-state window (no device op outside warm-up and compilation)")
-    per_device = []
-    for device in ctx.devices:
-        busy = intersect(device_ops.busy_intervals(device), window)
-        per_device.append((device, total(busy)))
+        reason = "no steady-state window (no device op outside warm-up and compilation)"
+        return SteadyStateDuty(window, 0, skipped, (), reason)
+    busy = tuple(total(intersect(device_ops.busy_intervals(d), window)) for d in ctx.devices)
+    return SteadyStateDuty(window, window_ps, skipped, busy)
+
+
+def run(ctx: Context) -> RuleOutcome:
+    if not ctx.devices:
+        return RuleOutcome([], "no device activity in the profile")
+    steady = ctx.get(STEADY_STATE_DUTY)
+    window, skipped, window_ps = steady.window, steady.skipped, steady.window_ps
+    if window_ps <= 0:
+        return RuleOutcome([], steady.reason)
+    per_device = list(zip(ctx.devices, steady.busy_ps, strict=True))
     duty = np.array([percent(b, window_ps) for _, b in per_device])
     best = float(duty.max())
+    shown = format_fraction(steady.busiest_fraction or 0.0)
     checked = (
-        f"busiest device's duty cycle {best:g}% over the steady state ({ms(window_ps)} ms), "
+        f"busiest device's duty cycle {shown} over the steady state ({ms(window_ps)} ms), "
         f"{'below' if best < LOW_DUTY_CYCLE_PERCENT else 'at or above'} {LOW_DUTY_CYCLE_PERCENT:g}%"
     )
     if best >= LOW_DUTY_CYCLE_PERCENT:
@@ -105,10 +144,10 @@ def run(ctx: Context) -> RuleOutcome:
         "tiny_op_percent": round(100 * tiny_share, 1),
     }
     kind = "launch-bound: many tiny ops" if launch_bound else "devices idle most of the time"
-    title = f"Low device utilization: duty cycle {best:.1f}% ({kind})"
+    title = f"Low device utilization: duty cycle {shown} of the steady state, busiest device ({kind})"
     explanation = (
         f"Over the steady state ({ms(window_ps)} ms{_window_words(ctx)}) the busiest "
-        f"device ran ops {best:.1f}% of the time; XProf treats a duty cycle above "
+        f"device ran ops {shown} of the time; XProf treats a duty cycle above "
         f"{LOW_DUTY_CYCLE_PERCENT:g}% as not host-bound."
     )
     if launch_bound:

@@ -32,6 +32,7 @@ from tpuscope.analysis.diagnose.finding import (
     percent,
     step_time_impact,
 )
+from tpuscope.analysis.diagnose.rule_results import STEADY_STEPS
 from tpuscope.analysis.facts.context import Context, intervals_of
 from tpuscope.analysis.facts.evidence import event_evidence, largest_first
 from tpuscope.analysis.facts.evidence import range_evidence as range_ev
@@ -107,10 +108,31 @@ class _Parts:
     gap: np.ndarray
 
 
+@dataclass(frozen=True)
+class SteadySteps:
+    """The steps this rule scores (warm-up left out) and their median: what the rule and the
+    `steady_step_time_median` metric (`tpuscope.analysis.metrics`) both read."""
+
+    usable: np.ndarray  # positions of the steps that are not warm-up
+    median_us: float | None
+    reason: str = ""
+
+
+def steady_steps(ctx: Context) -> SteadySteps:
+    p0, p1 = ctx.periods
+    usable = np.flatnonzero(~ctx.warm_up)
+    if len(p0) == 0:
+        return SteadySteps(usable, None, "the profile has no steps")
+    if len(usable) == 0:
+        return SteadySteps(usable, None, "every step is warm-up (the first step or one that compiled)")
+    return SteadySteps(usable, float(np.median((p1 - p0)[usable].astype(np.float64))) / 1e6)
+
+
 def run(ctx: Context) -> RuleOutcome:
     p0, p1 = ctx.periods
     warm = ctx.warm_up
-    usable = np.flatnonzero(~warm)
+    steady = ctx.get(STEADY_STEPS)
+    usable = steady.usable
     counted = f"{len(p0)} steps, {int(warm.sum())} warm-up left out"
     if len(p0) == 0:
         return RuleOutcome([], "no steps found, step times not compared")
@@ -118,11 +140,11 @@ def run(ctx: Context) -> RuleOutcome:
         return RuleOutcome([], f"{counted}: fewer than {MIN_STEPS} steps to score, step times not compared")
     times = (p1 - p0).astype(np.float64)
     values_ms = times[usable] / 1e9
-    median_ms = float(np.median(values_ms))
+    median_ms = float(steady.median_us or 0.0) / 1e3
     z = modified_z(values_ms)
     slow = (z > MODIFIED_Z_OUTLIER) & (values_ms > median_ms * (1 + MIN_RELATIVE_EXCESS))
     spread = (
-        f"{counted}; median {median_ms:.3f} ms, p90 {np.percentile(values_ms, 90):.3f} ms, "
+        f"{counted}; steady-state median {median_ms:.3f} ms, p90 {np.percentile(values_ms, 90):.3f} ms, "
         f"max {values_ms.max():.3f} ms"
     )
     if not slow.any():
@@ -185,7 +207,7 @@ def run(ctx: Context) -> RuleOutcome:
 
 
 def _words(cause: str, n: int, median_ms: float, names: list[str]) -> tuple[str, str]:
-    head = f"{n} step(s) much slower than the median {median_ms:.3f} ms"
+    head = f"{n} step(s) much slower than the steady-state median {median_ms:.3f} ms"
     if cause == CAUSE_HOST_EVENTS:
         return (
             f"Step time variance: {head}, in extra host work ({', '.join(names[:3])})",

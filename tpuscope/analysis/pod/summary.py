@@ -96,6 +96,9 @@ class HostSummary:
     # compare its clock with the other hosts' (`tpuscope.analysis.pod.clocks`).
     collective_ends: CollectiveEnds = field(default_factory=CollectiveEnds)
     launch_skew: list[LaunchSkew] = field(default_factory=list)
+    # Share of the profile its devices ran an op (mean over them, as the overview's duty cycle counts
+    # it); None without devices.
+    duty_cycle: float | None = None
 
     def __len__(self) -> int:
         return len(self.step_number)
@@ -198,6 +201,8 @@ def summarize_host(ctx: Context, host: str | None = None) -> HostSummary:
     }
     parts["host"] = np.maximum(step_ps - sum(parts.values()), 0.0)
     busiest, busiest_ps = _busiest_op(ctx, other_ops)
+    span = np.array([0]), np.array([int(ctx.trace.duration_ps)])
+    duty = [float(window_total(b, *span)[0]) / span[1][0] for b in busy] if span[1][0] > 0 else []
     in_steps = (p0[:1], p1[-1:]) if n else empty()
     return HostSummary(
         host=host,
@@ -219,6 +224,7 @@ def summarize_host(ctx: Context, host: str | None = None) -> HostSummary:
         step_event_index=steps.event_index.astype(np.int64),
         collective_ends=collective_ends(clock_events, steps.number, p0, p1),
         launch_skew=launch_skew(ctx.trace),
+        duty_cycle=float(np.mean(duty)) if duty else None,
         evidence={
             "input": _longest(input_work_events(ctx), "data loading / input", in_steps),
             "host": _longest(_host_work_events(ctx, input_wait, compile_wait), "host work", in_steps),

@@ -1,0 +1,41 @@
+"""A metric's value as text, one way per unit, so a number rounded in one place is rounded the same
+way everywhere it is shown (the `metrics` table, the findings' titles and explanations).
+
+Durations and sizes go through `tpuscope.model.units` (the formatter the tables use); a share is
+shown with PERCENT_DECIMALS decimals, whether it is stored as a fraction (duty cycles) or a percent.
+"""
+
+from __future__ import annotations
+
+from tpuscope.analysis.metrics.registry import BYTES, FRACTION, PERCENT, US
+from tpuscope.model.units import format_bytes, format_duration
+
+# One decimal: 96.5%, 9.5%, 0.2%. Our choice: a tenth of a percent is finer than any threshold a rule
+# applies (the smallest is 5%) and the most a reader compares by eye.
+PERCENT_DECIMALS = 1
+NOT_APPLICABLE = "-"
+
+
+def format_percent(percent: float) -> str:
+    """A share already in percent (0..100): `96.5%`."""
+    return f"{percent:.{PERCENT_DECIMALS}f}%"
+
+
+def format_fraction(fraction: float) -> str:
+    """A share as a fraction (0..1), shown in percent: `0.803` -> `80.3%`."""
+    return format_percent(fraction * 100.0)
+
+
+def format_metric(value: float | None, unit: str) -> str:
+    """`value` in `unit` as the text outputs show it; `-` when the metric does not apply."""
+    if value is None:
+        return NOT_APPLICABLE
+    if unit == US:
+        return format_duration(value * 1e6)
+    if unit == FRACTION:
+        return format_fraction(value)
+    if unit == PERCENT:
+        return format_percent(value)
+    if unit == BYTES:
+        return format_bytes(value)
+    return f"{value:g}"
