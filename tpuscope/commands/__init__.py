@@ -25,6 +25,7 @@ COMMANDS: dict[str, str] = {
     "info": "summarize a profile: hosts, planes, tracks, event counts",
     "overview": "the first look at a profile: devices, steps, step time, duty cycle, top ops, findings",
     "ops": "op-level breakdown of device time (agrees with XProf hlo_stats)",
+    "metrics": "the headline metrics (step time, duty cycle, shares, memory peaks), each with its definition",
     "flame": "device time as a flame graph by named scope, Python stack or op (folded, speedscope, JSON)",
     "diagnose": "find integration problems: input-bound, recompilation, host syncs, idle devices",
     "graph": "the HLO graph around an op: its operands and users, N hops out, with device time",

@@ -96,8 +96,8 @@ class HostSummary:
     # compare its clock with the other hosts' (`tpuscope.analysis.pod.clocks`).
     collective_ends: CollectiveEnds = field(default_factory=CollectiveEnds)
     launch_skew: list[LaunchSkew] = field(default_factory=list)
-    # Share of the profile its devices ran an op (mean over them, as the overview's duty cycle counts
-    # it); None without devices.
+    # Share of the host's own span (its first event to its last end, `_own_span`) its devices ran an op,
+    # mean over them; None without devices. The same whether its file is read alone or with the others.
     duty_cycle: float | None = None
 
     def __len__(self) -> int:
@@ -201,8 +201,8 @@ def summarize_host(ctx: Context, host: str | None = None) -> HostSummary:
     }
     parts["host"] = np.maximum(step_ps - sum(parts.values()), 0.0)
     busiest, busiest_ps = _busiest_op(ctx, other_ops)
-    span = np.array([0]), np.array([int(ctx.trace.duration_ps)])
-    duty = [float(window_total(b, *span)[0]) / span[1][0] for b in busy] if span[1][0] > 0 else []
+    span = _own_span(ctx.trace)
+    duty = [float(window_total(b, *span)[0]) / float(span[1][0] - span[0][0]) for b in busy] if span else []
     in_steps = (p0[:1], p1[-1:]) if n else empty()
     return HostSummary(
         host=host,
@@ -233,6 +233,17 @@ def summarize_host(ctx: Context, host: str | None = None) -> HostSummary:
             "collective": _longest(collective_events, "in a collective", in_steps),
         },
     )
+
+
+def _own_span(trace: Trace) -> tuple[np.ndarray, np.ndarray] | None:
+    """[first event start, last event end) of `trace`'s tracks as a window (the end as the readers
+    measure a trace's span), None when empty: in a pod's trace, one host's own profile."""
+    tracks = [t for t in trace.tracks() if len(t)]
+    if not tracks:
+        return None
+    first = min(int(t.start_ps[0]) for t in tracks)
+    last = max(int(t.start_ps[-1] + t.duration_ps.max()) for t in tracks)
+    return (np.array([first]), np.array([last])) if last > first else None
 
 
 def _busy(device: Device) -> Intervals:
