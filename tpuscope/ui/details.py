@@ -115,8 +115,11 @@ class DetailsPanel(QTextBrowser):
         self.clear_details()
 
     def clear_details(self) -> None:
+        """Nothing shown (a new profile: its event, range and code links go with it)."""
         self._code_jobs.supersede()
         self.code = None
+        self._trace = None
+        self._pivot = None
         self.setHtml(
             "<p style='color:#5b6473'>Click an event to see its details; "
             "Shift-drag on the timeline to summarize a time range.</p>"

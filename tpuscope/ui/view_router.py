@@ -11,6 +11,11 @@ first use (`build_body`): the window paints before their modules (numpy, the tim
 analyses') are imported (issue 23). Each view is made when its tab is first shown or when it is
 looked up in `views`, so the window neither waits for the modules of views nobody opens (pyqtgraph,
 DuckDB) nor makes their widgets.
+
+A new profile resets what the window shows (issue 33), in one place, `_forget_the_shown_profile`:
+every view resets itself when the hub shows the new trace (`View.reset`), and here the Details dock is
+emptied, the ops outlined in the views forgotten, and the pages added for the previous profile
+(Compare, History: `add_view`) closed, unless the profile shown comes from that page itself.
 """
 
 from __future__ import annotations
@@ -68,6 +73,7 @@ class ViewRouter(QObject):
         self._view_imports: list[QThread] = []  # the workers importing the views' modules
         self._others_imported = False  # whether the views not on screen had their modules imported
         self._outlined_ops: set[str] = set()  # the ops last outlined, for views made later
+        self._added: list[str] = []  # keys of the pages `add_view` added: closed by a new profile
 
         self.tabs = QTabWidget(host)
         self.welcome = welcome
@@ -271,11 +277,31 @@ class ViewRouter(QObject):
 
     def add_view(self, key: str, view: QWidget, title: str) -> None:
         """A view made elsewhere (Compare, History) as the last tab, named `key`: after the registry's
-        tabs, which are added first if they are not there yet (`tpuscope --compare` at start)."""
+        tabs, which are added first if they are not there yet (`tpuscope --compare` at start). It
+        belongs to the profile shown: opening another closes it (`close_view`)."""
         self.add_view_tabs()
         self._views[key] = view
         self.titles[key] = title
         self.tabs.addTab(view, title)
+        if key not in self._added:
+            self._added.append(key)
+
+    def close_view(self, key: str) -> None:
+        """Closes the page `add_view` added as `key` (its background work waited for); nothing when
+        there is none."""
+        if key not in self._added:
+            return
+        self._added.remove(key)
+        view = self._views.pop(key, None)
+        self.titles.pop(key, None)
+        if view is None:
+            return
+        self.tabs.removeTab(self.tabs.indexOf(view))
+        shutdown = getattr(view, "shutdown", None)
+        if callable(shutdown):
+            shutdown()
+        view.setParent(None)  # out of the window at once, deleted when control returns to the loop
+        view.deleteLater()
 
     def add_page(self, page: QWidget, title: str, index: int = -1) -> None:
         """A page that is no named view (the Pod tab), at tab `index` (-1: last)."""
@@ -291,17 +317,19 @@ class ViewRouter(QObject):
 
     # ----- what is shown ------------------------------------------------------------------------
 
-    def show_result(self, result: LoadResult, view: str | None = None) -> None:
+    def show_result(self, result: LoadResult, view: str | None = None, keep_pages: bool = False) -> None:
         """Shows a loaded profile in every view: the timeline at once, the analyses as they finish;
         `view` is the tab brought to the front (default the Overview: issue 7), the only view made now
-        (`tpuscope screenshot --view timeline` makes no Overview)."""
+        (`tpuscope screenshot --view timeline` makes no Overview). Nothing of the profile shown before
+        stays (`_forget_the_shown_profile`); `keep_pages`: the pages `add_view` added stay open (the
+        profile comes from one of them, Compare's BASE)."""
         trace = result.trace
+        self._forget_the_shown_profile(keep_pages)
         self.trace = trace
         self.selected_range = None
         self.path = result.path
         self.timeline.set_trace(trace, result.lod, None, result.colours)
         self.search.set_trace(trace)
-        self.details.clear_details()
         self.notice.show_messages(trace.load_warnings)
         self._status_head = (
             f"{short_name(result.path)}: {trace.event_count:,} events, "
@@ -319,13 +347,25 @@ class ViewRouter(QObject):
 
     def show_no_trace(self) -> None:
         """Empties every view: a pod page shows before any host's events are loaded."""
+        self._forget_the_shown_profile(keep_pages=False)
         self.trace = None
         self.selected_range = None
         self.timeline.set_trace(None)
         self.search.set_trace(None)
-        self.details.clear_details()
         self.notice.show_messages([])
         self.hub.set_trace(None)
+
+    def _forget_the_shown_profile(self, keep_pages: bool) -> None:
+        """What the window shows of a profile outside its views, emptied before another is shown (the
+        views reset themselves when the hub shows the new trace: `View.reset`): the Details dock, the
+        ops outlined (their names are the old profile's), and, unless `keep_pages`, the pages
+        `add_view` added (Compare and History were about the profile shown)."""
+        self.details.clear_details()
+        if self._outlined_ops:
+            self.outline_ops(set())
+        if not keep_pages:
+            for key in list(self._added):
+                self.close_view(key)
 
     def shown_result(self) -> LoadResult | None:
         """The profile shown, as its loader made it (its analyses too: a comparison reuses them)."""

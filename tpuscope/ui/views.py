@@ -4,6 +4,15 @@ Every tab but the timeline is a `View`: a widget made from the window's `Analysi
 the results it subscribes to and talks to the rest of the window only through the signals
 below. The window connects them for every view alike and never asks what a view can do. A new view
 is one module with a `View` subclass plus one `ViewSpec` line in `tpuscope.ui.registry.VIEWS`.
+
+A new profile resets every view (issue 33: no view may show the last profile's names): whenever the
+hub shows another trace (or none), `View.reset` runs before any slot given to `follow_trace`. The
+base scrolls every scroll area of the view to its start and empties every pyqtgraph chart in it
+(items, custom axis ticks such as a bar chart's op names, the user's zoom): a view made from this
+base gets that without doing anything. What only the view knows (its table models, lists, labels,
+combo boxes) it empties in its `follow_trace` slot, or in an override of `reset` that calls
+`super().reset()`. The window resets what is not a view (the Details dock, outlined ops, the
+Compare and History tabs) in `ViewRouter`.
 """
 
 from __future__ import annotations
@@ -19,6 +28,7 @@ from PySide6.QtWidgets import QWidget
 from tpuscope.analysis.session import Result
 from tpuscope.model.trace import Trace
 from tpuscope.ui.analysis_hub import AnalysisHub, OnFailed
+from tpuscope.ui.widgets.reset import reset_widgets
 
 
 @dataclass(frozen=True)
@@ -62,6 +72,17 @@ class View(QWidget):
         self._when_shown: list[tuple[Result[Any], Callable[[Any], None], OnFailed | None]] = []
         self._asked_generation = -1  # the hub generation whose `_when_shown` results were asked for
         self._trace_slots: list[Callable[[Trace | None], None]] = []
+        # Connected first, so it runs before every slot the subclass connects (the module docstring).
+        self.hub.traceChanged.connect(self._on_new_trace)
+
+    def _on_new_trace(self, _trace: Trace | None) -> None:
+        self.reset()
+
+    def reset(self) -> None:
+        """Forgets the previous trace's pictures before the new one is shown: every scroll area of
+        this view at its start, every chart empty with automatic ticks and ranges (see the module
+        docstring). An override empties the view's own state too and calls `super().reset()`."""
+        reset_widgets(self)
 
     def follow_trace(self, slot: Callable[[Trace | None], None]) -> None:
         """Calls `slot(trace)` with every trace the hub shows from now on (its `traceChanged`), and, in

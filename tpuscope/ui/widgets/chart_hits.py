@@ -114,7 +114,10 @@ class BarHits:
         self.slots = BarSlots(centres, half_width)
 
     def clear(self) -> None:
+        """No bars; a hover tooltip of the bars that were drawn goes with them."""
         self.slots = BarSlots()
+        if self._tooltip is not None:
+            self.plot.setToolTip("")
 
     def bar_at(self, coordinate: float) -> int | None:
         return self.slots.bar_at(coordinate)
