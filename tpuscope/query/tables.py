@@ -10,7 +10,7 @@ event unless the events carry the stat themselves. Columns a query does not name
 Perfetto splits its trace the same way (`slice`, `track`, `args`, `flow`, `counter` tables; https://perfetto.dev/docs/analysis/
 sql-tables).
 
-The analysis tables (`ops`, `steps`, `findings`, `memory_*`) hold the records the CLI's `--json`
+The analysis tables (`ops`, `steps`, `findings`, `metrics`, `memory_*`) hold the records the CLI's `--json`
 prints, from the same `TraceAnalysis` results, so a query and a command never disagree.
 """
 
@@ -411,6 +411,12 @@ def _build_findings(analysis: TraceAnalysis) -> pa.Table:
     return _records("findings", analysis.report.to_json()["findings"])
 
 
+def _build_metrics(analysis: TraceAnalysis) -> pa.Table:
+    from tpuscope.analysis.metrics import METRICS
+
+    return _records("metrics", analysis.get(METRICS).to_json())
+
+
 def _build_memory_allocations(analysis: TraceAnalysis) -> pa.Table:
     from tpuscope.analysis.memory.report import MEMORY_REPORT
 
@@ -605,6 +611,21 @@ TABLES: dict[str, TableSpec] = {
                 _c("advice", pa.list_(_STR), "what to do"),
             ),
             _build_findings,
+        ),
+        TableSpec(
+            "metrics",
+            "the headline metrics: the records of `tpuscope metrics --json`",
+            (
+                _c("name", _STR, "the metric (step_time_mean, duty_cycle, input_share, ...)"),
+                _c("value", _F64, "its value in `unit`, null when it does not apply"),
+                _c("unit", _STR, "us, fraction (0..1), percent (0..100) or bytes"),
+                _c("definition", _STR, "what it measures, in one line"),
+                _c("scope", _STR, "what it covers: profile, steps, host, device or pod"),
+                _c("reason", _STR, "why the value is null, when it is"),
+                _c("host", _STR, "the host a host-scope row describes"),
+                _c("over", _STR, "what a pod value is the mean of"),
+            ),
+            _build_metrics,
         ),
         TableSpec(
             "memory_allocations",
