@@ -58,7 +58,9 @@ def register(subparsers) -> None:
         "--device", default="all",
         help="'all' (default), a device number N (position in the device list), or a kind: TPU, GPU, CPU",
     )  # fmt: skip
-    parser.add_argument("--program", metavar="NAME|ID", help="only this program: `jit_f(123)`, its name or id")
+    parser.add_argument(
+        "--program", metavar="NAME|ID", help="only this program: `jit_f(123)`, its name or its id"
+    )
     parser.add_argument(
         "--steps", metavar="FIRST[:LAST]",
         help="only ops starting in these steps (step numbers as `overview` lists them, LAST included)",

@@ -260,7 +260,8 @@ class FlameView(View):
         if self.hub.analysis is None:
             return
         self.status.setText("Computing...")
-        self.hub.request(flame_tree_result(self.by_box.currentData(), self.fusion_box.currentData()), self._show_tree)
+        wanted = flame_tree_result(self.by_box.currentData(), self.fusion_box.currentData())
+        self.hub.request(wanted, self._show_tree)
 
     def _show_tree(self, tree: FlameTree | None) -> None:
         self.whole = tree
