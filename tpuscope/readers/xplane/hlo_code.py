@@ -13,8 +13,9 @@ except that a chain that comes back to a frame it passed is cut there instead of
 The text of an instruction is what XProf's "HLO op text" shows (`HloInstruction::ToString` with
 operand shapes, without metadata and backend config; xprof/utils/hlo_module_utils.h): `%name =
 <shape with layout> opcode(<shape> %operand, ...)` followed by the attributes tpuscope knows how to
-print (fusion kind, dimensions, slices, collectives' channel and replica groups, custom-call
-target, called computations, frontend attributes, control predecessors), in XLA's order
+print (fusion kind, dimensions, slices, collectives' channel and replica groups, operand precision,
+custom calls' target, operand layout constraints, side effect, output-to-operand aliasing, schedule
+and API version, called computations, frontend attributes, control predecessors), in XLA's order
 (xla/hlo/ir/hlo_instruction.cc, `ExtraAttributesToString`). Attributes it does not decode
 (sharding, convolution windows, gather/scatter dimension numbers, literals) are left out.
 
@@ -57,6 +58,11 @@ _CUSTOM_CALL_API_VERSIONS = {
     3: "API_VERSION_STATUS_RETURNING_UNIFIED",
     4: "API_VERSION_TYPED_FFI",
 }
+# XLA's PrecisionConfig.Precision names as it prints them (xla/xla_data.proto; PrecisionToString).
+_PRECISIONS = {0: "default", 1: "high", 2: "highest", 3: "packed_nibble"}
+# xla/xla_data.proto PaddingType and CustomCallSchedule, printed by their enum names (0: not printed).
+_PADDING_TYPES = {1: "PADDING_VALID", 2: "PADDING_SAME"}
+_CUSTOM_CALL_SCHEDULES = {1: "SCHEDULE_LATEST", 2: "SCHEDULE_EARLIEST"}
 # XProf cuts op text at this many characters (xprof/utils/hlo_module_utils.h kMaxHlolNameSize).
 MAX_TEXT_CHARS = 1_000_000
 # XLA marks every 5th operand with its index (HloPrintOptions print_operand_index_annotation_interval).
@@ -319,6 +325,8 @@ def _attributes(instruction: hlo_pb2.HloInstructionProto) -> list[str]:
         found.append(f"dimensions={_ints(instruction.dimensions)}")
     if opcode in _COLLECTIVE_OPCODES and instruction.use_global_device_ids:
         found.append("use_global_device_ids=true")
+    if opcode == "iota" and len(instruction.dimensions):  # HloIotaInstruction keeps it in `dimensions`
+        found.append(f"iota_dimension={instruction.dimensions[0]}")
     if opcode == "sort" and instruction.is_stable:
         found.append("is_stable=true")
     if opcode == "get-tuple-element":
@@ -342,15 +350,49 @@ def _attributes(instruction: hlo_pb2.HloInstructionProto) -> list[str]:
         ):
             if len(values) or label.endswith("contracting_dims"):
                 found.append(f"{label}={_ints(values)}")
+    if opcode in ("dot", "convolution", "custom-call"):
+        found.extend(_precision(instruction))
     if opcode == "custom-call":
-        found.append(f'custom_call_target="{instruction.custom_call_target}"')
-        if instruction.custom_call_has_side_effect:
-            found.append("custom_call_has_side_effect=true")
-        version = _CUSTOM_CALL_API_VERSIONS.get(instruction.custom_call_api_version)
-        if version:
-            found.append(f"api_version={version}")
+        found.extend(_custom_call(instruction))
     if opcode == "copy-start" and instruction.HasField("cross_program_prefetch_index"):
         found.append(f"cross_program_prefetch_index={instruction.cross_program_prefetch_index}")
+    return found
+
+
+def _precision(instruction: hlo_pb2.HloInstructionProto) -> list[str]:
+    """`operand_precision={high,default}` when any operand's precision is not the default
+    (xla/hlo/ir/hlo_instructions.cc PrintPrecisionConfig)."""
+    precisions = list(instruction.precision_config.operand_precision)
+    if not any(precisions):
+        return []
+    return ["operand_precision={" + ",".join(_PRECISIONS.get(p, str(p)) for p in precisions) + "}"]
+
+
+def _custom_call(instruction: hlo_pb2.HloInstructionProto) -> list[str]:
+    """A custom call's attributes after its precision, in XLA's order
+    (xla/hlo/ir/hlo_instructions.cc, HloCustomCallInstruction::PrintExtraAttributesImpl)."""
+    found = []
+    padding = _PADDING_TYPES.get(instruction.padding_type)
+    if padding:
+        found.append(f"padding_type={padding}")
+    found.append(f'custom_call_target="{instruction.custom_call_target}"')
+    if instruction.constrain_layout:
+        shapes = ", ".join(format_shape_with_layout(s) for s in instruction.operand_shapes_with_layout)
+        found.append("operand_layout_constraints={" + shapes + "}")
+    if instruction.custom_call_has_side_effect:
+        found.append("custom_call_has_side_effect=true")
+    if len(instruction.output_operand_aliasing):
+        pairs = ", ".join(
+            f"{_ints(a.output_shape_index)}: ({a.operand_index}, {_ints(a.operand_shape_index)})"
+            for a in instruction.output_operand_aliasing
+        )
+        found.append("output_to_operand_aliasing={" + pairs + "}")
+    schedule = _CUSTOM_CALL_SCHEDULES.get(instruction.custom_call_schedule)
+    if schedule:
+        found.append(f"schedule={schedule}")
+    version = _CUSTOM_CALL_API_VERSIONS.get(instruction.custom_call_api_version)
+    if version:
+        found.append(f"api_version={version}")
     return found
 
 

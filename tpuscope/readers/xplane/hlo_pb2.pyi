@@ -223,8 +223,24 @@ class FrontendAttributes(_message.Message):
     map: _containers.ScalarMap[str, str]
     def __init__(self, map: _Optional[_Mapping[str, str]] = ...) -> None: ...
 
+class PrecisionConfig(_message.Message):
+    __slots__ = ("operand_precision",)
+    OPERAND_PRECISION_FIELD_NUMBER: _ClassVar[int]
+    operand_precision: _containers.RepeatedScalarFieldContainer[int]
+    def __init__(self, operand_precision: _Optional[_Iterable[int]] = ...) -> None: ...
+
+class OutputOperandAliasing(_message.Message):
+    __slots__ = ("output_shape_index", "operand_index", "operand_shape_index")
+    OUTPUT_SHAPE_INDEX_FIELD_NUMBER: _ClassVar[int]
+    OPERAND_INDEX_FIELD_NUMBER: _ClassVar[int]
+    OPERAND_SHAPE_INDEX_FIELD_NUMBER: _ClassVar[int]
+    output_shape_index: _containers.RepeatedScalarFieldContainer[int]
+    operand_index: int
+    operand_shape_index: _containers.RepeatedScalarFieldContainer[int]
+    def __init__(self, output_shape_index: _Optional[_Iterable[int]] = ..., operand_index: _Optional[int] = ..., operand_shape_index: _Optional[_Iterable[int]] = ...) -> None: ...
+
 class HloInstructionProto(_message.Message):
-    __slots__ = ("name", "opcode", "shape", "metadata", "parameter_number", "fusion_kind", "tuple_index", "dimensions", "slice_dimensions", "dynamic_slice_sizes", "channel_id", "custom_call_target", "dot_dimension_numbers", "id", "operand_ids", "control_predecessor_ids", "called_computation_ids", "replica_groups", "is_stable", "comparison_direction", "custom_call_has_side_effect", "indices_are_sorted", "frontend_attributes", "unique_indices", "use_global_device_ids", "comparison_type", "custom_call_api_version", "cross_program_prefetch_index", "collective_device_list")
+    __slots__ = ("name", "opcode", "shape", "metadata", "parameter_number", "fusion_kind", "tuple_index", "dimensions", "slice_dimensions", "dynamic_slice_sizes", "channel_id", "custom_call_target", "dot_dimension_numbers", "precision_config", "constrain_layout", "operand_shapes_with_layout", "id", "operand_ids", "control_predecessor_ids", "called_computation_ids", "replica_groups", "is_stable", "comparison_direction", "custom_call_has_side_effect", "indices_are_sorted", "frontend_attributes", "unique_indices", "use_global_device_ids", "comparison_type", "output_operand_aliasing", "padding_type", "custom_call_schedule", "custom_call_api_version", "cross_program_prefetch_index", "collective_device_list")
     NAME_FIELD_NUMBER: _ClassVar[int]
     OPCODE_FIELD_NUMBER: _ClassVar[int]
     SHAPE_FIELD_NUMBER: _ClassVar[int]
@@ -238,6 +254,9 @@ class HloInstructionProto(_message.Message):
     CHANNEL_ID_FIELD_NUMBER: _ClassVar[int]
     CUSTOM_CALL_TARGET_FIELD_NUMBER: _ClassVar[int]
     DOT_DIMENSION_NUMBERS_FIELD_NUMBER: _ClassVar[int]
+    PRECISION_CONFIG_FIELD_NUMBER: _ClassVar[int]
+    CONSTRAIN_LAYOUT_FIELD_NUMBER: _ClassVar[int]
+    OPERAND_SHAPES_WITH_LAYOUT_FIELD_NUMBER: _ClassVar[int]
     ID_FIELD_NUMBER: _ClassVar[int]
     OPERAND_IDS_FIELD_NUMBER: _ClassVar[int]
     CONTROL_PREDECESSOR_IDS_FIELD_NUMBER: _ClassVar[int]
@@ -251,6 +270,9 @@ class HloInstructionProto(_message.Message):
     UNIQUE_INDICES_FIELD_NUMBER: _ClassVar[int]
     USE_GLOBAL_DEVICE_IDS_FIELD_NUMBER: _ClassVar[int]
     COMPARISON_TYPE_FIELD_NUMBER: _ClassVar[int]
+    OUTPUT_OPERAND_ALIASING_FIELD_NUMBER: _ClassVar[int]
+    PADDING_TYPE_FIELD_NUMBER: _ClassVar[int]
+    CUSTOM_CALL_SCHEDULE_FIELD_NUMBER: _ClassVar[int]
     CUSTOM_CALL_API_VERSION_FIELD_NUMBER: _ClassVar[int]
     CROSS_PROGRAM_PREFETCH_INDEX_FIELD_NUMBER: _ClassVar[int]
     COLLECTIVE_DEVICE_LIST_FIELD_NUMBER: _ClassVar[int]
@@ -267,6 +289,9 @@ class HloInstructionProto(_message.Message):
     channel_id: int
     custom_call_target: str
     dot_dimension_numbers: DotDimensionNumbers
+    precision_config: PrecisionConfig
+    constrain_layout: bool
+    operand_shapes_with_layout: _containers.RepeatedCompositeFieldContainer[ShapeProto]
     id: int
     operand_ids: _containers.RepeatedScalarFieldContainer[int]
     control_predecessor_ids: _containers.RepeatedScalarFieldContainer[int]
@@ -280,10 +305,13 @@ class HloInstructionProto(_message.Message):
     unique_indices: bool
     use_global_device_ids: bool
     comparison_type: str
+    output_operand_aliasing: _containers.RepeatedCompositeFieldContainer[OutputOperandAliasing]
+    padding_type: int
+    custom_call_schedule: int
     custom_call_api_version: int
     cross_program_prefetch_index: int
     collective_device_list: CollectiveDeviceListProto
-    def __init__(self, name: _Optional[str] = ..., opcode: _Optional[str] = ..., shape: _Optional[_Union[ShapeProto, _Mapping]] = ..., metadata: _Optional[_Union[OpMetadata, _Mapping]] = ..., parameter_number: _Optional[int] = ..., fusion_kind: _Optional[str] = ..., tuple_index: _Optional[int] = ..., dimensions: _Optional[_Iterable[int]] = ..., slice_dimensions: _Optional[_Iterable[_Union[SliceDimensions, _Mapping]]] = ..., dynamic_slice_sizes: _Optional[_Iterable[int]] = ..., channel_id: _Optional[int] = ..., custom_call_target: _Optional[str] = ..., dot_dimension_numbers: _Optional[_Union[DotDimensionNumbers, _Mapping]] = ..., id: _Optional[int] = ..., operand_ids: _Optional[_Iterable[int]] = ..., control_predecessor_ids: _Optional[_Iterable[int]] = ..., called_computation_ids: _Optional[_Iterable[int]] = ..., replica_groups: _Optional[_Iterable[_Union[ReplicaGroup, _Mapping]]] = ..., is_stable: _Optional[bool] = ..., comparison_direction: _Optional[str] = ..., custom_call_has_side_effect: _Optional[bool] = ..., indices_are_sorted: _Optional[bool] = ..., frontend_attributes: _Optional[_Union[FrontendAttributes, _Mapping]] = ..., unique_indices: _Optional[bool] = ..., use_global_device_ids: _Optional[bool] = ..., comparison_type: _Optional[str] = ..., custom_call_api_version: _Optional[int] = ..., cross_program_prefetch_index: _Optional[int] = ..., collective_device_list: _Optional[_Union[CollectiveDeviceListProto, _Mapping]] = ...) -> None: ...
+    def __init__(self, name: _Optional[str] = ..., opcode: _Optional[str] = ..., shape: _Optional[_Union[ShapeProto, _Mapping]] = ..., metadata: _Optional[_Union[OpMetadata, _Mapping]] = ..., parameter_number: _Optional[int] = ..., fusion_kind: _Optional[str] = ..., tuple_index: _Optional[int] = ..., dimensions: _Optional[_Iterable[int]] = ..., slice_dimensions: _Optional[_Iterable[_Union[SliceDimensions, _Mapping]]] = ..., dynamic_slice_sizes: _Optional[_Iterable[int]] = ..., channel_id: _Optional[int] = ..., custom_call_target: _Optional[str] = ..., dot_dimension_numbers: _Optional[_Union[DotDimensionNumbers, _Mapping]] = ..., precision_config: _Optional[_Union[PrecisionConfig, _Mapping]] = ..., constrain_layout: _Optional[bool] = ..., operand_shapes_with_layout: _Optional[_Iterable[_Union[ShapeProto, _Mapping]]] = ..., id: _Optional[int] = ..., operand_ids: _Optional[_Iterable[int]] = ..., control_predecessor_ids: _Optional[_Iterable[int]] = ..., called_computation_ids: _Optional[_Iterable[int]] = ..., replica_groups: _Optional[_Iterable[_Union[ReplicaGroup, _Mapping]]] = ..., is_stable: _Optional[bool] = ..., comparison_direction: _Optional[str] = ..., custom_call_has_side_effect: _Optional[bool] = ..., indices_are_sorted: _Optional[bool] = ..., frontend_attributes: _Optional[_Union[FrontendAttributes, _Mapping]] = ..., unique_indices: _Optional[bool] = ..., use_global_device_ids: _Optional[bool] = ..., comparison_type: _Optional[str] = ..., output_operand_aliasing: _Optional[_Iterable[_Union[OutputOperandAliasing, _Mapping]]] = ..., padding_type: _Optional[int] = ..., custom_call_schedule: _Optional[int] = ..., custom_call_api_version: _Optional[int] = ..., cross_program_prefetch_index: _Optional[int] = ..., collective_device_list: _Optional[_Union[CollectiveDeviceListProto, _Mapping]] = ...) -> None: ...
 
 class HloComputationProto(_message.Message):
     __slots__ = ("name", "instructions", "id", "root_id", "is_fusion_computation")
