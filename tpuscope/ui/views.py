@@ -39,6 +39,14 @@ class OpRow:
 
 
 @dataclass(frozen=True)
+class OpGraphAt:
+    """A target for the Graph view: the HLO graph around op `name` (in program `program_id` when given)."""
+
+    name: str
+    program_id: int | None = None
+
+
+@dataclass(frozen=True)
 class FindingAt:
     """A target for the diagnostics: the finding at `position` in the diagnose report."""
 
