@@ -49,6 +49,7 @@ def trace_summary(trace: Trace) -> dict:
         "errors": trace.errors,
         "warnings": trace.warnings,
         "load_warnings": trace.load_warnings,  # what the loader could not read (a file cut short)
+        **trace.completeness.to_json(),  # whether that leaves the profile incomplete, and how much was read
     }
 
 

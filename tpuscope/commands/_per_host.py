@@ -128,6 +128,8 @@ def overview_json(run: PodRun) -> dict[str, Any]:
         "pod": run.pod.to_json(),
         "top_findings": run.findings()[:TOP_FINDINGS],
         "findings_of": "the pod rules (tpuscope diagnose runs each host's rules too)",
+        "unreadable": list(run.unreadable),
+        **run.completeness().to_json(),
     }
 
 
@@ -135,6 +137,9 @@ def print_overview(run: PodRun) -> None:
     print(f"Hosts:       {len(run.hosts)}, analysed host by host ({run.event_count:,} events)")
     print(f"Framework:   {run.framework.name}")
     print(f"Steps:       {run.pod.step_count} aligned by {run.pod.alignment}")
+    complete = run.completeness()
+    if not complete.complete:  # a host left out or cut: the pod below is the part read
+        print(f"Incomplete:  {complete.reason}")
     print("\nPer host (mean per aligned step):")
     print(f"  {'host':<24} {'step':>10} {'input':>10} {'collective':>11}  busiest op")
     for row in run.pod.rows():
@@ -144,7 +149,12 @@ def print_overview(run: PodRun) -> None:
             f"{_ms(data.get('collective_us')):>11}  {data.get('busiest_op') or '-'}"
         )
     findings = run.findings()[:TOP_FINDINGS]
-    print("\nBetween hosts:" if findings else "\nNo problem between hosts.")
+    all_clear = (
+        "No problem between hosts"
+        if complete.complete
+        else f"No problem between hosts in {complete.part_read()} ({complete.summary}: the rest not judged)"
+    )
+    print("\nBetween hosts:" if findings else f"\n{all_clear}.")
     for finding in findings:
         print(f"  {_MARK.get(finding['severity'], '')} {finding['title']}")
     print("\nThe run's ops: tpuscope ops; each host's own findings too: tpuscope diagnose.")

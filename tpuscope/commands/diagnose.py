@@ -24,6 +24,7 @@ from tpuscope.commands import EXIT_FINDINGS, EXIT_OK
 from tpuscope.commands._console import add_path_argument, cost_line, load_for_cli, print_json
 from tpuscope.commands._per_host import add_per_host_arguments, per_host_run, print_pod_header, warn_about_pod
 from tpuscope.errors import ProfileError
+from tpuscope.model.completeness import Completeness
 
 _MARK = {Severity.CRITICAL: "[CRITICAL]", Severity.WARNING: "[WARNING] ", Severity.INFO: "[info]    "}
 
@@ -37,7 +38,9 @@ def register(subparsers) -> None:
     parser.add_argument(
         "--fail-on",
         choices=["warning", "critical"],
-        help="exit 1 when a finding of this severity or worse exists (for CI gates)",
+        help="exit 1 when a finding of this severity or worse exists, or when the profile could not be "
+        "read whole (a file cut short, records dropped, a host left out: no gate passes on a part; "
+        "--strict makes that exit 2) (for CI gates)",
     )
     parser.add_argument(
         "--timings",
@@ -66,13 +69,9 @@ def run(args) -> int:
             print_json(pod.diagnose_json())
         else:
             print_pod_header(pod)
-            print_finding_blocks(pod.findings(), pod.rule_errors, pod.checked())
+            print_finding_blocks(pod.findings(), pod.rule_errors, pod.checked(), pod.completeness())
         worst = max((Severity.parse(f["severity"]) for f in pod.findings()), default=None)
-        return (
-            EXIT_FINDINGS
-            if args.fail_on and worst is not None and worst >= Severity.parse(args.fail_on)
-            else EXIT_OK
-        )
+        return gate_exit(args.fail_on, worst, pod.completeness())
     assert trace is not None
     analysis = TraceAnalysis(trace)
     before_rules = timed_facts(analysis) if args.timings else {}
@@ -89,10 +88,21 @@ def run(args) -> int:
         print(f"Framework: {report.framework.name} ({report.framework.evidence})")
         print(f"Hosts:     {len(trace.hosts)}, read as one trace")
         print(f"Steps:     {analysis.pod.step_count} aligned by {analysis.pod.alignment}")
-        print_finding_blocks([f.to_json() for f in report.findings], report.rule_errors, report.checked)
+        print_finding_blocks(
+            [f.to_json() for f in report.findings], report.rule_errors, report.checked, report.completeness
+        )
     else:
         print_text(report)
-    if args.fail_on and report.worst is not None and report.worst >= Severity.parse(args.fail_on):
+    return gate_exit(args.fail_on, report.worst, report.completeness)
+
+
+def gate_exit(fail_on: str | None, worst: Severity | None, complete: Completeness) -> int:
+    """The exit code of `--fail-on`: 1 for a finding at that level or worse, and for a profile that was
+    not read whole (what is missing may hold the problem the gate looks for); 0 otherwise, and always
+    without `--fail-on` (the report then says how much of the profile it covers)."""
+    if not fail_on:
+        return EXIT_OK
+    if not complete.complete or (worst is not None and worst >= Severity.parse(fail_on)):
         return EXIT_FINDINGS
     return EXIT_OK
 
@@ -157,16 +167,25 @@ def report_json(report: Report) -> dict:
 def print_text(report: Report) -> None:
     print(f"Framework: {report.framework.name} ({report.framework.evidence})")
     print(f"Steps:     {len(report.steps)} from {report.steps.description}")
-    print_finding_blocks([f.to_json() for f in report.findings], report.rule_errors, report.checked)
+    print_finding_blocks(
+        [f.to_json() for f in report.findings], report.rule_errors, report.checked, report.completeness
+    )
 
 
 def print_finding_blocks(
-    findings: list[dict[str, Any]], rule_errors: dict[str, str], checked: list[dict[str, str]]
+    findings: list[dict[str, Any]],
+    rule_errors: dict[str, str],
+    checked: list[dict[str, str]],
+    complete: Completeness | None = None,
 ) -> None:
     """The findings (as JSON), the rules that failed and what was checked, as text: the same
-    blocks for a run read as one trace and host by host (`--per-host`), which find the same."""
+    blocks for a run read as one trace and host by host (`--per-host`), which find the same.
+    On a profile not read whole, no all-clear: the part that was judged and why the rest is missing."""
+    complete = complete or Completeness()
+    if not complete.complete:
+        print(f"\nIncomplete profile: {complete.reason}.")
     if not findings:
-        print("\nNo problems found.")
+        print(f"\n{complete.no_problems()}.")
     for finding in findings:
         print(f"\n{_MARK[Severity.parse(finding['severity'])]} {finding['title']}")
         print(f"    {cost_line(finding.get('impact'), finding.get('impact_note', ''))}")

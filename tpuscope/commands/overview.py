@@ -21,6 +21,7 @@ from tpuscope.analysis.session import TraceAnalysis
 from tpuscope.commands import UserFacingError
 from tpuscope.commands._console import add_path_argument, load_for_cli, print_json
 from tpuscope.commands._per_host import add_per_host_arguments, overview_json, per_host_run, print_overview
+from tpuscope.model.completeness import percent_words
 from tpuscope.model.units import format_duration
 
 _MARK = {Severity.CRITICAL: "[CRITICAL]", Severity.WARNING: "[WARNING] ", Severity.INFO: "[info]    "}
@@ -63,6 +64,8 @@ def print_text(overview: Overview, top_ops: int = TOP_OPS) -> None:
     devices = o.devices
     active = f" ({devices.active} ran ops)" if devices.active < devices.count else ""
     print(f"Profile:     {', '.join(o.sources)}")
+    if not o.completeness.complete:  # every figure below is of the part read
+        print(f"Incomplete:  {_read_share(o)} could be read ({o.completeness.reason})")
     print(f"Devices:     {devices.label}{active}")
     print(f"Hosts:       {len(o.hosts)} ({', '.join(o.hosts) or '-'})")
     print(f"Framework:   {o.framework.name} ({o.framework.evidence})")
@@ -78,7 +81,8 @@ def print_text(overview: Overview, top_ops: int = TOP_OPS) -> None:
             f"p95 {format_duration(t.p95_ps)} (start to next start)"
         )
     if o.duty_cycle is None:
-        print("Duty cycle:  - (no device activity recorded)")
+        missing = "recorded" if o.completeness.complete else "in the part read"
+        print(f"Duty cycle:  - (no device activity {missing})")
     else:
         within = "" if o.step_duty_cycle is None else f", {o.step_duty_cycle * 100:.1f}% of step time"
         print(f"Duty cycle:  {o.duty_cycle * 100:.1f}% of the profile{within}")
@@ -123,7 +127,8 @@ def _print_pod(o: Overview) -> None:
 
 def _print_ops(o: Overview, top: int) -> None:
     if o.ops is None:
-        print("\nNo device ops in this profile (no TPU XLA Ops, GPU kernels or XLA:CPU thunks).")
+        where = "this profile" if o.completeness.complete else "the part of this profile read"
+        print(f"\nNo device ops in {where} (no TPU XLA Ops, GPU kernels or XLA:CPU thunks).")
         return
     rows = o.ops.rows_json(top)
     names = [_op_label(r) for r in rows]
@@ -135,6 +140,14 @@ def _print_ops(o: Overview, top: int) -> None:
         print(f"  {name:<{width}}  {self_time:>12}  {r['percent']:>6.2f}  {r['occurrences']:>7,}")
 
 
+def _read_share(o: Overview) -> str:
+    """How much of the profile was read: "at most 0.87% of the profile", or "only part of the profile"."""
+    fraction = o.completeness.fraction_read
+    if fraction is None:
+        return "only part of the profile"
+    return f"at most {percent_words(fraction)} of the profile"
+
+
 def _op_label(row: dict) -> str:
     name = row["name"] if not row["program"] else f"{row['name']} ({row['program']})"
     return name if len(name) <= NAME_CHARS else name[: NAME_CHARS - 1] + "…"
@@ -143,7 +156,7 @@ def _op_label(row: dict) -> str:
 def _print_findings(o: Overview) -> None:
     findings = o.findings
     if not findings:
-        print("\nNo problems found (tpuscope diagnose explains what was checked).")
+        print(f"\n{o.completeness.no_problems()}; tpuscope diagnose explains what was checked.")
         return
     shown = findings[:TOP_FINDINGS]
     more = f", {len(findings) - len(shown)} more" if len(findings) > len(shown) else ""

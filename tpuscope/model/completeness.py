@@ -108,6 +108,9 @@ _CANNOT_JUDGE = ": cannot judge the rest"
 _QUALIFIED_ENDINGS = (" read)", f"{_CANNOT_JUDGE})")  # a line qualified once stays so
 
 
+_FLOAT_SLACK = 1e-9  # 0.056 * 1000 is 55.99999...: rounded down, it must still read 0.056
+
+
 def percent_words(fraction: float) -> str:
     """A share read, never rounded up to a whole profile: 0.0087 -> "0.87%", 0.456 -> "45%",
     0.9996 -> "99.9%"."""
@@ -116,7 +119,7 @@ def percent_words(fraction: float) -> str:
         return "0%"
     if percent < 1:
         digits = max(0, 1 - math.floor(math.log10(percent)))  # two significant digits
-        return f"{math.floor(percent * 10**digits) / 10**digits:.{digits}f}%"
+        return f"{math.floor(percent * 10**digits + _FLOAT_SLACK) / 10**digits:.{digits}f}%"
     if percent < 99:
         return f"{math.floor(percent)}%"
     return f"{min(math.floor(percent * 10) / 10, 99.9):.1f}%"
@@ -137,8 +140,7 @@ def completeness(
     kinds = {loss.kind for loss in counting}
     words = [_SUMMARY[kind] for kind in (CUT, DROPPED, LEFT_OUT) if kind in kinds]
     if hosts_left_out:
-        noun = "host file" if hosts_left_out == 1 else "host files"
-        reasons.append(f"{hosts_left_out} of {hosts_total} {noun} could not be read")
+        reasons.append(f"{hosts_left_out} of {hosts_total} host files could not be read")
         words.append(reasons[-1])
     bounds = []
     for kind in (CUT, DROPPED, LEFT_OUT):

@@ -155,6 +155,13 @@ class DiagnosticsView(View):
                 self.findings.setCurrentRow(0)
             finally:
                 self._selecting_first = False
+        elif not report.completeness.complete:  # no all-clear on a part of the profile
+            self.detail.setHtml(
+                f"<p><b>{html.escape(report.completeness.no_problems())}.</b></p>"
+                f"<p>Incomplete profile: {html.escape(report.completeness.reason)}.</p>"
+                f"<p>{len(report.checked)} rules ran on what could be read: <i>What was checked</i>, under "
+                "the list, says what each one looked at.</p>"
+            )
         else:
             self.detail.setHtml(
                 f"<p>No integration problems found in this profile. {len(report.checked)} rules ran: "
@@ -263,6 +270,8 @@ def _summary_text(report: Report) -> str:
     text = f"<b>{html.escape(report.framework.name)}</b> · {code_spans_html(steps)} · {tally}"
     if report.rule_errors:
         text += f" · {len(report.rule_errors)} rule(s) could not run"
+    if not report.completeness.complete:
+        text += f" · <b>incomplete profile</b>: {html.escape(report.completeness.part_read())}"
     return text
 
 

@@ -288,9 +288,12 @@ class OverviewView(View):
             detail = f"{d.kind} · {ran}" if d.count > 1 else _single_device_detail(d.kind)
             self.cards["devices"].set(d.label, detail, "Click to open the op breakdown")
         else:
-            self.cards["devices"].set(
-                "None", "no device activity recorded (host-only profile)", "Click to open the op breakdown"
+            none = (
+                "no device activity recorded (host-only profile)"
+                if o.completeness.complete
+                else "no device activity in the part read (the profile is incomplete)"
             )
+            self.cards["devices"].set("None", none, "Click to open the op breakdown")
         t = o.step_time
         if t is None:
             self.cards["step_time"].set("–", "no steps")
@@ -301,7 +304,8 @@ class OverviewView(View):
                 "Step time from each step's start to the next step's start. Click for the timeline.",
             )
         if o.duty_cycle is None:
-            self.cards["duty_cycle"].set("–", "no device activity recorded")
+            missing = "recorded" if o.completeness.complete else "in the part read"
+            self.cards["duty_cycle"].set("–", f"no device activity {missing}")
         else:
             within = (
                 "" if o.step_duty_cycle is None else f"\n{format_percent(o.step_duty_cycle)} of step time"
@@ -400,8 +404,9 @@ class OverviewView(View):
         self.ops_table.setRowCount(0)
         if table is None:
             self.ops_caption.setText("")
+            where = "this profile" if o.completeness.complete else "the part of this profile read"
             self.ops_empty.setText(
-                "No device ops in this profile\n(no TPU XLA Ops, GPU kernels or XLA:CPU thunks)."
+                f"No device ops in {where}\n(no TPU XLA Ops, GPU kernels or XLA:CPU thunks)."
             )
             self.ops_stack.setCurrentWidget(self.ops_empty)
             return
@@ -452,6 +457,16 @@ class OverviewView(View):
         self.findings_list.clear()
         style = self.style()
         findings = o.findings
+        if not findings and not o.completeness.complete:  # no all-clear on a part of the profile
+            item = QListWidgetItem(
+                QIcon(style.standardIcon(QStyle.StandardPixmap.SP_MessageBoxWarning)),
+                f"No problems found in {o.completeness.part_read()}.",
+            )
+            item.setToolTip(f"Incomplete profile: {o.completeness.reason}.")
+            item.setFlags(Qt.ItemFlag.NoItemFlags | Qt.ItemFlag.ItemIsEnabled)
+            self.findings_list.addItem(item)
+            self.findings_caption.setText("the profile could not be read whole: the rules saw a part of it")
+            return
         if not findings:
             item = QListWidgetItem(
                 QIcon(style.standardIcon(QStyle.StandardPixmap.SP_DialogApplyButton)),

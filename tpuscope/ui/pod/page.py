@@ -14,6 +14,7 @@ findings, such as the late host); each host's own findings fill in as its full d
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 from PySide6.QtCore import Qt, Signal
@@ -166,14 +167,18 @@ class PodPage(QWidget):
         if not findings:
             total = len(self.result.run.hosts)
             diagnosed = min(self.result.diagnosed_hosts, total)
-            self.findings.addItem(
-                QListWidgetItem(
-                    "No problems found on any host."
-                    if diagnosed >= total
-                    else f"No problems found so far: none between the hosts, none on the {diagnosed} of "
-                    f"{total} hosts diagnosed yet."
-                )
+            # A host left out or cut short: no all-clear on the part of the pod that was read.
+            complete = replace(self.result.run, unreadable=list(self.result.unreadable)).completeness()
+            item = QListWidgetItem(
+                f"No problems found so far: none between the hosts, none on the {diagnosed} of "
+                f"{total} hosts diagnosed yet."
+                if diagnosed < total
+                else "No problems found on any host."
+                if complete.complete
+                else f"No problems found on the {total} hosts read ({complete.summary}: the rest not judged)."
             )
+            item.setToolTip("" if complete.complete else f"Incomplete run: {complete.reason}.")
+            self.findings.addItem(item)
         for finding in findings:
             item = QListWidgetItem(f"{_MARK.get(finding['severity'], '')}  {finding['title']}")
             item.setToolTip(finding.get("explanation", ""))
