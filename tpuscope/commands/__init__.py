@@ -30,6 +30,7 @@ COMMANDS: dict[str, str] = {
     "diagnose": "find integration problems: input-bound, recompilation, host syncs, idle devices",
     "graph": "the HLO graph around an op: its operands and users, N hops out, with device time",
     "memory": "program memory at its peak and allocator memory over time (agrees with XProf)",
+    "comms": "communication: collective time per op, host and step, exposed vs overlapped with compute",
     "compare": "compare two runs: did step time change beyond the noise, where it came from, finding changes",
     "history": "every run of a logdir in order: step time, the change from the run before and its cause",
     "sql": "SQL over the profile's tables (events, tracks, ops, steps, findings, ...), read-only",

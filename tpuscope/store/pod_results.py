@@ -26,8 +26,9 @@ from tpuscope.store import bound, cache_limit, identity, layout
 from tpuscope.store.traces import FORMAT_VERSION as TRACE_FORMAT_VERSION
 
 # 1: HostResult lists. The trace format's version is part of the key too: a result computed from
-# a trace the readers now read differently is stale. 2: HostSummary.duty_cycle.
-FORMAT_VERSION = 2
+# a trace the readers now read differently is stale. 2: HostSummary.duty_cycle. 3: HostSummary.collectives
+# (the collective op rows), exposed collective time that memory copies do not hide.
+FORMAT_VERSION = 3
 LIGHT = "light"  # the summary only (report and op rows empty)
 FULL = "full"  # the summary, the host's own diagnosis and its op rows
 KINDS = (LIGHT, FULL)

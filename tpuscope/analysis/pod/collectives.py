@@ -35,6 +35,13 @@ COLLECTIVE_OP_PATTERN = (
     r"|^(nccl|rccl)[A-Za-z]"
 )
 
+# Memory copies and sets on a device, which hide no communication: HTA's memory kernels
+# (facebookresearch/HolisticTraceAnalysis, hta/utils/utils.py `get_kernel_type`: names starting with
+# (hip)Memcpy, (hip)Memset or dma), counted as neither communication nor computation in its overlap,
+# as TraceLens leaves copies out of `exposed_comm_time`'s computation (AMD-AGI/TraceLens,
+# TraceLens/TreePerf/gpu_event_analyser.py).
+MEMORY_OP_PATTERN = r"^(hip)?(Memcpy|Memset)|^dma"
+
 
 class CollectiveNames:
     """The string ids of collective names and categories of one trace, found once, and the tracks
@@ -45,6 +52,8 @@ class CollectiveNames:
         # The same ids as a lookup table by string id: one gather per track instead of np.isin's sort.
         self._is_op = np.zeros(len(strings), bool)
         self._is_op[self.op_ids] = True
+        self._is_memory = np.zeros(len(strings), bool)
+        self._is_memory[strings.ids_matching(MEMORY_OP_PATTERN, regex=True, ignore_case=False)] = True
         barriers = [strings.id_of(name) for name in dialect.barrier_events]
         self.barrier_ids = np.array([i for i in barriers if i is not None], np.int32)
         self.barrier_tracks = dialect.barrier_tracks
@@ -64,6 +73,19 @@ class CollectiveNames:
         if category is not None and category.dtype.kind in "iu":
             mask |= self._is_collective_id(category[idx])
         return mask
+
+    def without_copies(self, ops: list[tuple[Track, np.ndarray]]) -> list[tuple[Track, np.ndarray]]:
+        """`ops` less memory copies and sets (MEMORY_OP_PATTERN): the ops that can hide a collective."""
+        kept = []
+        for track, idx in ops:
+            ids = track.name_id[idx]
+            inside = (ids >= 0) & (ids < len(self._is_memory))
+            copy = np.zeros(len(idx), bool)
+            copy[inside] = self._is_memory[ids[inside]]
+            rest = idx[~copy] if copy.any() else idx
+            if len(rest):
+                kept.append((track, rest))
+        return kept
 
     def _is_collective_id(self, values: np.ndarray) -> np.ndarray:
         """np.isin(values, op_ids), by the lookup table when every value is a string id of it."""

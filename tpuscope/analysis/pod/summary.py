@@ -40,6 +40,8 @@ from tpuscope.analysis.facts.waits import (
 )
 from tpuscope.analysis.pod.clocks import CollectiveEnds, LaunchSkew, collective_ends, launch_skew
 from tpuscope.analysis.pod.collectives import CollectiveNames, dcn_events, split_device_ops, union_of
+from tpuscope.analysis.pod.comms import CollectiveRow, collective_rows
+from tpuscope.analysis.programs import PROGRAM_CODE
 from tpuscope.analysis.steps import SOURCE_NONE
 from tpuscope.model.flows import Flows
 from tpuscope.model.trace import Trace, Track
@@ -96,6 +98,9 @@ class HostSummary:
     # compare its clock with the other hosts' (`tpuscope.analysis.pod.clocks`).
     collective_ends: CollectiveEnds = field(default_factory=CollectiveEnds)
     launch_skew: list[LaunchSkew] = field(default_factory=list)
+    # Its collective ops, one row per op (`tpuscope.analysis.pod.comms`): split by op, the same events
+    # and compute as `exposed_collective_ps`.
+    collectives: list[CollectiveRow] = field(default_factory=list)
     # Share of the host's own span (its first event to its last end, `_own_span`) its devices ran an op,
     # mean over them; None without devices. The same whether its file is read alone or with the others.
     duty_cycle: float | None = None
@@ -164,6 +169,7 @@ def summarize_host(ctx: Context, host: str | None = None) -> HostSummary:
     other_ops = []  # each device's non-collective ops, found once
     clock_events: list[tuple[Track, np.ndarray]] = []  # the first device's with collectives
     busy = [_busy(device) for device in devices]
+    per_device = []  # each device's kind, collectives and the ops that can hide them, for the op rows
     ctx.device_busy_from(busy)  # their union, made once, for the waits below
     for row, device in enumerate(devices):
         events, ops = split_device_ops(device, names)
@@ -181,10 +187,13 @@ def summarize_host(ctx: Context, host: str | None = None) -> HostSummary:
         busy_in_collectives = in_collectives if within else window_total(intersect(busy[row], inside), p0, p1)
         compute[row] = window_total(busy[row], p0, p1) - busy_in_collectives
         # Exposed: collective time no other op of the device overlaps (only ops that meet a
-        # collective can hide it, and the intersection keeps only those). Without collectives there
-        # is nothing to hide (and the device's ops are not merged a second time).
+        # collective can hide it, and the intersection keeps only those); memory copies hide none
+        # (HTA's and TraceLens' computation leaves them out). Without collectives there is nothing to
+        # hide (and the device's ops are not merged a second time).
         if len(inside[0]):
-            exposed[row] = in_collectives - window_total(intersect(inside, union_of(ops)), p0, p1)
+            hide = union_of(names.without_copies(ops))
+            exposed[row] = in_collectives - window_total(intersect(inside, hide), p0, p1)
+            per_device.append((device.kind, events, hide))
         else:
             exposed[row] = in_collectives
     if not devices and len(dcn_intervals[0]):
@@ -224,6 +233,7 @@ def summarize_host(ctx: Context, host: str | None = None) -> HostSummary:
         step_event_index=steps.event_index.astype(np.int64),
         collective_ends=collective_ends(clock_events, steps.number, p0, p1),
         launch_skew=launch_skew(ctx.trace),
+        collectives=_collective_rows(ctx, per_device, dcn),
         duty_cycle=float(np.mean(duty)) if duty else None,
         evidence={
             "input": _longest(input_work_events(ctx), "data loading / input", in_steps),
@@ -244,6 +254,28 @@ def _own_span(trace: Trace) -> tuple[np.ndarray, np.ndarray] | None:
     first = min(int(t.start_ps[0]) for t in tracks)
     last = max(int(t.start_ps[-1] + t.duration_ps.max()) for t in tracks)
     return (np.array([first]), np.array([last])) if last > first else None
+
+
+def _collective_rows(ctx: Context, per_device: list, dcn: list) -> list[CollectiveRow]:
+    """The host's collective op rows (`tpuscope.analysis.pod.comms`), DCN transfers hidden by any
+    device's compute."""
+    if not per_device and not dcn:
+        return []
+    hide = union([h for _, _, h in per_device]) if per_device else empty()
+    return collective_rows(per_device, dcn, hide, _code_lookup(ctx))
+
+
+def _code_lookup(ctx: Context):
+    """program id -> its compiled code, decoded from the trace on first use (only collectives whose
+    events do not print their instruction ask)."""
+    codes: list[dict] = []
+
+    def lookup(program_id: int):
+        if not codes:
+            codes.append(ctx.get(PROGRAM_CODE))
+        return codes[0].get(program_id)
+
+    return lookup
 
 
 def _busy(device: Device) -> Intervals:
