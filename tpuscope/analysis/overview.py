@@ -204,8 +204,11 @@ class Overview:
     @property
     def step_duty_cycle(self) -> float | None:
         """Busy share of the time inside steps, None without steps or devices."""
-        split = self.series.split_percent()
-        return None if split is None or self.duty_cycle is None else split["busy"] / 100.0
+        total = float(self.series.duration_ps.sum())
+        if total <= 0 or self.duty_cycle is None:
+            return None
+        # The ratio `StepBreakdown.step_duty_cycle` takes (`ops --json`), of the same busy time.
+        return float(self.series.busy_ps.sum()) / total
 
     def to_json(self, top_ops: int = TOP_OPS, top_findings: int | None = None) -> dict[str, Any]:
         findings = self.findings if top_findings is None else self.findings[:top_findings]

@@ -24,7 +24,7 @@ openxla/xprof `xprof/convert/`) and PyTorch/XLA's `StepTrace`.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
@@ -86,6 +86,21 @@ class Steps:
 
     def to_json(self) -> dict:
         return {"count": len(self), "source": self.source, "description": self.description, "name": self.name}
+
+
+def step_periods(steps: Steps) -> tuple[np.ndarray, np.ndarray]:
+    """Each step's period: from its start to the next step's start (the last: to its end). Step
+    time measured start-to-start includes the host work between annotated steps, which is where an
+    unannotated data loader spends its time; every step time tpuscope shows is this one."""
+    if len(steps) == 0:
+        return np.empty(0, np.int64), np.empty(0, np.int64)
+    ends = np.append(steps.start_ps[1:], steps.end_ps[-1])
+    return steps.start_ps.copy(), np.maximum(ends, steps.start_ps)
+
+
+def as_periods(steps: Steps) -> Steps:
+    """`steps` with each one lasting its period (`step_periods`), its events and words kept."""
+    return replace(steps, end_ps=step_periods(steps)[1])
 
 
 def empty_steps() -> Steps:

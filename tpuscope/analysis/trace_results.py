@@ -16,7 +16,7 @@ from tpuscope.analysis.ops import CODE_GROUPINGS, OpEvents, OpTable, aggregate, 
 from tpuscope.analysis.programs import PROGRAM_CODE
 from tpuscope.analysis.results import Result, ResultSource
 from tpuscope.analysis.step_breakdown import StepBreakdown, step_breakdown
-from tpuscope.analysis.steps import Steps, find_steps
+from tpuscope.analysis.steps import Steps, as_periods, find_steps
 
 DeviceChoice = str | int  # "all", a position in the device list, or a kind ("TPU", "GPU", "CPU")
 
@@ -61,6 +61,7 @@ def op_table_result(by: str = "op", device: DeviceChoice = "all") -> Result[OpTa
 def step_breakdown_result(device: DeviceChoice = "all") -> Result[StepBreakdown | None]:
     def compute(a: ResultSource) -> StepBreakdown | None:
         chosen = chosen_devices(a, device)
-        return step_breakdown(a.trace, devices=chosen, steps=a.get(STEPS)) if chosen else None
+        # Each step from its start to the next step's, as every step time is measured (`step_periods`).
+        return step_breakdown(a.trace, devices=chosen, steps=as_periods(a.get(STEPS))) if chosen else None
 
     return Result(f"step_breakdown[{_device_key(device)}]", compute)

@@ -27,7 +27,7 @@ from tpuscope.analysis.framework import Framework
 from tpuscope.analysis.host_names import HostNameIndex
 from tpuscope.analysis.ops import OpTable, aggregate, collect_op_events
 from tpuscope.analysis.results import Result, ResultSource
-from tpuscope.analysis.steps import SOURCE_HOST_ANNOTATION, Steps, outermost
+from tpuscope.analysis.steps import SOURCE_HOST_ANNOTATION, Steps, outermost, step_periods
 from tpuscope.analysis.trace_results import DEVICES, FRAMEWORK, HOST_NAMES, STEPS, op_table_result
 from tpuscope.model.trace import Trace, Track
 from tpuscope.model.vocabulary import EventClass
@@ -172,11 +172,7 @@ class Context:
         Step time measured start-to-start includes the host work between annotated steps,
         which is where an unannotated data loader spends its time.
         """
-        steps = self.steps
-        if len(steps) == 0:
-            return np.empty(0, np.int64), np.empty(0, np.int64)
-        ends = np.append(steps.start_ps[1:], steps.end_ps[-1])
-        return steps.start_ps.copy(), np.maximum(ends, steps.start_ps)
+        return step_periods(self.steps)
 
     @cached_property
     def compiling_steps(self) -> np.ndarray:

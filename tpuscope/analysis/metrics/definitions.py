@@ -177,7 +177,7 @@ METRICS_DEFINED: tuple[Metric, ...] = (
            _duty_cycle, overview_key="duty_cycle", ops_key="duty_cycle"),
     Metric("step_duty_cycle", FRACTION, STEPS,
            "share of the time inside steps the devices ran an op (mean over the devices)",
-           _step_duty_cycle, overview_key="step_duty_cycle"),
+           _step_duty_cycle, overview_key="step_duty_cycle", ops_key="steps.step_duty_cycle"),
     Metric("steady_state_duty_cycle", FRACTION, DEVICE,
            "share of the steady state (steps after the first, compilation left out; without steps the "
            "first to last device op) the busiest device ran an op", _steady_duty),
