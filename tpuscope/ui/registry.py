@@ -61,6 +61,7 @@ VIEWS: tuple[ViewSpec, ...] = (
     ViewSpec("memory", "Memory", "tpuscope.ui.memory_view", "MemoryView"),
     ViewSpec("source", "Source", "tpuscope.ui.source_view", "SourceView"),
     ViewSpec("roofline", "Roofline", "tpuscope.ui.roofline_view", "RooflineView"),
+    ViewSpec("graph", "Graph", "tpuscope.ui.graph_view", "GraphView"),
     ViewSpec("flame", "Flame", "tpuscope.ui.flame_view", "FlameView"),
     ViewSpec("query", "Query", "tpuscope.ui.query_view", "QueryView", ("tpuscope.query.session",)),
 )
