@@ -17,7 +17,7 @@ from PySide6.QtWidgets import QDockWidget, QMainWindow, QTextBrowser, QWidget
 
 from tpuscope.analysis.area_pivot import AreaPivot
 from tpuscope.analysis.op_source import OpDetails
-from tpuscope.analysis.ops import op_details_of_event
+from tpuscope.analysis.ops import op_details_of_event, short_op_name
 from tpuscope.analysis.programs import PROGRAM_CODE
 from tpuscope.model.trace import Trace, Track
 from tpuscope.model.units import SHORT_SPEC, format_duration
@@ -32,6 +32,7 @@ MAX_FLOW_LINKS = 20  # a launch has one kernel; an event with more flows lists t
 DETAILS_START_WIDTH_PX = 360  # room for stat names such as `raw_bytes_accessed` and 20-digit values
 MAX_STAT_TEXT = 2000  # characters of one stat value shown (long HLO texts and source stacks)
 MAX_FUSED_SHOWN = 200  # instructions of a fusion listed; a large fusion's rest is counted
+GRAPH_LINK = "graph:"  # the "Show in graph" link of an op's code
 DETAILS_OPEN_KEY = "details/open"  # the user's last choice: open the dock when it has something to show
 
 
@@ -99,6 +100,7 @@ class DetailsPanel(QTextBrowser):
 
     flowTargetClicked = Signal(object, int)
     sqlRequested = Signal(str)  # "as SQL" on a range's pivot: the query to run in the Query tab
+    graphRequested = Signal(str, object)  # "Show in graph" on an op: (its name, program id)
     contentShown = Signal()  # an event or a range is shown (the dock opens for it)
 
     def __init__(self, parent: QWidget | None = None, hub: AnalysisHub | None = None):
@@ -132,6 +134,10 @@ class DetailsPanel(QTextBrowser):
             return
         if self._pivot is not None and text.startswith(SQL_LINK):
             self.sqlRequested.emit(range_pivot_sql(self._pivot, text[len(SQL_LINK) :]))
+            return
+        if text == GRAPH_LINK and self.code is not None:
+            code = self.code.code
+            self.graphRequested.emit(short_op_name(code.hlo_text), code.program_id)
             return
         if not text.startswith("flow:") or self._trace is None:
             return
@@ -200,6 +206,9 @@ class DetailsPanel(QTextBrowser):
             del parts[1]  # the op's own text, shown in the code section instead
         times = 2 if len(parts) > 1 and "<b>HLO</b>" in parts[1] else 1  # the times table's part
         parts.insert(times + 1, code_html(details))  # under the times, above the raw stats
+        if details.code.hlo_text and details.code.program_id is not None:  # an XLA op with its program
+            link = f"<p style='margin:6px 0 0 0'><a href='{GRAPH_LINK}'>Show in graph</a></p>"
+            parts.insert(times + 1, link)
         self.setHtml("".join(parts))
 
     def _flow_links(self, track: Track, index: int) -> str:

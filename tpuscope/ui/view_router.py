@@ -133,6 +133,7 @@ class ViewRouter(QObject):
         self._timeline.rangeSelected.connect(self.summarize_range)
         self._details.flowTargetClicked.connect(self.jump_to_event)
         self._details.sqlRequested.connect(self.run_sql)
+        self._details.graphRequested.connect(self.open_graph)
         self._search.matchesChanged.connect(self._on_matches)
         self._search.currentMatch.connect(self._on_current_match)
         self.bodyBuilt.emit()
@@ -413,6 +414,12 @@ class ViewRouter(QObject):
             view = self.views[key]
             if isinstance(view, View):
                 view.select(target)
+
+    def open_graph(self, name: str, program_id: int | None) -> None:
+        """The Graph view around op `name` (the Details dock's "Show in graph")."""
+        from tpuscope.ui.views import OpGraphAt  # loaded with the views, after the first paint
+
+        self.open_view("graph", OpGraphAt(name, program_id))
 
     def highlight_events(self, matches: list[tuple[Track, np.ndarray]], source: object = None) -> None:
         """Outlines events picked in another view on the timeline.
