@@ -45,7 +45,7 @@ from tpuscope.analysis.scope_tree import (
 )
 from tpuscope.analysis.session import op_table_result
 from tpuscope.model.trace import Trace
-from tpuscope.model.units import format_duration
+from tpuscope.model.units import SHORT_SPEC, format_duration
 from tpuscope.ui.analysis_hub import AnalysisHub
 from tpuscope.ui.timeline.palette import PALETTE, colour_of_key
 from tpuscope.ui.views import View
@@ -144,13 +144,16 @@ class FlameCanvas(QWidget):
             if self.matches is not None and not self.matches[node]:
                 colour = DIMMED
             painter.fillRect(rect, colour)
-            if tree.estimated[node] and node:
+            if tree.estimated[node] and tree.self_ps[node] > 0:  # the estimated shares themselves
                 painter.fillRect(rect, hatch)
             painter.setPen(outline)
             painter.drawRect(rect)
             if w >= LABEL_MIN_PX:
                 painter.setPen(QColor("black"))
-                text = metrics.elidedText(name, Qt.TextElideMode.ElideRight, int(w) - 6)
+                label = f"{name}  {format_duration(int(tree.total_ps[node]), SHORT_SPEC)}"
+                if metrics.horizontalAdvance(label) > w - 6:
+                    label = name
+                text = metrics.elidedText(label, Qt.TextElideMode.ElideRight, int(w) - 6)
                 painter.drawText(rect.adjusted(3, 0, -3, 0), Qt.AlignmentFlag.AlignVCenter, text)
             self._rects.append((rect, node))
             if node in ancestors and node != self.zoom:
