@@ -213,14 +213,8 @@ class Overview:
     def to_json(self, top_ops: int = TOP_OPS, top_findings: int | None = None) -> dict[str, Any]:
         findings = self.findings if top_findings is None else self.findings[:top_findings]
         data = self._to_json(top_ops, findings)
-        if self.pod_metrics is not None:  # the headline is the pod's, each host's beside it
-            headline = headline_json(self.pod_metrics)
-            for key in ("step_time", "duty_cycle", "step_duty_cycle", "step_time_split_percent"):
-                data[key] = headline.pop(key)
-            if data["step_time"] is not None and self.pod is not None:
-                steps_us = self.pod.matrix("step") / 1e6
-                data["step_time"].update(min_us=float(steps_us.min()), max_us=float(steps_us.max()))
-            data["headline"] = headline
+        if self.pod is not None and self.pod_metrics is not None:  # the pod's headline, each host's beside it
+            data.update(pod_headline_json(self.pod, self.pod_metrics))
         return data
 
     def _to_json(self, top_ops: int, findings: list[Finding]) -> dict[str, Any]:
@@ -243,6 +237,22 @@ class Overview:
             "pod": None if self.pod is None else self.pod.to_json(),
             **self.completeness.to_json(),
         }
+
+
+def pod_headline_json(pod: PodAnalysis, rows: list[MetricValue]) -> dict[str, Any]:
+    """A pod's headline under `overview --json`'s keys (step time, duty cycles, the split), from its
+    metrics (`tpuscope.analysis.metrics.pod`: the mean over hosts), and `headline`: what they are the
+    mean of and each host's own; a pod read as one trace and one analysed host by host print these."""
+    headline = headline_json(rows)
+    data = {
+        key: headline.pop(key)
+        for key in ("step_time", "duty_cycle", "step_duty_cycle", "step_time_split_percent")
+    }
+    if data["step_time"] is not None:
+        steps_us = pod.matrix("step") / 1e6  # the extremes over every host's aligned steps
+        data["step_time"].update(min_us=float(steps_us.min()), max_us=float(steps_us.max()))
+    data["headline"] = headline
+    return data
 
 
 def overview_figures(ctx: Context, ops: OpTable | None) -> Overview:

@@ -126,11 +126,21 @@ def overview_json(run: PodRun) -> dict[str, Any]:
         "events": run.event_count,
         "framework": run.framework.name,
         "pod": run.pod.to_json(),
+        **_pod_headline(run),
         "top_findings": run.findings()[:TOP_FINDINGS],
         "findings_of": "the pod rules (tpuscope diagnose runs each host's rules too)",
         "unreadable": list(run.unreadable),
         **run.completeness().to_json(),
     }
+
+
+def _pod_headline(run: PodRun) -> dict[str, Any]:
+    """The pod's step time, duty cycles and split (the mean over hosts, each host's beside it), as
+    `overview --json` of the run read as one trace prints them (`tpuscope.analysis.metrics.pod`)."""
+    from tpuscope.analysis.metrics.pod import pod_metrics
+    from tpuscope.analysis.overview import pod_headline_json
+
+    return pod_headline_json(run.pod, pod_metrics(run.pod))
 
 
 def print_overview(run: PodRun) -> None:
