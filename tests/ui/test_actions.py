@@ -34,6 +34,7 @@ VIEW_MENU = [
     "Zoom to &Fit", "Zoom &In (W)", "Zoom &Out (S)", "",
     "&Collapse All Groups", "&Expand All Groups", "Show &Empty Tracks", "Align Host &Clocks",
     "Find\u2026", "",
+    "Command &Palette\u2026", "Copy &Link", "",
     *(f"Go to {spec.title}" for spec in VIEWS), "",
     "Details",
 ]  # fmt: skip

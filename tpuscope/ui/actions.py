@@ -117,6 +117,8 @@ ACTIONS: tuple[Action, ...] = (
            checkable=True, checked="loads.align_clocks"),
     Action("view.find", f"Find{ELLIPSIS}", VIEW, "router.focus_search",
            shortcut=QKeySequence.StandardKey.Find, group="tracks"),
+    Action("view.command_palette", f"Command &Palette{ELLIPSIS}", VIEW, "show_command_palette",
+           shortcut="Ctrl+Shift+P", group="link"),
     Action("view.copy_link", "Copy &Link", VIEW, "copy_link", shortcut="Ctrl+Shift+L", group="link"),
     *_go_to_actions(),
     Action("view.details", "Details", VIEW, group="panels", provided=True),

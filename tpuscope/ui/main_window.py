@@ -303,6 +303,11 @@ class MainWindow(QMainWindow):
             f"Ctrl+1 \u2026 Ctrl+{len(VIEWS)}: {', '.join(spec.title for spec in VIEWS)} tabs",
         )
 
+    def show_command_palette(self) -> None:
+        from tpuscope.ui.command_palette import show_palette  # imported on first use: a faster start
+
+        show_palette(self)
+
     def copy_link(self) -> None:
         """View > Copy Link: the command line that opens this profile at the timeline's time range
         (`tpuscope PATH --at T0:T1`), on the clipboard."""
@@ -311,7 +316,9 @@ class MainWindow(QMainWindow):
         from tpuscope.ui.launch import command_line
 
         if self.path is None or self.trace is None:
-            self.statusBar().showMessage("Open a profile first: Copy Link names the profile and the time shown.")
+            self.statusBar().showMessage(
+                "Open a profile first: Copy Link names the profile and the time shown."
+            )
             return
         timeline = self.timeline
         t0, t1 = max(timeline.t0_ps, 0.0), min(timeline.t1_ps, float(self.trace.duration_ps))

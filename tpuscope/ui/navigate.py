@@ -11,6 +11,8 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 if TYPE_CHECKING:
+    from tpuscope.analysis.ops import OpEvents
+    from tpuscope.model.trace import Track
     from tpuscope.ui.view_router import ViewRouter
 
 # A point in time (--at 12.3ms) is shown with this much around it on each side (our heuristic: a
@@ -30,13 +32,40 @@ def go_to_time(router: ViewRouter, t0_ps: float, t1_ps: float | None = None) -> 
     return True
 
 
+def _op_events(router: ViewRouter) -> OpEvents | None:
+    analysis = router.hub.analysis if router.body_built else None
+    return analysis.op_events() if analysis is not None else None
+
+
+def op_names(router: ViewRouter) -> list[str]:
+    """The open profile's ops as the op breakdown names them ("copy-done.4", where a TPU event's own
+    name is its whole HLO text), sorted; the event names of a profile with no device ops."""
+    events = _op_events(router)
+    if events is not None and len(events):
+        return sorted(events.labels.texts[int(i)] for i in np.unique(events.op))
+    trace = router.trace
+    if trace is None:
+        return []
+    ids = np.unique(np.concatenate([t.name_id for t in trace.tracks()] or [np.empty(0, np.int32)]))
+    return sorted(trace.strings[int(i)] for i in ids)
+
+
+def op_events_named(router: ViewRouter, name: str) -> list[tuple[Track, np.ndarray]]:
+    """The events of op `name` as the op breakdown groups them, per track ([] when it has none)."""
+    events = _op_events(router)
+    if events is None or not len(events) or name not in events.labels.texts:
+        return []
+    return events.events_of(events.op == events.labels.texts.index(name))
+
+
 def go_to_op(router: ViewRouter, name: str) -> int:
-    """Outlines every event named `name` on the timeline and shows the longest (selected, zoomed to,
-    in Details); the number of events found (0: nothing changes)."""
+    """Outlines every event of op `name` (as the op breakdown names ops; else every event so named) on
+    the timeline and shows the longest (selected, zoomed to, in Details); the number of events found
+    (0: nothing changes)."""
     trace = router.trace
     if trace is None:
         return 0
-    matches = trace.events_named(name)
+    matches = op_events_named(router, name) or trace.events_named(name)
     count = sum(len(indices) for _, indices in matches)
     if not count:
         return 0
