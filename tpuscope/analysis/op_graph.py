@@ -1,7 +1,7 @@
 """The HLO graph around one op, as `tpuscope graph` and the Graph view show it: the op found in the
 profile's programs, its neighbourhood with each node's device time, and the fusion hints.
 
-Device time per node is the op table's self time by op over all devices (`TraceAnalysis.op_table`),
+Device time per node is the op table's self time by op over all devices (`op_table_result`),
 the number the op breakdown shows for the same (program, op); instructions that ran no event of
 their own (fused instructions, parameters) have none.
 """
@@ -23,7 +23,8 @@ from tpuscope.analysis.hlo_graph import (
 )
 from tpuscope.analysis.ops import short_op_name
 from tpuscope.analysis.programs import PROGRAM_CODE
-from tpuscope.analysis.session import TraceAnalysis
+from tpuscope.analysis.results import Result, ResultSource
+from tpuscope.analysis.trace_results import DEVICES, op_table_result
 
 MAX_RADIUS = 20  # beyond this a neighbourhood is the whole program: our heuristic
 
@@ -82,7 +83,7 @@ class OpGraph:
 
 
 def op_graph(
-    analysis: TraceAnalysis,
+    analysis: ResultSource,
     op: str,
     radius: int = DEFAULT_RADIUS,
     expand: bool = False,
@@ -93,7 +94,7 @@ def op_graph(
     code = analysis.get(PROGRAM_CODE)
     if not code:
         raise NoPrograms(op)
-    times = device_times(analysis.op_table("op", "all")) if analysis.devices else {}
+    times = device_times(analysis.get(op_table_result("op", "all"))) if analysis.get(DEVICES) else {}
     name = short_op_name(op)
     place = find_op(code, name, times, program)
     graph = analysis.get(hlo_graph_result(place.program_id))
@@ -102,3 +103,35 @@ def op_graph(
         raise OpNotFound(name, [])
     part = neighborhood(graph, center, min(max(radius, 0), MAX_RADIUS), times, expand)
     return OpGraph(name, place, part, fusion_hints(part), expand)
+
+
+def op_graph_result(
+    op: str, radius: int = DEFAULT_RADIUS, expand: bool = False, program: str | None = None
+) -> Result[OpGraph]:
+    """`op_graph` as a shared result (the app computes it in a worker, once per question)."""
+    return Result(
+        f"op_graph:{program}:{op}:{radius}:{expand}", lambda a: op_graph(a, op, radius, expand, program)
+    )
+
+
+def heaviest_op(analysis: ResultSource) -> str | None:
+    """The op with the most device self time whose program's code the profile keeps (the graph to
+    show before any op is picked), None when there is none."""
+    code = analysis.get(PROGRAM_CODE)
+    if not code or not analysis.get(DEVICES):
+        return None
+    table = analysis.get(op_table_result("op", "all"))
+    if table is None or not len(table.first_event):
+        return None
+    program_ids = table.events.program_id
+    for row in range(len(table)):
+        pid = int(program_ids[int(table.first_event[row])]) if len(program_ids) else 0
+        program = code.get(pid)
+        name = table.label(table.name[row])
+        if program is not None and program.get(name) is not None:
+            return name
+    return None
+
+
+# The op the Graph view shows before one is picked.
+HEAVIEST_OP: Result[str | None] = Result("graph_heaviest_op", heaviest_op)

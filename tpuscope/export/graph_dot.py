@@ -21,11 +21,18 @@ def _quote(text: str) -> str:
     return '"' + text.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n") + '"'
 
 
+# The share of the largest device time in the picture each class starts at (our heuristic: device
+# times of neighbouring ops span orders of magnitude, a 2 us copy-start beside a 3 s fusion, so the
+# classes are spaced by factors rather than evenly).
+HEAT_SHARES = (0.01, 0.1, 0.5)
+
+
 def heat_class(time_ps: int, most_ps: int) -> int:
-    """0 for no time, else 1..4 by the share of the largest time (quarters)."""
+    """0 for no time, else 1..4 by the share of the largest time in the picture (`HEAT_SHARES`);
+    the Graph view fills its boxes by the same classes."""
     if time_ps <= 0 or most_ps <= 0:
         return 0
-    return min(1 + int(4 * time_ps / most_ps), 4) if time_ps < most_ps else 4
+    return 1 + sum(time_ps >= share * most_ps for share in HEAT_SHARES)
 
 
 def to_dot(found: OpGraph) -> str:
