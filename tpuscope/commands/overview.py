@@ -74,6 +74,16 @@ def print_text(overview: Overview, top_ops: int = TOP_OPS) -> None:
         print(f"Steps:       {len(o.steps)} from {o.steps.description}")
     else:
         print(f"Steps:       none ({NO_STEPS_TEXT})")
+    if o.pod_metrics is not None:  # a pod: its headline is the mean over its hosts
+        _print_pod_headline(o.pod_metrics)
+    else:
+        _print_headline(o)
+    _print_pod(o)
+    _print_ops(o, top_ops)
+    _print_findings(o)
+
+
+def _print_headline(o: Overview) -> None:
     if o.step_time is not None:
         t = o.step_time
         print(
@@ -91,9 +101,29 @@ def print_text(overview: Overview, top_ops: int = TOP_OPS) -> None:
         has_devices = o.duty_cycle is not None
         parts = ", ".join(f"{part_label(name, has_devices)} {split[name]:.1f}%" for name in PARTS)
         print(f"Step split:  {parts}")
-    _print_pod(o)
-    _print_ops(o, top_ops)
-    _print_findings(o)
+
+
+def _print_pod_headline(rows) -> None:
+    """Step time, duty cycles and split of a pod: the metrics' pod rows (the mean over hosts)."""
+    from tpuscope.analysis.metrics import POD, format_metric
+
+    pod = {r.name: r for r in rows if r.scope == POD}
+
+    def shown(name: str) -> str:
+        return format_metric(pod[name].value, pod[name].unit)
+
+    over = pod["step_time_mean"].over or pod["duty_cycle"].over
+    if pod["step_time_mean"].value is not None:
+        print(
+            f"Step time:   mean {shown('step_time_mean')}, median {shown('step_time_median')}, "
+            f"p95 {shown('step_time_p95')} (start to next start; {over})"
+        )
+    print(
+        f"Duty cycle:  {shown('duty_cycle')} of the profile, {shown('step_duty_cycle')} of step time ({over})"
+    )
+    if pod["busy_share"].value is not None:
+        parts = ", ".join(f"{part_label(name)} {shown(name + '_share')}" for name in PARTS)
+        print(f"Step split:  {parts} ({over})")
 
 
 def _print_pod(o: Overview) -> None:
