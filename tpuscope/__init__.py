@@ -1,14 +1,15 @@
-"""tpuscope: a profiler for XLA programs. `tpuscope.open(path)` and `tpuscope.compare(a, b)` are the
-Python API (`tpuscope.api`); they load on first use, so `import tpuscope` (and every command) stays light."""
+"""tpuscope: a profiler for XLA programs. `tpuscope.open(path or bytes)`, `tpuscope.capture()` and
+`tpuscope.compare(a, b)` are the Python API (`tpuscope.api`); they load on first use, so
+`import tpuscope` (and every command) stays light."""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from tpuscope.api import Profile, compare, open  # noqa: A004
+    from tpuscope.api import Capture, Profile, capture, compare, open  # noqa: A004
 
-__all__ = ["Profile", "compare", "open"]
+__all__ = ["Capture", "Profile", "capture", "compare", "open"]
 
 
 def __getattr__(name: str) -> Any:

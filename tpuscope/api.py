@@ -1,4 +1,5 @@
-"""The Python API for notebooks and scripts: `tpuscope.open(path)` and `tpuscope.compare(a, b)`.
+"""The Python API for notebooks and scripts: `tpuscope.open(path)`, `tpuscope.open(bytes)`,
+`tpuscope.capture()` and `tpuscope.compare(a, b)`.
 
 A `Profile` holds one loaded trace and its `TraceAnalysis`, so every method computes its result once
 and returns the records the matching command prints with `--json` (the same code builds both):
@@ -7,6 +8,10 @@ and returns the records the matching command prints with `--json` (the same code
     p = tpuscope.open("prof/")                # a file, run folder, logdir or gs:// URL
     p.sql("SELECT name, sum(dur_ps) FROM events GROUP BY name").df()
     p.ops()[0]["name"], p.diagnose()["findings"], p.memory()["programs"]
+    p = tpuscope.open(xspace_bytes)          # a profile held in memory (XSpace or trace-event JSON)
+    with tpuscope.capture() as run:           # record a JAX program in this process and open it
+        train_step(state, batch)
+    run.diagnose()
 
 `sql` returns a DuckDB relation (`.df()`, `.pl()`, `.arrow()`, `.fetchall()`) over the query's rows,
 read-only and bounded as the `sql` command's queries are (`tpuscope.query.session`): a time limit,
@@ -90,10 +95,74 @@ class Profile:
         return self.analysis.overview.to_json()
 
 
-def open(path: str | Path, run: str | None = None, use_cache: bool = True) -> Profile:  # noqa: A001
-    """Opens a profile as the commands do (`.xplane.pb`, Kineto/Chrome JSON, run folder, logdir, gs://);
-    `tpuscope.errors.ProfileError` (one sentence) when it cannot be read."""
+def open(  # noqa: A001
+    path: str | Path | bytes | bytearray | memoryview,
+    run: str | None = None,
+    use_cache: bool = True,
+    name: str | None = None,
+) -> Profile:
+    """Opens a profile as the commands do (`.xplane.pb`, Kineto/Chrome JSON, run folder, logdir, gs://),
+    or one held in memory: the bytes of an XSpace (`.xplane.pb`, gzip or not) or of a trace-event JSON
+    document (what `jax.profiler` or `torch.profiler` wrote, fetched from anywhere), with `name` the
+    file name it would have (its host's label; default `profile.<format's suffix>`). The same trace
+    and results as from the file; `tpuscope.errors.ProfileError` (one sentence) when it cannot be read."""
+    if isinstance(path, (bytes, bytearray, memoryview)):
+        from tpuscope.app.opener import open_bytes
+
+        return Profile(open_bytes(path, name))
     return Profile(open_trace(str(path), run=run, use_cache=use_cache))
+
+
+class Capture:
+    """`with tpuscope.capture() as run: ...` records the JAX program run inside the block
+    (`jax.profiler.trace`) and opens what it wrote as the block ends: `run.profile` (and every
+    `Profile` method on `run` itself: `run.diagnose()`, `run.ops()`) without the caller handling files.
+    The recording goes to a temporary folder removed once it is loaded, or to `logdir` when given
+    (kept, in the layout TensorBoard and `tpuscope PATH` read). `options` go to `jax.profiler.trace`."""
+
+    def __init__(self, logdir: str | Path | None = None, **options: Any):
+        self.logdir = None if logdir is None else Path(logdir)
+        self.options = options
+        self.profile: Profile | None = None
+        self._folder: Any = None
+        self._trace: Any = None
+
+    def __enter__(self) -> Capture:
+        import tempfile
+
+        import jax  # the caller's JAX: a capture records the process it runs in
+
+        if self.logdir is None:
+            self._folder = tempfile.TemporaryDirectory(prefix="tpuscope-capture-")
+        where = self.logdir if self.logdir is not None else Path(self._folder.name)
+        self._trace = jax.profiler.trace(str(where), **self.options)
+        self._trace.__enter__()
+        return self
+
+    def __exit__(self, kind, error, traceback) -> None:
+        try:
+            self._trace.__exit__(kind, error, traceback)
+            if kind is None:
+                where = self.logdir if self.logdir is not None else Path(self._folder.name)
+                # a temporary recording is never cached: its path dies with the folder
+                self.profile = Profile(open_trace(str(where), use_cache=self.logdir is not None))
+        finally:
+            if self._folder is not None:
+                self._folder.cleanup()
+                self._folder = None
+
+    def __getattr__(self, attribute: str) -> Any:
+        profile = self.__dict__.get("profile")
+        if profile is None:
+            raise AttributeError(
+                f"{attribute!r}: the capture has no profile until its `with` block has ended"
+            )
+        return getattr(profile, attribute)
+
+
+def capture(logdir: str | Path | None = None, **options: Any) -> Capture:
+    """Records the JAX program run in a `with` block and opens it (see `Capture`)."""
+    return Capture(logdir, **options)
 
 
 def compare(base: str | Path | Profile, new: str | Path | Profile, noise_floor: float | None = None) -> dict:

@@ -51,6 +51,25 @@ def open_trace(
     return trace
 
 
+def open_bytes(
+    data: bytes | bytearray | memoryview,
+    name: str | None = None,
+    progress: ProgressCallback | None = None,
+    strict: bool = False,
+) -> Trace:
+    """A profile held in memory: an XSpace (`.xplane.pb`, gzip or not) or a trace-event JSON document
+    (Kineto, Chrome), read by the reader the registry picks for its first bytes (or for `name`'s
+    suffix); the same trace as from a file of those bytes. Never cached (no file identifies it).
+    ProfileError (one sentence) as for a file."""
+    from tpuscope.readers import reader_for_bytes
+
+    payload = bytes(data)
+    if not payload:
+        raise ProfileError("<memory>", "the profile is empty (0 bytes)")
+    reader, file_name = reader_for_bytes(payload, name)
+    return reader.load_bytes(payload, file_name, progress, strict)
+
+
 def _open_remote(
     url: str, run: str | None, progress: ProgressCallback | None, use_cache: bool, strict: bool
 ) -> Trace:
@@ -78,4 +97,4 @@ def _open_remote(
     return trace
 
 
-__all__ = ["LoadCancelled", "ProfileError", "ProgressCallback", "open_trace"]
+__all__ = ["LoadCancelled", "ProfileError", "ProgressCallback", "open_bytes", "open_trace"]

@@ -51,6 +51,32 @@ def reader_by_content(head: bytes) -> Reader | None:
     return None
 
 
+def reader_for_bytes(data: bytes, name: str | None = None) -> tuple[Reader, str]:
+    """The reader of a profile held in memory and the file name it is read under: by `name`'s suffix
+    when given, else by its first bytes (gunzipped), as a file's reader is chosen (`files.choose_reader`);
+    an unnamed profile is `profile` with the format's first suffix (`.gz` added for gzip bytes)."""
+    from tpuscope.readers.files import GZIP_MAGIC, gunzip_head
+
+    gzipped = bytes(data[:2]) == GZIP_MAGIC
+    head = gunzip_head(data)
+    if name:
+        return reader_by_name(name) or reader_by_content(head) or fallback_reader(), name
+    reader = _text_reader(head) or reader_by_content(head) or fallback_reader()
+    suffix = reader.suffixes[0]
+    return reader, "profile" + suffix + (".gz" if gzipped and not suffix.endswith(".gz") else "")
+
+
+def _text_reader(head: bytes) -> Reader | None:
+    """Without a file name, a sniff of one byte can claim text: a JSON document that starts with a
+    newline starts with an XSpace's first byte too (0x0a). A head that decodes as UTF-8 is no
+    protobuf, so the readers after the fallback (the binary one) are asked first."""
+    try:
+        head[:-4].decode("utf-8")  # the last bytes may cut a character in two
+    except UnicodeDecodeError:
+        return None
+    return next((r for r in list(READERS.values())[1:] if r.sniff(head)), None)
+
+
 def fallback_reader() -> Reader:
     return next(iter(READERS.values()))
 
@@ -98,5 +124,6 @@ __all__ = [
     "named_suffixes",
     "reader_by_content",
     "reader_by_name",
+    "reader_for_bytes",
     "register",
 ]

@@ -37,10 +37,20 @@ def read_head(path: Path) -> bytes:
     try:
         with open(path, "rb") as handle:
             head = handle.read(1 << 20)
-        if head[:2] == GZIP_MAGIC:
-            head = zlib.decompressobj(wbits=31).decompress(head, _HEAD_BYTES)
-    except (OSError, zlib.error):
+    except OSError:
         return b""
+    return gunzip_head(head)
+
+
+def gunzip_head(data: bytes) -> bytes:
+    """The first bytes of a profile (gunzipped when it is gzip) that a reader's sniff sees (b"" when
+    its gzip is broken)."""
+    head = bytes(data[: 1 << 20])
+    if head[:2] == GZIP_MAGIC:
+        try:
+            head = zlib.decompressobj(wbits=31).decompress(head, _HEAD_BYTES)
+        except zlib.error:
+            return b""
     return head[:_HEAD_BYTES]
 
 

@@ -50,6 +50,28 @@ class Reader:
         loaded: LoadFunction = getattr(importlib.import_module(module), function)
         return loaded(files, progress, strict)
 
+    def load_bytes(self, data: bytes, name: str, progress: ProgressCallback | None, strict: bool) -> Trace:
+        """A profile held in memory (`tpuscope.open(data)`), read by this format's `load`: the readers
+        read files (mapped, or streamed through gzip), so the bytes are handed to them as one file in a
+        private temporary folder, named `name` (the host the trace is labelled with), and removed as
+        soon as the trace is built. The trace's sources, warnings and errors say `<memory: name>`."""
+        import tempfile
+
+        from tpuscope.errors import ProfileError
+
+        label = f"<memory: {name}>"
+        with tempfile.TemporaryDirectory(prefix="tpuscope-bytes-") as folder:
+            file = Path(folder) / name
+            file.write_bytes(data)
+            try:
+                trace = self.load_files([file], progress, strict)
+            except ProfileError as error:
+                raise ProfileError(label, error.cause.replace(str(file), label)) from None
+        trace.sources = [label]
+        trace.load_warnings = [w.replace(str(file), label) for w in trace.load_warnings]
+        trace.warnings = [w.replace(str(file), label) for w in trace.warnings]
+        return trace
+
     @property
     def all_suffixes(self) -> tuple[str, ...]:
         """Every ending a file of this format may have: listed ones and those only named directly."""
