@@ -87,3 +87,25 @@ def test_compare_with_reuses_the_open_base(qtbot, tmp_path, pair_paths):
         assert "slower" in view.summary.text()
     finally:
         win.wait_for_background_work()
+
+
+def test_a_comparison_opens_beside_the_open_profile_and_closes_with_it(qtbot, tmp_path, pair_paths):
+    """Issue 33: comparing two other runs (a click in History) does not replace the profile the user
+    opened; opening another profile closes the Compare tab, which was about the one before."""
+    from tests.ui.conftest import open_and_wait
+
+    win = show_exposed(qtbot, MainWindow(QSettings(str(tmp_path / "t.ini"), QSettings.IniFormat)), 1400, 900)
+    try:
+        open_and_wait(qtbot, win, pair_paths["plain"])
+        opened, path = win.trace, win.path
+        win.open_comparison(pair_paths["input_bound"], pair_paths["prefetched"])
+        view = win.views["compare"]
+        qtbot.waitUntil(lambda: view.result is not None, timeout=TIMEOUT_MS)
+        assert win.trace is opened and win.path == path  # the open profile stays in the other tabs
+        assert win.tabs.currentWidget() is view and "faster" in view.summary.text()
+        assert "stays open in the other tabs" in win.status_label.text()
+        open_and_wait(qtbot, win, pair_paths["extra_op"])
+        titles = [win.tabs.tabText(i) for i in range(win.tabs.count())]
+        assert "compare" not in win.made_views and "Compare" not in titles  # closed (and deleted)
+    finally:
+        win.wait_for_background_work()

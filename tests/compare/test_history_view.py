@@ -68,5 +68,7 @@ def test_main_window_reads_a_history_and_opens_a_pair_in_compare(
         qtbot.waitUntil(lambda: compare.result is not None, timeout=TIMEOUT_MS)
         assert win.tabs.currentWidget() is compare
         assert "slower" in compare.summary.text() and "Cause: the machine" in compare.summary.text()
+        # With no profile open, BASE becomes the other views' profile, and History stays open (issue 33).
+        assert win.trace is compare.result.base.trace and win.tabs.indexOf(view) >= 0
     finally:
         win.wait_for_background_work()

@@ -45,6 +45,7 @@ from tpuscope.model.units import format_duration
 from tpuscope.ui.jobs import LatestJobs
 from tpuscope.ui.loader import LoadResult, prepare
 from tpuscope.ui.timeline.view import PICKED_LAYER, TimelineView
+from tpuscope.ui.view_router import short_name
 from tpuscope.ui.widgets.code_spans import code_spans_html, without_code_marks
 from tpuscope.ui.widgets.colors import BUSY_COLOR
 from tpuscope.ui.widgets.tables import SortableItem
@@ -432,13 +433,14 @@ def show_comparison(
     router: ViewRouter, loads: LoadController, base: str | Path, new: str | Path
 ) -> CompareView:
     """Shows the Compare tab (added to the window's tabs on first use) and compares BASE with NEW in
-    the background; once shown, BASE becomes the profile of the other views too (it is loaded
-    already). Only the router's and the load controller's public API is used."""
+    the background; once shown, BASE becomes the profile of the other views too when none is open
+    (it is loaded already), else the comparison opens beside the open profile (`_show_base_if_none_open`).
+    Only the router's and the load controller's public API is used."""
     view = router.made_views.get(COMPARE_KEY)
     if not isinstance(view, CompareView):
         made = view = CompareView()  # the router's tabs take it
         view.compareFailed.connect(lambda message: loads.show_error("Cannot compare", message))
-        view.comparisonShown.connect(lambda _: _show_base_everywhere(router, loads, made))
+        view.comparisonShown.connect(lambda _: _show_base_if_none_open(router, loads, made))
         router.add_view(COMPARE_KEY, view, COMPARE_TITLE)
     router.bring_to_front(view)
     view.compare_paths(str(base), str(new), _shown_if_same(router, base))
@@ -449,16 +451,28 @@ def _shown_if_same(router: ViewRouter, path: str | Path) -> LoadResult | None:
     """The profile the window shows, as its loader made it, when `path` is it (its analyses too: what
     the views computed is not computed again for the comparison)."""
     shown = router.path
-    if shown is None or (str(path) != str(shown) and Path(str(path)).resolve() != Path(str(shown)).resolve()):
+    if shown is None or not _same_path(path, shown):
         return None
     return router.shown_result()
 
 
-def _show_base_everywhere(router: ViewRouter, loads: LoadController, view: CompareView) -> None:
-    """BASE becomes the open profile of the other views (it is loaded already), unless it is open."""
+def _show_base_if_none_open(router: ViewRouter, loads: LoadController, view: CompareView) -> None:
+    """With no profile open, BASE becomes the other views' profile (it is loaded already) and the
+    Compare and History pages stay. With one open, the open profile stays in the other views and the
+    comparison sits beside it, as the status line says: clicking a run in History must not replace
+    the profile the user opened without asking (issue 33), and Compare shows both runs' timelines itself."""
     assert view.result is not None
-    base = view.result.base
-    if router.path is None or Path(router.path).resolve() != Path(base.path).resolve():
-        router.show_result(base)
+    base, new = view.result.base, view.result.new
+    if router.path is None:
+        router.show_result(base, keep_pages=True)
         loads.add_recent(base.path)
+    elif not _same_path(router.path, base.path):
+        router.say(
+            f"Comparing {short_name(base.path)} with {short_name(new.path)} in the Compare tab; "
+            f"{short_name(router.path)} stays open in the other tabs."
+        )
     router.bring_to_front(view)
+
+
+def _same_path(a: str | Path, b: str | Path) -> bool:
+    return str(a) == str(b) or Path(str(a)).resolve() == Path(str(b)).resolve()
