@@ -132,3 +132,19 @@ def test_bad_choices_are_one_sentence(capsys, scoped_profile, args, words):
     assert main(["flame", str(scoped_profile), *args, "--no-cache"]) == 2
     err = capsys.readouterr().err
     assert words in err and "Traceback" not in err
+
+
+def test_ops_by_scope_cuts_the_tree_at_depth(capsys, scoped_profile):
+    assert main(["ops", str(scoped_profile), "--by", "scope", "--json", "--no-cache"]) == 0
+    payload = json.loads(capsys.readouterr().out)
+    rows = payload["rows"]
+    assert payload["depth"] == 3 and rows[0]["name"] == "jit(model_step)/blocks/block_1"
+    assert rows[0]["estimated"] and rows[0]["percent"] > 80
+    assert {r["name"] for r in rows[1:]} == {"jit(model_step)/head/mul", "jit(model_step)/head/reduce_sum"}
+    total_ns = sum(r["self_time_us"] for r in rows) * 1000
+    assert total_ns == pytest.approx(_ops_total_ns(capsys, scoped_profile), abs=1)
+    assert main(["ops", str(scoped_profile), "--by", "scope", "--depth", "1", "--no-cache"]) == 0
+    text = capsys.readouterr().out
+    assert "~ jit(model_step) " in text and "holds an estimate" in text
+    assert main(["ops", str(scoped_profile), "--by", "scope", "--depth", "0", "--no-cache"]) == 2
+    assert "--depth must be a positive" in capsys.readouterr().err

@@ -29,8 +29,8 @@ from tpuscope.analysis.session import TraceAnalysis
 from tpuscope.commands import UserFacingError
 from tpuscope.commands._console import add_path_argument, load_for_cli, print_json
 from tpuscope.export.flame import (
+    ESTIMATE_FRAMES_NOTE,
     FORMATS,
-    FUSION_SPLIT_NOTE,
     folded_lines,
     speedscope_document,
     tree_json,
@@ -89,7 +89,7 @@ def run(args) -> int:
             "devices": [d.label for d in analysis.chosen_devices(args.device)],
             "total_self_time_us": tree.total_self_ps / 1e6,
             "estimated": tree.has_estimates,
-            "estimate_note": FUSION_SPLIT_NOTE if tree.has_estimates else None,
+            "estimate_note": ESTIMATE_FRAMES_NOTE if tree.has_estimates else None,
             "nodes": tree_json(tree),
         }
     if args.output:
@@ -104,7 +104,7 @@ def run(args) -> int:
     else:
         sys.stdout.write("".join(f"{line}\n" for line in folded_lines(tree)))
     if tree.has_estimates:
-        print(f"tpuscope: note: {FUSION_SPLIT_NOTE}.", file=sys.stderr)
+        print(f"tpuscope: note: {ESTIMATE_FRAMES_NOTE}.", file=sys.stderr)
     return 0
 
 

@@ -45,9 +45,13 @@ def register(subparsers) -> None:
     )
     parser.add_argument(
         "--by",
-        choices=GROUPINGS,
+        choices=(*GROUPINGS, "scope"),
         default="op",
-        help="group by HLO op (default), category, program, framework op or source line (file:line)",
+        help="group by HLO op (default), category, program, framework op, source line (file:line), "
+        "or framework scope path (`tpuscope flame --by scope` as a table, --depth levels)",
+    )
+    parser.add_argument(
+        "--depth", type=int, default=None, help="with --by scope: the scope levels shown (default 3)"
     )
     parser.add_argument("--top", type=int, default=None, help="show only the N rows with most self time")
     output = parser.add_mutually_exclusive_group()
@@ -60,6 +64,10 @@ def register(subparsers) -> None:
 def run(args) -> int:
     if args.top is not None and args.top < 1:
         raise UserFacingError(f"--top must be a positive number of rows, not {args.top}.")
+    if args.by == "scope":  # the scope tree as a table (tpuscope.commands._scope_table)
+        from tpuscope.commands import _scope_table
+
+        return _scope_table.run(args)
     pod = per_host_run(args)
     if pod is not None:
         return _print_per_host(args, pod)

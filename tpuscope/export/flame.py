@@ -26,11 +26,12 @@ FOLDED_SEPARATOR = ";"
 FOLDED_SEPARATOR_STANDIN = ":"
 # How a fusion's time is split, in words, for every output that shows an estimate.
 FUSION_SPLIT_NOTE = (
-    "frames ending in '[<fusion>: est. share]' are a fusion's device time split among the scopes of "
-    "the instructions it fused, in proportion to each one's estimated time (XLA HloCostAnalysis: "
-    "max(FLOPs / peak FLOP/s, bytes accessed / peak bandwidth) from the instruction's shapes); "
-    "use --fusion root for the fusion's own (root instruction's) attribution"
+    "a fusion's device time is split among the scopes of the instructions it fused, in proportion to "
+    "each one's estimated time (XLA HloCostAnalysis: max(FLOPs / peak FLOP/s, bytes accessed / peak "
+    "bandwidth) from the instruction's shapes); `tpuscope flame --fusion root` keeps each fusion on its "
+    "root instruction's scope"
 )
+ESTIMATE_FRAMES_NOTE = "frames ending in '[<fusion>: est. share]' are estimates: " + FUSION_SPLIT_NOTE
 
 
 def _frame_text(name: str) -> str:
