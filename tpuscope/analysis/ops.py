@@ -33,6 +33,7 @@ from typing import Any
 
 import numpy as np
 
+from tpuscope.analysis.async_ops import is_async_half
 from tpuscope.analysis.device_ops import Device, busy_intervals, find_devices, select_devices
 from tpuscope.analysis.op_source import OpCode, OpDetails, op_code, op_details
 from tpuscope.analysis.roofline import BOUND_NAMES, BOUND_UNKNOWN, Peaks, bound_by, device_peaks
@@ -507,6 +508,9 @@ class OpTable:
     code: Mapping[int, ProgramCode] | None = None  # the programs' code the table was grouped with
     functions: list[str] = field(default_factory=list)  # by source: the function of each row's line
     folded_ops: list[list[str]] = field(default_factory=list)  # by source: each row's ops, most self first
+    # Rows whose every event is an async start, update or done (`tpuscope.analysis.async_ops`): their
+    # time is a launch or a wait, so they get no FLOP/s or GB/s (empty: none).
+    async_half: np.ndarray = field(default_factory=lambda: np.zeros(0, bool))
     _by_row: tuple[np.ndarray, np.ndarray] | None = field(default=None, init=False, repr=False, compare=False)
 
     def __len__(self) -> int:
@@ -537,15 +541,26 @@ class OpTable:
 
     @property
     def flop_rate(self) -> np.ndarray:
-        """FLOP/s over self time (as XProf's hlo_stats), NaN when FLOPs or time are unknown."""
+        """FLOP/s over self time (as XProf's hlo_stats), NaN when FLOPs or time are unknown or the
+        time is not the work's (an async start or done: `rate_known`)."""
         with np.errstate(divide="ignore", invalid="ignore"):
-            return np.where(self.self_ps > 0, self.flops / (self.self_ps * 1e-12), np.nan)
+            return np.where((self.self_ps > 0) & self.rate_known, self.flops / (self.self_ps * 1e-12), np.nan)
 
     @property
     def bytes_rate(self) -> np.ndarray:
-        """Bytes/s over self time, NaN when unknown."""
+        """Bytes/s over self time, NaN when unknown or not the work's time (as `flop_rate`)."""
         with np.errstate(divide="ignore", invalid="ignore"):
-            return np.where(self.self_ps > 0, self.bytes_accessed / (self.self_ps * 1e-12), np.nan)
+            return np.where(
+                (self.self_ps > 0) & self.rate_known, self.bytes_accessed / (self.self_ps * 1e-12), np.nan
+            )
+
+    @property
+    def rate_known(self) -> np.ndarray:
+        """Per row: whether its self time is its work's time, so that FLOPs or bytes over it is a rate
+        (False for async starts and dones: NO_RATE_REASON says why)."""
+        if len(self.async_half) != len(self):
+            return np.ones(len(self), bool)
+        return ~self.async_half
 
     @property
     def intensity(self) -> np.ndarray:
@@ -705,6 +720,7 @@ def aggregate(events: OpEvents, by: str = "op", code: Mapping[int, ProgramCode] 
     self_ps = np.bincount(inverse, weights=events.self_ps, minlength=n).astype(np.int64)
     flops = _sum_known(events.flops, inverse, n)
     bytes_accessed = _sum_known(events.bytes_accessed, inverse, n)
+    async_half = np.bincount(inverse, weights=_async_events(events), minlength=n) == occurrences
     name = (
         events.op if by == "op" else grouped_by if by in ("source", "framework") else getattr(events, by)
     )[first]
@@ -742,7 +758,18 @@ def aggregate(events: OpEvents, by: str = "op", code: Mapping[int, ProgramCode] 
         code=code,
         functions=functions,
         folded_ops=folded,
+        async_half=async_half[order],
     )
+
+
+def _async_events(events: OpEvents) -> np.ndarray:
+    """Per event: whether its op (by name or category) is an async start, update or done; each label
+    is tested once."""
+    texts = events.labels.texts
+    is_async = np.fromiter((is_async_half(t) for t in texts), bool, len(texts))
+    if not len(events):
+        return np.zeros(0, bool)
+    return is_async[events.op] | is_async[events.category]
 
 
 def _folded_ops(

@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 import tpuscope.analysis.diagnose as rules_package  # its engine loads when a rule runs
+from tpuscope.analysis.async_ops import is_async_half
 from tpuscope.analysis.framework import Framework
 from tpuscope.analysis.pod.analysis import PodAnalysis, analyze_pod
 from tpuscope.analysis.pod.summary import HostSummary, host_trace, summarize_host
@@ -296,9 +297,11 @@ def merge_op_rows(tables: list[list[dict[str, Any]]], peaks: Peaks | None, top: 
         row["avg_time_us"] = row["total_time_us"] / max(row["occurrences"], 1)
         row["percent"] = percent
         row["cumulative_percent"] = cumulative
-        row["flop_rate_gflops"] = row["flops"] / seconds / 1e9 if row["flops"] and seconds > 0 else None
+        # An async start or done's time is a launch or a wait: no rate (as the op table's rows).
+        timed = seconds > 0 and not (is_async_half(row["name"]) or is_async_half(row.get("category") or ""))
+        row["flop_rate_gflops"] = row["flops"] / seconds / 1e9 if row["flops"] and timed else None
         row["bandwidth_gbps"] = (
-            row["bytes_accessed"] / seconds / 1e9 if row["bytes_accessed"] and seconds > 0 else None
+            row["bytes_accessed"] / seconds / 1e9 if row["bytes_accessed"] and timed else None
         )
         row["operational_intensity"] = (
             row["flops"] / row["bytes_accessed"] if row["flops"] and row["bytes_accessed"] else None

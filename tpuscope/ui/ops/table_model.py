@@ -12,14 +12,18 @@ import numpy as np
 from PySide6.QtCore import QAbstractTableModel, QModelIndex, QObject, QPersistentModelIndex, Qt
 from PySide6.QtGui import QColor
 
+from tpuscope.analysis.async_ops import NO_RATE_REASON
 from tpuscope.analysis.ops import OpTable
 from tpuscope.analysis.roofline import BOUND_NAMES
-from tpuscope.model.units import format_duration
+from tpuscope.model.units import duration_column_unit, format_duration_in
 
-# Rates past a million (GB/s of a nanosecond-long async copy-start) carry no information past their
+# Rates past a million (GB/s of a nanosecond-long op) carry no information past their
 # third digit and would push the other columns out of view: they are shown as 3.15e+09.
 COMPACT_NUMBER_FROM = 1e6
 SELF_TIME_COLUMN = 6  # the table's natural order: self time, largest first
+DURATION_COLUMNS = (4, 5, 6)  # Total, Average, Self: each in one unit for all its rows (issue 33)
+RATE_COLUMNS = (9, 10)  # GFLOP/s and GB/s: an em dash where the op's time is not its work's
+NO_RATE = "—"
 OUTLINED_ROW = QColor(255, 236, 179)  # rows of the ops picked in another view (a source line's)
 
 _ModelIndex = QModelIndex | QPersistentModelIndex
@@ -61,6 +65,7 @@ class OpsTableModel(QAbstractTableModel):
         self._sort_order = Qt.SortOrder.DescendingOrder
         self._outlined = np.zeros(0, dtype=bool)  # per table row: one of the ops picked elsewhere
         self.outlined_names: set[str] = set()
+        self._units: list[tuple[str, float]] = []  # of the duration columns, chosen from all the rows
 
     def set_outlined(self, names: set[str]) -> None:
         """Marks the rows of the ops named (a source line's ops, picked in the Source tab)."""
@@ -81,6 +86,8 @@ class OpsTableModel(QAbstractTableModel):
         self.beginResetModel()
         self._table = table
         self._keys = self._sort_keys(table) if table is not None else []
+        # From every row, not the visible ones: filtering or sorting never changes a column's unit.
+        self._units = [] if table is None else [duration_column_unit(c) for c in self._durations(table)]
         self._rows = self._visible_rows()
         self._outlined = self._outlined_rows()
         self.endResetModel()
@@ -109,6 +116,11 @@ class OpsTableModel(QAbstractTableModel):
             np.nan_to_num(table.intensity, nan=-1.0),
             table.bound,
         ]
+
+    @staticmethod
+    def _durations(table: OpTable) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The columns of DURATION_COLUMNS, in their order."""
+        return table.total_ps, table.avg_ps, table.self_ps
 
     def _visible_rows(self) -> np.ndarray:
         table = self._table
@@ -178,6 +190,9 @@ class OpsTableModel(QAbstractTableModel):
             return None
         if role == Qt.ItemDataRole.ToolTipRole and index.column() < self.TEXT_COLUMNS:
             return self._display(self.table_row(index.row()), index.column())
+        if role == Qt.ItemDataRole.ToolTipRole and index.column() in RATE_COLUMNS:
+            row = self.table_row(index.row())
+            return None if self._table.rate_known[row] else f"No rate: {NO_RATE_REASON}."
         if role == Qt.ItemDataRole.UserRole:
             return self.table_row(index.row())
         if role == Qt.ItemDataRole.BackgroundRole and len(self._outlined):
@@ -199,12 +214,15 @@ class OpsTableModel(QAbstractTableModel):
             return t.label(t.program[row]) if t.program[row] else ""
         if column == 3:
             return f"{int(t.occurrences[row]):,}"
-        if column in (4, 5, 6):
-            return format_duration((t.total_ps, t.avg_ps, t.self_ps)[column - 4][row])
+        if column in DURATION_COLUMNS:
+            position = DURATION_COLUMNS.index(column)
+            return format_duration_in(self._durations(t)[position][row], self._units[position])
         if column == 7:
             return f"{t.percent[row]:.2f}"
         if column == 8:
             return f"{t.cumulative_percent[row]:.2f}"
+        if column in RATE_COLUMNS and not t.rate_known[row]:
+            return NO_RATE  # an async start or done: the tooltip says why
         if column == 9:
             return _format_number(t.flop_rate[row] / 1e9)
         if column == 10:
