@@ -11,8 +11,6 @@ from __future__ import annotations
 import csv
 import sys
 
-import numpy as np
-
 from tpuscope.analysis.scope_tree import BY_SCOPE, FUSION_SPLIT, SCOPE_SEPARATOR, FlameTree, flame_tree_result
 from tpuscope.analysis.session import TraceAnalysis
 from tpuscope.commands import UserFacingError
@@ -32,11 +30,11 @@ def scope_rows(tree: FlameTree, depth: int) -> list[dict]:
     shallow = [k for k in range(1, len(tree)) if tree.depth[k] < depth and tree.self_ps[k] > 0]
     times = [float(tree.total_ps[k]) for k in cut] + [float(tree.self_ps[k]) for k in shallow]
     nodes = cut + shallow
-    order = np.lexsort(([tree.name(k) for k in nodes], -np.array(times))) if nodes else []
+    order = sorted(range(len(nodes)), key=lambda i: (-times[i], tree.name(nodes[i])))
     total = tree.total_self_ps or 1.0
     rows, running = [], 0.0
     for at in order:
-        node, ps = nodes[int(at)], times[int(at)]
+        node, ps = nodes[at], times[at]
         running += ps
         rows.append(
             {
