@@ -19,14 +19,14 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from tpuscope.analysis.diagnose import clock_offset, collective_bound, straggler
+from tpuscope.analysis.diagnose import clock_offset, collective_bound, exposed_communication, straggler
 from tpuscope.analysis.diagnose.finding import Finding, Impact, RuleOutcome, Severity
 from tpuscope.analysis.facts.context import Context
 from tpuscope.analysis.facts.evidence import MAX_EVIDENCE
 
 # Rules that compare hosts: they run once over the pod table (it and the framework are all they
 # read), not on each host alone; every other rule runs on each host alone.
-POD_RULES = (straggler.RULE_ID, collective_bound.RULE_ID, clock_offset.RULE_ID)
+POD_RULES = (straggler.RULE_ID, collective_bound.RULE_ID, exposed_communication.RULE_ID, clock_offset.RULE_ID)
 
 # The hosts a finding concerns, in pod order (a metric, so it survives the trip through `Finding`).
 HOSTS_METRIC = "on_hosts"

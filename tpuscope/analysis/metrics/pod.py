@@ -29,6 +29,8 @@ POD_METRICS: tuple[tuple[str, str, str], ...] = (
     ("compile_share", PERCENT, "share of step time no device of the host ran an op while it compiled"),
     ("idle_share", PERCENT, "share of step time the host's devices were idle for no input or compilation"),
     ("collective_share", PERCENT, "share of step time the host's devices were inside a collective"),
+    ("exposed_communication_share", PERCENT, "share of step time in collectives no compute of theirs hid"),
+    ("communication_overlap", PERCENT, "share of the host's collective time compute overlapped (HTA)"),
 )
 POD_METRIC_NAMES = tuple(name for name, _, _ in POD_METRICS)
 NO_HOST_STEPS = "no host has steps"
@@ -39,6 +41,7 @@ def host_values(pod: PodAnalysis) -> dict[str, dict[str, float | None]]:
     found: dict[str, dict[str, float | None]] = {}
     step = pod.matrix("step")
     parts = {p: pod.matrix(p) for p in ("compute", "collective", "input", "compile", "host")}
+    exposed = pod.exposed_collective_matrix()  # the pod table's, as `tpuscope comms` reads it
     for k, summary in enumerate(pod.host_summaries):
         total = float(step[k].sum())
         values: dict[str, float | None] = dict.fromkeys(POD_METRIC_NAMES)
@@ -54,7 +57,11 @@ def host_values(pod: PodAnalysis) -> dict[str, dict[str, float | None]]:
             values["compile_share"] = shares["compile"]
             values["idle_share"] = shares["host"]
             values["collective_share"] = shares["collective"]
+            values["exposed_communication_share"] = 100.0 * float(exposed[k].sum()) / total
             values["step_duty_cycle"] = values["busy_share"] / 100.0 if summary.devices else None
+        communication, not_hidden = float(parts["collective"][k].sum()), float(exposed[k].sum())
+        if communication > 0:
+            values["communication_overlap"] = 100.0 * (communication - not_hidden) / communication
         values["duty_cycle"] = summary.duty_cycle
         found[summary.host] = values
     for summary in pod.summaries:
