@@ -61,7 +61,8 @@ def test_every_menu_item_is_built_from_a_record_of_the_table(qtbot, settings):
     assert built == expected  # and every record is an item, in the table's order
     assert [a.text() for a in window.menuBar().actions()[0].menu().actions()] == FILE_MENU
     assert [a.text() for a in window.menuBar().actions()[1].menu().actions()] == VIEW_MENU
-    assert [a.text() for a in window.menuBar().actions()[2].menu().actions()] == ["&Keys"]
+    help_menu = [a.text() for a in window.menuBar().actions()[2].menu().actions()]
+    assert help_menu == ["&Keys", "&Documentation\u2026", "", "&About tpuscope\u2026"]
 
 
 def test_each_shortcut_belongs_to_one_command_and_is_bound_to_its_item(qtbot, settings):
@@ -97,7 +98,7 @@ def test_the_list_for_a_palette_names_every_command_with_its_key(qtbot, settings
     listed = action_list()
     assert ("File", "Open\u2026", QKeySequence(QKeySequence.StandardKey.Open).toString()) in listed
     assert ("View", f"Go to {VIEWS[1].title}", "Ctrl+2") in listed
-    assert ("Help", "Keys", "") in listed
+    assert ("Help", "Keys", "F1") in listed
     titles = [title for _, title, _ in listed]
     assert "Open Recent" not in titles  # a submenu, no command
     assert plain_title("Zoom &In (W)") == "Zoom In (W)" and plain_title("R&&D") == "R&D"

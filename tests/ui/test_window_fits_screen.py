@@ -145,12 +145,18 @@ def test_every_tab_compare_history_and_the_pod_page_fit_a_laptop_screen(
 
 
 def _dialogs(window: MainWindow) -> dict[str, QWidget]:
+    from tpuscope.ui import help_pages
     from tpuscope.ui.capture_dialog import CaptureDialog
+    from tpuscope.ui.command_palette import show_palette
     from tpuscope.ui.open_url_dialog import OpenUrlDialog
 
     return {
         "capture": CaptureDialog(window, window.settings),
         "open url": OpenUrlDialog(window),
+        "keys": help_pages.show_keys(window),
+        "documentation": help_pages.show_documentation(window),
+        "about": help_pages.show_about(window),
+        "command palette": show_palette(window),
     }
 
 

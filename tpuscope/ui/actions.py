@@ -98,6 +98,8 @@ ACTIONS: tuple[Action, ...] = (
            shortcut="Ctrl+E", group="export"),
     Action("file.export_range", f"Export Selected &Range{ELLIPSIS}", FILE, "export_dialog", (True,),
            shortcut="Ctrl+Shift+E", group="export"),
+    Action("file.export_report", f"Export &Report (HTML){ELLIPSIS}", FILE, "export_report_dialog",
+           group="export"),
     Action("file.cache_limit", f"Cache Size &Limit{ELLIPSIS}", FILE, "ask_cache_limit", group="app"),
     Action("file.quit", "&Quit", FILE, "close", shortcut=QKeySequence.StandardKey.Quit, group="app"),
     # View
@@ -123,7 +125,9 @@ ACTIONS: tuple[Action, ...] = (
     *_go_to_actions(),
     Action("view.details", "Details", VIEW, group="panels", provided=True),
     # Help
-    Action("help.keys", "&Keys", HELP, "show_keys"),
+    Action("help.keys", "&Keys", HELP, "show_keys", shortcut="F1"),
+    Action("help.docs", f"&Documentation{ELLIPSIS}", HELP, "show_documentation"),
+    Action("help.about", f"&About tpuscope{ELLIPSIS}", HELP, "show_about", group="about"),
 )  # fmt: skip
 
 

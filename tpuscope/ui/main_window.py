@@ -21,7 +21,6 @@ from tpuscope.ui import window_geometry
 from tpuscope.ui.actions import BuiltMenus
 from tpuscope.ui.cache_setting import ask_for_limit, saved_limit
 from tpuscope.ui.load_controller import LoadController
-from tpuscope.ui.registry import VIEWS
 from tpuscope.ui.view_router import ViewRouter, short_name
 from tpuscope.ui.welcome import WelcomePage
 
@@ -283,6 +282,28 @@ class MainWindow(QMainWindow):
             QMessageBox.warning(self, "Export", f"{path} cannot be written ({exc.strerror or exc}).")
             return 0
 
+    def export_report_dialog(self) -> None:
+        """File > Export Report: the open profile as one self-contained HTML page (`tpuscope report`)."""
+        if self.hub.analysis is None:
+            return
+        path, _ = QFileDialog.getSaveFileName(
+            self, "Export report", "tpuscope_report.html", "HTML pages (*.html)"
+        )
+        if path:
+            self.export_report_to(Path(path))
+
+    def export_report_to(self, path: Path) -> bool:
+        from tpuscope.export.html_report import report_html
+
+        analysis = self.hub.analysis
+        assert analysis is not None
+        try:
+            path.write_text(report_html(analysis), encoding="utf-8")
+        except OSError as exc:
+            QMessageBox.warning(self, "Export report", f"{path} cannot be written ({exc.strerror or exc}).")
+            return False
+        return True
+
     def ask_cache_limit(self) -> None:
         ask_for_limit(self, self.settings)
 
@@ -293,15 +314,19 @@ class MainWindow(QMainWindow):
             self.open_path(self.path)
 
     def show_keys(self) -> None:
-        QMessageBox.information(
-            self,
-            "Timeline keys",
-            "Wheel: zoom around the cursor; Shift+wheel: scroll tracks\n"
-            "Drag: pan; Shift+drag: select a time range\nW / S: zoom in / out; A / D: pan\n"
-            "Double-click an event: zoom to it; Ctrl+0 or Home: zoom to fit\n"
-            "Enter / Shift+Enter in the search box: next / previous match\n"
-            f"Ctrl+1 \u2026 Ctrl+{len(VIEWS)}: {', '.join(spec.title for spec in VIEWS)} tabs",
-        )
+        from tpuscope.ui.help_pages import show_keys  # the Keys page, from the action table
+
+        show_keys(self)
+
+    def show_documentation(self) -> None:
+        from tpuscope.ui.help_pages import show_documentation
+
+        show_documentation(self)
+
+    def show_about(self) -> None:
+        from tpuscope.ui.help_pages import show_about
+
+        show_about(self)
 
     def show_command_palette(self) -> None:
         from tpuscope.ui.command_palette import show_palette  # imported on first use: a faster start
