@@ -53,7 +53,8 @@ def licence() -> str:
         meta = importlib.metadata.metadata(DISTRIBUTION)
     except importlib.metadata.PackageNotFoundError:
         return "unknown"
-    return meta.get("License-Expression") or meta.get("License") or "unknown"
+    found = meta.get_all("License-Expression") or meta.get_all("License") or ["unknown"]
+    return str(found[0])
 
 
 def documentation_markdown() -> str:
@@ -62,8 +63,7 @@ def documentation_markdown() -> str:
         meta = importlib.metadata.metadata(DISTRIBUTION)
     except importlib.metadata.PackageNotFoundError:
         return ""
-    text = meta.get_payload() if hasattr(meta, "get_payload") else ""
-    return str(text or meta.get("Description") or "")
+    return str(meta.json.get("description") or "")
 
 
 def shortcut_rows() -> list[tuple[str, str]]:
