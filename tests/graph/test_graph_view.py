@@ -130,3 +130,14 @@ def test_details_show_in_graph_names_the_op_and_its_program(qtbot):
         panel._on_anchor(QUrl(GRAPH_LINK))
     name, program_id = asked.args
     assert name == OP and program_id == 12190760917235803885
+
+
+def test_an_answer_to_an_older_question_is_dropped(view):
+    view.select(OpGraphAt(OP))
+    view.hub.wait()
+    older, older_question = view.found, view._asked
+    view.select(OpGraphAt("copy-done.2"))
+    view.hub.wait()
+    assert view._asked != older_question
+    view._answer(older_question, older)  # the first graph arriving last, as a slow worker's would
+    assert view.found is not None and view.found.op == "copy-done.2"

@@ -9,7 +9,8 @@ fewest crossings seen is kept), and the nodes are placed left to right in that o
 neighbours as the spacing allows, never overlapping.
 
 The graph and its layers come from rustworkx (Apache-2.0; `topological_generations`: a node's layer
-is the longest path to it from a source); a cycle (not in HLO, whose computations are acyclic)
+is the longest path to it from a source, then a node without operands moves down to just above its
+first user); a cycle (not in HLO, whose computations are acyclic)
 falls back to layers by breadth-first distance, its upward edges drawn as they fall. The rest is
 numpy. No external binary (Graphviz) is needed.
 """
@@ -55,8 +56,24 @@ def layers_of(count: int, src: np.ndarray, dst: np.ndarray) -> np.ndarray:
         for depth, generation in enumerate(rx.topological_generations(graph)):
             layer[list(generation)] = depth
     except rx.DAGHasCycle:
-        layer = _breadth_first_layers(count, src, dst)
-    return layer
+        return _breadth_first_layers(count, src, dst)
+    return _sources_near_their_users(layer, src, dst)
+
+
+def _sources_near_their_users(layer: np.ndarray, src: np.ndarray, dst: np.ndarray) -> np.ndarray:
+    """Moves each node without operands (a constant, a parameter) down to the layer just above its
+    first user: longest-path layering puts every source on the top layer, so a constant read at the
+    bottom would draw a long edge down the whole picture (and out of its fusion's frame)."""
+    forward = layer[src] < layer[dst]
+    src, dst = src[forward], dst[forward]
+    has_operand = np.zeros(len(layer), bool)
+    has_operand[dst] = True
+    first_user = np.full(len(layer), np.iinfo(np.int64).max)
+    np.minimum.at(first_user, src, layer[dst])
+    movable = ~has_operand & (first_user < np.iinfo(np.int64).max)
+    moved = layer.copy()
+    moved[movable] = first_user[movable] - 1
+    return moved
 
 
 def _breadth_first_layers(count: int, src: np.ndarray, dst: np.ndarray) -> np.ndarray:

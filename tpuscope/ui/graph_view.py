@@ -18,6 +18,7 @@ double-click it to centre the graph there; the wheel zooms.
 from __future__ import annotations
 
 import html
+from functools import partial
 
 import numpy as np
 from PySide6.QtCore import QPointF, QRectF, Qt
@@ -74,6 +75,15 @@ def box_lines(found: OpGraph, k: int) -> list[str]:
     return lines
 
 
+def _program_edge(graph, source: int, target: int) -> tuple[str, str]:
+    """The program's edge an edge drawn into an expanded fusion stands for: an operand feeding a
+    fused parameter is the operand feeding the fusion (what the hints name)."""
+    owner = int(graph.fused_into[target])
+    if owner >= 0 and graph.opcode[target] == "parameter" and graph.fused_into[source] < 0:
+        target = owner
+    return graph.names[source], graph.names[target]
+
+
 class _GraphCanvas(QGraphicsView):
     """The scene, zoomed by the wheel; reports clicks and double-clicks on boxes by node position."""
 
@@ -117,6 +127,7 @@ class GraphView(View):
         self.message = ""  # what the view says instead of a graph ("" while it shows one)
         self._wanted: OpGraphAt | None = None  # the op asked for; None: the heaviest one
         self._picked = -1
+        self._asked = ""  # the name of the graph result asked for last
         self._build()
         self.follow_trace(self._on_trace)
         self.subscribe_when_shown(HEAVIEST_OP, self._show_heaviest, self._show_error)
@@ -178,6 +189,7 @@ class GraphView(View):
     # --- input ----------------------------------------------------------------------------------
     def _on_trace(self, trace: Trace | None) -> None:
         self._wanted = None
+        self._asked = ""
         self.found = self.layout_ = None
         self.scene.clear()
         self.info.clear()
@@ -205,7 +217,16 @@ class GraphView(View):
             self._wanted.name, self.radius_spin.value(), self.expand_box.isChecked(), program
         )
         self.summary_label.setText(f"Computing the graph around {self._wanted.name}\u2026")
-        self.hub.request(result, self.show_graph, self._show_error)
+        self._asked = result.name
+        self.hub.request(result, partial(self._answer, result.name), partial(self._answer_error, result.name))
+
+    def _answer(self, asked: str, found: OpGraph) -> None:
+        if asked == self._asked:  # an answer to an older question (another op, radius) is dropped
+            self.show_graph(found)
+
+    def _answer_error(self, asked: str, error: Exception) -> None:
+        if asked == self._asked:
+            self._show_error(error)
 
     def _show_heaviest(self, name: str | None) -> None:
         if self._wanted is not None:
@@ -263,6 +284,8 @@ class GraphView(View):
         most = int(part.self_ps.max()) if len(part.self_ps) else 0
         for k in range(len(part)):
             self._draw_box(k, lines[k], placed, widths[k], heights[k], most, font, bold, metrics)
+        # The scene's rectangle only ever grows by itself: this graph's own, so Fit shows all of it.
+        self.scene.setSceneRect(self.scene.itemsBoundingRect().adjusted(-8, -8, 8, 8))
         shown = f"HLO around {found.op} in {found.program_label}: {len(part)} instructions, "
         shown += f"{len(part.edge_src)} edges, radius {part.radius}"
         if part.truncated:
@@ -303,8 +326,11 @@ class GraphView(View):
             for x, y in points[1:-1]:
                 path.lineTo(QPointF(float(x), float(y)))
             path.lineTo(end)
-            names = (graph.names[int(part.nodes[a])], graph.names[int(part.nodes[b])])
-            pen = HINT_PEN if names in hinted else EDGE_PEN
+            pen = (
+                HINT_PEN
+                if _program_edge(graph, int(part.nodes[a]), int(part.nodes[b])) in hinted
+                else EDGE_PEN
+            )
             item = QGraphicsPathItem(path)
             item.setPen(pen)
             item.setZValue(-1)
