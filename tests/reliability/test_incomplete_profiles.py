@@ -5,13 +5,15 @@ problems found." and exit 0."""
 
 from __future__ import annotations
 
+import gzip
 import json
 import shutil
 
 import pytest
 
-from tests.conftest import GPU_TRACE, PTXLA_TRACE, TPU_TRACE, require_shared_traces
+from tests.conftest import GPU_TRACE, PTXLA_TRACE, SHARED_TRACES, TPU_TRACE, require_shared_traces
 from tests.reliability.cut_profiles import CUT_EVENTS, write_cut_tpu_profile
+from tpuscope.analysis.diagnose import RULES
 from tpuscope.analysis.session import TraceAnalysis
 from tpuscope.app.opener import open_trace
 from tpuscope.cli import main
@@ -23,6 +25,10 @@ from tpuscope.model.completeness import (
     Loss,
     completeness,
     percent_words,
+)
+
+KINETO_TRACE = (
+    SHARED_TRACES / "kineto" / "critical_path__alexnet__benchmark_result_2869224_1695835535_trace.json.gz"
 )
 
 
@@ -49,6 +55,26 @@ def test_the_cut_file_is_incomplete_with_the_share_read(cut_file):
     assert [loss.kind for loss in trace.load_losses] == [CUT]
 
 
+def test_the_cache_keeps_what_is_missing(cut_file):
+    first = open_trace(cut_file)  # read, and stored in the trace cache
+    again = open_trace(cut_file)  # from the cache
+    assert again.load_losses == first.load_losses and again.completeness == first.completeness
+    assert not again.completeness.complete
+
+
+def test_a_json_trace_cut_short_is_incomplete_by_an_unknown_share(tmp_path, capsys):
+    """A JSON document has no declared length: the records read are counted, the share is unknown."""
+    require_shared_traces()
+    text = gzip.decompress(KINETO_TRACE.read_bytes())
+    path = tmp_path / "cut.pt.trace.json"
+    path.write_bytes(text[: len(text) // 2])
+    code, data = _json(capsys, ["diagnose", str(path), "--no-cache", "--json"])
+    assert (data["complete"], data["read_percent"]) == (False, None)
+    assert "cut short" in data["incomplete_reason"]
+    endings = ("(in the part read)", "(in the part read: cannot judge the rest)")
+    assert all(c["summary"].endswith(endings) for c in data["checked"])
+
+
 def test_a_whole_profile_is_complete():
     require_shared_traces()
     trace = open_trace(TPU_TRACE, use_cache=False)
@@ -64,7 +90,7 @@ def test_diagnose_text_gives_no_all_clear_and_a_gate_does_not_pass(cut_file, cap
     assert "Incomplete profile:" in out and "cut short" in out
     # Each rule (none found anything) says it looked at the part read and cannot judge the rest.
     code, data = _json(capsys, ["diagnose", str(cut_file), "--no-cache", "--json"])
-    assert data["findings"] == [] and len(data["checked"]) == 21
+    assert data["findings"] == [] and len(data["checked"]) == len(RULES)
     assert all(c["summary"].endswith("(in the 0.87% read: cannot judge the rest)") for c in data["checked"])
     # --fail-on: a gate cannot pass on a part of the profile, whatever the level.
     assert main(["diagnose", str(cut_file), "--no-cache", "--fail-on", "critical"]) == 1
