@@ -38,4 +38,5 @@ COMMANDS: dict[str, str] = {
     "screenshot": "render the app window on a profile to a PNG",
     "cache": "every cache (traces, pod results, run summaries, downloads); `cache clear` empties them",
     "mcp": "a Model Context Protocol server over stdio: the --json answers as tools for coding agents",
+    "report": "one self-contained HTML page of a profile to share: overview, steps, findings, ops, memory",
 }
