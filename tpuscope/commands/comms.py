@@ -100,7 +100,9 @@ def _pct(value: Any) -> str:
 
 
 def _gbps(value: Any) -> str:
-    return "-" if value is None else f"{float(value):,.1f}"
+    if value is None:
+        return "-"
+    return f"{float(value):,.1f}" if value >= 10 else f"{float(value):.3g}"
 
 
 def _bytes(value: Any) -> str:

@@ -62,6 +62,10 @@ _LIBRARY_WORDS = (
     (re.compile(r"reduce", re.I), ALL_REDUCE),
 )
 _LAUNCHER = re.compile(r"(?:c10d::|nccl:|gloo:)(\w+)")
+_NO_GROUPS = re.compile(r"replica_groups=\{\}")
+# The group size of a collective over every device of its program (`replica_groups={}`): the profile's
+# device count stands for it where the profile holds them all (`CommsReport`).
+ALL_DEVICES = 0
 _REPLICA_GROUPS = re.compile(r"replica_groups=(\{\{[^}]*\}|\[(\d+),(\d+)\]<=)")
 # nccl-tests' bus bandwidth factor per kind, of the group size n (PERFORMANCE.md, module docstring).
 _BUS_FACTOR = {
@@ -152,7 +156,10 @@ def hlo_size(text: str, kind: str) -> Size:
 
 def replica_group_size(attributes: str) -> int | None:
     """n from `replica_groups={{0,1,2,3},{4,5,6,7}}` (the first group's members) or the iota form
-    `replica_groups=[4,2]<=[8]` (groups x members); None when the attribute is absent or empty."""
+    `replica_groups=[4,2]<=[8]` (groups x members); ALL_DEVICES for `replica_groups={}` (every device
+    of the program takes part); None when the attribute is absent."""
+    if _NO_GROUPS.search(attributes):
+        return ALL_DEVICES
     m = _REPLICA_GROUPS.search(attributes)
     if m is None:
         return None

@@ -100,7 +100,8 @@ class CollectiveRow:
         return CollectiveRow(
             self.name, self.kind, self.half, self.transport or other.transport,
             self.count + other.count, self.time_ps + other.time_ps, self.overlapped_ps + other.overlapped_ps,
-            sum(both) if both else None, self.sized + other.sized, self.group or other.group,
+            sum(both) if both else None, self.sized + other.sized,
+            other.group if self.group is None else self.group,
             self.pairs + other.pairs, self.in_flight_ps + other.in_flight_ps,
             self.waited_ps + other.waited_ps, self.slack_ps + other.slack_ps, self.source or other.source,
         )  # fmt: skip
@@ -228,7 +229,7 @@ def _add_track(
         row.count += int(count[k])
         row.time_ps += float(time[k])
         row.overlapped_ps += float(hidden[k])
-        row.group = row.group or size.group
+        row.group = size.group if row.group is None else row.group
         if sizes is not None:  # per occurrence, from the kernel's arguments
             mine = which == k
             known = ~np.isnan(sizes[0][mine])
@@ -236,7 +237,8 @@ def _add_track(
                 row.bytes = (row.bytes or 0.0) + float(sizes[0][mine][known].sum())
                 row.sized += int(known.sum())
                 group = sizes[1][mine][known]
-                row.group = row.group or (int(group[0]) if group[0] > 0 else None)
+                if row.group is None and group[0] > 0:
+                    row.group = int(group[0])
         elif size.bytes:
             row.bytes = (row.bytes or 0.0) + float(size.bytes) * int(count[k])
             row.sized += int(count[k])

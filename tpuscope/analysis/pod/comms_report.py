@@ -13,12 +13,13 @@ docs/source/features/comm_comp_overlap.rst), taken over the aligned steps of eve
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
 
 from tpuscope.analysis.pod.analysis import PodAnalysis
+from tpuscope.analysis.pod.collective_kinds import ALL_DEVICES
 from tpuscope.analysis.pod.comms import CollectiveRow, merge_rows
 
 PS_PER_US = 1e6
@@ -52,7 +53,7 @@ class CommsReport:
             communication_ps=pod.matrix("collective"),
             exposed_ps=pod.exposed_collective_matrix(),
             step_ps=pod.matrix("step"),
-            rows=merge_rows([s.collectives for s in pod.summaries]),
+            rows=_with_all_devices(merge_rows([s.collectives for s in pod.summaries]), pod),
             alignment=pod.alignment,
         )
 
@@ -148,3 +149,11 @@ class CommsReport:
             "per_host": self.per_host(),
             "per_step": self.per_step(),
         }
+
+
+def _with_all_devices(rows: list[CollectiveRow], pod: PodAnalysis) -> list[CollectiveRow]:
+    """Rows over every device of their program (`replica_groups={}`) with the profile's device count as
+    their group size (the run's, when the profile holds every host; unknown with one device)."""
+    devices = sum(len(s.devices) for s in pod.summaries)
+    group = devices if devices > 1 else None
+    return [replace(r, group=group) if r.group == ALL_DEVICES else r for r in rows]
