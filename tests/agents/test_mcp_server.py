@@ -232,3 +232,12 @@ def test_a_profile_is_opened_once_per_server(tmp_path: Path):
     cache.get(str(TPU_TRACE))  # the least recently used (PTXLA) is dropped
     assert cache.get(str(GPU_TRACE)) is not None and cache.opened == 3
     assert cache.get(str(PTXLA_TRACE)) is not first and cache.opened == 4
+
+
+def test_the_skill_ships_in_the_package_and_names_every_tool(capsys):
+    from tpuscope.cli import main
+
+    assert main(["mcp", "--skill"]) == 0
+    skill = capsys.readouterr().out
+    assert skill.startswith("---\nname: tpuscope\ndescription: ")
+    assert all(f"`{tool}`" in skill for tool in EXPECTED_TOOLS)
