@@ -75,6 +75,30 @@ def test_a_json_trace_cut_short_is_incomplete_by_an_unknown_share(tmp_path, caps
     assert all(c["summary"].endswith(endings) for c in data["checked"])
 
 
+def _with_times_out_of_range(tmp_path, every: int):
+    """The Kineto trace with every `every`-th record's `ts` at 1e20 (a time no timeline holds: dropped)."""
+    document = json.loads(gzip.decompress(KINETO_TRACE.read_bytes()))
+    records = document["traceEvents"]
+    timed = [r for r in records if r.get("ph") == "X"]
+    for record in timed[::every]:
+        record["ts"] = 1e20
+    path = tmp_path / f"every_{every}.pt.trace.json"
+    path.write_text(json.dumps(document))
+    return path, len(timed[::every])
+
+
+def test_records_dropped_make_a_json_trace_incomplete_from_one_percent(tmp_path):
+    require_shared_traces()
+    many, dropped = _with_times_out_of_range(tmp_path, 10)  # a tenth of the complete events
+    complete = open_trace(many, use_cache=False).completeness
+    assert not complete.complete and complete.summary == "records were dropped as unreadable"
+    assert complete.fraction_read is not None and 0.85 < complete.fraction_read < 0.95
+    assert f"{dropped:,} record" in complete.reason
+    few, _ = _with_times_out_of_range(tmp_path, 100_000)  # one record: a warning, the profile complete
+    trace = open_trace(few, use_cache=False)
+    assert trace.load_warnings and trace.completeness.complete
+
+
 def test_a_whole_profile_is_complete():
     require_shared_traces()
     trace = open_trace(TPU_TRACE, use_cache=False)

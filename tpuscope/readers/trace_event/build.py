@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Protocol
 
@@ -19,7 +19,7 @@ import numpy as np
 
 from tpuscope.errors import ProfileError
 from tpuscope.model.build import add_plane, add_track, finish
-from tpuscope.model.completeness import Loss
+from tpuscope.model.completeness import DROPPED, Loss
 from tpuscope.model.flows import Flows, bind_flows
 from tpuscope.model.stats import StatColumn
 from tpuscope.model.trace import Plane, Trace
@@ -100,6 +100,7 @@ def load_json_files(
     decoded: list[tuple[TraceEventFile, Mapping]] = []
     load_warnings: list[str] = []
     load_losses: list[Loss] = []
+    whole = 0  # records of the files that dropped none
     for position, path in enumerate(files):
         if progress is not None:
             progress(0.8 * position / max(len(files), 1), f"decoding {path.name}")
@@ -111,6 +112,8 @@ def load_json_files(
                 raise ProfileError(path, cause)
             load_warnings.append(warning)
         load_losses.extend(file.measured_losses)
+        if not any(loss.kind == DROPPED for loss in file.measured_losses):
+            whole += len(file.events.ts_us) + len(file.flows.ts_us)
         mapping = choose(file)
         mapping.prepare(file)
         decoded.append((file, mapping))
@@ -120,7 +123,10 @@ def load_json_files(
     _check_clocks(decoded, origin_us)
     trace = Trace(sources=list(files), dialect=decoded[0][1].dialect)
     trace.load_warnings = load_warnings
-    trace.load_losses = load_losses
+    # Records dropped from some files are measured against every file's records: the others were read whole.
+    trace.load_losses = [
+        replace(loss, others_whole=whole) if loss.kind == DROPPED else loss for loss in load_losses
+    ]
     trace.origin_ns = int(math.floor(origin_us * 1000))
     hosts = _host_names(decoded)
     for (file, mapping), host in zip(decoded, hosts, strict=True):
