@@ -141,3 +141,26 @@ def test_an_answer_to_an_older_question_is_dropped(view):
     assert view._asked != older_question
     view._answer(older_question, older)  # the first graph arriving last, as a slow worker's would
     assert view.found is not None and view.found.op == "copy-done.2"
+
+
+def test_the_op_tables_show_in_graph_targets_the_rows_op_and_program(qtbot):
+    from tpuscope.ui.ops.view import OpsView
+
+    ops = OpsView()
+    qtbot.addWidget(ops)
+    ops.set_trace(open_trace(TPU_TRACE))
+    ops.show()
+    qtbot.waitExposed(ops)
+    ops.hub.wait()
+    table = ops.table
+    assert table is not None
+    row = table.names().index(OP)
+    target = ops.graph_target(row)
+    assert target == OpGraphAt(OP, 12190760917235803885)
+    graph = GraphView(ops.hub)  # the window's views share one hub
+    qtbot.addWidget(graph)
+    graph.show()
+    graph.select(target)
+    graph.hub.wait()
+    assert graph.found is not None and graph.found.op == OP
+    assert graph.found.place.program_id == target.program_id

@@ -23,6 +23,7 @@ from PySide6.QtWidgets import (
     QHeaderView,
     QLabel,
     QLineEdit,
+    QMenu,
     QSplitter,
     QTableView,
     QVBoxLayout,
@@ -39,7 +40,7 @@ from tpuscope.ui.analysis_hub import AnalysisHub
 from tpuscope.ui.ops.charts import StepBreakdownChart, TopOpsChart
 from tpuscope.ui.ops.stepper import Events, OccurrenceStepper
 from tpuscope.ui.ops.table_model import SELF_TIME_COLUMN, OpsTableModel
-from tpuscope.ui.views import OpRow, View
+from tpuscope.ui.views import OpGraphAt, OpRow, View
 from tpuscope.ui.widgets.code_spans import code_spans_html
 
 # Column widths follow the rows: each column fits the widest of its first rows (Qt measures only
@@ -149,6 +150,8 @@ class OpsView(View):
         self.table_view.selectionModel().selectionChanged.connect(self._on_selection_changed)
         self.model.modelReset.connect(self._clear_occurrences)
         self.table_view.doubleClicked.connect(lambda _: self.next_occurrence())
+        self.table_view.setContextMenuPolicy(Qt.ContextMenuPolicy.CustomContextMenu)
+        self.table_view.customContextMenuRequested.connect(self._row_menu)
         self.stepper.zoomRequested.connect(self.zoomRequested)
         self.follow_trace(self._on_trace)
 
@@ -353,6 +356,25 @@ class OpsView(View):
         self.highlightRequested.emit(events)
         if self._table.by == "op" and events:  # one of the op's events (its code) in the Details dock
             self.eventPicked.emit(events[0][0], int(events[0][1][0]))
+
+    def graph_target(self, table_row: int) -> OpGraphAt | None:
+        """The Graph view's target for a row of the table by op (None for other groupings)."""
+        table = self._table
+        if table is None or table.by != "op" or not len(table.first_event):
+            return None
+        program_ids = table.events.program_id
+        program = int(program_ids[int(table.first_event[table_row])]) if len(program_ids) else None
+        return OpGraphAt(table.label(table.name[table_row]), program or None)
+
+    def _row_menu(self, position) -> None:
+        """Right-click on a row by op: "Show in graph" opens the Graph view around that op."""
+        index = self.table_view.indexAt(position)
+        target = self.graph_target(self.model.table_row(index.row())) if index.isValid() else None
+        if target is None:
+            return
+        menu = QMenu(self.table_view)
+        menu.addAction("Show in graph", lambda: self.openRequested.emit("graph", target))
+        menu.exec(self.table_view.viewport().mapToGlobal(position))
 
     def _set_occurrences(self, events: Events) -> None:
         """The row's events, for Previous/Next; no op is being stepped through until one is chosen."""

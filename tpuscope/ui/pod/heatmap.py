@@ -29,6 +29,7 @@ from PySide6.QtWidgets import (
 
 from tpuscope.analysis.pod.analysis import PodAnalysis
 from tpuscope.model import units
+from tpuscope.model.hosts import natural_key
 from tpuscope.ui.widgets.chart_hits import BarSlots
 from tpuscope.ui.widgets.tables import SortableItem, height_for_rows, style_list_table
 
@@ -257,10 +258,11 @@ class PodPanel(QWidget):
         self.table.setSortingEnabled(False)
         rows = pod.rows()
         self.table.setRowCount(len(rows))
+        host_order = {host: k for k, host in enumerate(sorted((row.host for row in rows), key=natural_key))}
         for r, row in enumerate(rows):
             for c, (_, key, _) in enumerate(COLUMNS):
-                if key == "name":
-                    item = SortableItem(row.host)
+                if key == "name":  # sorts in natural order: host2 before host10
+                    item = SortableItem(row.host, float(host_order[row.host]))
                 elif key == "busiest":
                     item = SortableItem(row.busiest_op or "–")
                     item.setToolTip(row.busiest_op)
