@@ -191,8 +191,10 @@ class GraphView(View):
         self._wanted = None
         self._asked = ""
         self.found = self.layout_ = None
+        self.message = ""
         self.scene.clear()
         self.info.clear()
+        self.op_edit.clear()
         self.summary_label.setText("Computing the graph\u2026" if trace is not None else "No profile loaded.")
 
     def select(self, target: object) -> None:
