@@ -136,7 +136,13 @@ def test_every_tab_compare_history_and_the_pod_page_fit_a_laptop_screen(
         window.open_path(_pod_run(tmp_path))
     qtbot.waitUntil(lambda: not window.workers, timeout=LOAD_TIMEOUT_MS)
     _settle()
-    assert window.tabs.currentWidget() is window.pods.page
+    page = window.pods.page
+    assert window.tabs.currentWidget() is page
+    # Hosts in natural order, wherever the page lists them (it listed host0, host1, host10, ..., host2).
+    hosts = [f"host{i}" for i in range(MANY_HOSTS)]
+    assert page.result.hosts == hosts and page.panel.heatmap.hosts == hosts
+    assert [page.picker.itemText(k) for k in range(page.picker.count())] == hosts
+    assert [page.panel.table.item(r, 0).text() for r in range(page.panel.table.rowCount())] == hosts
     too_big |= {f"pod page, {k}": h for k, h in _hints(window).items() if not _fits(h)}
     assert window.size() == ROOM
     window.pods.stop_diagnosis(wait=True)

@@ -16,6 +16,7 @@ import numpy as np
 
 from tpuscope.model.completeness import Completeness, Loss, completeness
 from tpuscope.model.flows import Flows
+from tpuscope.model.hosts import natural_key
 from tpuscope.model.stats import StatTable
 from tpuscope.model.strings import StringTable
 from tpuscope.model.vocabulary import (
@@ -335,7 +336,10 @@ class Trace:
     def device_planes(self, kind: str | None = None) -> list[Plane]:
         """Device planes (optionally of one kind), ordered by host, kind and index."""
         found = [p for p in self.planes if p.is_device and (kind is None or p.kind == kind.upper())]
-        return sorted(found, key=lambda p: (p.host, p.kind, p.index or 0, p.identity.suffix))
+        # Hosts in natural order (host2 before host10), as every list of hosts shows them.
+        return sorted(
+            found, key=lambda p: (natural_key(p.host), p.host, p.kind, p.index or 0, p.identity.suffix)
+        )
 
     def host_planes(self) -> list[Plane]:
         return [p for p in self.planes if p.role == ROLE_HOST and p.kind != KIND_METADATA]

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from tpuscope.errors import ProfileError, display_path
+from tpuscope.model.hosts import natural_key
 from tpuscope.readers import (
     fallback_reader,
     formats_help,
@@ -109,10 +110,16 @@ class Run:
         return [host_from_filename(f) for f in self.files]
 
 
+def _by_host_name(path: Path) -> tuple:
+    """A run's files in host order: host2 before host10 (`natural_key`), whatever the name's case."""
+    return natural_key(path.name), path.name
+
+
 def _profile_files_in(folder: Path) -> list[Path]:
     suffixes = listed_suffixes()
     try:
-        return sorted(p for p in folder.iterdir() if p.is_file() and p.name.endswith(suffixes))
+        found = (p for p in folder.iterdir() if p.is_file() and p.name.endswith(suffixes))
+        return sorted(found, key=_by_host_name)
     except PermissionError:
         raise ProfileError(folder, "permission denied while listing the folder") from None
     except OSError as exc:
@@ -141,7 +148,7 @@ def list_runs(path: str | Path) -> list[Run]:
             depth = len(Path(folder).relative_to(root).parts)
             if depth >= _MAX_SEARCH_DEPTH:
                 subfolders[:] = []
-            found = sorted(Path(folder) / f for f in files if f.endswith(suffixes))
+            found = sorted((Path(folder) / f for f in files if f.endswith(suffixes)), key=_by_host_name)
             if found:
                 runs[Path(folder)] = found
     if not runs:

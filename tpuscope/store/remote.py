@@ -40,6 +40,7 @@ from typing import Any, Literal
 from urllib.parse import urlsplit
 
 from tpuscope.errors import LoadCancelled, ProfileError
+from tpuscope.model.hosts import natural_key
 from tpuscope.readers import formats_help, host_from_filename, listed_suffixes
 from tpuscope.readers.registry import ProgressCallback
 from tpuscope.store import cache_limit, identity, layout
@@ -110,6 +111,8 @@ def list_remote_runs(url: str) -> list[RemoteRun]:
         if detail.get("type") == "file" and path.endswith(suffixes):
             folder = str(PurePosixPath(path).parent)
             per_folder.setdefault(folder, []).append(_remote_file(fs, path, detail))
+    for files in per_folder.values():  # host2 before host10, as a local run's files
+        files.sort(key=lambda remote: (natural_key(remote.name), remote.url))
     if not per_folder:
         raise ProfileError(url, f"no profiles were found under this URL (looked for: {formats_help()})")
     # Run folders are named by capture time (YYYY_MM_DD_HH_MM_SS), so the name orders them.

@@ -31,6 +31,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from tpuscope.model.hosts import natural_key
 from tpuscope.model.units import format_duration
 from tpuscope.ui.pod.heatmap import ROW_HEIGHT, PodPanel
 from tpuscope.ui.pod.open_run import PodResult
@@ -60,7 +61,7 @@ class PodPage(QWidget):
         self.caption.setWordWrap(True)
 
         self.picker = QComboBox()
-        self.picker.addItems(sorted(hosts))
+        self.picker.addItems(sorted(hosts, key=natural_key))
         self.picker.setMinimumContentsLength(16)
         self.open_button = QPushButton("Open host")
         self.open_button.setToolTip("load this host's events: its timeline, ops and diagnosis")
