@@ -19,6 +19,7 @@ import pytest
 
 from tests.conftest import SHARED_TRACES as TRACES
 from tests.pods import recordings
+from tpuscope.analysis.metrics import format_percent
 from tpuscope.analysis.pod_run import POD_RULES
 from tpuscope.app.hosts import analyze_run
 from tpuscope.errors import ProfileError
@@ -111,7 +112,7 @@ def test_a_run_whose_every_host_is_input_bound_gets_one_finding_naming_all_of_th
     assert [e["host"] for e in leading] == HOSTS
     for item in leading:
         assert item["label"].startswith(f"{item['host']}: ")
-        assert f"{per_host[item['host']]['percent_of_step_time']:g}%" in item["label"]
+        assert format_percent(per_host[item["host"]]["percent_of_step_time"]) in item["label"]
     # The checked line merges the hosts' lines: one line, the figures as their range.
     checked = {c["rule"]: c["summary"] for c in report["checked"]}
     assert "findings on every host" in checked["input_bound"]
