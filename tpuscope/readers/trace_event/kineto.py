@@ -56,6 +56,10 @@ DEVICE_SYNC_CATEGORIES = frozenset({"cuda_sync"})
 COUNTER_RANGE_CATEGORIES = frozenset({"cuda_profiler_range"})
 # The framework's own ops (aten ops, autograd nodes), which launch the device work.
 CPU_OP_CATEGORIES = frozenset({"cpu_op", "Operator"})
+# Kineto writes its "Record Window End" marker with an empty pid and tid: its group and track are
+# named for what they hold, not left blank (issue 37: a nameless group holding a track "thread ").
+NO_PROCESS_NAME = "Trace markers"
+NO_THREAD_NAME = "markers"
 DEVICE_CATEGORIES = DEVICE_WORK_CATEGORIES | DEVICE_ANNOTATION_CATEGORIES | DEVICE_SYNC_CATEGORIES
 # Categories only Kineto writes: a trace-event file holding one of them is Kineto's.
 KINETO_CATEGORIES = DEVICE_CATEGORIES | COUNTER_RANGE_CATEGORIES | {
@@ -221,7 +225,7 @@ class KinetoMapping:
         if identity.role == ROLE_HOST:
             process = file.process_names.get(pid, "process")
             return f"{process} (pid {pid})"
-        return str(pid)
+        return str(pid).strip() or NO_PROCESS_NAME
 
     def plane_stats(self, file: TraceEventFile, identity: PlaneIdentity) -> dict[str, object]:
         if identity.role != ROLE_DEVICE:
@@ -251,6 +255,8 @@ class KinetoMapping:
         name = (file.thread_names.get((pid, tid)) or "").strip()
         if name:
             return name
+        if not str(tid).strip():
+            return NO_THREAD_NAME
         return f"stream {tid}" if isinstance(pid, int) and pid in file.process_labels else f"thread {tid}"
 
     def retype(self, trace: Trace) -> None:
