@@ -19,7 +19,7 @@ from tpuscope.analysis.compare.ops import OpDelta
 from tpuscope.analysis.compare.runs import SPLIT_LABELS, SPLIT_PARTS, Comparison, compare_traces
 from tpuscope.commands import COMMANDS, EXIT_FINDINGS, EXIT_OK, UserFacingError
 from tpuscope.commands._console import load_for_cli, print_json
-from tpuscope.model.units import format_duration
+from tpuscope.model.units import COLUMN_SPEC, format_duration, format_duration_column
 from tpuscope.readers import path_help
 
 TOP_OPS_TEXT = 15
@@ -152,10 +152,12 @@ def _print_split(c: Comparison) -> None:
         return
     s = c.split
     print("\nPer-step split (mean per step, BASE -> NEW):")
-    for part in SPLIT_PARTS:
+    # Each column in one unit for all its rows (issue 33).
+    base = format_duration_column([s.base_ps[part] for part in SPLIT_PARTS])
+    new = format_duration_column([s.new_ps[part] for part in SPLIT_PARTS])
+    for part, base_text, new_text in zip(SPLIT_PARTS, base, new, strict=True):
         print(
-            f"  {SPLIT_LABELS[part]:<32} {format_duration(s.base_ps[part]):>10} -> "
-            f"{format_duration(s.new_ps[part]):>10}"
+            f"  {SPLIT_LABELS[part]:<32} {base_text:>10} -> {new_text:>10}"
             f"  ({s.percent('base', part):5.1f}% -> {s.percent('new', part):5.1f}%)"
         )
 
@@ -174,12 +176,14 @@ def _print_ops(c: Comparison, top: int) -> None:
     print(f"\n{what} by change of self time ({per}; {len(c.ops.rows):,} in all):")
     width = max(len(_cut(r.name)) for r in rows + [OpDelta(column, None, None, "", "", "", 0, 0, 0, 0)])
     print(f"  {column:<{width}}  {'BASE':>10}  {'NEW':>10}  {'delta':>10}  {'share':>6}  match")
-    for r in rows:
+    # Each time column in one unit for all its rows (issue 33), the delta's signed.
+    base = format_duration_column([r.base_self_ps for r in rows])
+    new = format_duration_column([r.new_self_ps for r in rows])
+    delta = format_duration_column([r.delta_ps for r in rows], "+" + COLUMN_SPEC)
+    for r, base_text, new_text, delta_text in zip(rows, base, new, delta, strict=True):
         share = c.ops.share_of_change(r) * 100
         print(
-            f"  {_cut(r.name):<{width}}  {format_duration(r.base_self_ps):>10}  "
-            f"{format_duration(r.new_self_ps):>10}  "
-            f"{('+' if r.delta_ps >= 0 else '-') + format_duration(abs(r.delta_ps)):>10}  "
+            f"  {_cut(r.name):<{width}}  {base_text:>10}  {new_text:>10}  {delta_text:>10}  "
             f"{share:5.0f}%  {r.match}"
         )
         if r.base_members or r.new_members:  # a category row: the ops it holds

@@ -12,7 +12,7 @@ from tpuscope.app.payloads import RequestError, ops_json, ops_rows
 from tpuscope.commands import UserFacingError
 from tpuscope.commands._console import add_path_argument, load_for_cli, print_json
 from tpuscope.commands._per_host import add_per_host_arguments, per_host_run
-from tpuscope.model.units import format_duration
+from tpuscope.model.units import format_duration, format_duration_column
 
 CSV_FIELDS = (
     "name",
@@ -113,14 +113,18 @@ def _print_text(device_label, by, table, rows, breakdown) -> None:
         _print_source_rows(rows)
         return
     width = max([len(by)] + [min(len(r["name"]), 60) for r in rows])
+    totals, selves = _time_column(rows, "total_time_us"), _time_column(rows, "self_time_us")
     print(f"{by:<{width}}  {'count':>7}  {'total':>12}  {'self':>12}  {'self %':>6}  {'cum %':>6}  bound by")
-    for r in rows:
+    for r, total, self_time in zip(rows, totals, selves, strict=True):
         print(
-            f"{r['name'][:60]:<{width}}  {r['occurrences']:>7}  "
-            f"{format_duration(r['total_time_us'] * 1e6):>12}  "
-            f"{format_duration(r['self_time_us'] * 1e6):>12}  {r['percent']:>6.2f}  "
-            f"{r['cumulative_percent']:>6.2f}  {r['bound_by']}"
+            f"{r['name'][:60]:<{width}}  {r['occurrences']:>7}  {total:>12}  {self_time:>12}  "
+            f"{r['percent']:>6.2f}  {r['cumulative_percent']:>6.2f}  {r['bound_by']}"
         )
+
+
+def _time_column(rows, key: str) -> list[str]:
+    """A column of the rows' times (microseconds under `key`), all in one unit (issue 33)."""
+    return format_duration_column([r[key] * 1e6 for r in rows])
 
 
 # The longest source path shown whole; longer ones keep their end (the file name and line).
@@ -136,14 +140,14 @@ def _print_source_rows(rows) -> None:
     width = max([len("source")] + [len(n) for n in names])
     fwidth = max([len("function")] + [min(len(r.get("function") or ""), 30) for r in rows])
     print(f"{'source':<{width}}  {'function':<{fwidth}}  {'self':>12}  {'self %':>6}  ops")
-    for name, r in zip(names, rows, strict=True):
+    for name, r, self_time in zip(names, rows, _time_column(rows, "self_time_us"), strict=True):
         ops = r.get("ops") or []
         shown = ", ".join(ops[:FOLDED_OPS_SHOWN]) + (
             f" (+{len(ops) - FOLDED_OPS_SHOWN})" if len(ops) > FOLDED_OPS_SHOWN else ""
         )
         print(
             f"{name:<{width}}  {(r.get('function') or '')[:30]:<{fwidth}}  "
-            f"{format_duration(r['self_time_us'] * 1e6):>12}  {r['percent']:>6.2f}  {shown}"
+            f"{self_time:>12}  {r['percent']:>6.2f}  {shown}"
         )
 
 
@@ -161,7 +165,7 @@ def _print_per_host(args, pod) -> int:
                     "by": "op", "rows": rows})  # fmt: skip
     else:
         print(f"Ops of {len(pod.hosts)} hosts, analysed host by host (self time, all devices):")
-        for row in rows:
-            print(f"  {row['percent']:5.1f}%  {format_duration(row['self_time_us'] * 1e6):>10}  "
+        for row, self_time in zip(rows, _time_column(rows, "self_time_us"), strict=True):
+            print(f"  {row['percent']:5.1f}%  {self_time:>10}  "
                   f"{row['occurrences']:>8,}  {row['name'][:70]}")  # fmt: skip
     return 0

@@ -22,7 +22,7 @@ from tpuscope.commands import UserFacingError
 from tpuscope.commands._console import add_path_argument, load_for_cli, print_json
 from tpuscope.commands._per_host import add_per_host_arguments, overview_json, per_host_run, print_overview
 from tpuscope.model.completeness import percent_words
-from tpuscope.model.units import format_duration
+from tpuscope.model.units import format_duration, format_duration_column
 
 _MARK = {Severity.CRITICAL: "[CRITICAL]", Severity.WARNING: "[WARNING] ", Severity.INFO: "[info]    "}
 NAME_CHARS = 48  # op names are cut to this many characters in the text table
@@ -165,8 +165,8 @@ def _print_ops(o: Overview, top: int) -> None:
     width = max(len("op"), *(len(n) for n in names))
     print(f"\nTop ops by self time (tpuscope ops for all {len(o.ops):,}):")
     print(f"  {'op':<{width}}  {'self':>12}  {'self %':>6}  {'count':>7}")
-    for name, r in zip(names, rows, strict=True):
-        self_time = format_duration(r["self_time_us"] * 1e6)
+    self_times = format_duration_column([r["self_time_us"] * 1e6 for r in rows])  # one unit (issue 33)
+    for name, r, self_time in zip(names, rows, self_times, strict=True):
         print(f"  {name:<{width}}  {self_time:>12}  {r['percent']:>6.2f}  {r['occurrences']:>7,}")
 
 

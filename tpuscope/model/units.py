@@ -9,6 +9,7 @@ duration is shown in the unit that reads best for it (`format_duration`); a colu
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Sequence
 
 import numpy as np
@@ -39,22 +40,21 @@ def format_duration(ps: float, spec: str = TABLE_SPEC) -> str:
     return f"{value / scale:{spec}} {unit}"
 
 
-# Table columns: fixed decimals with thousands separators, so a column's largest values, written in
-# the unit of its typical ones, stay readable (12,204.318 us).
+# Table columns: fixed decimals with thousands separators, so a column's numbers line up.
 COLUMN_SPEC = ",.3f"
 
 
 def duration_column_unit(values_ps: Iterable[float] | np.ndarray) -> tuple[str, float]:
     """(name, picoseconds per unit) of the one unit a column of durations is shown in: the unit its
-    median nonzero magnitude reads best in. Our heuristic: the median keeps most rows between 1 and
-    1000 of the unit (the rows a reader compares), where the largest value's unit would write a
-    column of microsecond ops as 0.000 ms; zeros and NaNs (no value) do not vote."""
+    largest magnitude reads best in. Our heuristic, as a chart's axis picks its unit: the rows that
+    matter most (a table of ops is sorted by time) read compactly (77.773 s, not 77,773.123 ms) and a
+    row reads 0.000 only below a millionth of the largest; zeros and NaNs (no value) do not vote."""
     column = values_ps if isinstance(values_ps, np.ndarray) else np.fromiter(values_ps, float)
     magnitudes = np.abs(column.astype(float, copy=False))
     magnitudes = magnitudes[np.isfinite(magnitudes) & (magnitudes > 0)]
     if not len(magnitudes):
         return TIME_UNITS[-1]
-    return duration_unit(float(np.median(magnitudes)))
+    return duration_unit(float(magnitudes.max()))
 
 
 def format_duration_in(ps: float, unit: tuple[str, float], spec: str = COLUMN_SPEC) -> str:
@@ -62,7 +62,8 @@ def format_duration_in(ps: float, unit: tuple[str, float], spec: str = COLUMN_SP
     name, scale = unit
     value = float(ps)
     if name == "ps":
-        return f"{value:,.0f} ps"  # whole picoseconds: the model's resolution
+        sign = "+" if spec.startswith("+") else ""
+        return f"{value:{sign},.0f} ps"  # whole picoseconds: the model's resolution
     return f"{value / scale:{spec}} {name}"
 
 
@@ -72,19 +73,18 @@ def format_duration_column(values_ps: Sequence[float] | np.ndarray, spec: str = 
     return [format_duration_in(v, unit, spec) for v in values_ps]
 
 
-# A share of a whole: one decimal, or two below 0.1% so a small share does not read 0.0%.
+# A share of a whole: one decimal (96.5%, 9.5%, 0.2%). Our choice: a tenth of a percent is finer than
+# any threshold a diagnose rule applies (the smallest is 5%) and the most a reader compares by eye.
 PERCENT_SPEC = ".1f"
-SMALL_PERCENT_SPEC = ".2f"
-SMALL_PERCENT_BELOW = 0.1
 
 
 def format_percent_value(percent: float) -> str:
-    """A percentage (0-100) as text: `96.9%`, `0.05%`; the one rounding of a share everywhere."""
+    """A percentage (0-100) as text: `96.9%`; the one rounding of a share everywhere (the metrics',
+    the findings', the cards')."""
     value = float(percent)
-    if not np.isfinite(value):
+    if not math.isfinite(value):
         return "\u2013"
-    small = 0 < abs(value) < SMALL_PERCENT_BELOW
-    return f"{value:{SMALL_PERCENT_SPEC if small else PERCENT_SPEC}}%"
+    return f"{value:{PERCENT_SPEC}}%"
 
 
 def format_percent(fraction: float) -> str:

@@ -41,7 +41,7 @@ from PySide6.QtWidgets import (
 from tpuscope.analysis.compare.ops import OpDelta
 from tpuscope.analysis.compare.runs import SPLIT_LABELS, SPLIT_PARTS, Comparison, analyze_run, compare_runs
 from tpuscope.model.trace import Track
-from tpuscope.model.units import format_duration
+from tpuscope.model.units import COLUMN_SPEC, duration_column_unit, format_duration, format_duration_in
 from tpuscope.ui.jobs import LatestJobs
 from tpuscope.ui.loader import LoadResult, prepare
 from tpuscope.ui.timeline.view import PICKED_LAYER, TimelineView
@@ -72,6 +72,7 @@ OP_COLUMNS = ("op", "program", "category", "match", "BASE / step", "NEW / step",
 ALIGN_WINDOW_FACTOR = 1.15
 ALIGN_LEAD_FRACTION = 0.05
 DELTA_COLUMN = OP_COLUMNS.index("delta")
+SIGNED_COLUMN_SPEC = "+" + COLUMN_SPEC  # a change reads +1.500 ms or -0.250 ms
 
 
 @dataclass
@@ -337,6 +338,10 @@ class CompareView(QWidget):
         self.table.setSortingEnabled(False)
         self.table.clearSelection()
         self.table.setRowCount(len(self.rows))
+        # Each time column in one unit for all its rows (issue 33), the delta's signed.
+        base_unit = duration_column_unit([row.base_self_ps for row in self.rows])
+        new_unit = duration_column_unit([row.new_self_ps for row in self.rows])
+        delta_unit = duration_column_unit([row.delta_ps for row in self.rows])
         for r, row in enumerate(self.rows):
             share = c.ops.share_of_change(row)
             cells = [
@@ -344,9 +349,9 @@ class CompareView(QWidget):
                 _item(row.program),
                 _item(row.category),
                 _item(row.match),
-                _item(_ms(row.base_self_ps), row.base_self_ps),
-                _item(_ms(row.new_self_ps), row.new_self_ps),
-                _item(_signed(row.delta_ps), abs(row.delta_ps)),  # sorts by size, either sign
+                _item(format_duration_in(row.base_self_ps, base_unit), row.base_self_ps),
+                _item(format_duration_in(row.new_self_ps, new_unit), row.new_self_ps),
+                _item(format_duration_in(row.delta_ps, delta_unit, SIGNED_COLUMN_SPEC), abs(row.delta_ps)),
                 _item(f"{share * 100:.0f}%", share),
             ]
             cells[0].setData(Qt.ItemDataRole.UserRole, r)  # position in self.rows, whatever the sort

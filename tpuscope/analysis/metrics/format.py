@@ -1,24 +1,21 @@
 """A metric's value as text, one way per unit, so a number rounded in one place is rounded the same
 way everywhere it is shown (the `metrics` table, the findings' titles and explanations).
 
-Durations and sizes go through `tpuscope.model.units` (the formatter the tables use); a share is
-shown with PERCENT_DECIMALS decimals, whether it is stored as a fraction (duty cycles) or a percent.
+Durations, sizes and shares go through `tpuscope.model.units` (the formatter the tables and the app's
+cards use); a share is shown with one decimal, whether it is stored as a fraction (duty cycles) or a percent.
 """
 
 from __future__ import annotations
 
 from tpuscope.analysis.metrics.registry import BYTES, FRACTION, PERCENT, US
-from tpuscope.model.units import format_bytes, format_duration
+from tpuscope.model.units import format_bytes, format_duration, format_percent_value
 
-# One decimal: 96.5%, 9.5%, 0.2%. Our choice: a tenth of a percent is finer than any threshold a rule
-# applies (the smallest is 5%) and the most a reader compares by eye.
-PERCENT_DECIMALS = 1
 NOT_APPLICABLE = "-"
 
 
 def format_percent(percent: float) -> str:
-    """A share already in percent (0..100): `96.5%`."""
-    return f"{percent:.{PERCENT_DECIMALS}f}%"
+    """A share already in percent (0..100): `96.5%`, as `units.format_percent_value` writes every share."""
+    return format_percent_value(percent)
 
 
 def format_fraction(fraction: float) -> str:

@@ -258,6 +258,16 @@ class PodPanel(QWidget):
         self.table.setSortingEnabled(False)
         rows = pod.rows()
         self.table.setRowCount(len(rows))
+
+        def duration(row, key: str) -> float:
+            return float(row.step_ps if key == "step" else row.parts_ps[key])
+
+        # One unit per column (issue 33): no host's time in ms beside another's in us.
+        column_units = {
+            key: units.duration_column_unit([duration(row, key) for row in rows])
+            for _, key, _ in COLUMNS
+            if key not in ("name", "busiest")
+        }
         host_order = {host: k for k, host in enumerate(sorted((row.host for row in rows), key=natural_key))}
         for r, row in enumerate(rows):
             for c, (_, key, _) in enumerate(COLUMNS):
@@ -267,8 +277,8 @@ class PodPanel(QWidget):
                     item = SortableItem(row.busiest_op or "–")
                     item.setToolTip(row.busiest_op)
                 else:
-                    value = row.step_ps if key == "step" else row.parts_ps[key]
-                    item = SortableItem(units.format_duration(value), float(value))
+                    value = duration(row, key)
+                    item = SortableItem(units.format_duration_in(value, column_units[key]), value)
                     item.setTextAlignment(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
                 self.table.setItem(r, c, item)
         self.table.setSortingEnabled(True)
