@@ -56,6 +56,13 @@ DEVICE_SYNC_CATEGORIES = frozenset({"cuda_sync"})
 COUNTER_RANGE_CATEGORIES = frozenset({"cuda_profiler_range"})
 # The framework's own ops (aten ops, autograd nodes), which launch the device work.
 CPU_OP_CATEGORIES = frozenset({"cpu_op", "Operator"})
+# The model's structure around those ops: `record_function` ranges, and the `nn.Module: Name_0` calls
+# PyTorch's Python tracer records (torch/csrc/profiler/python/init.cpp; `with_modules`/`with_stack`).
+SCOPE_RECORDS = (
+    (frozenset({"user_annotation"}), ""),
+    (frozenset({"python_function"}), r"^nn\.Module: "),
+)
+MODULE_PREFIX = "nn.Module: "  # written without it in the name scope: `Linear_0`, as the module is named
 # Kineto writes its "Record Window End" marker with an empty pid and tid: its group and track are
 # named for what they hold, not left blank (issue 37: a nameless group holding a track "thread ").
 NO_PROCESS_NAME = "Trace markers"
@@ -263,7 +270,9 @@ class KinetoMapping:
         """Kinds are known from the categories already; once every file's flows are bound, each
         kernel gets the CPU op that launched it (its framework op and the ops around it) and the
         Python source line and stack of that op."""
-        attach_framework_ops(trace, CATEGORY_STAT, CPU_OP_CATEGORIES)
+        attach_framework_ops(
+            trace, CATEGORY_STAT, CPU_OP_CATEGORIES, SCOPE_RECORDS, STEP_PATTERN, MODULE_PREFIX
+        )
         attach_python_sources(trace)
         if self._unread_devices and not trace.device_planes():
             trace.warnings.append(_unread_devices_sentence(self._unread_devices))
