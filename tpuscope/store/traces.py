@@ -72,7 +72,7 @@ from tpuscope.store.cache_limit import MAX_ENV as MAX_ENV  # the limit's setting
 from tpuscope.store.cache_limit import parse_size as parse_size
 from tpuscope.store.cache_limit import set_size_limit as set_size_limit
 
-FORMAT_VERSION = 15  # 3: Trace.load_warnings; 4: TrackKind per track, plane identity, trace dialect;
+FORMAT_VERSION = 16  # 3: Trace.load_warnings; 4: TrackKind per track, plane identity, trace dialect;
 # 5: the dialect's op families (a pickled dialect keeps the fields it was written with); 7: the
 # dialect's new event classes and compile, version and framework-op names, and the plane identity's
 # `sparse_core`; 8: the dialect's program decoders (pickled by reference) and allocator names; 9: the
@@ -81,7 +81,8 @@ FORMAT_VERSION = 15  # 3: Trace.load_warnings; 4: TrackKind per track, plane ide
 # length and a label, the version is in the entry's name, the key is the files' identity alone;
 # 13: checksums of the header and of each column buffer, the sources' fingerprints in the label;
 # 14: Trace.load_losses (what a salvaged load is missing, measured); 15: Kineto's records with no
-# pid or tid in a group and track with names ("Trace markers")
+# pid or tid in a group and track with names ("Trace markers"); 16: PyTorch kernels' name scope holds
+# the record_function ranges and nn.Module calls around their CPU ops
 _MAGIC = b"TPUSCOPC"  # formats up to 11 began b"TPUSCOPE" and a pickle length
 # magic, version, label length, pickle length, buffers, total length, checksum (then 4 bytes unused)
 _HEADER = struct.Struct("<8sIIqqqI4x")
