@@ -21,10 +21,12 @@ def test_json_has_one_row_per_host_and_a_host_by_step_table(pod_run, pod_trace, 
     assert pod["hosts"] == hosts and pod["alignment"] == "step number"
     assert pod["steps"] == list(range(recordings.STEPS))
     table = pod["per_host_step_us"]
-    assert set(table) == {"step", "compute", "collective", "input", "compile", "host"}
+    assert set(table) == {"step", "compute", "collective", "input", "compile", "host", "exposed_collective"}
     assert np.array(table["collective"]).shape == (recordings.PROCESSES, recordings.STEPS)
     expected = TraceAnalysis(pod_trace("straggler")).pod
     np.testing.assert_allclose(table["collective"], expected.matrix("collective") / 1e6, atol=1e-3)
+    exposed = expected.exposed_collective_matrix() / 1e6
+    np.testing.assert_allclose(table["exposed_collective"], exposed, atol=1e-3)
     rows = {r["host"]: r for r in pod["per_host"]}
     assert min(rows, key=lambda h: rows[h]["collective_us"]) == LATE_HOST
     assert max(rows, key=lambda h: rows[h]["input_us"]) == LATE_HOST

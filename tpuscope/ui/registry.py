@@ -59,6 +59,7 @@ VIEWS: tuple[ViewSpec, ...] = (
     ViewSpec("ops", "Op breakdown", "tpuscope.ui.ops.view", "OpsView"),
     ViewSpec("diagnostics", "Diagnostics", "tpuscope.ui.diagnostics_view", "DiagnosticsView"),
     ViewSpec("memory", "Memory", "tpuscope.ui.memory_view", "MemoryView"),
+    ViewSpec("comms", "Communication", "tpuscope.ui.comms_view", "CommsView"),
     ViewSpec("source", "Source", "tpuscope.ui.source_view", "SourceView"),
     ViewSpec("roofline", "Roofline", "tpuscope.ui.roofline_view", "RooflineView"),
     ViewSpec("graph", "Graph", "tpuscope.ui.graph_view", "GraphView"),

@@ -1,7 +1,8 @@
 """Rule `straggler`: one host (or device) arrives late at the collectives and the others wait for it.
 
-The late host is the one whose collective time is short while the others' is long, step after
-step (`tpuscope.analysis.pod.late` says how it is scored). The finding names it, says how long
+The late host is the one whose wait in collectives (collective time no compute overlapped) is short
+while the others' is long, step after step (`tpuscope.analysis.pod.late` says how it is scored).
+The finding names it, says how long
 the others wait for it per step and in total, and what it did instead: loading data, other host
 work, compiling, or computing longer on a slower device, with its events as evidence and its
 latest step first, to jump to.
@@ -77,9 +78,10 @@ def _finding(ctx: Context, pod: PodAnalysis, units, unit: late_units.LateUnit) -
             "than the others'."
         )
     explanation = (
-        f"In {unit.late_steps} of {unit.steps} steps (aligned by {pod.alignment}), {unit.name} spends "
-        f"the least time in collectives ({mine} ms per step, median) while the other {others} {kind}s "
-        f"spend {theirs} ms there: they enter the collective first and wait for {unit.name} to arrive. "
+        f"In {unit.late_steps} of {unit.steps} steps (aligned by {pod.alignment}), {unit.name} waits "
+        f"the least in collectives ({mine} ms per step, median, not overlapped by compute) while the other "
+        f"{others} {kind}s wait {theirs} ms there: they enter the collective first and wait for {unit.name} "
+        "to arrive. "
         f"They wait {ms(unit.wait_per_step_ps)} ms per step for it ({share:.0f}% of a {step_ms} ms step), "
         f"{ms(unit.wait_total_ps)} ms over the profile per {kind} "
         f"({ms(unit.wait_all_units_ps)} ms of {kind} time in all). {instead} Its collective time is an "

@@ -32,13 +32,17 @@ class HostRow:
     parts_ps: dict[str, float]
     busiest_op: str
     busiest_op_ps: float
+    exposed_collective_ps: float = 0.0  # of `parts_ps["collective"]`, what no compute overlapped
 
     def to_json(self) -> dict[str, Any]:
+        collective = self.parts_ps.get("collective", 0.0)
         return {
             "host": self.host,
             "steps": self.steps,
             "step_time_us": self.step_ps / 1e6,
             **{f"{p}_us": v / 1e6 for p, v in self.parts_ps.items()},
+            "exposed_collective_us": self.exposed_collective_ps / 1e6,
+            "overlapped_collective_us": (collective - self.exposed_collective_ps) / 1e6,
             "busiest_op": self.busiest_op or None,
             "busiest_op_us": self.busiest_op_ps / 1e6,
         }
@@ -86,12 +90,15 @@ class PodAnalysis:
 
     def rows(self) -> list[HostRow]:
         found = []
+        exposed = self.exposed_collective_matrix()
         for k, summary in enumerate(self.host_summaries):
             means = {p: float(self.matrix(p)[k].mean()) if self.step_count else 0.0 for p in PARTS}
             step = float(self.matrix("step")[k].mean()) if self.step_count else 0.0
+            exposed_mean = float(exposed[k].mean()) if self.step_count else 0.0
             found.append(
-                HostRow(summary.host, self.step_count, step, means, summary.busiest_op, summary.busiest_op_ps)
-            )
+                HostRow(summary.host, self.step_count, step, means, summary.busiest_op, summary.busiest_op_ps,
+                        exposed_mean)
+            )  # fmt: skip
         return found
 
     def notes(self) -> list[str]:
@@ -124,7 +131,8 @@ class PodAnalysis:
             "parts": {p: PART_LABELS[p] for p in PARTS},
             "per_host": [r.to_json() for r in self.rows()],
             "per_host_step_us": {
-                part: (self.matrix(part) / 1e6).round(3).tolist() for part in ("step", *PARTS)
+                **{part: (self.matrix(part) / 1e6).round(3).tolist() for part in ("step", *PARTS)},
+                "exposed_collective": (self.exposed_collective_matrix() / 1e6).round(3).tolist(),
             },
         }
 

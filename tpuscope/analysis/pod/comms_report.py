@@ -21,6 +21,8 @@ import numpy as np
 from tpuscope.analysis.pod.analysis import PodAnalysis
 from tpuscope.analysis.pod.collective_kinds import ALL_DEVICES
 from tpuscope.analysis.pod.comms import CollectiveRow, merge_rows
+from tpuscope.analysis.pod.results import POD
+from tpuscope.analysis.results import Result
 
 PS_PER_US = 1e6
 
@@ -44,9 +46,12 @@ class CommsReport:
     step_ps: np.ndarray
     rows: list[CollectiveRow]
     alignment: str
+    step_start_ps: np.ndarray  # each aligned step's earliest start over the hosts (trace time)
+    step_end_ps: np.ndarray  # and its latest end
 
     @classmethod
     def of(cls, pod: PodAnalysis) -> CommsReport:
+        starts = pod.start_matrix()
         return cls(
             hosts=list(pod.hosts),
             steps=pod.step_number,
@@ -55,6 +60,10 @@ class CommsReport:
             step_ps=pod.matrix("step"),
             rows=_with_all_devices(merge_rows([s.collectives for s in pod.summaries]), pod),
             alignment=pod.alignment,
+            step_start_ps=starts.min(axis=0) if len(starts) else np.empty(0, np.int64),
+            step_end_ps=(starts + pod.matrix("step").astype(np.int64)).max(axis=0)
+            if len(starts)
+            else np.empty(0, np.int64),
         )
 
     @property
@@ -157,3 +166,7 @@ def _with_all_devices(rows: list[CollectiveRow], pod: PodAnalysis) -> list[Colle
     devices = sum(len(s.devices) for s in pod.summaries)
     group = devices if devices > 1 else None
     return [replace(r, group=group) if r.group == ALL_DEVICES else r for r in rows]
+
+
+# The report of a trace, made once from its pod table (the app's Communication view asks for it).
+COMMS: Result[CommsReport] = Result("comms", lambda source: CommsReport.of(source.get(POD)))

@@ -1,10 +1,13 @@
 """Who the others wait for, and how much of each step goes to collectives, over a `PodAnalysis`.
 
-The host that arrives last at a collective spends the least time in it: the others entered
-earlier and wait there until it comes. So the late host is the one whose collective time is
+The host that arrives last at a collective waits the least in it: the others entered earlier and
+wait there until it comes. So the late host is the one whose time waiting in collectives is
 *short* while the others' is long, step after step; collective time alone says nothing (on a
-slow interconnect every host spends much of its step there). Its lateness in one step is the
-median of the other hosts' collective time minus its own: how long the others waited for it.
+slow interconnect every host spends much of its step there). A host's wait is its exposed
+collective time (`HostSummary.exposed_collective_ps`: the part no compute of its devices
+overlapped, which is all of it for blocking collectives); time a collective spends behind compute
+keeps nobody waiting. Its lateness in one step is the median of the other hosts' wait minus its
+own: how long the others waited for it.
 
 A host is called late when (all three, so noise in one step or a balanced run never fires):
 - its collective time is an outlier below the others' by XProf's modified z-score (|z| > 3.5 with
@@ -104,9 +107,8 @@ def compared_units(pod: PodAnalysis) -> Units | None:
         return None
     if len(pod.hosts) >= MIN_UNITS:
         parts = {p: pod.matrix(p) for p in CAUSES}
-        return Units(
-            "host", list(pod.hosts), list(pod.hosts), pod.matrix("collective"), parts, pod.matrix("step")
-        )
+        waits = pod.exposed_collective_matrix()  # the time each host waited in collectives (docstring)
+        return Units("host", list(pod.hosts), list(pod.hosts), waits, parts, pod.matrix("step"))
     names, hosts, collective, compute, step = [], [], [], [], []
     others: dict[str, list[np.ndarray]] = {p: [] for p in CAUSES if p != "compute"}
     for summary, pos in zip(pod.host_summaries, pod.positions, strict=True):
