@@ -32,6 +32,7 @@ PROFILES = [TPU_TRACE, GPU_TRACE, PTXLA_TRACE, TF_TRACE, BERT, RESNET, MI250, CP
 BIG = 5_000_000  # the tools' largest byte budget: nothing of these profiles is cut under it
 EXPECTED_TOOLS = {
     "info", "overview", "diagnose", "ops", "op_details", "memory", "compare", "history", "sql_tables", "sql",
+    "metrics", "flame", "graph", "comms",
 }  # fmt: skip
 
 
@@ -107,14 +108,25 @@ def test_each_tool_equals_the_commands_json(profile: Path, capsys):
         "diagnose": cli_json(capsys, "diagnose", path, "--json"),
         "memory": cli_json(capsys, "memory", path, "--json"),
         "sql": cli_json(capsys, "sql", path, QUERY, "--json"),
+        "metrics": cli_json(capsys, "metrics", path, "--json"),
+        "comms": cli_json(capsys, "comms", path, "--json"),
     }
     from tpuscope.cli import main
 
     has_ops = main(["ops", path, "--json", "--top", "1"]) == 0
     capsys.readouterr()
+    graph_error = None
     if has_ops:
         for by in ("op", "category", "framework", "source"):
             expected[f"ops {by}"] = cli_json(capsys, "ops", path, "--json", "--by", by, "--top", "15")
+        for by in ("scope", "op"):
+            expected[f"flame {by}"] = cli_json(capsys, "flame", path, "--by", by, "--format", "json")
+        top_op = expected["ops op"]["rows"][0]
+        graph_argv = ["graph", path, top_op["name"], "--program", str(top_op["program"]), "--json"]
+        if main(graph_argv) == 0:
+            expected["graph"] = json.loads(capsys.readouterr().out)
+        else:  # a profile without HLO: the same sentence as an error result
+            graph_error = capsys.readouterr().err.strip().removeprefix("tpuscope: ")
 
     async def work(session: ClientSession) -> None:
         got = {
@@ -126,6 +138,17 @@ def test_each_tool_equals_the_commands_json(profile: Path, capsys):
         sql = await call(session, "sql", path=path, query=QUERY)
         assert sql.pop("row_count") == len(sql["rows"]) and sql.pop("cut") is False
         got["sql"] = sql
+        got["metrics"] = await call(session, "metrics", path=path)
+        got["comms"] = await call(session, "comms", path=path)
+        for key in [k for k in expected if k.startswith("flame ")]:
+            got[key] = await call(session, "flame", path=path, by=key.split()[1])
+        if has_ops:
+            top_op = expected["ops op"]["rows"][0]
+            graph_args = {"path": path, "op": top_op["name"], "program": str(top_op["program"])}
+            if graph_error is None:
+                got["graph"] = await call(session, "graph", **graph_args)
+            else:
+                assert (await error_of(session, "graph", **graph_args)).endswith(graph_error)
         for key in [k for k in expected if k.startswith("ops ")]:
             result = await call(session, "ops", path=path, by=key.split()[1], top=15)
             assert result.pop("offset") == 0 and result.pop("total_rows") >= len(result["rows"])

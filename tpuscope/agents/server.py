@@ -299,6 +299,76 @@ def build_server(cache: ProfileCache | None = None) -> Any:
 
         return answer(compute, max_bytes)
 
+    @tool("Metrics: the headline metrics, each with its unit, definition and scope")
+    def metrics(path: Path_, run: Run = None, max_bytes: MaxBytes = DEFAULT_MAX_BYTES) -> dict[str, Any]:
+        """Step time, duty cycle, the step's shares (busy, input, compile, idle), memory peaks and the
+        other headline numbers, each with its unit, its definition in words and what it is measured over;
+        a number missing says why. Equals `tpuscope metrics PATH --json` (a run read as one trace)."""
+        return answer(lambda: payloads.metrics_json(profiles.get(path, run).analysis), max_bytes)
+
+    @tool("Flame graph: device time as a tree by framework scope, Python stack or op")
+    def flame(
+        path: Path_,
+        run: Run = None,
+        by: Annotated[
+            Literal["scope", "stack", "op"],
+            Field(
+                description="The tree's levels: the framework's named scopes (jax.named_scope, module "
+                "paths), the Python call stack, or program/category/op."
+            ),
+        ] = "scope",
+        fusion: Annotated[
+            Literal["split", "root"],
+            Field(
+                description="'split': a fusion's time shared among the scopes it fused, by estimated cost "
+                "(marked estimated); 'root': all on its root instruction's scope, as XProf does."
+            ),
+        ] = "split",
+        device: Device = "all",
+        max_bytes: MaxBytes = DEFAULT_MAX_BYTES,
+    ) -> dict[str, Any]:
+        """Device self time as a tree: each node's name, self and total time, and children; the total
+        equals the op table's self time. Equals `tpuscope flame PATH --by BY --fusion F --format json`."""
+
+        def compute() -> dict[str, Any]:
+            analysis = profiles.get(path, run).analysis
+            tree = payloads.whole_flame_tree(analysis, by, fusion, device, path)
+            return payloads.flame_json(analysis, tree, by, fusion, device)
+
+        return answer(compute, max_bytes)
+
+    @tool("HLO graph: the instructions around an op, with device time")
+    def graph(
+        path: Path_,
+        op: Annotated[
+            str, Field(description="The HLO op (instruction) name as the ops tool lists it, e.g. 'fusion.3'.")
+        ],
+        radius: Annotated[
+            int, Field(ge=0, le=20, description="Hops out from the op, along operands and users.")
+        ] = 2,
+        expand: Annotated[bool, Field(description="Also list the instructions each fusion fused.")] = False,
+        program: Annotated[
+            str | None, Field(description="The program to look in when several have an op of that name.")
+        ] = None,
+        run: Run = None,
+        max_bytes: MaxBytes = DEFAULT_MAX_BYTES,
+    ) -> dict[str, Any]:
+        """The op's operands and users out to `radius` hops, each instruction with its opcode, shape and
+        device time, and the edges between them. Equals `tpuscope graph PATH OP --json`."""
+        return answer(
+            lambda: payloads.op_graph_of(
+                profiles.get(path, run).analysis, op, radius, expand, program, path
+            ).to_json(),
+            max_bytes,
+        )
+
+    @tool("Communication: collectives per op, host and step, exposed against overlapped")
+    def comms(path: Path_, run: Run = None, max_bytes: MaxBytes = DEFAULT_MAX_BYTES) -> dict[str, Any]:
+        """Collective time (all-reduce, all-gather, NCCL kernels, DCN transfers) per op, host and step:
+        how much overlapped compute and how much was exposed, bytes and algorithm/bus bandwidth, and the
+        host the others wait for. Equals `tpuscope comms PATH --json` (a run read as one trace)."""
+        return answer(lambda: payloads.comms_json(profiles.get(path, run).analysis), max_bytes)
+
     @tool("SQL tables: the tables and columns the sql tool can query")
     def sql_tables(max_bytes: MaxBytes = DEFAULT_MAX_BYTES) -> dict[str, Any]:
         """Every table (events, tracks, args, flows, counters, ops, steps, findings, memory_*) with its

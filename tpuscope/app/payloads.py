@@ -15,6 +15,8 @@ from typing import TYPE_CHECKING, Any
 from tpuscope.model.trace import Plane, Trace
 
 if TYPE_CHECKING:  # `tpuscope info` imports this module and no analysis
+    from tpuscope.analysis.op_graph import OpGraph
+    from tpuscope.analysis.scope_tree import FlameTree
     from tpuscope.analysis.session import DeviceChoice, TraceAnalysis
     from tpuscope.app.history import History
 
@@ -187,3 +189,77 @@ def memory_json(analysis: TraceAnalysis, program: str | None = None) -> dict[str
 def history_json(history: History) -> dict[str, Any]:
     """`tpuscope history --json` without a gate: every run in order and how many were analysed now."""
     return {"runs": [e.to_json() for e in history.entries], "analysed_runs": history.analysed}
+
+
+def metrics_json(analysis: TraceAnalysis) -> dict[str, Any]:
+    """`tpuscope metrics --json` of a run read as one trace: every headline metric with its unit,
+    definition and scope (`tpuscope.analysis.metrics`)."""
+    from tpuscope.analysis.metrics import METRICS
+
+    trace = analysis.trace
+    return {
+        "metrics": analysis.get(METRICS).to_json(),
+        "analysed": "as one trace",
+        "hosts": list(trace.hosts),
+    }
+
+
+def flame_json(
+    analysis: TraceAnalysis, tree: FlameTree, by: str, fusion: str, device: DeviceChoice
+) -> dict[str, Any]:
+    """`tpuscope flame --format json`: the tree's nodes (`tpuscope.export.flame.tree_json`), its total
+    and whether fusions' time was split by estimate."""
+    from tpuscope.export.flame import ESTIMATE_FRAMES_NOTE, tree_json
+
+    return {
+        "by": by,
+        "fusion": fusion,
+        "devices": [d.label for d in analysis.chosen_devices(device)],
+        "total_self_time_us": tree.total_self_ps / 1e6,
+        "estimated": tree.has_estimates,
+        "estimate_note": ESTIMATE_FRAMES_NOTE if tree.has_estimates else None,
+        "nodes": tree_json(tree),
+    }
+
+
+def whole_flame_tree(
+    analysis: TraceAnalysis, by: str, fusion: str, device: DeviceChoice, where: str
+) -> FlameTree:
+    """The flame tree of every op of the chosen devices (the shared result); RequestError without them."""
+    from tpuscope.analysis.scope_tree import flame_tree_result
+
+    _check_devices(analysis, device, where)
+    found = analysis.get(flame_tree_result(by, fusion, device))
+    assert found is not None  # the chosen devices exist, so they have op events
+    return found
+
+
+def op_graph_of(
+    analysis: TraceAnalysis, op: str, radius: int, expand: bool, program: str | None, where: str
+) -> OpGraph:
+    """The HLO instructions around `op`, `radius` hops out, with their device time (`tpuscope graph`);
+    RequestError (one sentence) for a radius out of range, a profile without programs or no such op."""
+    from tpuscope.analysis.hlo_graph import OpNotFound
+    from tpuscope.analysis.op_graph import MAX_RADIUS, NoPrograms, op_graph
+
+    if not 0 <= radius <= MAX_RADIUS:
+        raise RequestError(f"--radius must be 0 to {MAX_RADIUS} hops, not {radius}.")
+    try:
+        return op_graph(analysis, op, radius, expand, program)
+    except NoPrograms:
+        raise RequestError(
+            f"{where} keeps no compiled programs (no HLO), so there is no graph to draw: XPlane "
+            "profiles of XLA programs keep them in /host:metadata."
+        ) from None
+    except OpNotFound as missing:
+        place = f" program {program}" if program else " any program of this profile"
+        close = f"; close matches: {', '.join(missing.close)}" if missing.close else ""
+        raise RequestError(f"No HLO op named {missing.name!r} in{place}{close}.") from None
+
+
+def comms_json(analysis: TraceAnalysis) -> dict[str, Any]:
+    """`tpuscope comms --json` of a run read as one trace: collectives per op, host and step, exposed
+    against overlapped with compute."""
+    from tpuscope.analysis.pod.comms_report import CommsReport
+
+    return CommsReport.of(analysis.pod).to_json()

@@ -26,6 +26,7 @@ from tpuscope.analysis.scope_tree import (
     flame_tree_result,
 )
 from tpuscope.analysis.session import TraceAnalysis
+from tpuscope.app.payloads import flame_json
 from tpuscope.commands import UserFacingError
 from tpuscope.commands._console import add_path_argument, load_for_cli, print_json
 from tpuscope.export.flame import (
@@ -33,7 +34,6 @@ from tpuscope.export.flame import (
     FORMATS,
     folded_lines,
     speedscope_document,
-    tree_json,
 )
 
 
@@ -83,15 +83,7 @@ def run(args) -> int:
     if args.format == "speedscope":
         payload = speedscope_document(tree, f"{Path(args.path).name} by {args.by}", "tpuscope")
     elif args.format == "json":
-        payload = {
-            "by": args.by,
-            "fusion": args.fusion,
-            "devices": [d.label for d in analysis.chosen_devices(args.device)],
-            "total_self_time_us": tree.total_self_ps / 1e6,
-            "estimated": tree.has_estimates,
-            "estimate_note": ESTIMATE_FRAMES_NOTE if tree.has_estimates else None,
-            "nodes": tree_json(tree),
-        }
+        payload = flame_json(analysis, tree, args.by, args.fusion, args.device)  # the MCP flame tool's too
     if args.output:
         text = json.dumps(payload) if payload is not None else "".join(f"{x}\n" for x in folded_lines(tree))
         try:

@@ -3,9 +3,10 @@ instruction's opcode, shape and device time, as text, JSON or Graphviz DOT."""
 
 from __future__ import annotations
 
-from tpuscope.analysis.hlo_graph import DEFAULT_RADIUS, OpNotFound
-from tpuscope.analysis.op_graph import MAX_RADIUS, NoPrograms, OpGraph, op_graph
+from tpuscope.analysis.hlo_graph import DEFAULT_RADIUS
+from tpuscope.analysis.op_graph import MAX_RADIUS, OpGraph
 from tpuscope.analysis.session import TraceAnalysis
+from tpuscope.app.payloads import RequestError, op_graph_of
 from tpuscope.commands import COMMANDS, UserFacingError
 from tpuscope.commands._console import add_path_argument, load_for_cli, print_json
 from tpuscope.model.units import format_duration
@@ -32,23 +33,15 @@ def register(subparsers) -> None:
 
 
 def run(args) -> int:
-    if not 0 <= args.radius <= MAX_RADIUS:
-        raise UserFacingError(f"--radius must be 0 to {MAX_RADIUS} hops, not {args.radius}.")
     analysis = TraceAnalysis(load_for_cli(args))
     try:
-        found = op_graph(analysis, args.op, args.radius, args.expand, args.program)
-    except NoPrograms:
-        raise UserFacingError(
-            f"{args.path} keeps no compiled programs (no HLO), so there is no graph to draw: XPlane "
-            "profiles of XLA programs keep them in /host:metadata."
-        ) from None
-    except OpNotFound as missing:
-        where = f" program {args.program}" if args.program else " any program of this profile"
-        close = f"; close matches: {', '.join(missing.close)}" if missing.close else ""
-        raise UserFacingError(f"No HLO op named {missing.name!r} in{where}{close}.") from None
+        found = op_graph_of(analysis, args.op, args.radius, args.expand, args.program, args.path)
+    except RequestError as error:
+        raise UserFacingError(str(error)) from None
     if args.json:
-        print_json(found.to_json())
-    elif args.dot:
+        print_json(found.to_json())  # what the MCP server's graph tool returns too
+        return 0
+    if args.dot:
         from tpuscope.export.graph_dot import to_dot
 
         print(to_dot(found), end="")

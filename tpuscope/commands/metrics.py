@@ -40,10 +40,14 @@ def run(args) -> int:
     else:
         from tpuscope.analysis.metrics import METRICS
         from tpuscope.analysis.session import TraceAnalysis
+        from tpuscope.app.payloads import metrics_json
 
-        trace = load_for_cli(args)
-        metrics = TraceAnalysis(trace).get(METRICS)
-        payload = {"analysed": "as one trace", "hosts": list(trace.hosts)}
+        analysis = TraceAnalysis(load_for_cli(args))
+        if args.json:
+            print_json(metrics_json(analysis))  # what the MCP server's metrics tool returns too
+            return 0
+        metrics = analysis.get(METRICS)
+        payload = {"analysed": "as one trace", "hosts": list(analysis.trace.hosts)}
     if args.json:
         print_json({"metrics": metrics.to_json(), **payload})
     else:
