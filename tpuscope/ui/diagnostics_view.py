@@ -287,6 +287,15 @@ def _basis(finding: Finding) -> str:
     return finding.impact.basis if finding.impact is not None else (finding.impact_note or "not measured")
 
 
+def _cost_html(finding: Finding) -> str:
+    """What the finding costs and what that measures; a finding with no measured cost says why once
+    (its note is both its cost words and its basis: printed as both, it read twice)."""
+    cost = f"<b>{code_spans_html(sentence_case(finding.cost_words))}</b>"
+    if finding.impact is None:
+        return f"<p>{cost}</p>"
+    return f"<p>{cost}: {code_spans_html(finding.impact.basis)}</p>"
+
+
 def finding_html(finding: Finding) -> str:
     """The detail pane: title, explanation, numbers, advice, evidence links (code spans as <code>)."""
     esc = html.escape
@@ -294,7 +303,7 @@ def finding_html(finding: Finding) -> str:
     out = [
         f"<h3>{code(finding.title)}</h3>",
         f"<p><i>{esc(finding.severity.label)}</i> · <code>{esc(finding.id)}</code></p>",
-        f"<p><b>{code(sentence_case(finding.cost_words))}</b>: {code(_basis(finding))}</p>",
+        _cost_html(finding),
         f"<p>{code(finding.explanation)}</p>",
     ]
     scalars = {k: v for k, v in finding.metrics.items() if not _is_records(v)}
