@@ -224,7 +224,8 @@ def measure_all(source: ResultSource) -> Metrics:
     pod_rows = inputs.overview.pod_metrics
     if pod_rows is not None:  # several hosts: the pod's rows stand for the trace's, the hosts' follow
         pod = {r.name: r for r in pod_rows if r.scope == POD}
-        rows = [pod.get(r.name, r) for r in rows] + [r for r in pod_rows if r.scope != POD]
+        pod_only = [r for r in pod.values() if r.name not in BY_NAME]  # a pod's own metrics
+        rows = [pod.get(r.name, r) for r in rows] + pod_only + [r for r in pod_rows if r.scope != POD]
     return Metrics(tuple(rows))
 
 
