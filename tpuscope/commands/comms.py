@@ -48,7 +48,9 @@ def print_text(report: CommsReport) -> None:
         print("No collectives: no device (or host) spent time in a collective in this profile.")
         return
     print(f"Hosts:         {s['hosts']}, {s['steps']} steps aligned by {s['aligned_by']}")
-    if s["steps"]:
+    if s["steps"] and not report.communication_total_ps:
+        print(f"Communication: none inside the {s['steps']} steps (the ops below ran outside them)")
+    elif s["steps"]:
         print(
             f"Communication: {_ms(s['communication_us'])} ms in the steps, {_ms(s['overlapped_us'])} ms "
             f"overlapped with compute ({_pct(s['overlap_percent'])}), {_ms(s['exposed_us'])} ms exposed "

@@ -59,6 +59,7 @@ class CommsView(View):
         self.chart.setLabel("left", "ms", color="k")
         self.chart.setLabel("bottom", "step", color="k")
         self.chart.getPlotItem().setMenuEnabled(False)
+        self.chart.getAxis("left").enableAutoSIPrefix(False)
         self.chart.setMouseEnabled(x=False, y=False)
         self.legend = self.chart.addLegend(offset=(-10, 10), labelTextColor="k")
         self.hits = BarHits(self.chart, self._step_picked, tooltip=self._step_tooltip)
@@ -83,6 +84,7 @@ class CommsView(View):
         self.legend.clear()
         self.hits.clear()
         self.table.setRowCount(0)
+        self.chart.setVisible(True)
         self.summary.setText("No profile loaded." if trace is None else "Measuring communication\u2026")
 
     # ----- showing the report ------------------------------------------------------------------------
@@ -95,7 +97,10 @@ class CommsView(View):
             )
             return
         self.summary.setText(self._summary_text(report))
-        self._draw_steps(report)
+        # No communication inside the steps (the ops ran before or after them): no chart of zeros.
+        self.chart.setVisible(report.communication_total_ps > 0)
+        if report.communication_total_ps > 0:
+            self._draw_steps(report)
         self._fill_table(report.rows)
 
     @staticmethod
@@ -103,6 +108,11 @@ class CommsView(View):
         s = report.summary()
         if not s["steps"]:
             return "No steps: the collective ops below are over the whole profile."
+        if not s["communication_us"]:
+            return (
+                f"No communication inside the {s['steps']} steps: the collective ops below ran outside "
+                "them (their times are over the whole profile)."
+            )
         overlap = s["overlap_percent"]
         exposed_share = s["exposed_percent_of_step_time"]
         hosts = "" if s["hosts"] == 1 else f" on {s['hosts']} hosts (summed)"
