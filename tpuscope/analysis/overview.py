@@ -244,7 +244,7 @@ def pod_headline_json(pod: PodAnalysis, rows: list[MetricValue]) -> dict[str, An
     metrics (`tpuscope.analysis.metrics.pod`: the mean over hosts), and `headline`: what they are the
     mean of and each host's own; a pod read as one trace and one analysed host by host print these."""
     headline = headline_json(rows)
-    data = {
+    data: dict[str, Any] = {
         key: headline.pop(key)
         for key in ("step_time", "duty_cycle", "step_duty_cycle", "step_time_split_percent")
     }

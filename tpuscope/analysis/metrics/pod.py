@@ -58,7 +58,8 @@ def host_values(pod: PodAnalysis) -> dict[str, dict[str, float | None]]:
             values["idle_share"] = shares["host"]
             values["collective_share"] = shares["collective"]
             values["exposed_communication_share"] = 100.0 * float(exposed[k].sum()) / total
-            values["step_duty_cycle"] = values["busy_share"] / 100.0 if summary.devices else None
+            busy = shares["compute"] + shares["collective"]
+            values["step_duty_cycle"] = busy / 100.0 if summary.devices else None
         communication, not_hidden = float(parts["collective"][k].sum()), float(exposed[k].sum())
         if communication > 0:
             values["communication_overlap"] = 100.0 * (communication - not_hidden) / communication
@@ -77,7 +78,7 @@ def pod_metrics(pod: PodAnalysis) -> list[MetricValue]:
     by_host = host_values(pod)
     rows: list[MetricValue] = []
     for name, unit, definition in POD_METRICS:
-        have = [v[name] for v in by_host.values() if v[name] is not None]
+        have: list[float] = [x for x in (v[name] for v in by_host.values()) if x is not None]
         value = float(np.mean(have)) if have else None
         over = f"mean of {len(have)} host{'s' if len(have) != 1 else ''}" if have else ""
         rows.append(
