@@ -10,7 +10,7 @@ from pathlib import Path
 import jsonschema
 import pytest
 
-from tests.conftest import TPU_TRACE, require_shared_traces
+from tests.conftest import SHARED_TRACES, TPU_TRACE, require_shared_traces
 from tpuscope.analysis.scope_tree import ESTIMATE_MARK
 from tpuscope.analysis.session import TraceAnalysis
 from tpuscope.app.opener import open_trace
@@ -148,3 +148,17 @@ def test_ops_by_scope_cuts_the_tree_at_depth(capsys, scoped_profile):
     assert "~ jit(model_step) " in text and "holds an estimate" in text
     assert main(["ops", str(scoped_profile), "--by", "scope", "--depth", "0", "--no-cache"]) == 2
     assert "--depth must be a positive" in capsys.readouterr().err
+
+
+def test_pytorch_scope_is_the_module_tree(capsys):
+    require_shared_traces()
+    bert = SHARED_TRACES / "kineto" / "tracelens__h100__gaunernst_bert-small-uncased__1016001.json.gz"
+    lines = _folded(capsys, str(bert), "--by", "scope")
+    assert {path[0] for path, _ in lines} == {"BertLMHeadModel_0"}
+    below_model = _by_top_scope([(p, c) for p, c in lines if p[1:2] == ["BertModel_0"]], 2)
+    assert max(below_model, key=below_model.__getitem__) == "BertEncoder_0"
+    heaviest = max(lines, key=lambda line: line[1])[0]
+    assert heaviest[-3:] == ["Linear_25", "aten::linear", "aten::addmm"]  # the LM head's projection
+    layers = _by_top_scope([(p, c) for p, c in lines if p[2:3] == ["BertEncoder_0"]], 3)
+    assert sorted(layers) == [f"BertLayer_{k}" for k in range(4)]
+    assert sum(c for _, c in lines) == pytest.approx(_ops_total_ns(capsys, bert), abs=1)
