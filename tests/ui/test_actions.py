@@ -27,7 +27,7 @@ FILE_MENU = [
     "&Open\u2026", "Open &Folder\u2026", "Open &URL\u2026", "Open &Recent", "Compare &with\u2026",
     "Run &History\u2026", *(["Open &Sample (TPU v6e)"] if bundled_sample() is not None else []), "",
     "&Capture\u2026", "",
-    "&Export Chrome Trace\u2026", "Export Selected &Range\u2026", "",
+    "&Export Chrome Trace\u2026", "Export Selected &Range\u2026", "Export &Report (HTML)\u2026", "",
     "Cache Size &Limit\u2026", "&Quit",
 ]  # fmt: skip
 VIEW_MENU = [
