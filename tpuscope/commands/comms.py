@@ -51,9 +51,11 @@ def print_text(report: CommsReport) -> None:
     if s["steps"] and not report.communication_total_ps:
         print(f"Communication: none inside the {s['steps']} steps (the ops below ran outside them)")
     elif s["steps"]:
+        summed = " (summed over the hosts)" if s["hosts"] > 1 else ""
         print(
-            f"Communication: {_ms(s['communication_us'])} ms in the steps, {_ms(s['overlapped_us'])} ms "
-            f"overlapped with compute ({_pct(s['overlap_percent'])}), {_ms(s['exposed_us'])} ms exposed "
+            f"Communication: {_ms(s['communication_us'])} ms in the steps{summed}, "
+            f"{_ms(s['overlapped_us'])} ms overlapped with compute ({_pct(s['overlap_percent'])}), "
+            f"{_ms(s['exposed_us'])} ms exposed "
             f"({_pct(s['exposed_percent_of_step_time'])} of step time)"
         )
     else:

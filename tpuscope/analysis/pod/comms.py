@@ -201,6 +201,7 @@ def _add_track(
     source = _text_column(track, Stat.SOURCE)
     op_text = _text_column(track, Stat.OP_TEXT)
     said = _text_column(track, ARG_COLLECTIVE)
+    category = _text_column(track, Stat.OP_CATEGORY)
     program = track.stat_values(Stat.PROGRAM_ID, fill=0)
     labels: list[tuple[str, str]] = []
     kinds: list[Kind] = []
@@ -210,6 +211,9 @@ def _add_track(
         name = track.event_name(event)
         scope_text = " / ".join(t for t in (launcher(event), framework(event), said(event)) if t)
         kind = forced or kind_of(name, scope_text)
+        if kind.kind == "other":  # a fusion named by its category alone (`all-reduce fusion`)
+            by_category = kind_of(category(event))
+            kind = by_category if by_category.kind != "other" else kind
         kinds.append(kind)
         row_source = source(event)
         text = name if " = " in name else op_text(event)

@@ -94,10 +94,13 @@ class CommsReport:
 
     def waits_least(self) -> str | None:
         """The host with the least exposed communication (the others wait for it when it is late:
-        `tpuscope.analysis.pod.late`), with 2 hosts or more."""
+        `tpuscope.analysis.pod.late`), with 2 hosts or more that do not all wait alike."""
         if len(self.hosts) < 2 or not self.exposed_ps.size:
             return None
-        return self.hosts[int(np.argmin(np.median(self.exposed_ps, axis=1)))]
+        waits = np.median(self.exposed_ps, axis=1)
+        if waits.min() == waits.max():  # hosts alike: none waits least
+            return None
+        return self.hosts[int(np.argmin(waits))]
 
     def per_step(self) -> list[dict[str, Any]]:
         """Mean over the hosts, per aligned step."""
