@@ -101,3 +101,15 @@ def test_a_profile_without_collectives_says_so(capsys):
     assert "No collectives" in capsys.readouterr().out
     payload = _comms(capsys, SAMPLES / "jax_cpu_healthy.xplane.pb")
     assert payload["collectives"] == [] and payload["summary"]["overlap_percent"] is None
+
+
+def test_the_metrics_are_the_reports(capsys):
+    require_shared_traces()
+    payload = _comms(capsys, QUEUE)
+    assert main(["metrics", str(QUEUE), "--json", "--no-cache"]) == 0
+    metrics = {r["name"]: r for r in json.loads(capsys.readouterr().out)["metrics"]}
+    summary = payload["summary"]
+    assert metrics["communication_overlap"]["value"] == pytest.approx(summary["overlap_percent"], abs=0.005)
+    assert metrics["exposed_communication_share"]["value"] == pytest.approx(
+        summary["exposed_percent_of_step_time"], abs=0.005
+    )

@@ -116,6 +116,24 @@ def _collective_share(inputs: Inputs) -> Measured:
     return measured(float(share.percent[0]))
 
 
+def _communication(inputs: Inputs, overlap: bool) -> Measured:
+    """The exposed share of step time or the overlapped share of communication time of one host, read
+    from the communication report (`tpuscope comms`); a pod's are its own rows, per host."""
+    from tpuscope.analysis.pod.comms_report import COMMS
+
+    report = inputs.get(COMMS)
+    if not report.hosts:
+        return measured(None, NO_STEPS)
+    if len(report.hosts) != 1:
+        return measured(None, "several hosts: each host's and the pod's mean are their own rows")
+    communication, exposed = report.communication_total_ps, report.exposed_total_ps
+    if overlap:
+        return measured(100.0 * (communication - exposed) / communication if communication > 0 else None,
+                        "no collectives inside the steps")  # fmt: skip
+    step = float(report.step_ps.sum())
+    return measured(100.0 * exposed / step if step > 0 else None, NO_STEPS)
+
+
 def _async_wait(inputs: Inputs) -> Measured:
     from tpuscope.analysis.diagnose.rule_results import ASYNC_WAIT
 
@@ -194,6 +212,12 @@ METRICS_DEFINED: tuple[Metric, ...] = (
     Metric("collective_share", PERCENT, STEPS,
            "share of step time a device was inside a collective or the host in a DCN transfer",
            _collective_share),
+    Metric("exposed_communication_share", PERCENT, STEPS,
+           "share of step time a device was inside a collective that no other op of it overlapped "
+           "(copies aside), as `tpuscope comms` measures it", lambda i: _communication(i, overlap=False)),
+    Metric("communication_overlap", PERCENT, STEPS,
+           "share of collective time inside the steps that compute on the same device overlapped "
+           "(HTA's communication/computation overlap)", lambda i: _communication(i, overlap=True)),
     Metric("async_wait_share", PERCENT, PROFILE,
            "share of device op time spent in async -done ops (waiting for a transfer started earlier)",
            _async_wait),
