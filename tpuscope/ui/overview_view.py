@@ -42,6 +42,17 @@ from tpuscope.analysis.diagnose import Finding, Severity
 from tpuscope.analysis.diagnose.finding import sentence_case
 from tpuscope.analysis.facts.evidence import evidence_events
 from tpuscope.analysis.framework import Framework
+from tpuscope.analysis.metrics import (
+    FRACTION,
+    PERCENT,
+    POD,
+    PROFILE,
+    STEPS,
+    Metrics,
+    MetricValue,
+    format_metric,
+)
+from tpuscope.analysis.metrics.definitions import METRICS
 from tpuscope.analysis.overview import (
     NO_STEPS_TEXT,
     PARTS,
@@ -50,14 +61,16 @@ from tpuscope.analysis.overview import (
     StepSeries,
     part_label,
 )
-from tpuscope.analysis.session import FRAMEWORK, OVERVIEW, OVERVIEW_FIGURES, STEPS
+from tpuscope.analysis.session import FRAMEWORK, OVERVIEW, OVERVIEW_FIGURES
+from tpuscope.analysis.session import STEPS as STEPS_RESULT
 from tpuscope.analysis.steps import Steps
 from tpuscope.model.trace import Trace
+from tpuscope.model.units import duration_column_unit, format_duration_in
 from tpuscope.ui.analysis_hub import AnalysisHub
 from tpuscope.ui.overview_chart import PART_COLORS, StepPartsChart
 from tpuscope.ui.pod.heatmap import PodPanel
 from tpuscope.ui.views import FindingAt, OpRow, View
-from tpuscope.ui.widgets.card import Card, card_style_sheet, format_headline_duration, format_percent
+from tpuscope.ui.widgets.card import Card, card_style_sheet, format_headline_duration
 from tpuscope.ui.widgets.code_spans import code_spans_html, without_code_marks
 from tpuscope.ui.widgets.delegates import (
     EXPLANATION_ROLE,
@@ -92,11 +105,14 @@ class OverviewView(View):
         self.follow_trace(self._on_trace)
         # Asked for once the Overview is on screen (it is the first tab after a load): a window showing
         # another tab (`screenshot --view timeline`) does not wait for the rules over every event.
-        self.subscribe_when_shown(STEPS, self._fill_steps_card)
+        self.subscribe_when_shown(STEPS_RESULT, self._fill_steps_card)
         self.subscribe_when_shown(FRAMEWORK, self._fill_framework_card)
         # The figures first, the findings when the rules have run (they take longer than the rest).
         self.subscribe_when_shown(OVERVIEW_FIGURES, self._show, self._on_failed)
         self.subscribe_when_shown(OVERVIEW, self._show, self._on_failed)
+        # The headline numbers (step time, duty cycle, async wait) are the metrics' (issue 33): one
+        # value per quantity, the one every other output shows, each labelled with its window.
+        self.subscribe_when_shown(METRICS, self._fill_metric_cards, self._on_failed)
 
     # -- construction --------------------------------------------------------------------------
     def _build(self) -> None:
@@ -122,6 +138,7 @@ class OverviewView(View):
             ("steps", "Steps", "timeline"),
             ("step_time", "Step time (mean)", "timeline"),
             ("duty_cycle", "Device duty cycle", "ops"),
+            ("async_wait", "Async wait", "diagnostics"),  # shown when the devices ran async -done ops
         )
         for key, caption, target in specs:
             card = Card(caption, target, self)
@@ -249,6 +266,7 @@ class OverviewView(View):
         self.status.setText(html.escape(message))
         for card in self.cards.values():
             card.set("–")
+        self.cards["async_wait"].hide()
         self.step_plot.reset()
         self.no_steps.setText("")
         self.chart_stack.setCurrentWidget(self.no_steps)
@@ -294,26 +312,42 @@ class OverviewView(View):
                 else "no device activity in the part read (the profile is incomplete)"
             )
             self.cards["devices"].set("None", none, "Click to open the op breakdown")
-        t = o.step_time
-        if t is None:
+        # Where there is a number, the metrics fill the card (`_fill_metric_cards`); here, why there is none.
+        if o.step_time is None:
             self.cards["step_time"].set("–", "no steps")
-        else:
-            self.cards["step_time"].set(
-                format_headline_duration(t.mean_ps),
-                f"median {format_headline_duration(t.median_ps)}\np95 {format_headline_duration(t.p95_ps)}",
-                "Step time from each step's start to the next step's start. Click for the timeline.",
-            )
         if o.duty_cycle is None:
             missing = "recorded" if o.completeness.complete else "in the part read"
             self.cards["duty_cycle"].set("–", f"no device activity {missing}")
-        else:
-            within = (
-                "" if o.step_duty_cycle is None else f"\n{format_percent(o.step_duty_cycle)} of step time"
+
+    def _fill_metric_cards(self, metrics: Metrics) -> None:
+        """Step time, duty cycle and async wait as the metrics give them: each value through the one
+        formatter of its unit, labelled with the window it covers, its definition in the tooltip."""
+        mean, median, p95 = (metrics.get(n) for n in ("step_time_mean", "step_time_median", "step_time_p95"))
+        if mean is not None and mean.value is not None:
+            self.cards["step_time"].set(
+                _metric_text(mean),
+                f"{_window(mean)}\nmedian {_metric_text(median)}\np95 {_metric_text(p95)}",
+                _definitions((mean, median, p95), "Click for the timeline."),
             )
+        duty, in_steps = metrics.get("duty_cycle"), metrics.get("step_duty_cycle")
+        if duty is not None and duty.value is not None:
+            within = "" if in_steps is None or in_steps.value is None else f"\n{_shown(in_steps)}"
             self.cards["duty_cycle"].set(
-                format_percent(o.duty_cycle),
-                f"of the profile{within}",
-                "Time at least one op ran, over the profile span (mean over devices). Click for the ops.",
+                _metric_text(duty),
+                f"{_window(duty)}{within}",
+                _definitions((duty, in_steps), "Click for the ops."),
+            )
+        wait, wait_in_steps = metrics.get("async_wait_share"), metrics.get("async_wait_step_share")
+        card = self.cards["async_wait"]
+        card.setVisible(wait is not None and wait.value is not None)
+        if wait is not None and wait.value is not None:
+            within = (
+                "" if wait_in_steps is None or wait_in_steps.value is None else f"\n{_shown(wait_in_steps)}"
+            )
+            card.set(
+                _metric_text(wait),
+                f"{_window(wait)}{within}",
+                _definitions((wait, wait_in_steps), "Click for the diagnostics."),
             )
 
     def _fill_trace_cards(self, trace: Trace) -> None:
@@ -424,13 +458,14 @@ class OverviewView(View):
         self.ops_table.setRowCount(rows)
         right = Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter
         percent = table.percent
+        self_unit = duration_column_unit(table.self_ps[:rows])  # one unit for the column (issue 33)
         for row in range(rows):
             name = table.label(table.name[row])
             program = table.label(table.program[row]) if table.program[row] else ""
             cells = [
                 QTableWidgetItem(name),
                 QTableWidgetItem(program),
-                QTableWidgetItem(format_headline_duration(table.self_ps[row])),
+                QTableWidgetItem(format_duration_in(table.self_ps[row], self_unit)),
                 QTableWidgetItem(f"{percent[row]:.1f}%"),
             ]
             cells[0].setToolTip(name)
@@ -525,6 +560,37 @@ class OverviewView(View):
 
 
 # -- helpers -------------------------------------------------------------------------------------
+# What each scope of a metric covers, as a card's detail line says it (issue 33: a number is labelled
+# with its window, so 80.3% of the profile and 100.0% of step time are not read as one quantity).
+WINDOW_WORDS = {PROFILE: "of the profile", STEPS: "over the steps", POD: "of the pod"}
+SHARE_WINDOW_WORDS = {PROFILE: "of the profile", STEPS: "of step time", POD: "of the pod"}
+SHARE_UNITS = (FRACTION, PERCENT)
+
+
+def _metric_text(row: MetricValue | None) -> str:
+    """A metric's value as every output shows it (`format_metric`: the one formatter per unit)."""
+    return "–" if row is None else format_metric(row.value, row.unit)
+
+
+def _window(row: MetricValue) -> str:
+    """The window a metric covers, in words: "of the profile", "of step time", "over the steps"."""
+    words = (SHARE_WINDOW_WORDS if row.unit in SHARE_UNITS else WINDOW_WORDS).get(row.scope, f"({row.scope})")
+    if row.name == "async_wait_share":  # a share of the ops' time, not of the profile span
+        words = "of device op time in the profile"
+    return f"{words} ({row.over})" if row.over else words
+
+
+def _shown(row: MetricValue) -> str:
+    """A second value on a card: its number and its window ("100.0% of step time")."""
+    return f"{_metric_text(row)} {_window(row)}"
+
+
+def _definitions(rows: tuple[MetricValue | None, ...], action: str) -> str:
+    """A card's tooltip: each metric it shows, named, with its window and one-line definition."""
+    lines = [f"{r.name} ({r.scope}): {r.definition}." for r in rows if r is not None]
+    return "\n".join([*lines, action])
+
+
 def _single_device_detail(kind: str) -> str:
     return "XLA runs the ops on the host CPU" if kind == "CPU" else f"one {kind}"
 

@@ -21,16 +21,10 @@ CAPTION_LETTER_SPACING_PERCENT = 108
 
 
 def format_headline_duration(ps: float) -> str:
-    """A card value: 3-4 significant digits in the unit that reads best (784.2 ms, 20.22 ms, 98.15 s).
-
-    Two decimals below 100 of the unit, one above, so a row of cards keeps one width; microseconds
-    are written with the µ sign here, where the value is large type rather than a table column.
-    The overview page's step chart tooltips and top-ops table use it too, so the page reads one way;
-    everywhere else durations are `units.format_duration`'s, which this builds on.
-    """
-    _, scale = units.duration_unit(ps)
-    spec = ".1f" if abs(float(ps)) >= 100 * scale else ".2f"
-    return units.format_duration(ps, spec).replace(" us", " µs")
+    """A card value (and the overview page's chart tooltips): the duration as it reads everywhere else,
+    `units.format_duration` (784.156 ms); issue 33: one rounding of a number wherever it is shown, so a
+    card never reads 784.16 ms where the command line and the findings say 784.156 ms."""
+    return units.format_duration(ps)
 
 
 # A card's share reads as every other share does (the one percent formatter).
