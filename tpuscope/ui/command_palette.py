@@ -2,7 +2,8 @@
 the window can do and press Enter.
 
 It lists every command of the action table (`tpuscope.ui.actions`, with its shortcut: the palette
-teaches the keys), every tab, every finding of the open profile, the recent files, "Go to time"
+teaches the keys), every tab, every finding of the open profile, the timeline's flags (M), the
+recent files, "Go to time"
 (a time or range from the trace start, as a deep link's `--at` takes it) and "Go to op" (an op of
 the profile by name). Entries are ranked by `fuzzy_score`, a small subsequence scorer in the manner
 of fzf and VS Code's quick open: every typed letter must appear in order; letters that start a word
@@ -20,6 +21,7 @@ from PySide6.QtCore import QEvent, QObject, Qt
 from PySide6.QtGui import QKeyEvent
 from PySide6.QtWidgets import QDialog, QLabel, QLineEdit, QListWidget, QListWidgetItem, QVBoxLayout
 
+from tpuscope.model.units import SHORT_SPEC, format_duration
 from tpuscope.ui.actions import ACTIONS, plain_title, shortcut_text
 
 if TYPE_CHECKING:
@@ -41,6 +43,7 @@ PALETTE_MAX_HEIGHT = 420  # px: fits a 720-pixel laptop screen with the window's
 PALETTE_TOP_PX = 40  # below the window's top edge: the menu bar stays visible
 
 KIND_COMMAND, KIND_VIEW, KIND_FINDING, KIND_RECENT, KIND_GO = "command", "view", "finding", "recent", "go to"
+KIND_FLAG = "flag"
 
 
 def fuzzy_score(query: str, text: str) -> float | None:
@@ -163,6 +166,10 @@ def window_entries(window: MainWindow, palette: CommandPalette) -> list[Entry]:
         entries.append(Entry(tabs.tabText(index), KIND_VIEW, partial(window.router.bring_to_front, page)))
     for position, title in enumerate(_finding_titles(window)):
         entries.append(Entry(title, KIND_FINDING, partial(_open_finding, window, position)))
+    if window.router.body_built and window.trace is not None:
+        for t_ps in window.timeline.flags:
+            title = format_duration(t_ps, SHORT_SPEC)
+            entries.append(Entry(title, KIND_FLAG, partial(_go_to_flag, window, t_ps)))
     for path in window.recent_paths():
         entries.append(Entry(path, KIND_RECENT, partial(window.open_path, path)))
     return entries
@@ -182,6 +189,12 @@ def _finding_titles(window: MainWindow) -> list[str]:
     if analysis is None or not analysis.has(REPORT):
         return []
     return [without_code_marks(f"{f.severity.label}: {f.title}") for f in analysis.get(REPORT).findings]
+
+
+def _go_to_flag(window: MainWindow, t_ps: float) -> None:
+    from tpuscope.ui.navigate import go_to_time
+
+    go_to_time(window.router, t_ps)
 
 
 def _open_finding(window: MainWindow, position: int) -> None:

@@ -34,6 +34,7 @@ if TYPE_CHECKING:
     from tpuscope.ui.pod.open_run import PodResult
     from tpuscope.ui.pod.session import PodSession
     from tpuscope.ui.search import SearchBar
+    from tpuscope.ui.timeline.flags import FlagStore
     from tpuscope.ui.timeline.view import TimelineView
 
 # A path opened before the first paint loads after it, or after this long if no paint comes (a window
@@ -57,6 +58,7 @@ class MainWindow(QMainWindow):
         self.setAcceptDrops(True)
         self._painted = False
         self._pods: PodSession | None = None  # made with the first load (`pods`)
+        self._flag_store: FlagStore | None = None  # made with the first flags (`flag_store`)
 
         self.welcome = WelcomePage(self)
         self._first_paint = _FirstPaint(self.welcome, self._on_first_paint)
@@ -199,6 +201,7 @@ class MainWindow(QMainWindow):
 
     def _on_body_built(self) -> None:
         self.menus.provide("view.details", self.router.details_dock.toggleViewAction())
+        self.router.timeline.flagsChanged.connect(self._save_flags)
 
     # ----- what the parts tell each other ------------------------------------------------------------
 
@@ -213,8 +216,22 @@ class MainWindow(QMainWindow):
 
     def _on_result_shown(self, result: LoadResult) -> None:
         self.setWindowTitle(f"{short_name(result.path)} - tpuscope")
+        self.timeline.set_flags(self.flag_store.load(result.path))  # as the user left them
         self.menus.refresh()
         self.traceLoaded.emit(result.trace)
+
+    @property
+    def flag_store(self) -> FlagStore:
+        """The timeline's flags of each profile, in this window's settings."""
+        from tpuscope.ui.timeline.flags import FlagStore
+
+        if self._flag_store is None:
+            self._flag_store = FlagStore(self.settings)
+        return self._flag_store
+
+    def _save_flags(self, flags: list[float]) -> None:
+        if self.path is not None and self.trace is not None:
+            self.flag_store.save(self.path, flags)
 
     def _show_recent(self, paths: list[str]) -> None:
         self.welcome.set_recent(paths)

@@ -6,8 +6,9 @@ first, so the tracks a user came for are at the top. Within a device plane
 the tracks follow the program's structure: steps, modules, ops, async ops, the rest.
 Counter tracks (memory in use per allocator) sit in their own group after the
 device planes they describe; query tracks pinned from the Query tab come first, in
-theirs. Empty tracks and planes are hidden unless asked for. Pure Python over a few
-hundred tracks: no Qt here.
+theirs, then the tracks the user pinned to the top (Perfetto's pinned tracks: what one compares
+with everything else stays in reach), moved out of their plane's group. Empty tracks and planes
+are hidden unless asked for. Pure Python over a few hundred tracks: no Qt here.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from tpuscope.ui.timeline.query_tracks import QueryTrack
 
 ROW_HEIGHT = 18  # pixels per nesting level of a track
 QUERY_GROUP = ("", "Query tracks")  # the layout group key of the pinned query tracks
+PINNED_GROUP = ("", "Pinned tracks")  # the layout group key of the tracks pinned to the top
 GROUP_HEIGHT = 22  # pixels of a plane's header row
 TRACK_GAP = 3  # pixels between tracks
 # Device tracks in program order, by what they hold.
@@ -105,6 +107,7 @@ class TimelineLayout:
     show_empty: bool = False
     counters: list = field(default_factory=list)  # CounterSeries, drawn in their own group on top
     query_tracks: list[QueryTrack] = field(default_factory=list)  # pinned results, above everything
+    pinned: list[Track] = field(default_factory=list)  # tracks pinned to the top, in pinning order
     rows: list[Row] = field(default_factory=list)
     height: int = 0
 
@@ -115,12 +118,14 @@ class TimelineLayout:
     def relayout(self) -> None:
         rows: list[Row] = []
         y = self._query_rows(rows, 0)
+        y = self._pinned_rows(rows, y)
+        pinned = {id(t) for t in self.pinned}
         several_hosts = len(self.trace.hosts) > 1
         counters_placed = False
         for plane, tracks in self._order:
             if not counters_placed and not plane.is_device:  # memory belongs with the devices it serves
                 y, counters_placed = self._counter_rows(rows, y), True
-            shown = [t for t in tracks if len(t) or self.show_empty]
+            shown = [t for t in tracks if (len(t) or self.show_empty) and id(t) not in pinned]
             if not shown:
                 continue
             key = group_key(plane)
@@ -181,6 +186,34 @@ class TimelineLayout:
             y += height + TRACK_GAP
         return y
 
+    def _pinned_rows(self, rows: list[Row], y: int) -> int:
+        """The pinned tracks' group and rows from layout y `y`; returns the next y."""
+        if not self.pinned:
+            return y
+        collapsed = PINNED_GROUP in self.collapsed
+        tooltip = f"{len(self.pinned)} tracks pinned to the top (right-click a track's name to unpin it)"
+        rows.append(Row("group", y, GROUP_HEIGHT, "Pinned", tooltip, PINNED_GROUP, None, collapsed))
+        y += GROUP_HEIGHT
+        if collapsed:
+            return y
+        several_hosts = len(self.trace.hosts) > 1
+        for track in self.pinned:
+            height = (track.max_depth + 1) * ROW_HEIGHT
+            where = plane_label(track.plane, several_hosts)
+            tooltip = f"{track.display_name} ({where}, {len(track):,} events; pinned)"
+            label = f"{track_label(track)} · {where}"  # out of its group: it says where it is from
+            rows.append(Row("track", y, height, label, tooltip, PINNED_GROUP, track, False, len(track)))
+            y += height + TRACK_GAP
+        return y
+
+    def set_pinned(self, track: Track, pinned: bool) -> None:
+        """Pins `track` to the top (after those pinned before) or puts it back in its plane's group."""
+        self.pinned = [t for t in self.pinned if t is not track] + ([track] if pinned else [])
+        self.relayout()
+
+    def is_pinned(self, track: Track) -> bool:
+        return any(t is track for t in self.pinned)
+
     def set_query_tracks(self, tracks: list[QueryTrack]) -> None:
         self.query_tracks = list(tracks)
         self.relayout()
@@ -219,7 +252,7 @@ class TimelineLayout:
 
     def expand_to(self, track: Track) -> None:
         """Makes the track's group visible (expanding it if collapsed)."""
-        key = group_key(track.plane)
+        key = PINNED_GROUP if self.is_pinned(track) else group_key(track.plane)
         if key in self.collapsed:
             self.collapsed.discard(key)
             self.relayout()

@@ -5,7 +5,8 @@ turns the frame into a few drawRects calls (one per colour), draws the
 labels that fit, and maps mouse and keys to a time window: wheel zooms
 around the cursor, drag pans, W/S zoom and A/D pan as in Perfetto and
 chrome://tracing, Shift-drag selects a time range, double-click zooms to an
-event.
+event. M marks a flag (tpuscope.ui.timeline.flags); right-clicking a track's name pins it to the
+top (or unpins it).
 """
 
 from __future__ import annotations
@@ -18,11 +19,12 @@ import numpy as np
 import shiboken6
 from PySide6.QtCore import QPoint, QPointF, QRectF, Qt, Signal
 from PySide6.QtGui import QColor, QFont, QFontMetricsF, QMouseEvent, QPainter, QPen, QWheelEvent
-from PySide6.QtWidgets import QScrollBar, QToolTip, QWidget
+from PySide6.QtWidgets import QMenu, QScrollBar, QToolTip, QWidget
 
 from tpuscope.model import units
 from tpuscope.model.flows import flows_near
 from tpuscope.model.trace import Trace, Track
+from tpuscope.ui.timeline import flags as flag_marks
 from tpuscope.ui.timeline import ruler
 from tpuscope.ui.timeline.counters import CounterSeries, format_value, step_area, value_y, visible_samples
 from tpuscope.ui.timeline.layout import ROW_HEIGHT, Row, TimelineLayout, track_depth_at
@@ -106,6 +108,7 @@ class TimelineView(QWidget):
     eventSelected = Signal(object, int)  # (Track, event index); Track None clears
     rangeSelected = Signal(float, float)  # (t0_ps, t1_ps) of a Shift-drag
     windowChanged = Signal(float, float)
+    flagsChanged = Signal(object)  # the flags' times (ps from the trace start), sorted
 
     def __init__(self, parent: QWidget | None = None):
         super().__init__(parent)
@@ -124,6 +127,7 @@ class TimelineView(QWidget):
         self.selected: tuple[Track, int] | None = None
         self.range: tuple[float, float] | None = None
         self.highlights: dict[str, dict[int, TrackLod]] = {}  # layer -> id(track) -> outlined events
+        self.flags: list[float] = []  # times marked with M (ps from the trace start), sorted
         self.last_frame = Frame()
         self._press: QPointF | None = None
         self._press_window = (0.0, 1.0)
@@ -141,6 +145,8 @@ class TimelineView(QWidget):
         self._dark_text = [text_is_dark(c) for c in PALETTE]
         self.scrollbar = QScrollBar(Qt.Orientation.Vertical, self)
         self.scrollbar.valueChanged.connect(self._on_scroll)
+        self.setContextMenuPolicy(Qt.ContextMenuPolicy.CustomContextMenu)
+        self.customContextMenuRequested.connect(self._on_context_menu)
 
     # ----- state -----------------------------------------------------------------------------
 
@@ -160,6 +166,7 @@ class TimelineView(QWidget):
         self.selected = None
         self.range = None
         self.highlights = {}
+        self.flags = []
         self.y_scroll = 0
         self.zoom_to_fit()
         self._place_scrollbar()
@@ -398,6 +405,7 @@ class TimelineView(QWidget):
         self._paint_label_column(painter, rows, view)
         painter.restore()
         self._paint_ruler(painter, view)
+        flag_marks.paint_flags(painter, view, self.flags, RULER_PX, height)
         if self.steps is not None:
             self._paint_steps(painter, view, self.steps)
 
@@ -650,12 +658,76 @@ class TimelineView(QWidget):
             self.pan(PAN_FRACTION * width)
         elif key in (Qt.Key.Key_Home, Qt.Key.Key_0):
             self.zoom_to_fit()
+        elif key == Qt.Key.Key_M:
+            self.toggle_flag(self.flag_time())
         elif key == Qt.Key.Key_Escape:
             self.range = None
             self.highlights = {}
             self.select_event(None)
         else:
             super().keyPressEvent(event)
+
+    # ----- flags and pinned tracks -------------------------------------------------------------
+
+    def flag_time(self) -> float:
+        """Where M puts a flag: the time under the cursor, else the selection's start, else the middle."""
+        cursor = self.mapFromGlobal(self.cursor().pos())
+        if LABEL_COLUMN_PX <= cursor.x() < self.width() and 0 <= cursor.y() < self.height():
+            return self.viewport().t_of(cursor.x())
+        if self.range is not None:
+            return self.range[0]
+        if self.selected is not None:
+            track, index = self.selected
+            return float(track.start_ps[index])
+        return (self.t0_ps + self.t1_ps) / 2
+
+    def toggle_flag(self, t_ps: float) -> None:
+        """A flag at `t_ps`, or none where one was within a few pixels of it."""
+        if self.trace is None:
+            return
+        snap_ps = flag_marks.FLAG_SNAP_PX * self.viewport().ps_per_px
+        self.set_flags(flag_marks.toggled(self.flags, t_ps, snap_ps))
+
+    def set_flags(self, flags: list[float]) -> None:
+        self.flags = sorted(float(f) for f in flags)
+        self.flagsChanged.emit(list(self.flags))
+        self.update()
+
+    def set_pinned(self, track: Track, pinned: bool) -> None:
+        """Pins `track` to the top of the tracks (Perfetto's pin) or puts it back in its group."""
+        if self.layout_ is None:
+            return
+        self.layout_.set_pinned(track, pinned)
+        self._update_scrollbar()
+        self.update()
+
+    def context_menu(self, pos: QPoint) -> QMenu:
+        """What a right-click at `pos` offers: pin or unpin the track whose name is there, remove the
+        flag whose marker is there, remove every flag."""
+        menu = QMenu(self)
+        row = self.row_at(pos.y())
+        layout = self.layout_
+        if layout is not None and row is not None and row.track is not None and pos.x() < LABEL_COLUMN_PX:
+            pinned = layout.is_pinned(row.track)
+            track = row.track
+            action = menu.addAction("Unpin from top" if pinned else "Pin to top")
+            action.triggered.connect(lambda: self.set_pinned(track, not pinned))
+        view = self.viewport()
+        for t in self.flags:
+            if flag_marks.marker_rect(view, t, RULER_PX).contains(QPointF(pos)):
+                remove = menu.addAction(f"Remove flag at {units.format_duration(t, units.SHORT_SPEC)}")
+                remove.triggered.connect(lambda _=False, at=t: self.remove_flag(at))
+        if self.flags:
+            menu.addAction("Remove all flags").triggered.connect(lambda: self.set_flags([]))
+        return menu
+
+    def remove_flag(self, t_ps: float) -> None:
+        self.set_flags([f for f in self.flags if f != t_ps])
+
+    def _on_context_menu(self, pos: QPoint) -> None:
+        menu = self.context_menu(pos)
+        if not menu.isEmpty():
+            menu.popup(self.mapToGlobal(pos))
 
     def mousePressEvent(self, event: QMouseEvent) -> None:
         if event.button() != Qt.MouseButton.LeftButton:
