@@ -35,6 +35,8 @@ TIMELINE_KEYS: tuple[tuple[str, str], ...] = (
     ("Double-click an event", "zoom to it"),
     ("Home or 0", "zoom to fit"),
     ("Esc", "clear the selection and the outlined events"),
+    ("M", "mark a flag at the time under the cursor (M on a flag removes it)"),
+    ("Right-click a track's name", "pin it to the top, or unpin it"),
     ("Enter / Shift+Enter in the search box", "next / previous match"),
     ("Esc in the search box", "clear the search"),
 )
