@@ -209,6 +209,8 @@ class CommsView(View):
         if self.report is None or self.trace is None or not items:
             return
         cell = self.table.item(items[0].row(), NAME_COLUMN)
+        if cell is None:
+            return
         row = self.report.rows[int(cell.data(Qt.ItemDataRole.UserRole))]
         matches = events_of(self.trace, row.name)
         if not matches:
@@ -224,7 +226,8 @@ class CommsView(View):
         """Selects the collective op named `target` (a string), if the table lists it."""
         if isinstance(target, str):
             for k in range(self.table.rowCount()):
-                if self.table.item(k, NAME_COLUMN).text() == target:
+                cell = self.table.item(k, NAME_COLUMN)
+                if cell is not None and cell.text() == target:
                     self.table.selectRow(k)
                     return
 
