@@ -27,6 +27,7 @@ from PySide6.QtWidgets import (
     QLabel,
     QLineEdit,
     QPushButton,
+    QScrollArea,
     QToolTip,
     QVBoxLayout,
     QWidget,
@@ -75,6 +76,8 @@ class FlameCanvas(QWidget):
 
     def set_tree(self, tree: FlameTree | None) -> None:
         self.tree, self.zoom, self.matches = tree, 0, None
+        depth = int(tree.depth.max()) + 1 if tree is not None and len(tree) else 4
+        self.setMinimumHeight(depth * ROW_PX + 4)  # deep stacks scroll (the view's scroll area)
         self._layout()
         self.update()
 
@@ -236,7 +239,11 @@ class FlameView(View):
         self.status.setWordWrap(True)
         layout.addWidget(self.status)
         self.canvas = FlameCanvas()
-        layout.addWidget(self.canvas, 1)
+        scroll = QScrollArea()
+        scroll.setWidgetResizable(True)
+        scroll.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        scroll.setWidget(self.canvas)
+        layout.addWidget(scroll, 1)
         self.by_box.currentIndexChanged.connect(self._ask)
         self.fusion_box.currentIndexChanged.connect(self._ask)
         self.search_box.textChanged.connect(self.search)
