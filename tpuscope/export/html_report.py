@@ -36,31 +36,31 @@ SEVERITY_COLOURS = {"critical": "#c0392b", "warning": "#d68910", "info": "#5d6d7
 STYLE = """
 body{font:14px/1.45 -apple-system,"Segoe UI",Roboto,"Helvetica Neue",Arial,sans-serif;color:#1c2833;
   margin:0 auto;max-width:1100px;padding:24px}
-h1{font-size:22px;margin:0 0 4px}h2{font-size:17px;margin:28px 0 8px;border-bottom:1px solid #d5d8dc;
-  padding-bottom:4px}h3{font-size:15px;margin:16px 0 4px}.finding h3{margin-top:0}
+h1{font-size:1.6em;margin:0 0 4px}h2{font-size:1.2em;margin:28px 0 8px;border-bottom:1px solid #d5d8dc;
+  padding-bottom:4px}h3{font-size:1.07em;margin:16px 0 4px}.finding h3{margin-top:0}
 .sub{color:#566573;margin:0 0 12px;word-break:break-all}
 .cards{display:flex;flex-wrap:wrap;gap:10px}
 .card{border:1px solid #d5d8dc;border-radius:6px;padding:8px 12px;min-width:0;flex:1 1 150px;
   overflow-wrap:anywhere}
-.card .k{color:#566573;font-size:12px}.card .v{font-size:17px;font-weight:600}
-.card .d{color:#566573;font-size:12px}
-table{border-collapse:collapse;width:100%;font-size:13px}
+.card .k{color:#566573;font-size:.86em}.card .v{font-size:1.2em;font-weight:600}
+.card .d{color:#566573;font-size:.86em}
+table{border-collapse:collapse;width:100%;font-size:.93em}
 th,td{border-bottom:1px solid #eaeded;padding:4px 6px;text-align:left;vertical-align:top;
-  overflow-wrap:anywhere}
+  overflow-wrap:break-word}th{white-space:nowrap}td.mono,td .mono{overflow-wrap:anywhere}
 th{background:#f4f6f6}td.n{text-align:right;white-space:nowrap;font-variant-numeric:tabular-nums}
-code,.mono{font-family:"SFMono-Regular",Consolas,"Liberation Mono",monospace;font-size:12px;
+code,.mono{font-family:"SFMono-Regular",Consolas,"Liberation Mono",monospace;font-size:.86em;
   word-break:break-all}
 .finding{border:1px solid #d5d8dc;border-left:6px solid #5d6d7e;border-radius:4px;padding:8px 12px;
   margin:10px 0}
-.badge{display:inline-block;color:#fff;border-radius:3px;padding:0 6px;font-size:11px;
+.badge{display:inline-block;color:#fff;border-radius:3px;padding:0 6px;font-size:.8em;
   text-transform:uppercase;margin-right:6px;vertical-align:middle}
 .cost{font-weight:600;margin:2px 0 6px}.muted{color:#566573}
 ul{margin:4px 0 4px 18px;padding:0}
-.legend span{display:inline-block;margin-right:14px;font-size:12px}
+.legend span{display:inline-block;margin-right:14px;font-size:.86em}
 .legend i{display:inline-block;width:10px;height:10px;margin-right:4px;vertical-align:middle}
 svg{max-width:100%;height:auto}
-@media print{body{max-width:none;padding:0;font-size:11px}.finding,.card,tr,svg{break-inside:avoid}
-  h2{break-after:avoid}a{color:inherit;text-decoration:none}}
+@media print{body{max-width:none;padding:0;font-size:12px}.card,tr,svg,.finding h3,.cost{break-inside:avoid}
+  h2,h3,p.label{break-after:avoid}a{color:inherit;text-decoration:none}}
 """
 
 
@@ -238,8 +238,8 @@ def _findings(report: dict[str, Any]) -> str:
             f"{_e(f['title'])}</h3>"
             f'<p class="cost">{_e(_cost(f))}</p><p>{_e(f["explanation"])}</p>'
             + _scalar_metrics(f.get("metrics") or {})
-            + (f"<p><b>Evidence</b></p><ul>{listed}{more}</ul>" if listed else "")
-            + (f"<p><b>Advice</b></p><ul>{advice}</ul>" if advice else "")
+            + (f'<p class="label"><b>Evidence</b></p><ul>{listed}{more}</ul>' if listed else "")
+            + (f'<p class="label"><b>Advice</b></p><ul>{advice}</ul>' if advice else "")
             + f'<p class="muted mono">rule: {_e(f["id"])}</p></div>'
         )
     errors = "".join(
