@@ -127,3 +127,10 @@ def test_the_step_variance_median_is_the_steady_state_median_and_named_so(analys
         c["summary"] for c in analysis.report.to_json()["checked"] if c["rule"] == "step_time_variance"
     ]
     assert f"steady-state median {steady_ms:.3f} ms" in line
+
+
+def test_the_input_bound_finding_shows_the_input_share(analyses):
+    analysis = analyses["kineto_resnet50"]
+    share = format_metric(analysis.get(METRICS).value("input_share"), "percent")
+    (finding,) = [f for f in analysis.report.findings if f.id == "input_bound"]
+    assert share == "34.0%" and f"waits for the host {share} of step time" in finding.title
