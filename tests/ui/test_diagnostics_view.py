@@ -46,7 +46,7 @@ def test_lists_findings_worst_first_with_severity_icons(qtbot, view, traces):
     titles = [view.findings.item(r).text() for r in range(view.findings.count())]
     # Each line leads with what the finding costs (what users triage by), then its title.
     assert [t.split(" · ", 1)[-1] for t in titles] == [without_code_marks(f.title) for f in expected.findings]
-    assert titles[0] == "2.33% of step · 15 blocking device-to-host read(s)"
+    assert titles[0] == "2.3% of step · 15 blocking device-to-host read(s)"
     assert report.findings[0].severity == Severity.INFO and report.findings[0].id == "host_device_sync"
     assert all(not view.findings.item(r).icon().isNull() for r in range(view.findings.count()))
     assert "PyTorch/XLA" in view.summary.text() and "15 steps" in view.summary.text()
@@ -187,12 +187,13 @@ def test_long_string_lists_are_one_line_per_item(traces):
 @pytest.mark.parametrize(
     ("value", "key", "shown"),
     [
-        (281.188, "compile_ms", "281.2"),
-        (63.81, "compile_ms", "63.81"),
+        (281.188, "compile_ms", "281.188"),  # times: three decimals (1 µs), as the findings write them
+        (63.81, "compile_ms", "63.810"),
         (0.0421, "host_blocked_ms", "0.042"),
-        (1528.923, "compile_ms", "1,528.9"),
-        (61.2, "percent_of_profile", "61.2"),
-        (0.08, "percent_of_profile", "0.08"),
+        (1528.923, "compile_ms", "1,528.923"),
+        (61.2, "percent_of_profile", "61.2"),  # shares: one decimal, as the titles and the cards write them
+        (96.48, "async_done_percent_of_device_time", "96.5"),
+        (0.08, "percent_of_profile", "0.1"),
         (0.273, "compilations_per_step_after_first", "0.273"),
         (12345, "syncs", "12,345"),
         (12190760917235803885, "program_id", "12190760917235803885"),

@@ -34,6 +34,7 @@ from tpuscope.analysis.diagnose import Finding, Severity
 from tpuscope.analysis.diagnose.finding import sentence_case
 from tpuscope.analysis.facts.evidence import evidence_events
 from tpuscope.analysis.session import REPORT
+from tpuscope.model import units
 from tpuscope.model.trace import Trace
 from tpuscope.ui.analysis_hub import AnalysisHub
 from tpuscope.ui.views import FindingAt, View
@@ -394,7 +395,11 @@ def _labelled(key: str, value) -> tuple[str, str]:
 
 
 def format_number(value: float | int, key: str = "") -> str:
-    """A metric number as people read it: `281.2` ms, `63.81` ms, `0.273`, `12,345`; ids unchanged."""
+    """A metric number as people read it: `281.188` ms, `96.5` %, `0.273`, `12,345`; ids unchanged.
+
+    Shares and times are rounded as everywhere else (issue 33: one rounding per unit): a share with
+    `units.PERCENT_SPEC`'s one decimal, as the findings' titles and the cards show it; a time with the
+    three decimals of `units.format_duration` (finding.ms rounds to 1 µs), so a column lines up."""
     if isinstance(value, bool):
         return str(value)
     if isinstance(value, int):
@@ -402,11 +407,10 @@ def format_number(value: float | int, key: str = "") -> str:
     if value != value:  # NaN
         return "–"
     magnitude = abs(value)
-    if "percent" in key:  # finding.percent rounds to 2 decimals; 1 reads enough above 1 %
-        return f"{value:.1f}" if magnitude >= 1 else f"{value:.2f}"
-    if _label(key)[1] in ("ms", "µs"):  # finding.ms rounds to 3 decimals (1 µs)
-        digits = 1 if magnitude >= 100 else 2 if magnitude >= 1 else 3
-        return f"{value:,.{digits}f}"
+    if "percent" in key:
+        return f"{value:{units.PERCENT_SPEC}}"
+    if _label(key)[1] in ("ms", "µs"):
+        return f"{value:{units.COLUMN_SPEC}}"
     if magnitude >= 1000:
         return f"{value:,.0f}"
     return f"{value:.4g}"
