@@ -188,9 +188,12 @@ def _add_track(
     )
     scope_ids = track.stat_values(Stat.NAME_SCOPE, fill=0)
     scope = scope_ids[idx].astype(np.int64) if scope_ids is not None and scope_ids.dtype.kind in "iu" else 0
-    keys = track.name_id[idx].astype(np.int64) * (1 << 32) + scope
-    groups, which = np.unique(keys, return_inverse=True)
-    which = which.reshape(-1)
+    if isinstance(scope, int) or not scope.any():  # by name alone: a dense remap, no sort
+        groups, which = _dense_groups(track.name_id[idx])
+    else:
+        keys = track.name_id[idx].astype(np.int64) * (1 << 32) + scope
+        groups, which = np.unique(keys, return_inverse=True)
+        which = which.reshape(-1)
     count = np.bincount(which, minlength=len(groups))
     time = np.bincount(which, weights=durations.astype(np.float64), minlength=len(groups))
     hidden = np.bincount(which, weights=overlapped.astype(np.float64), minlength=len(groups))
@@ -248,6 +251,15 @@ def _add_track(
             row.sized += int(count[k])
         row.source = row.source or row_source or _launching_op(launcher(event), framework(event))
     _pair_async(rows, track, idx, which, labels, kinds)
+
+
+def _dense_groups(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """np.unique(values, return_inverse=True) for small non-negative ids (string ids), without sorting."""
+    present = np.bincount(values)
+    groups = np.flatnonzero(present)
+    remap = np.zeros(len(present), np.int64)
+    remap[groups] = np.arange(len(groups))
+    return groups, remap[values]
 
 
 def _pair_async(rows, track: Track, idx, which, labels: list[tuple[str, str]], kinds: list[Kind]) -> None:

@@ -261,7 +261,7 @@ def _collective_rows(ctx: Context, per_device: list, dcn: list) -> list[Collecti
     device's compute."""
     if not per_device and not dcn:
         return []
-    hide = union([h for _, _, h in per_device]) if per_device else empty()
+    hide = union([h for _, _, h in per_device]) if per_device and dcn else empty()
     return collective_rows(per_device, dcn, hide, _code_lookup(ctx))
 
 
