@@ -243,6 +243,22 @@ def test_results_are_bounded_and_say_what_was_left_out():
     with_server(work)
 
 
+def test_the_server_keeps_what_it_opened(tmp_path: Path):
+    """Opened once: after the file is gone, every tool still answers from the profile in memory."""
+    copy = tmp_path / "kept.xplane.pb"
+    copy.write_bytes(PTXLA_TRACE.read_bytes())
+
+    async def work(session: ClientSession) -> None:
+        events = (await call(session, "info", path=str(copy)))["events"]
+        copy.unlink()
+        assert (await call(session, "overview", path=str(copy)))["steps"]["count"] > 0
+        assert (await call(session, "diagnose", path=str(copy)))["findings"]
+        assert (await call(session, "info", path=str(copy)))["events"] == events
+        assert "does not exist" in await error_of(session, "info", path=str(tmp_path / "other.xplane.pb"))
+
+    with_server(work)
+
+
 def test_a_profile_is_opened_once_per_server(tmp_path: Path):
     """The cache of the server itself (in process: the same class the stdio server uses)."""
     from tpuscope.agents.server import ProfileCache
