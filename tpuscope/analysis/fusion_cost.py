@@ -6,12 +6,14 @@ Its time is split in proportion to each fused instruction's estimated time, comp
 own cost model estimates an instruction (openxla/xla, xla/service/hlo_cost_analysis.cc):
 
 - bytes accessed: the sizes of the instruction's output and operands (`Preprocess`); parameters,
-  constants, get-tuple-element, bitcasts and tuples touch nothing of their own (`HandleParameter`,
-  `HandleConstant`, `HandleGetTupleElement`, `HandleBitcast`; a tuple only its index table);
+  constants, get-tuple-element, bitcasts, after-all and add-dependency touch nothing of their own
+  (`HandleParameter`, `HandleConstant`, `HandleGetTupleElement`, `HandleBitcast`, `HandleAfterAll`,
+  `HandleAddDependency`), and a tuple only its index table (`HandleTuple`; nothing here);
 - FLOPs: a dot's `2 x output elements x the product of the lhs contracting dimensions`
   (`GetDotFlops`, kFmaFlops = 2); a convolution's `2 x output elements x the kernel's elements per
-  output feature` (`HandleConvolution`, without its padding corrections); an elementwise op's one per
-  output element (`HandleElementwiseOp`); others none;
+  output feature` (`GetConvolutionFlops`, without its count of valid window positions at padded
+  edges); an elementwise op's one per output element (`HandleElementwiseOp`); others none here (a
+  reduction's FLOPs, one per reduced element, stay below its bytes at any ridge of 1 or more);
 - the estimated time is the bottleneck of the two, `max(FLOPs / peak FLOP/s, bytes / peak bytes/s)`
   (`Postprocess`' optimal_seconds), so only the ratio of the peaks (the ridge point) matters.
 
@@ -39,7 +41,9 @@ FP8_BYTES = 1.0  # f8e4m3fn, f8e5m2, ... (xla_data.proto: 8-bit floats); f4e2m1f
 DEFAULT_RIDGE_FLOPS_PER_BYTE = 10.0
 FMA_FLOPS = 2  # HloCostAnalysis::kFmaFlops
 # Instructions that move no data of their own (module docstring).
-_FREE_OPCODES = frozenset({"parameter", "constant", "get-tuple-element", "bitcast", "tuple", "after-all"})
+_FREE_OPCODES = frozenset(
+    {"parameter", "constant", "get-tuple-element", "bitcast", "tuple", "after-all", "add-dependency"}
+)
 _ELEMENTWISE = frozenset(
     "abs add and atan2 cbrt ceil clamp clz compare complex convert cos divide erf exp expm1 floor imag "
     "is-finite log log1p logistic maximum minimum multiply negate not or popcnt power real "
