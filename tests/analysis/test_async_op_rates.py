@@ -11,6 +11,7 @@ import pytest
 
 from tests.conftest import TPU_TRACE, require_shared_traces
 from tpuscope.analysis.async_ops import is_async_half
+from tpuscope.analysis.ops import roofline_points
 from tpuscope.analysis.pod_run import merge_op_rows
 from tpuscope.analysis.session import TraceAnalysis
 from tpuscope.app.opener import open_trace
@@ -68,6 +69,8 @@ def test_the_same_in_every_grouping_and_table(analysis):
     assert by_category is not None
     rate = dict(zip(by_category.names(), by_category.bytes_rate, strict=True))
     assert np.isnan(rate["copy-start"]) and np.isnan(rate["copy-done"]) and np.isfinite(rate["loop fusion"])
+    # The roofline places no async half (their FLOPs over a launch or a wait would be no rate either).
+    assert not np.any(halves[roofline_points(by_op).rows])
     # A pod's op rows, merged over its hosts, read the same predicate.
     merged = merge_op_rows([by_op.rows_json(), by_op.rows_json()], by_op.peaks, None)
     for row in merged:

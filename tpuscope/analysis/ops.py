@@ -847,7 +847,8 @@ def roofline_points(
 ) -> RooflinePoints:
     """The roofline's dots: every op row by op (of `program`, a program label, when given) with
     FLOPs > 0, bytes accessed > 0 and self time > 0. Ops XProf places at zero FLOPs (copies) have no
-    place on log axes and are left out, as they are of XProf's chart.
+    place on log axes and are left out, as they are of XProf's chart; so are async starts and dones,
+    whose time is not their work's (`OpTable.rate_known`).
 
     `window_ps` (trace time, start inclusive, end exclusive: a step range's bounds) keeps the
     occurrences that start inside it: each op's FLOPs, bytes and self time are summed over those
@@ -858,7 +859,7 @@ def roofline_points(
     if window_ps is not None:
         flops, bytes_accessed, self_ps = _sums_in_window(table, window_ps)
     known = np.isfinite(flops) & (flops > 0)
-    known &= np.isfinite(bytes_accessed) & (bytes_accessed > 0) & (self_ps > 0)
+    known &= np.isfinite(bytes_accessed) & (bytes_accessed > 0) & (self_ps > 0) & table.rate_known
     program_self = np.bincount(table.program, weights=table.self_ps, minlength=len(table.labels))
     programs = [table.labels[int(p)] for p in np.argsort(-program_self, kind="stable") if program_self[p] > 0]
     if program is not None:

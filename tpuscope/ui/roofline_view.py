@@ -19,6 +19,7 @@ from PySide6.QtCore import Qt
 from PySide6.QtGui import QColor
 from PySide6.QtWidgets import QComboBox, QHBoxLayout, QLabel, QVBoxLayout, QWidget
 
+from tpuscope.analysis.async_ops import NO_RATE_REASON
 from tpuscope.analysis.ops import OpTable, RooflinePoints, roofline_points
 from tpuscope.analysis.roofline import BOUND_NAMES, bound_by
 from tpuscope.analysis.session import STEPS, op_table_result
@@ -342,8 +343,8 @@ class RooflineView(View):
         if self.points is not None and at is not None:  # as placed: in the picked steps
             intensity, flop_rate = float(self.points.intensity[at]), float(self.points.flop_rate[at])
             bound = int(bound_by(np.array([intensity]), np.ones(1), table.peaks)[0])  # per byte
+        rate = f"{flop_rate / 1e9:.4g} GFLOP/s" if table.rate_known[row] else f"no FLOP/s ({NO_RATE_REASON})"
         self.picked_label.setText(
             f"Selected: {table.label(table.name[row])} in {table.label(table.program[row])}: "
-            f"{intensity:.4g} FLOP/byte, {flop_rate / 1e9:.4g} GFLOP/s, "
-            f"bound by {BOUND_NAMES[bound]}"
+            f"{intensity:.4g} FLOP/byte, {rate}, bound by {BOUND_NAMES[bound]}"
         )
