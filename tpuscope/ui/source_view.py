@@ -53,6 +53,7 @@ from tpuscope.ui.source_files import (
     split_line,
 )
 from tpuscope.ui.views import View
+from tpuscope.ui.widgets.elide import ElidingDelegate
 
 _ModelIndex = QModelIndex | QPersistentModelIndex
 GUTTER_PAD_PX = 6
@@ -274,6 +275,9 @@ class SourceView(View):
         self.lines_view.setAlternatingRowColors(True)
         self.lines_view.setWordWrap(False)
         self.lines_view.setTextElideMode(Qt.TextElideMode.ElideLeft)  # a path's end says the most
+        # The Line column keeps its file name and line number whole (the tooltip has the whole path).
+        self._eliding = ElidingDelegate(self.lines_view)
+        self.lines_view.setItemDelegateForColumn(0, self._eliding)
         self.lines_view.verticalHeader().hide()
         self.lines_view.verticalHeader().setSectionResizeMode(QHeaderView.ResizeMode.Fixed)
         self.lines_view.horizontalHeader().setStretchLastSection(True)

@@ -35,13 +35,14 @@ from tpuscope.analysis.ops import GROUPINGS, OpTable
 from tpuscope.analysis.session import DEVICES, DeviceChoice, op_table_result, step_breakdown_result
 from tpuscope.analysis.step_breakdown import StepBreakdown
 from tpuscope.model.trace import Trace
-from tpuscope.model.units import format_duration
+from tpuscope.model.units import format_duration, format_percent
 from tpuscope.ui.analysis_hub import AnalysisHub
 from tpuscope.ui.ops.charts import StepBreakdownChart, TopOpsChart
 from tpuscope.ui.ops.stepper import Events, OccurrenceStepper
 from tpuscope.ui.ops.table_model import SELF_TIME_COLUMN, OpsTableModel
 from tpuscope.ui.views import OpGraphAt, OpRow, View
 from tpuscope.ui.widgets.code_spans import code_spans_html
+from tpuscope.ui.widgets.elide import ElidingDelegate
 
 # Column widths follow the rows: each column fits the widest of its first rows (Qt measures only
 # these, never 100k). The names come first (issue 23: `broad...ion.1` beside roomy number
@@ -76,6 +77,8 @@ class OpsView(View):
     # --- construction -------------------------------------------------------------------------
     def _build(self) -> None:
         self.device_combo = QComboBox()
+        # Its items come with each profile: sized to them then, not to the empty list it first showed.
+        self.device_combo.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToContents)
         self.grouping_combo = QComboBox()
         for by in GROUPINGS:
             self.grouping_combo.addItem(f"by {by}", by)
@@ -102,6 +105,10 @@ class OpsView(View):
         self.table_view.setAlternatingRowColors(True)
         self.table_view.setWordWrap(False)
         self.table_view.setTextElideMode(Qt.TextElideMode.ElideRight)
+        # The label columns keep what tells names apart (a kernel's template tail); tooltips are whole.
+        self._eliding = ElidingDelegate(self.table_view)
+        for column in range(self.model.TEXT_COLUMNS):
+            self.table_view.setItemDelegateForColumn(column, self._eliding)
         vertical = self.table_view.verticalHeader()
         vertical.setSectionResizeMode(QHeaderView.ResizeMode.Fixed)  # never measure 100k rows
         vertical.setDefaultSectionSize(self.fontMetrics().height() + 6)
@@ -333,7 +340,7 @@ class OpsView(View):
         n = max(len(self._table.devices), 1)
         parts.append(f"busy {format_duration(self._table.busy_ps / n)} per device")
         if self._breakdown is not None:
-            parts.append(f"duty cycle {self._breakdown.duty_cycle * 100:.1f}%")
+            parts.append(f"duty cycle {format_percent(self._breakdown.duty_cycle)} of the profile")
             if len(self._breakdown):
                 parts.append(f"{len(self._breakdown)} steps ({self._breakdown.steps.description})")
         if self._table.peaks is not None:

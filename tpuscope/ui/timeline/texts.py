@@ -11,7 +11,11 @@ from __future__ import annotations
 from PySide6.QtCore import QPointF, Qt
 from PySide6.QtGui import QFont, QFontMetricsF, QPainter, QStaticText, QTransform
 
+from tpuscope.ui.widgets.elide import elided
+
 ELLIPSIS = "\u2026"
+# An elide mode of `fitted` beside Qt's: keep the distinguishing tail (tpuscope.ui.widgets.elide).
+KEEP_TAIL = "keep-tail"
 
 
 class StaticTexts:
@@ -28,9 +32,11 @@ class StaticTexts:
         self.metrics = QFontMetricsF(font)
         self.char_px = max(1.0, self.metrics.averageCharWidth())
         self.line_px = self.metrics.height()
-        self._texts: dict[tuple[str, int, Qt.TextElideMode], QStaticText | None] = {}
+        self._texts: dict[tuple[str, int, Qt.TextElideMode | str], QStaticText | None] = {}
 
-    def fitted(self, text: str, width_px: float, mode=Qt.TextElideMode.ElideRight) -> QStaticText | None:
+    def fitted(
+        self, text: str, width_px: float, mode: Qt.TextElideMode | str = Qt.TextElideMode.ElideRight
+    ) -> QStaticText | None:
         """`text` elided to fit `width_px` (rounded down to whole average characters), None when no
         character and ellipsis fit."""
         chars = int(width_px / self.char_px)
@@ -41,7 +47,12 @@ class StaticTexts:
             self._texts.clear()
         room = chars * self.char_px
         fits = self.metrics.horizontalAdvance(text) <= room
-        shown = text if fits else self.metrics.elidedText(text, mode, room)
+        if fits:
+            shown = text
+        elif isinstance(mode, str):
+            shown = elided(self.metrics, text, room)
+        else:
+            shown = self.metrics.elidedText(text, mode, room)
         static = None
         # Qt hands back a one-character text unelided however small the room: checked, not trusted.
         if shown and shown != ELLIPSIS and (fits or self.metrics.horizontalAdvance(shown) <= room):

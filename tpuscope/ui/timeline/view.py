@@ -32,7 +32,7 @@ from tpuscope.ui.timeline.lod import TimelineLod, TrackLod, time_key
 from tpuscope.ui.timeline.palette import PALETTE, Colours, text_is_dark
 from tpuscope.ui.timeline.query_tracks import QueryTrack
 from tpuscope.ui.timeline.scene import MERGE_PX, Frame, Viewport, build_frame, highlight_rects
-from tpuscope.ui.timeline.texts import StaticTexts
+from tpuscope.ui.timeline.texts import KEEP_TAIL, StaticTexts
 
 if TYPE_CHECKING:
     from tpuscope.analysis.steps import Steps
@@ -561,7 +561,7 @@ class TimelineView(QWidget):
                     bold.draw(painter, 20, y, row.height, text)
                 painter.setFont(self.font_)
             else:
-                text = self._texts.fitted(row.label, LABEL_COLUMN_PX - 26, Qt.TextElideMode.ElideMiddle)
+                text = self._texts.fitted(row.label, LABEL_COLUMN_PX - 26, KEEP_TAIL)
                 if text is not None:
                     self._texts.draw(painter, 20, y, ROW_HEIGHT, text)
         painter.setPen(QPen(GRID, 1))
