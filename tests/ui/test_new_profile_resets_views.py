@@ -16,6 +16,7 @@ from PySide6.QtWidgets import (
     QAbstractItemView,
     QAbstractScrollArea,
     QComboBox,
+    QGraphicsView,
     QLabel,
     QLineEdit,
     QPlainTextEdit,
@@ -67,7 +68,14 @@ def _chart_texts(plot: pg.PlotWidget) -> list[str]:
     for name in ("left", "bottom", "right", "top"):
         levels = item.getAxis(name)._tickLevels or []  # the ticks `setTicks` gave it
         texts += [str(label) for level in levels for _, label in level]
-    for graphic in plot.scene().items():
+    return texts + _scene_texts(plot)
+
+
+def _scene_texts(view: QGraphicsView) -> list[str]:
+    """The texts of a graphics view's scene (a chart's labels, a graph's node names)."""
+    texts: list[str] = []
+    scene = view.scene()
+    for graphic in scene.items() if scene is not None else []:
         for reader in ("toPlainText", "text"):
             read = getattr(graphic, reader, None)
             if callable(read):
@@ -94,6 +102,8 @@ def _own_texts(widget: QWidget) -> list[str]:
         texts += _model_texts(widget.model())
     if isinstance(widget, pg.PlotWidget):
         texts += _chart_texts(widget)
+    elif isinstance(widget, QGraphicsView):
+        texts += _scene_texts(widget)
     return texts
 
 
