@@ -164,3 +164,18 @@ def test_the_op_tables_show_in_graph_targets_the_rows_op_and_program(qtbot):
     graph.hub.wait()
     assert graph.found is not None and graph.found.op == OP
     assert graph.found.place.program_id == target.program_id
+
+
+def test_screenshot_of_the_graph_view_draws_the_graph(tmp_path, capsys):
+    from PySide6.QtGui import QImage
+
+    from tpuscope.cli import main
+
+    out = tmp_path / "graph.png"
+    assert main(["screenshot", str(TPU_TRACE), str(out), "--size", "1280x720", "--view", "graph"]) == 0
+    assert "graph view" in capsys.readouterr().out
+    image = QImage(str(out)).convertToFormat(QImage.Format.Format_RGB32)
+    assert (image.width(), image.height()) == (1280, 720)
+    pixels = np.frombuffer(image.constBits(), np.uint32, image.width() * image.height())
+    hottest = int(HEAT_COLOURS[-1][1:], 16)  # the box of the op with the most device time
+    assert np.count_nonzero((pixels & 0xFFFFFF) == hottest) > 500
