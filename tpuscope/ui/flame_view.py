@@ -311,7 +311,9 @@ class FlameView(View):
             return
         where = " in the selected range" if self.range_box.isChecked() and self.range_ps else ""
         path = " &gt; ".join(html.escape(tree.name(k)) for k in tree.path(self.canvas.zoom))
-        text = f"{format_duration(int(tree.total_self_ps))} of device self time{where}"
+        count = len(tree.events.devices) if tree.events is not None else 0
+        on = f" on {count} devices" if count > 1 else ""
+        text = f"{format_duration(int(tree.total_self_ps))} of device self time{on}{where}"
         if path:
             text += f" &middot; zoomed into {path} ({format_duration(int(tree.total_ps[self.canvas.zoom]))})"
         if tree.has_estimates:
