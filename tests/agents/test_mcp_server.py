@@ -244,7 +244,8 @@ def test_results_are_bounded_and_say_what_was_left_out():
 
 
 def test_the_server_keeps_what_it_opened(tmp_path: Path):
-    """Opened once: after the file is gone, every tool still answers from the profile in memory."""
+    """Opened once: after the file is gone, every tool still answers from the profile in memory; a file
+    written again at the path is opened again."""
     copy = tmp_path / "kept.xplane.pb"
     copy.write_bytes(PTXLA_TRACE.read_bytes())
 
@@ -255,6 +256,10 @@ def test_the_server_keeps_what_it_opened(tmp_path: Path):
         assert (await call(session, "diagnose", path=str(copy)))["findings"]
         assert (await call(session, "info", path=str(copy)))["events"] == events
         assert "does not exist" in await error_of(session, "info", path=str(tmp_path / "other.xplane.pb"))
+        # recorded again at the same path: opened again
+        copy.write_bytes(GPU_TRACE.read_bytes())
+        again = await call(session, "info", path=str(copy))
+        assert again["events"] != events and any(p["name"].startswith("/device:GPU") for p in again["planes"])
 
     with_server(work)
 

@@ -84,28 +84,50 @@ Device = Annotated[
 
 
 class ProfileCache:
-    """Profiles opened by this server, by (path, run), the most recently used kept (MAX_OPEN_PROFILES)."""
+    """Profiles opened by this server, by (path, run), the most recently used kept (MAX_OPEN_PROFILES).
+
+    A kept profile is answered from memory while its files are as they were when it was opened (each
+    file's size and modification time, the files the path resolves to now: a logdir's newest run); a
+    profile recorded again at the same path, or a new run in a logdir, is opened again. A path that no
+    longer resolves (the file removed) keeps the profile in memory; a URL is kept as opened."""
 
     def __init__(self, capacity: int = MAX_OPEN_PROFILES, opener: Callable[..., Profile] | None = None):
         from tpuscope.api import open as open_profile
 
         self.capacity = capacity
         self._open = opener or open_profile
-        self._profiles: OrderedDict[tuple[str, str | None], Profile] = OrderedDict()
+        self._profiles: OrderedDict[tuple[str, str | None], tuple[Profile, Any]] = OrderedDict()
         self.opened = 0  # loads made (not answered from memory): what the tests check
 
     def get(self, path: str, run: str | None = None) -> Profile:
         key = (_key_path(path), run)
+        stamp = _files_stamp(path, run)
         found = self._profiles.get(key)
-        if found is not None:
+        if found is not None and (stamp is None or stamp == found[1]):
             self._profiles.move_to_end(key)
-            return found
+            return found[0]
         profile = self._open(path, run=run)
         self.opened += 1
-        self._profiles[key] = profile
+        self._profiles[key] = (profile, stamp)
+        self._profiles.move_to_end(key)
         while len(self._profiles) > self.capacity:
             self._profiles.popitem(last=False)
         return profile
+
+
+def _files_stamp(path: str, run: str | None) -> Any:
+    """The files `path` opens now, each with its size and modification time; None when it does not
+    resolve (gone) or is a URL (a bucket is listed only when opened)."""
+    from tpuscope.readers.files import resolve_profile_files
+    from tpuscope.urls import is_url
+
+    if is_url(path):
+        return None
+    try:
+        files = resolve_profile_files(path, run)
+        return tuple((str(f.resolve()), f.stat().st_size, f.stat().st_mtime_ns) for f in files)
+    except (ProfileError, OSError):
+        return None
 
 
 def _key_path(path: str) -> str:
