@@ -44,6 +44,10 @@ TPU_ALL_REDUCE = (
         (SEND_RECV, "All2All_Pooled_Req/c10d::alltoall_base_/record_param_comms", Kind("all-to-all")),
         (SEND_RECV, "", Kind("send")),
         ("MegaScale: All-Reduce", "", Kind("dcn")),
+        ("ppermute.3", "", Kind("collective-permute")),
+        ("all_gather.7", "", Kind("all-gather")),
+        ("psum_invariant.7", "", Kind("all-reduce")),
+        ("psum_scatter.2", "", Kind("reduce-scatter")),
     ],
 )  # fmt: skip
 def test_kinds(name, launcher, kind):

@@ -5,6 +5,8 @@ One collective op's name is read into a kind (`all-reduce`, `all-gather`, `reduc
 (`start`, `done`, or none), whichever library named it:
 - XLA's HLO instructions (`all-reduce.98`, `all-gather-start.3`, `%all-reduce = f32[...] all-reduce(...)`:
   openxla/xla, xla/hlo/ir/hlo_opcode.h), on TPU and GPU op lines and XLA:CPU thunks (gloo);
+- JAX's collective primitives, after which it names their instructions (`ppermute.3`, `all_gather.7`,
+  `psum_invariant.7` on XLA:CPU);
 - NCCL/RCCL kernels (`ncclDevKernel_AllReduce_Sum_f32_RING_LL`, `ncclKernel_SendRecv_...`), or, where the
   kernel says only SendRecv (NCCL runs every collective of some jobs as send/recv), the PyTorch op that
   launched it (`c10d::allreduce_`, `nccl:all_reduce`) or Kineto's "Collective name" argument.
@@ -50,6 +52,11 @@ _XLA_KINDS = {
 # NCCL/RCCL kernel names (`ncclDevKernel_AllReduce_...`, `ncclKernel_AllGather_...`), and the collective
 # names PyTorch's c10d ops and Kineto's "Collective name" argument use (torch/csrc/distributed/c10d).
 _LIBRARY_WORDS = (
+    # JAX's collective primitives, as it names their instructions (`tpuscope.analysis.pod.collectives`).
+    (re.compile(r"^%?(ppermute|pshuffle)\b"), PERMUTE),
+    (re.compile(r"^%?psum_scatter\b"), REDUCE_SCATTER),
+    (re.compile(r"^%?(psum|psum_invariant|pmax|pmin|pmean)\b"), ALL_REDUCE),
+    (re.compile(r"^%?pbroadcast\b"), BROADCAST),
     (re.compile(r"all_?reduce|allreduce", re.I), ALL_REDUCE),
     (re.compile(r"reduce_?scatter|reducescatter", re.I), REDUCE_SCATTER),
     (re.compile(r"all_?gather|allgather", re.I), ALL_GATHER),

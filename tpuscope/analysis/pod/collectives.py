@@ -33,6 +33,10 @@ COLLECTIVE_OP_PATTERN = (
     r"|collective-broadcast|all-reduce-scatter|barrier-cores)\b"
     r"|^%?(send|recv)(-done)?(\.\d+)?$"
     r"|^(nccl|rccl)[A-Za-z]"
+    # JAX names the instructions of its collective primitives after them (a shard_map's `ppermute` runs
+    # on XLA:CPU as the thunk `ppermute.3`, `lax.psum` as `psum_invariant.7`: recorded with JAX 0.10).
+    r"|^%?(psum|psum_invariant|pmax|pmin|pmean|ppermute|pshuffle|pbroadcast|psum_scatter|all_gather"
+    r"|all_gather_invariant|all_to_all|ragged_all_to_all|reduce_scatter)(\.\d+)?$"
 )
 
 # Memory copies and sets on a device, which hide no communication: HTA's memory kernels
