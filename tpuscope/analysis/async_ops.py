@@ -31,8 +31,18 @@ ASYNC_OPCODES = frozenset(
         "recv-done",
         "send",
         "send-done",
+        # reduce-scatter, all-to-all and collective-broadcast run asynchronously wrapped in async-start/-done;
+        # their halves by the names of the wrapped op, as the async wait rule has matched them.
+        "reduce-scatter-start",
+        "reduce-scatter-done",
+        "all-to-all-start",
+        "all-to-all-done",
+        "collective-broadcast-start",
+        "collective-broadcast-done",
     }
 )
+# The halves that wait: the time in them is time the core waited for the work its start launched.
+ASYNC_DONE_OPCODES = frozenset(code for code in ASYNC_OPCODES if code.endswith("-done"))
 # An instruction's name is its opcode with XLA's uniquifying suffixes: `copy-start.4`, `send.1.clone`.
 _SUFFIX = re.compile(r"(\.\d+|\.clone)+$")
 
@@ -45,4 +55,13 @@ NO_RATE_REASON = (
 def is_async_half(name: str) -> bool:
     """Whether an op name (`copy-start.4`, `%send-done.1`) or HLO category (`copy-done`) is the start,
     update or done of an asynchronous XLA instruction."""
-    return _SUFFIX.sub("", name.strip().lstrip("%")) in ASYNC_OPCODES
+    return _opcode(name) in ASYNC_OPCODES
+
+
+def is_async_done(name: str) -> bool:
+    """Whether an op name or category is the done of an asynchronous XLA instruction (its wait)."""
+    return _opcode(name) in ASYNC_DONE_OPCODES
+
+
+def _opcode(name: str) -> str:
+    return _SUFFIX.sub("", name.strip().lstrip("%"))

@@ -10,10 +10,10 @@ other copies move buffers between memory spaces on the chip; the rest are collec
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from typing import Any
 
+from tpuscope.analysis.async_ops import is_async_done
 from tpuscope.analysis.diagnose.finding import (
     STEP_TIME_BANDS,
     RuleOutcome,
@@ -35,12 +35,8 @@ IMPACT_THRESHOLDS = STEP_TIME_BANDS
 # XProf smart suggestions flag async-done time above 10% (openxla/xprof
 # xprof/convert/smart_suggestion/constants.h, the async-done threshold).
 ASYNC_DONE_PERCENT = 10.0
-# `copy-done`, `copy-done.4`, `all-reduce-done.1`, `send-done`, `async-done`: the waiting halves. HLO
-# opcodes, XLA's names in every format that carries HLO ops, so matched here.
-DONE_OP = re.compile(
-    r"^(copy|send|recv|all-reduce|all-gather|reduce-scatter|all-to-all|collective-permute"
-    r"|collective-broadcast|async)-done(\.\d+)?$"
-)
+# `copy-done`, `copy-done.4`, `all-reduce-done.1`, `send-done`, `async-done`: the waiting halves, as
+# tpuscope.analysis.async_ops knows them (the op table's rates read the same opcodes).
 EVIDENCE_PER_OP = 5  # per -done op
 # -done ops holding less than this share of device time get no evidence or bandwidth: they did not wait.
 # Our heuristic.
@@ -99,7 +95,7 @@ class AsyncWait:
 def async_wait_of(table: OpTable | None) -> AsyncWait:
     if table is None or table.total_self_ps <= 0:
         return AsyncWait((), 0, 0, 0, "no device op time")
-    rows = tuple(r for r, name in enumerate(table.names()) if DONE_OP.match(name))
+    rows = tuple(r for r, name in enumerate(table.names()) if is_async_done(name))
     done_ps = int(table.self_ps[list(rows)].sum()) if rows else 0
     return AsyncWait(rows, done_ps, int(table.total_self_ps), len(table.devices))
 
