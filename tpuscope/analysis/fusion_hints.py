@@ -7,8 +7,9 @@ it comes from; anything else (cost models, the fusion passes' heuristics) is not
   kernel, LAPACK); XLA's fusion passes never fuse one (openxla/xla xla/service/gpu/gpu_fusible.cc
   `IsFusible` accepts elementwise ops, a fixed list of data-movement ops and non-custom fusions only;
   xla/service/instruction_fusion.cc likewise fuses no custom call);
-- a fusion of kind kCustom (XLA:GPU's Triton or cuDNN GEMM fusions) is emitted by its own emitter and
-  takes no producer or consumer (gpu_fusible.cc `IsFusible`: a fusion is fusible unless kCustom);
+- a fusion of kind kCustom (XLA:GPU's Triton or cuDNN GEMM fusions, XLA:CPU's YNNPACK ones) is emitted
+  by a backend emitter of its own; XLA:GPU fuses no producer or consumer into one (gpu_fusible.cc
+  `IsFusible`: a fusion is fusible unless kCustom);
 - asynchronous start/done pairs, collectives, send/recv, infeed/outfeed and control flow are
   scheduled on their own and are not fused (the same `IsFusible` list; XLA's async instructions,
   xla/hlo/ir/hlo_instruction.h `IsAsynchronous`);
@@ -81,8 +82,9 @@ def _reason(graph: HloGraph, producer: int, consumer: int) -> str:
             return f"{role} {name} is a custom-call (a library or FFI kernel): XLA never fuses custom calls"
         if opcode == "fusion" and graph.fusion_kind[node] == "kCustom":
             return (
-                f"{role} {name} is a kCustom fusion (a GEMM emitter's own kernel): "
-                "it takes no producer or consumer"
+                f"{role} {name} is a kCustom fusion, the kernel of a backend emitter of its own "
+                "(a Triton or cuDNN GEMM on GPU, YNNPACK on CPU): XLA's GPU fusion passes add no "
+                "producer or consumer to one"
             )
         if opcode in UNFUSED_OPCODES:
             return f"{role} {name} is a {opcode}: XLA schedules it on its own and does not fuse it"

@@ -23,7 +23,7 @@ import numpy as np
 
 SWEEPS = 24  # barycenter sweeps (down and up count one each); Sugiyama et al. iterate to a fixed point
 NODE_GAP = 24.0  # horizontal space between neighbouring boxes, in the caller's units
-LAYER_GAP = 56.0  # vertical space between layers
+LAYER_GAP = 40.0  # vertical space between layers
 PLACEMENT_PASSES = 8  # rounds of pulling nodes toward their neighbours' mean x
 
 

@@ -60,6 +60,7 @@ HINT_PEN = QPen(QColor(176, 58, 46), 1.6, Qt.PenStyle.DashLine)
 FRAME_PEN = QPen(QColor(120, 120, 120), 1, Qt.PenStyle.DashLine)
 ARROW_PX = 7.0
 ZOOM_STEP = 1.15
+MIN_FIT_SCALE = 0.8  # below this the boxes' text is too small to read at a laptop's DPI (our heuristic)
 
 
 def box_lines(found: OpGraph, k: int) -> list[str]:
@@ -176,7 +177,7 @@ class GraphView(View):
         self.op_edit.returnPressed.connect(self._ask_typed)
         self.radius_spin.valueChanged.connect(lambda _: self._ask())
         self.expand_box.toggled.connect(lambda _: self._ask())
-        fit.clicked.connect(self.fit)
+        fit.clicked.connect(lambda: self.fit(whole=True))
 
     @staticmethod
     def _legend_html() -> str:
@@ -366,16 +367,27 @@ class GraphView(View):
             label.setBrush(QBrush(QColor(100, 100, 100)))
             label.setPos(left + 2, top - label.boundingRect().height())
 
-    def fit(self) -> None:
-        """Fits the whole graph in view (never larger than its natural size)."""
+    def fit(self, whole: bool = False) -> None:
+        """Fits the graph in view, never larger than its natural size nor, unless `whole` (the Fit
+        button), smaller than MIN_FIT_SCALE: a taller graph scrolls, centred on the op, its text
+        still readable."""
         rect = self.scene.itemsBoundingRect()
         if rect.isEmpty():
             return
         self.canvas.resetTransform()
         view = self.canvas.viewport().rect()
         scale = min(view.width() / max(rect.width(), 1.0), view.height() / max(rect.height(), 1.0), 1.0)
-        self.canvas.scale(scale * 0.97, scale * 0.97)
-        self.canvas.centerOn(rect.center())
+        scale = scale * 0.97 if whole else max(scale * 0.97, MIN_FIT_SCALE)
+        self.canvas.scale(scale, scale)
+        self.canvas.centerOn(self._centre_point() if scale == MIN_FIT_SCALE else rect.center())
+
+    def _centre_point(self) -> QPointF:
+        """The centre op's box centre in the scene (the middle of the picture when none)."""
+        found, placed = self.found, self.layout_
+        if found is None or placed is None:
+            return self.scene.itemsBoundingRect().center()
+        k = int(np.flatnonzero(found.part.nodes == found.part.center)[0])
+        return QPointF(float(placed.x[k]), float(placed.y[k]))
 
     def resizeEvent(self, event) -> None:
         super().resizeEvent(event)
