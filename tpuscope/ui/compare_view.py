@@ -67,6 +67,9 @@ TOOLTIP_MEMBERS = 8  # a family row's ops named in its tooltip, per run
 TOP_MIN_HEIGHT = 80  # the verdict paragraph and a cards row; the rest scrolls
 CHART_MIN_HEIGHT = 90  # the per-step chart still shows its axes and a few steps
 TIMELINE_MIN_HEIGHT = 60  # a timeline still shows its ruler and a track or two; it scrolls
+# The parts' shares of the tab's height, top to bottom: verdict and cards, chart and findings, op
+# table, the two timelines (our heuristic: the timelines need the most rows, the verdict the fewest).
+PART_SHARES = (2, 3, 4, 7)
 OP_COLUMNS = ("op", "program", "category", "match", "BASE / step", "NEW / step", "delta", "share")
 # The two timelines show this multiple of the longer of the two chosen steps, from just before it.
 ALIGN_WINDOW_FACTOR = 1.15
@@ -215,14 +218,25 @@ class CompareView(QWidget):
         top_scroll.setWidgetResizable(True)
         top_scroll.setFrameShape(QScrollArea.Shape.NoFrame)
         top_scroll.setMinimumHeight(TOP_MIN_HEIGHT)
-        splitter = QSplitter(Qt.Orientation.Vertical, self)
+        self.splitter = splitter = QSplitter(Qt.Orientation.Vertical, self)
         for part in (top_scroll, middle, ops, timelines):
             splitter.addWidget(part)
-        splitter.setStretchFactor(2, 2)
-        splitter.setStretchFactor(3, 3)
+        for index, share in enumerate(PART_SHARES):
+            splitter.setStretchFactor(index, share)
+        self._shared_out = False  # whether the parts were given their shares of the first height
         column = QVBoxLayout(self)
         column.setContentsMargins(0, 0, 0, 0)
         column.addWidget(splitter)
+
+    def showEvent(self, event) -> None:
+        """The first time it is shown, each part gets its share of the height (PART_SHARES): from
+        their size hints the chart and findings took half of a laptop's height and the timelines
+        showed only their rulers."""
+        super().showEvent(event)
+        height = self.splitter.height()
+        if not self._shared_out and height > 0:
+            self._shared_out = True
+            self.splitter.setSizes([height * share // sum(PART_SHARES) for share in PART_SHARES])
 
     # ----- input -----------------------------------------------------------------------------
 
