@@ -9,8 +9,10 @@ from tpuscope.analysis.metrics.format import format_fraction
 from tpuscope.analysis.metrics.format import format_percent as metric_percent
 from tpuscope.model.units import (
     SHORT_SPEC,
+    bytes_column_unit,
     duration_column_unit,
     duration_unit,
+    format_bytes_in,
     format_duration,
     format_duration_column,
     format_duration_in,
@@ -64,3 +66,12 @@ def test_every_share_is_rounded_one_way():
     assert format_percent_value(float("nan")) == "\u2013"
     # The metrics' formatter (findings, `tpuscope metrics`) is this one.
     assert metric_percent(96.481) == format_percent_value(96.481) and format_fraction(0.803) == "80.3%"
+
+
+def test_a_column_of_byte_counts_is_written_in_its_largest_counts_unit():
+    counts = [20 * 2**30, 512 * 2**20, 3 * 2**10, 0]
+    unit = bytes_column_unit(counts)
+    assert unit == ("GiB", float(2**30))
+    assert [format_bytes_in(c, unit) for c in counts] == ["20.00 GiB", "0.50 GiB", "0.00 GiB", "0.00 GiB"]
+    assert bytes_column_unit([100, 900]) == ("B", 1.0) and format_bytes_in(900, ("B", 1.0)) == "900 B"
+    assert bytes_column_unit([]) == ("B", 1.0)

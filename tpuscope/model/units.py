@@ -103,3 +103,18 @@ def format_bytes(count: float, spec: str = ".2f") -> str:
         if abs(value) >= scale:
             return f"{value / scale:{spec}} {unit}"
     return f"{value:.0f} B"
+
+
+def bytes_column_unit(counts: Iterable[float] | np.ndarray) -> tuple[str, float]:
+    """(name, bytes per unit) of the one unit a column of byte counts is shown in: its largest's, as
+    `duration_column_unit` picks a time column's; bytes (`B`) when every count is below a KiB."""
+    column = counts if isinstance(counts, np.ndarray) else np.fromiter(counts, float)
+    magnitudes = np.abs(column.astype(float, copy=False))
+    largest = float(magnitudes[np.isfinite(magnitudes)].max(initial=0.0))
+    return next(((unit, float(scale)) for unit, scale in BYTE_UNITS if largest >= scale), ("B", 1.0))
+
+
+def format_bytes_in(count: float, unit: tuple[str, float], spec: str = ".2f") -> str:
+    """A byte count written in `unit` (a `bytes_column_unit`); whole bytes in `B`."""
+    name, scale = unit
+    return f"{float(count):,.0f} B" if name == "B" else f"{float(count) / scale:{spec}} {name}"

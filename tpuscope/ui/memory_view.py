@@ -32,7 +32,7 @@ from tpuscope.analysis.memory.over_time import AllocatorMemory
 from tpuscope.analysis.memory.programs import ProgramMemory
 from tpuscope.analysis.memory.report import MEMORY_REPORT, MemoryReport
 from tpuscope.model.trace import Trace
-from tpuscope.model.units import format_bytes
+from tpuscope.model.units import bytes_column_unit, format_bytes, format_bytes_in
 from tpuscope.ui.analysis_hub import AnalysisHub
 from tpuscope.ui.views import View
 from tpuscope.ui.widgets.chart_hits import ChartMouse
@@ -235,13 +235,16 @@ class MemoryView(View):
     def _fill_buffers(self, program: ProgramMemory) -> None:
         buffers = program.buffers_largest_first()
         self.buffers.setRowCount(len(buffers))
+        # Each size column in one unit for all its rows (issue 33): no 512.00 MiB under 20.00 GiB.
+        size_unit = bytes_column_unit([b.bytes for b in buffers])
+        unpadded_unit = bytes_column_unit([b.unpadded_bytes for b in buffers])
         for row, buffer in enumerate(buffers):
             waste = buffer.bytes - buffer.unpadded_bytes
             waste_share = 100.0 * waste / buffer.bytes if buffer.bytes else 0.0
             cells = [
                 SortableItem(buffer.name, row),
-                SortableItem(format_bytes(buffer.bytes), buffer.bytes),
-                SortableItem(format_bytes(buffer.unpadded_bytes), buffer.unpadded_bytes),
+                SortableItem(format_bytes_in(buffer.bytes, size_unit), buffer.bytes),
+                SortableItem(format_bytes_in(buffer.unpadded_bytes, unpadded_unit), buffer.unpadded_bytes),
                 SortableItem(f"{waste_share:.0f}%" if waste > 0 else "", waste_share),
                 QTableWidgetItem(buffer.shape),
                 QTableWidgetItem(buffer.defined_by),

@@ -41,7 +41,7 @@ from PySide6.QtWidgets import (
 from tpuscope.analysis.ops import OpTable
 from tpuscope.analysis.session import op_table_result
 from tpuscope.model.trace import Trace
-from tpuscope.model.units import SHORT_SPEC, format_duration
+from tpuscope.model.units import SHORT_SPEC, duration_column_unit, format_duration, format_duration_in
 from tpuscope.ui.analysis_hub import AnalysisHub
 from tpuscope.ui.source_files import (
     SourceRoot,
@@ -79,11 +79,14 @@ class SourceLinesModel(QAbstractTableModel):
         super().__init__(parent)
         self.table: OpTable | None = None
         self._percent = np.empty(0)
+        self._unit: tuple[str, float] = ("ps", 1.0)
 
     def set_table(self, table: OpTable | None) -> None:
         self.beginResetModel()
         self.table = table
         self._percent = table.percent if table is not None else np.empty(0)
+        # The self time column in one unit for all its rows (issue 33), chosen from every row.
+        self._unit = duration_column_unit(table.self_ps) if table is not None else ("ps", 1.0)
         self.endResetModel()
 
     def rowCount(self, parent: _ModelIndex = QModelIndex()) -> int:  # noqa: B008 (Qt's signature)
@@ -111,7 +114,7 @@ class SourceLinesModel(QAbstractTableModel):
         if column == 1:
             return table.functions[row] if table.functions else ""
         if column == 2:
-            return format_duration(int(table.self_ps[row]), SHORT_SPEC)
+            return format_duration_in(int(table.self_ps[row]), self._unit)
         if column == 3:
             return f"{float(self._percent[row]):.2f}"
         ops = table.folded_ops[row] if table.folded_ops else []
