@@ -199,29 +199,28 @@ def _add_track(
     hidden = np.bincount(which, weights=overlapped.astype(np.float64), minlength=len(groups))
     first = np.zeros(len(groups), np.int64)
     first[which[::-1]] = np.arange(len(idx))[::-1]  # each group's first event
-    launcher = _text_column(track, Stat.NAME_SCOPE)
-    framework = _text_column(track, Stat.FRAMEWORK_OP)
-    source = _text_column(track, Stat.SOURCE)
-    op_text = _text_column(track, Stat.OP_TEXT)
-    said = _text_column(track, ARG_COLLECTIVE)
-    category = _text_column(track, Stat.OP_CATEGORY)
-    program = track.stat_values(Stat.PROGRAM_ID, fill=0)
     labels: list[tuple[str, str]] = []
     kinds: list[Kind] = []
     sizes = _nccl_sizes(track, idx)
     for k in range(len(groups)):
         event = int(idx[first[k]])
         name = track.event_name(event)
-        scope_text = " / ".join(t for t in (launcher(event), framework(event), said(event)) if t)
+        # The group's first event's stats (its own over its metadata's): read for a few events, not
+        # as whole columns.
+        stats = track.all_stats(event)
+        launcher, framework = _text(stats, Stat.NAME_SCOPE), _text(stats, Stat.FRAMEWORK_OP)
+        said = _text(stats, ARG_COLLECTIVE)
+        scope_text = " / ".join(t for t in (launcher, framework, said) if t)
         kind = forced or kind_of(name, scope_text)
         if kind.kind == "other":  # a fusion named by its category alone (`all-reduce fusion`)
-            by_category = kind_of(category(event))
+            by_category = kind_of(_text(stats, Stat.OP_CATEGORY))
             kind = by_category if by_category.kind != "other" else kind
         kinds.append(kind)
-        row_source = source(event)
-        text = name if " = " in name else op_text(event)
-        if " = " not in text and code is not None and program is not None and int(program[event]) > 0:
-            found = code(int(program[event]))
+        row_source = _text(stats, Stat.SOURCE)
+        text = name if " = " in name else _text(stats, Stat.OP_TEXT)
+        program = stats.get(Stat.PROGRAM_ID)
+        if " = " not in text and code is not None and isinstance(program, int) and program > 0:
+            found = code(program)
             instruction = found.get(text or name) if found is not None else None
             if instruction is not None:
                 text = instruction.text
@@ -249,7 +248,7 @@ def _add_track(
         elif size.bytes:
             row.bytes = (row.bytes or 0.0) + float(size.bytes) * int(count[k])
             row.sized += int(count[k])
-        row.source = row.source or row_source or _launching_op(launcher(event), framework(event))
+        row.source = row.source or row_source or _launching_op(launcher, framework)
     _pair_async(rows, track, idx, which, labels, kinds)
 
 
@@ -311,18 +310,10 @@ def _nccl_sizes(track: Track, idx: np.ndarray) -> tuple[np.ndarray, np.ndarray] 
     return elements * element_bytes, np.nan_to_num(groups, nan=0.0)
 
 
-def _text_column(track: Track, stat: str):
-    """event -> the text of string stat `stat` ("" where absent), reading the column once."""
-    values = track.stat_values(stat, fill=0)
-    strings = track.plane.trace.strings
-    if values is None or values.dtype.kind not in "iu":
-        return lambda event: ""
-
-    def text(event: int) -> str:
-        value = int(values[event])
-        return strings[value] if value > 0 else ""
-
-    return text
+def _text(stats: dict[str, Any], stat: str) -> str:
+    """A string stat of an event's stats (`Track.all_stats`), "" where absent or not a string."""
+    value = stats.get(stat)
+    return value if isinstance(value, str) else ""
 
 
 def _launching_op(scope: str, framework: str) -> str:
