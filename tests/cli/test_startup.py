@@ -136,9 +136,9 @@ def test_a_typo_of_a_command_names_the_closest_one(capsys, no_app):
 
 
 def test_a_word_like_no_command_lists_the_commands(capsys, no_app):
-    assert main(["flamegraph"]) == EXIT_ERROR
+    assert main(["frobnicate"]) == EXIT_ERROR  # ("flamegraph" is like `flame` and `graph` now)
     err = capsys.readouterr().err.strip()
-    assert err.startswith("tpuscope: 'flamegraph' is neither a command nor an existing path; the commands")
+    assert err.startswith("tpuscope: 'frobnicate' is neither a command nor an existing path; the commands")
     assert all(name in err for name in COMMANDS) and err.count(".") == 1
     assert no_app == []
 
