@@ -184,7 +184,12 @@ def test_a_new_profile_leaves_nothing_of_the_last_one_in_any_view(qtbot, window:
     window.hub.wait()
     left = _stale_widgets(window, specific_a, set())
     assert not left, f"with no profile shown, these widgets still name A's ops: {left}"
-    assert "compare" not in window.made_views and window.tabs.indexOf(compare) == -1
+    assert "compare" not in window.made_views and "Compare" not in [
+        window.tabs.tabText(i) for i in range(window.tabs.count())
+    ]
+    assert A.name not in window.status_label.text() and window.path is None
+    # An empty chart's axes do not keep the last profile's scale (0-15 bars, 0-78 s).
+    assert ops.bar_plot.getPlotItem().vb.viewRange() == [[0.0, 1.0], [0.0, 1.0]]
 
     open_and_wait(qtbot, window, B)
     names_b = _op_names(window)

@@ -351,9 +351,11 @@ class ViewRouter(QObject):
         self._forget_the_shown_profile(keep_pages=False)
         self.trace = None
         self.selected_range = None
+        self.path = None
         self.timeline.set_trace(None)
         self.search.set_trace(None)
         self.notice.show_messages([])
+        self.say("")  # the status line named the profile shown
         self.hub.set_trace(None)
 
     def _forget_the_shown_profile(self, keep_pages: bool) -> None:

@@ -12,6 +12,7 @@ import sys
 from PySide6.QtWidgets import QAbstractScrollArea, QWidget
 
 CHART_AXES = ("left", "bottom", "right", "top")
+EMPTY_RANGE = (0.0, 1.0)  # an empty chart's axes, pyqtgraph's own default range
 
 
 def reset_widgets(root: QWidget) -> None:
@@ -29,11 +30,13 @@ def reset_widgets(root: QWidget) -> None:
 
 def reset_chart(plot) -> None:
     """A pyqtgraph chart with no items (bars, points, text, legend entries), automatic axis ticks (a
-    bar chart's category labels are custom ticks) and automatic ranges (the user's zoom dropped); its
-    title and axis labels stay."""
+    bar chart's category labels are custom ticks), axes from 0 to 1 and automatic ranges (the user's
+    zoom dropped); its title and axis labels stay."""
     item = plot.getPlotItem()
     item.clear()
     for name in CHART_AXES:
         axis = item.getAxis(name)
         axis.setTicks(None)
+    # An empty chart keeps the range it had: its axes would still read the last profile's scale.
+    item.setRange(xRange=EMPTY_RANGE, yRange=EMPTY_RANGE, padding=0)
     item.enableAutoRange()
