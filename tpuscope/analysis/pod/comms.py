@@ -21,7 +21,7 @@ reads async-done time, openxla/xprof xprof/convert/smart_suggestion/sparse_core_
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -134,9 +134,6 @@ class CollectiveRow:
                 slack_us=us(self.slack_ps),
             )
         return row
-
-    def state(self) -> dict[str, Any]:
-        return asdict(self)
 
 
 # A program's compiled code by program id, looked up only for collectives whose event does not print
