@@ -61,8 +61,12 @@ def _sample_bundled() -> bool:
     return bundled_sample() is not None
 
 
+MAX_GO_TO_SHORTCUTS = 9  # Ctrl+1 .. Ctrl+9 (Ctrl+0 resets the zoom)
+
+
 def _go_to_actions() -> tuple[Action, ...]:
-    """View > Go to ...: one per tab of the registry, Ctrl+1 for the first."""
+    """View > Go to ...: one per tab of the registry, Ctrl+1 for the first to Ctrl+9 for the ninth
+    (a key sequence has one digit: the later tabs have no shortcut)."""
     return tuple(
         Action(
             f"view.go_to.{spec.key}",
@@ -70,7 +74,7 @@ def _go_to_actions() -> tuple[Action, ...]:
             VIEW,
             "router.show",
             (spec.key,),
-            f"Ctrl+{number}",
+            f"Ctrl+{number}" if number <= MAX_GO_TO_SHORTCUTS else None,
             group="go to",
         )
         for number, spec in enumerate(VIEWS, start=1)
