@@ -4,12 +4,14 @@ Only what the instruction's opcode, fusion kind and shapes tell for certain is s
 it comes from; anything else (cost models, the fusion passes' heuristics) is not guessed at:
 
 - a custom-call is a call into a library or a kernel of its own (cuBLAS, a Transformer Engine FFI
-  kernel, LAPACK); XLA's fusion passes never fuse one (openxla/xla xla/service/gpu/gpu_fusible.cc
-  `IsFusible` accepts elementwise ops, a fixed list of data-movement ops and non-custom fusions only;
-  xla/service/instruction_fusion.cc likewise fuses no custom call);
+  kernel, LAPACK); XLA's fusion passes do not fuse one (openxla/xla
+  xla/service/gpu/transforms/priority_fusion.cc `IsFusible` accepts elementwise ops, a fixed list of
+  data-movement ops (copy, iota, constant, reduce, bitcast, broadcast, concatenate, dynamic-slice,
+  dynamic-update-slice, gather, pad, reduce-window, reshape, reverse, scatter, slice, transpose) and
+  fusions not of kind kCustom, nothing else);
 - a fusion of kind kCustom (XLA:GPU's Triton or cuDNN GEMM fusions, XLA:CPU's YNNPACK ones) is emitted
-  by a backend emitter of its own; XLA:GPU fuses no producer or consumer into one (gpu_fusible.cc
-  `IsFusible`: a fusion is fusible unless kCustom);
+  by a backend emitter of its own; XLA:GPU's priority fusion fuses no producer or consumer into one
+  (the same `IsFusible`; newer XLA excepts generic Triton fusions);
 - asynchronous start/done pairs, collectives, send/recv, infeed/outfeed and control flow are
   scheduled on their own and are not fused (the same `IsFusible` list; XLA's async instructions,
   xla/hlo/ir/hlo_instruction.h `IsAsynchronous`);
@@ -79,12 +81,12 @@ def _reason(graph: HloGraph, producer: int, consumer: int) -> str:
         opcode = graph.opcode[node]
         name = graph.names[node]
         if opcode == "custom-call":
-            return f"{role} {name} is a custom-call (a library or FFI kernel): XLA never fuses custom calls"
+            return f"{role} {name} is a custom-call (a library or FFI kernel): XLA's fusion passes skip it"
         if opcode == "fusion" and graph.fusion_kind[node] == "kCustom":
             return (
                 f"{role} {name} is a kCustom fusion, the kernel of a backend emitter of its own "
-                "(a Triton or cuDNN GEMM on GPU, YNNPACK on CPU): XLA's GPU fusion passes add no "
-                "producer or consumer to one"
+                "(a Triton or cuDNN GEMM on GPU, YNNPACK on CPU): XLA:GPU's priority fusion fuses no "
+                "producer or consumer into one"
             )
         if opcode in UNFUSED_OPCODES:
             return f"{role} {name} is a {opcode}: XLA schedules it on its own and does not fuse it"
