@@ -5,10 +5,12 @@ from __future__ import annotations
 
 import numpy as np
 import pyqtgraph as pg
+import pytest
 from PySide6.QtCore import Qt
 
 from tests.comms.conftest import QUEUE
 from tests.conftest import SAMPLES, require_shared_traces
+from tpuscope.analysis.facts.intervals import canonical, window_total
 from tpuscope.analysis.pod.comms_report import CommsReport
 from tpuscope.analysis.session import TraceAnalysis
 from tpuscope.app.opener import open_trace
@@ -70,3 +72,18 @@ def test_no_collectives_and_collectives_outside_the_steps(qtbot):
     with qtbot.waitSignal(view.highlightRequested) as outlined:
         view.select("all-reduce")
     assert sum(len(i) for _, i in outlined.args[0]) == 12
+
+
+def test_exposed_time_pinned_on_the_timeline_is_the_reports(qtbot):
+    require_shared_traces()
+    view = _view(qtbot, QUEUE)
+    report = view.report
+    assert report is not None and view.pin_button.isEnabled()
+    with qtbot.waitSignal(view.queryTracksChanged) as pinned:
+        view.pin_exposed()
+    (track,) = pinned.args[0]
+    assert track.label.startswith("Exposed: ")
+    starts = track.track.start_ps
+    ends = starts + track.track.duration_ps
+    inside = window_total(canonical(starts, ends), report.step_start_ps, report.step_end_ps)
+    assert inside.sum() / 1e6 == pytest.approx(report.summary()["exposed_us"], abs=0.01)

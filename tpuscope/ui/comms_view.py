@@ -16,13 +16,14 @@ import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import Qt
 from PySide6.QtGui import QColor
-from PySide6.QtWidgets import QLabel, QSplitter, QTableWidget, QVBoxLayout, QWidget
+from PySide6.QtWidgets import QHBoxLayout, QLabel, QPushButton, QSplitter, QTableWidget, QVBoxLayout, QWidget
 
 from tpuscope.analysis.pod.comms import CollectiveRow
-from tpuscope.analysis.pod.comms_report import COMMS, CommsReport
+from tpuscope.analysis.pod.comms_report import COMMS, EXPOSED_INTERVALS, CommsReport
 from tpuscope.model.trace import Trace, Track
 from tpuscope.model.units import format_bytes, format_duration, format_duration_column, format_percent_value
 from tpuscope.ui.analysis_hub import AnalysisHub
+from tpuscope.ui.timeline.query_tracks import QueryTrack, make_query_track
 from tpuscope.ui.views import View
 from tpuscope.ui.widgets.chart_hits import BarHits
 from tpuscope.ui.widgets.charts import make_chart
@@ -73,8 +74,17 @@ class CommsView(View):
         splitter.addWidget(self.table)
         splitter.setStretchFactor(0, 1)
         splitter.setStretchFactor(1, 1)
+        self.pin_button = QPushButton("Show exposed time on the timeline")
+        self.pin_button.setToolTip(
+            "Pins one track per device on the timeline: where it was inside a collective and ran nothing else"
+        )
+        self.pin_button.clicked.connect(self.pin_exposed)
+        self.pin_button.setEnabled(False)
+        top = QHBoxLayout()
+        top.addWidget(self.summary, 1)
+        top.addWidget(self.pin_button)
         layout = QVBoxLayout(self)
-        layout.addWidget(self.summary)
+        layout.addLayout(top)
         layout.addWidget(splitter, 1)
 
     def _on_trace(self, trace: Trace | None) -> None:
@@ -85,6 +95,7 @@ class CommsView(View):
         self.hits.clear()
         self.table.setRowCount(0)
         self.chart.setVisible(True)
+        self.pin_button.setEnabled(False)
         self.summary.setText("No profile loaded." if trace is None else "Measuring communication\u2026")
 
     # ----- showing the report ------------------------------------------------------------------------
@@ -97,6 +108,7 @@ class CommsView(View):
             )
             return
         self.summary.setText(self._summary_text(report))
+        self.pin_button.setEnabled(report.exposed_total_ps > 0 or any(r.exposed_ps > 0 for r in report.rows))
         # No communication inside the steps (the ops ran before or after them): no chart of zeros.
         self.chart.setVisible(report.communication_total_ps > 0)
         if report.communication_total_ps > 0:
@@ -221,6 +233,25 @@ class CommsView(View):
         start = int(track.start_ps[first])
         self.zoomRequested.emit(start, start + max(int(track.duration_ps[first]), 1))
         self.eventPicked.emit(track, first)
+
+    def pin_exposed(self) -> None:
+        """Pins each device's exposed communication as a track on the timeline (queryTracksChanged)."""
+        self.hub.request(EXPOSED_INTERVALS, self._pinned)
+
+    def _pinned(self, per_device: list[tuple[str, np.ndarray, np.ndarray]]) -> None:
+        self._pin(per_device)
+
+    def _pin(self, per_device: list[tuple[str, np.ndarray, np.ndarray]]) -> list[QueryTrack]:
+        what = "exposed communication"
+        tracks = [
+            make_query_track(
+                f"Exposed: {label}", "tpuscope comms", starts, ends - starts, np.full(len(starts), what)
+            )
+            for label, starts, ends in per_device
+            if len(starts)
+        ]
+        self.queryTracksChanged.emit(tracks)
+        return tracks
 
     def select(self, target: object) -> None:
         """Selects the collective op named `target` (a string), if the table lists it."""

@@ -18,11 +18,15 @@ from typing import Any
 
 import numpy as np
 
+from tpuscope.analysis.facts.intervals import difference
 from tpuscope.analysis.pod.analysis import PodAnalysis
 from tpuscope.analysis.pod.collective_kinds import ALL_DEVICES
+from tpuscope.analysis.pod.collectives import CollectiveNames, split_device_ops, union_of
 from tpuscope.analysis.pod.comms import CollectiveRow, merge_rows
 from tpuscope.analysis.pod.results import POD
 from tpuscope.analysis.results import Result
+from tpuscope.analysis.trace_results import DEVICES
+from tpuscope.model.trace import Trace
 
 PS_PER_US = 1e6
 
@@ -173,3 +177,23 @@ def _with_all_devices(rows: list[CollectiveRow], pod: PodAnalysis) -> list[Colle
 
 # The report of a trace, made once from its pod table (the app's Communication view asks for it).
 COMMS: Result[CommsReport] = Result("comms", lambda source: CommsReport.of(source.get(POD)))
+
+
+def exposed_intervals(trace: Trace, devices: list) -> list[tuple[str, np.ndarray, np.ndarray]]:
+    """Per device with collectives (its label, starts, ends): the time it was inside a collective
+    while no other op of it but copies ran, as `summarize_host` measures exposed time, to draw."""
+    names = CollectiveNames(trace.strings, trace.dialect)
+    found = []
+    for device in devices:
+        events, ops = split_device_ops(device, names)
+        inside = union_of(events)
+        if len(inside[0]):
+            starts, ends = difference(inside, union_of(names.without_copies(ops)))
+            found.append((device.label, starts, ends))
+    return found
+
+
+# The exposed intervals of a trace's devices, for the timeline (the Communication view pins them).
+EXPOSED_INTERVALS: Result[list[tuple[str, np.ndarray, np.ndarray]]] = Result(
+    "exposed_intervals", lambda source: exposed_intervals(source.trace, source.get(DEVICES))
+)
