@@ -26,6 +26,7 @@ from tpuscope.app.history import History, read_history
 from tpuscope.app.payloads import history_json
 from tpuscope.commands import COMMANDS, EXIT_FINDINGS, EXIT_OK, UserFacingError
 from tpuscope.commands._console import print_json
+from tpuscope.model.units import duration_column_unit, format_duration_in
 from tpuscope.readers import formats_help
 
 RUN_CHARS = 28
@@ -186,15 +187,23 @@ def _baseline(entries: list[HistoryEntry], name: str) -> RunSummary:
     raise UserFacingError(f"there is no run named {name!r} in the history (runs: {names}).")
 
 
-def _ms(value: float | None) -> str:
-    return "-" if value is None else f"{value:.3g} ms" if value < 100 else f"{value:.0f} ms"
+def _ms(value: float | None, unit: tuple[str, float]) -> str:
+    """A time in milliseconds written in the column's `unit` (issue 33: one unit, one rounding)."""
+    return "-" if value is None else format_duration_in(value * 1e9, unit)
+
+
+def _median_unit(entries: list[HistoryEntry]) -> tuple[str, float]:
+    """The one unit of the median and interval columns: the largest run median's."""
+    medians = [e.summary.median_ms() for e in entries if e.summary is not None]
+    return duration_column_unit([m * 1e9 for m in medians if m is not None])
 
 
 def print_text(history: History) -> None:
     entries = history.entries
     cached = len(entries) - len(history.analysed) - sum(1 for e in entries if e.error)
     print(f"{len(entries)} runs ({len(history.analysed)} analysed, {cached} from the cache):")
-    print(f"  {'run':<{RUN_CHARS}}  {'steps':>5}  {'median':>9}  {'95% CI':>19}  change")
+    print(f"  {'run':<{RUN_CHARS}}  {'steps':>5}  {'median':>12}  {'95% CI':>25}  change")
+    unit = _median_unit(entries)
     for e in entries:
         name = e.run if len(e.run) <= RUN_CHARS else "…" + e.run[-RUN_CHARS + 1 :]
         if e.summary is None:
@@ -202,8 +211,8 @@ def print_text(history: History) -> None:
             continue
         s = e.summary
         interval = s.median_interval_ms()
-        ci = "-" if interval is None else f"{_ms(interval[0])}..{_ms(interval[1])}"
-        print(f"  {name:<{RUN_CHARS}}  {s.steps:>5}  {_ms(s.median_ms()):>9}  {ci:>19}  {_change(e)}")
+        ci = "-" if interval is None else f"{_ms(interval[0], unit)}..{_ms(interval[1], unit)}"
+        print(f"  {name:<{RUN_CHARS}}  {s.steps:>5}  {_ms(s.median_ms(), unit):>12}  {ci:>25}  {_change(e)}")
     for e in entries:
         if e.comparison is not None and e.comparison.cause is not None:
             print(f"\n{e.previous} -> {e.run}: {e.comparison.cause.summary}")

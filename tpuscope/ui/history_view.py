@@ -36,6 +36,7 @@ from tpuscope.analysis.compare.cause import CAUSE_MACHINE
 from tpuscope.analysis.compare.history import HistoryEntry
 from tpuscope.analysis.compare.runs import VERDICT_FASTER, VERDICT_SLOWER
 from tpuscope.app.history import History, read_history
+from tpuscope.model.units import duration_column_unit, format_duration_in
 from tpuscope.ui.jobs import LatestJobs
 from tpuscope.ui.widgets.code_spans import without_code_marks
 from tpuscope.ui.widgets.tables import SortableItem
@@ -72,8 +73,9 @@ def _item(text: str, value: float | None = None) -> QTableWidgetItem:
     return item
 
 
-def _ms(value: float | None) -> str:
-    return "" if value is None else f"{value:.3g} ms" if value < 100 else f"{value:.0f} ms"
+def _ms(value: float | None, unit: tuple[str, float]) -> str:
+    """A time in milliseconds written in its column's `unit` (issue 33: one unit, one rounding)."""
+    return "" if value is None else format_duration_in(value * 1e9, unit)
 
 
 def _colour(entry: HistoryEntry) -> QColor:
@@ -224,6 +226,8 @@ class HistoryView(QWidget):
     def _fill_table(self, entries: list[HistoryEntry]) -> None:
         self.table.setSortingEnabled(False)
         self.table.setRowCount(len(entries))
+        medians = [e.summary.median_ms() for e in entries if e.summary is not None]
+        unit = duration_column_unit([m * 1e9 for m in medians if m is not None])  # median and interval
         for r, e in enumerate(entries):
             s = e.summary
             median = None if s is None else s.median_ms()
@@ -245,8 +249,8 @@ class HistoryView(QWidget):
             cells = [
                 _item(e.run),
                 _item("" if s is None else str(s.steps), None if s is None else float(s.steps)),
-                _item(_ms(median), median),
-                _item("" if interval is None else f"{_ms(interval[0])} .. {_ms(interval[1])}"),
+                _item(_ms(median, unit), median),
+                _item("" if interval is None else f"{_ms(interval[0], unit)} .. {_ms(interval[1], unit)}"),
                 _item(change),
                 _item(cause),
                 _item(top),
