@@ -339,8 +339,8 @@ class OverviewView(View):
             )
         wait, wait_in_steps = metrics.get("async_wait_share"), metrics.get("async_wait_step_share")
         card = self.cards["async_wait"]
-        card.setVisible(wait is not None and wait.value is not None)
-        if wait is not None and wait.value is not None:
+        card.setVisible(wait is not None and bool(wait.value))  # none on a profile without async ops
+        if wait is not None and wait.value:
             within = (
                 "" if wait_in_steps is None or wait_in_steps.value is None else f"\n{_shown(wait_in_steps)}"
             )
