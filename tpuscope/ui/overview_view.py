@@ -52,6 +52,7 @@ from tpuscope.analysis.metrics import (
     MetricValue,
     format_metric,
 )
+from tpuscope.analysis.metrics.definitions import BY_NAME as METRICS_BY_NAME
 from tpuscope.analysis.metrics.definitions import METRICS
 from tpuscope.analysis.overview import (
     NO_STEPS_TEXT,
@@ -573,8 +574,11 @@ def _metric_text(row: MetricValue | None) -> str:
 
 
 def _window(row: MetricValue) -> str:
-    """The window a metric covers, in words: "of the profile", "of step time", "over the steps"."""
-    words = (SHARE_WINDOW_WORDS if row.unit in SHARE_UNITS else WINDOW_WORDS).get(row.scope, f"({row.scope})")
+    """The window a metric covers, in words: "of the profile", "of step time", "over the steps"; a
+    pod's row (scope `pod`) covers its registered window, as the mean over the hosts it names."""
+    registered = METRICS_BY_NAME.get(row.name)
+    scope = registered.scope if registered is not None and row.scope == POD else row.scope
+    words = (SHARE_WINDOW_WORDS if row.unit in SHARE_UNITS else WINDOW_WORDS).get(scope, f"({scope})")
     if row.name == "async_wait_share":  # a share of the ops' time, not of the profile span
         words = "of device op time in the profile"
     return f"{words} ({row.over})" if row.over else words
