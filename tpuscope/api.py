@@ -130,7 +130,12 @@ class Capture:
     def __enter__(self) -> Capture:
         import tempfile
 
-        import jax  # the caller's JAX: a capture records the process it runs in
+        try:
+            import jax  # the caller's JAX: a capture records the process it runs in
+        except ImportError:
+            raise ImportError(
+                "tpuscope.capture() records a JAX program in this process: JAX is not installed."
+            ) from None
 
         if self.logdir is None:
             self._folder = tempfile.TemporaryDirectory(prefix="tpuscope-capture-")
