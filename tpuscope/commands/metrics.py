@@ -20,7 +20,7 @@ DEFINITION_CHARS = 90  # the definition column of the text table is cut to this 
 def register(subparsers) -> None:
     parser = subparsers.add_parser(
         "metrics",
-        help="the headline metrics (step time, duty cycle, shares, memory peaks) with their definitions",
+        help="the headline metrics (step time, duty cycle, shares, memory peaks), each with its definition",
     )
     add_path_argument(parser)
     parser.add_argument("--json", action="store_true", help="print machine-readable JSON")
