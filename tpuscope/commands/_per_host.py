@@ -151,12 +151,16 @@ def print_overview(run: PodRun) -> None:
     if not complete.complete:  # a host left out or cut: the pod below is the part read
         print(f"Incomplete:  {complete.reason}")
     print("\nPer host (mean per aligned step):")
-    print(f"  {'host':<24} {'step':>10} {'input':>10} {'collective':>11}  busiest op")
-    for row in run.pod.rows():
-        data: dict[str, Any] = row.to_json()
+    print(f"  {'host':<24} {'step':>12} {'input':>12} {'collective':>12}  busiest op")
+    rows: list[dict[str, Any]] = [row.to_json() for row in run.pod.rows()]
+    # Each column in one unit for all its hosts, rounded as every other time (issue 33).
+    step, wait, collective = (
+        _time_column(rows, key) for key in ("step_time_us", "input_us", "collective_us")
+    )
+    for data, step_text, input_text, collective_text in zip(rows, step, wait, collective, strict=True):
         print(
-            f"  {data['host'][:24]:<24} {_ms(data.get('step_time_us')):>10} {_ms(data.get('input_us')):>10} "
-            f"{_ms(data.get('collective_us')):>11}  {data.get('busiest_op') or '-'}"
+            f"  {data['host'][:24]:<24} {step_text:>12} {input_text:>12} {collective_text:>12}  "
+            f"{data.get('busiest_op') or '-'}"
         )
     findings = run.findings()[:TOP_FINDINGS]
     all_clear = (
@@ -170,5 +174,9 @@ def print_overview(run: PodRun) -> None:
     print("\nThe run's ops: tpuscope ops; each host's own findings too: tpuscope diagnose.")
 
 
-def _ms(microseconds: Any) -> str:
-    return "-" if microseconds is None else f"{float(microseconds) / 1e3:.2f} ms"
+def _time_column(rows: list[dict[str, Any]], key: str) -> list[str]:
+    """The rows' times (microseconds under `key`, None: not measured) in the column's one unit."""
+    from tpuscope.model.units import duration_column_unit, format_duration_in
+
+    unit = duration_column_unit([float(r[key]) * 1e6 for r in rows if r.get(key) is not None])
+    return ["-" if r.get(key) is None else format_duration_in(float(r[key]) * 1e6, unit) for r in rows]
