@@ -15,7 +15,7 @@ from tests.ui.widgets import show_exposed
 from tpuscope.ui.command_palette import KIND_FLAG, show_palette
 from tpuscope.ui.main_window import MainWindow
 from tpuscope.ui.timeline.flags import FLAG_COLOUR
-from tpuscope.ui.timeline.layout import PINNED_GROUP, group_key
+from tpuscope.ui.timeline.layout import PINNED_GROUP, TRACK_GAP, group_key
 from tpuscope.ui.timeline.view import LABEL_COLUMN_PX, RULER_PX
 
 
@@ -43,9 +43,14 @@ def test_a_track_pinned_to_the_top_and_back(qtbot, settings):
     assert not [r for r in rows if r.group == group_key(track.plane) and r.track is track]
     # Its name says where it came from, now that it is out of its group.
     assert track.plane.name in rows[1].label
-    timeline.scroll_to_track(track)
-    assert timeline.y_scroll == 0
+    # Pinned rows stay on top as the rest scrolls (the window is still scrolled to the bottom).
+    assert timeline.y_scroll > 0 and timeline.sticky_px == rows[1].y + rows[1].height + TRACK_GAP
     pinned_at = QPoint(LABEL_COLUMN_PX // 2, int(timeline.events_top + rows[1].y + 2))
+    assert timeline.row_at(pinned_at.y()) is rows[1]
+    below = QPoint(LABEL_COLUMN_PX // 2, int(timeline.events_top + timeline.sticky_px + 2))
+    assert timeline.layout_y(below.y()) == timeline.sticky_px + 2 + timeline.y_scroll
+    timeline.scroll_to_track(track)  # in view already: nothing moves
+    assert timeline.y_scroll > 0
     _action(timeline.context_menu(pinned_at), "Unpin from top").trigger()
     assert all(r.group != PINNED_GROUP for r in layout.rows)
     assert layout.row_of(track).group == group_key(track.plane)

@@ -108,6 +108,7 @@ class TimelineLayout:
     counters: list = field(default_factory=list)  # CounterSeries, drawn in their own group on top
     query_tracks: list[QueryTrack] = field(default_factory=list)  # pinned results, above everything
     pinned: list[Track] = field(default_factory=list)  # tracks pinned to the top, in pinning order
+    sticky_height: int = 0  # layout height of the rows that do not scroll (query and pinned tracks)
     rows: list[Row] = field(default_factory=list)
     height: int = 0
 
@@ -119,6 +120,7 @@ class TimelineLayout:
         rows: list[Row] = []
         y = self._query_rows(rows, 0)
         y = self._pinned_rows(rows, y)
+        self.sticky_height = y if self.pinned else 0  # what stays on top as the rest scrolls
         pinned = {id(t) for t in self.pinned}
         several_hosts = len(self.trace.hosts) > 1
         counters_placed = False

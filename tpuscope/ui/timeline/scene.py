@@ -40,6 +40,8 @@ class Viewport:
     width: float
     y_shift: float  # layout y at the top of the event area
     top: float  # widget y of the event area's top
+    # Layout rows above this y (the pinned tracks) stay at the top of the event area, unscrolled.
+    sticky: float = 0.0
 
     @property
     def ps_per_px(self) -> float:
@@ -52,6 +54,8 @@ class Viewport:
         return self.t0_ps + (x - self.x) * self.ps_per_px
 
     def y_of(self, layout_y: float) -> float:
+        if layout_y < self.sticky:
+            return self.top + layout_y
         return self.top + layout_y - self.y_shift
 
 

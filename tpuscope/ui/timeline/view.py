@@ -189,7 +189,13 @@ class TimelineView(QWidget):
 
     def viewport(self) -> Viewport:
         return Viewport(
-            self.t0_ps, self.t1_ps, LABEL_COLUMN_PX, self.events_width, self.y_scroll, self.events_top
+            self.t0_ps,
+            self.t1_ps,
+            LABEL_COLUMN_PX,
+            self.events_width,
+            self.y_scroll,
+            self.events_top,
+            self.sticky_px,
         )
 
     def set_window(self, t0_ps: float, t1_ps: float) -> None:
@@ -267,9 +273,12 @@ class TimelineView(QWidget):
         row = self.layout_.row_of(track)
         if row is None:
             return
+        sticky = self.sticky_px
+        if row.y < sticky:
+            return  # pinned: always in view
         visible = self.height() - self.events_top
-        if row.y < self.y_scroll or row.y + row.height > self.y_scroll + visible:
-            self.scrollbar.setValue(max(0, row.y - visible // 3))
+        if row.y - self.y_scroll < sticky or row.y + row.height > self.y_scroll + visible:
+            self.scrollbar.setValue(max(0, row.y - sticky - (visible - sticky) // 3))
 
     def toggle_group(self, key: tuple[str, str]) -> None:
         if self.layout_ is not None:
@@ -305,7 +314,7 @@ class TimelineView(QWidget):
         track_lod = row.query.lod.of(row.query.track)
         if track_lod is None:
             return None
-        depth = track_depth_at(row, pos.y() - self.events_top + self.y_scroll)
+        depth = track_depth_at(row, self.layout_y(pos.y()))
         view = self.viewport()
         found = track_lod.event_at(depth, view.t_of(pos.x()), CLICK_TOLERANCE_PX * view.ps_per_px)
         return None if found is None else (row.query, found)
@@ -344,10 +353,19 @@ class TimelineView(QWidget):
 
     # ----- hit testing -----------------------------------------------------------------------
 
+    def layout_y(self, y: float) -> float:
+        """The layout y at widget y `y`: the pinned rows on top do not scroll, the rest do."""
+        below_top = y - self.events_top
+        return below_top if below_top < self.sticky_px else below_top + self.y_scroll
+
+    @property
+    def sticky_px(self) -> int:
+        return self.layout_.sticky_height if self.layout_ is not None else 0
+
     def row_at(self, y: float) -> Row | None:
         if self.layout_ is None or y < self.events_top:
             return None
-        return self.layout_.row_at(y - self.events_top + self.y_scroll)
+        return self.layout_.row_at(self.layout_y(y))
 
     def event_at(self, pos: QPointF | QPoint) -> tuple[Track, int] | None:
         """The event under a widget position, if any."""
@@ -359,7 +377,7 @@ class TimelineView(QWidget):
         track_lod = self.lod.of(row.track)
         if track_lod is None:
             return None
-        depth = track_depth_at(row, pos.y() - self.events_top + self.y_scroll)
+        depth = track_depth_at(row, self.layout_y(pos.y()))
         view = self.viewport()
         found = track_lod.event_at(depth, view.t_of(pos.x()), CLICK_TOLERANCE_PX * view.ps_per_px)
         return None if found is None else (row.track, found)
@@ -384,13 +402,34 @@ class TimelineView(QWidget):
             return
         view = self.viewport()
         top = self.events_top
-        rows = self.layout_.rows_between(self.y_scroll, self.y_scroll + height - top)
+        sticky = self.sticky_px
+        rows = self.layout_.rows_between(self.y_scroll + sticky, self.y_scroll + height - top)
+        rows = [r for r in rows if r.y >= sticky]
+        self.last_frame = self._paint_rows(
+            painter, rows, view, QRectF(0, top + sticky, width, height - top - sticky)
+        )
+        if sticky:  # the pinned rows over the scrolled ones, a line under them
+            pinned = self.layout_.rows_between(0, sticky)
+            self._paint_rows(painter, pinned, view, QRectF(0, top, width, sticky), pinned=True)
+            painter.setPen(QPen(MUTED_TEXT, 1))
+            painter.drawLine(QPointF(0, top + sticky - 0.5), QPointF(width, top + sticky - 0.5))
+        self._paint_ruler(painter, view)
+        flag_marks.paint_flags(painter, view, self.flags, RULER_PX, height)
+        if self.steps is not None:
+            self._paint_steps(painter, view, self.steps)
+
+    def _paint_rows(
+        self, painter: QPainter, rows: list[Row], view: Viewport, band: QRectF, pinned: bool = False
+    ) -> Frame:
+        """`rows` and what is drawn over them, clipped to `band` (the scrolled rows, or the pinned
+        ones on top); the frame of their events."""
+        assert self.lod is not None and self.layout_ is not None  # `paint` draws rows only then
+        top, height = band.top(), band.bottom()
         painter.save()
-        painter.setClipRect(QRectF(0, top, width, height - top))
+        painter.setClipRect(band)
         self._paint_row_backgrounds(painter, rows, view)
         self._paint_grid(painter, view, top, height)
         frame = build_frame(rows, self.lod, self.colours, view)
-        self.last_frame = frame
         for drawn in (frame, *self._query_frames(rows, view)):
             painter.setPen(Qt.PenStyle.NoPen)
             for colour, rects in drawn.rects_by_colour.items():
@@ -399,15 +438,15 @@ class TimelineView(QWidget):
             self._paint_labels(painter, drawn)
         self._paint_counters(painter, rows, view)
         self._paint_highlights(painter, rows, view)
-        self._paint_selection(painter, view)
-        self._paint_flows(painter, view)
+        selected_row = self.layout_.row_of(self.selected[0]) if self.selected is not None else None
+        if not pinned or (selected_row is not None and selected_row.y < view.sticky):
+            self._paint_selection(painter, view)
+        if not pinned:
+            self._paint_flows(painter, view)
         self._paint_range(painter, view, top, height)
         self._paint_label_column(painter, rows, view)
         painter.restore()
-        self._paint_ruler(painter, view)
-        flag_marks.paint_flags(painter, view, self.flags, RULER_PX, height)
-        if self.steps is not None:
-            self._paint_steps(painter, view, self.steps)
+        return frame
 
     def _query_frames(self, rows: list[Row], view: Viewport) -> list[Frame]:
         """The pinned query tracks' boxes and labels, drawn as the profile's tracks are."""
@@ -839,7 +878,7 @@ class TimelineView(QWidget):
         if self.lod is None or row is None or row.track is None or pos.x() < LABEL_COLUMN_PX:
             return None
         track_lod = self.lod.of(row.track)
-        depth = track_depth_at(row, pos.y() - self.events_top + self.y_scroll)
+        depth = track_depth_at(row, self.layout_y(pos.y()))
         view = self.viewport()
         for depth_lod in track_lod.depths if track_lod is not None else []:
             if depth_lod.depth != depth:
