@@ -203,7 +203,7 @@ class TimelineLayout:
             height = (track.max_depth + 1) * ROW_HEIGHT
             where = plane_label(track.plane, several_hosts)
             tooltip = f"{track.display_name} ({where}, {len(track):,} events; pinned)"
-            label = f"{track_label(track)} · {where}"  # out of its group: it says where it is from
+            label = f"{where} · {track_label(track)}"  # out of its group: it says where it is from
             rows.append(Row("track", y, height, label, tooltip, PINNED_GROUP, track, False, len(track)))
             y += height + TRACK_GAP
         return y
