@@ -24,6 +24,7 @@ from tpuscope.commands import EXIT_FINDINGS, EXIT_OK
 from tpuscope.commands._console import add_path_argument, cost_line, load_for_cli, print_json
 from tpuscope.commands._per_host import add_per_host_arguments, per_host_run, print_pod_header, warn_about_pod
 from tpuscope.errors import ProfileError
+from tpuscope.model import units
 from tpuscope.model.completeness import Completeness
 
 _MARK = {Severity.CRITICAL: "[CRITICAL]", Severity.WARNING: "[WARNING] ", Severity.INFO: "[info]    "}
@@ -192,7 +193,7 @@ def print_finding_blocks(
         for line in textwrap.wrap(finding["explanation"], 100):
             print(f"    {line}")
         metrics = finding.get("metrics", {})
-        numbers = ", ".join(f"{k}={_short(v)}" for k, v in metrics.items() if _is_scalar(v))
+        numbers = ", ".join(f"{k}={_short(v, k)}" for k, v in metrics.items() if _is_scalar(v))
         if numbers:
             for line in textwrap.wrap(numbers, 100):
                 print(f"    | {line}")
@@ -222,5 +223,13 @@ def _is_scalar(value) -> bool:
     return isinstance(value, (int, float, str)) and not isinstance(value, bool)
 
 
-def _short(value) -> str:
-    return f"{value:g}" if isinstance(value, float) else str(value)
+def _short(value, key: str = "") -> str:
+    """A finding's number for the `| key=value` line: a share (a `percent` key) and a time (`_ms`, `_us`)
+    rounded as the title and the app show them (issue 33: 96.5, not 96.48 under a 96.5% title)."""
+    if not isinstance(value, float):
+        return str(value)
+    if "percent" in key:
+        return f"{value:{units.PERCENT_SPEC}}"
+    if {"ms", "us"} & set(key.split("_")):
+        return f"{value:.3f}"
+    return f"{value:g}"
