@@ -134,3 +134,12 @@ def test_the_input_bound_finding_shows_the_input_share(analyses):
     share = format_metric(analysis.get(METRICS).value("input_share"), "percent")
     (finding,) = [f for f in analysis.report.findings if f.id == "input_bound"]
     assert share == "34.0%" and f"waits for the host {share} of step time" in finding.title
+
+
+def test_the_collective_bound_finding_shows_the_collective_share():
+    require_shared_traces()
+    analysis = TraceAnalysis(open_trace(KINETO / "trace_filter__sampled_rank-0.json.gz"))
+    share = format_metric(analysis.get(METRICS).value("collective_share"), "percent")
+    (finding,) = [f for f in analysis.report.findings if f.id == "collective_bound"]
+    assert f"this rank spends {share} of step time in collectives" in finding.title
+    assert f"this rank spends {share} of its step time" in finding.explanation

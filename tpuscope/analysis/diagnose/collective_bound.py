@@ -12,6 +12,7 @@ import numpy as np
 from tpuscope.analysis.diagnose.finding import STEP_TIME_BANDS, Finding, Impact, RuleOutcome, ms
 from tpuscope.analysis.facts.context import Context
 from tpuscope.analysis.framework import JAX, PYTORCH_XLA, TENSORFLOW
+from tpuscope.analysis.metrics.format import format_percent
 from tpuscope.analysis.pod import late as late_units
 from tpuscope.analysis.pod.analysis import PodAnalysis
 from tpuscope.analysis.pod.results import POD
@@ -81,21 +82,25 @@ def run(ctx: Context) -> RuleOutcome:
     }
     xprof = (
         f"(XProf calls a program collective-bound from {late_units.COLLECTIVE_BOUND_PERCENT:g}%). Of it, "
-        f"{impact.percent_of_step_time:g}% of step time ({impact.ms_per_step:g} ms per step) runs while no "
+        f"{format_percent(impact.percent_of_step_time)} of step time ({impact.ms_per_step:g} ms per step) "
+        "runs while no "
         "compute overlaps it: that is what communication costs the step."
     )
     if single:
-        title = f"Collective-bound: this rank spends {low:.0f}% of step time in collectives"
+        title = f"Collective-bound: this rank spends {format_percent(low)} of step time in collectives"
         explanation = (
-            f"Over {pod.step_count} steps, this rank spends {low:.1f}% of its step time inside collectives "
+            f"Over {pod.step_count} steps, this rank spends {format_percent(low)} of its step time inside "
+            "collectives "
             f"{xprof} The profile holds one rank, so whether another rank keeps it waiting cannot be told "
             "from it: open the run's other ranks together to see that."
         )
     else:
-        title = f"Collective-bound: every host spends {low:.0f}-{high:.0f}% of step time in collectives"
+        spread = f"{low:.1f}-{format_percent(high)}"  # as format_percent rounds each end
+        title = f"Collective-bound: every host spends {spread} of step time in collectives"
         explanation = (
-            f"Over {pod.step_count} steps, every host spends between {low:.1f}% and {high:.1f}% of its step "
-            f"time inside collectives {xprof} No host arrives consistently late, so the time goes to "
+            f"Over {pod.step_count} steps, every host spends between {format_percent(low)} and "
+            f"{format_percent(high)} of its step time inside collectives {xprof} No host arrives "
+            "consistently late, so the time goes to "
             "communication itself: the data exchanged, the interconnect, or collectives that do not overlap "
             "compute."
         )

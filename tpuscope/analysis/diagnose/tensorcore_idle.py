@@ -27,6 +27,7 @@ from tpuscope.analysis.facts.evidence import range_evidence as range_ev
 from tpuscope.analysis.facts.intervals import difference, merge_intervals, window_total
 from tpuscope.analysis.facts.waits import input_wait_intervals
 from tpuscope.analysis.framework import JAX, PYTORCH_XLA, TENSORFLOW
+from tpuscope.analysis.metrics.format import format_percent
 
 RULE_ID = "tensorcore_idle"
 # XProf smart suggestions: TensorCore idle above 10% of step time (openxla/xprof
@@ -99,11 +100,11 @@ def run(ctx: Context) -> RuleOutcome:
         "median_idle_per_step_ms": ms(float(np.median(least))),
     }
     explanation = (
-        f"In {len(steady)} steady-state steps the least idle TensorCore sat idle {share}% of step time "
-        f"({ms(idle_ps)} ms) while no input wait or compilation explains it: the host did not hand the "
-        f"device its next program in time. XProf flags TensorCore idle above {IDLE_PERCENT:g}%."
+        f"In {len(steady)} steady-state steps the least idle TensorCore sat idle {format_percent(share)} of "
+        f"step time ({ms(idle_ps)} ms) while no input wait or compilation explains it: the host did not "
+        f"hand the device its next program in time. XProf flags TensorCore idle above {IDLE_PERCENT:g}%."
     )
-    title = f"TensorCore idle: {share:.1f}% of step time beyond input and compilation"
+    title = f"TensorCore idle: {format_percent(share)} of step time beyond input and compilation"
     impact = Impact(
         "TensorCore idle inside steady-state steps that no input wait or compilation explains",
         share,
