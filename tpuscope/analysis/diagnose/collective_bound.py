@@ -82,9 +82,9 @@ def run(ctx: Context) -> RuleOutcome:
     }
     xprof = (
         f"(XProf calls a program collective-bound from {late_units.COLLECTIVE_BOUND_PERCENT:g}%). Of it, "
-        f"{format_percent(impact.percent_of_step_time or 0.0)} of step time ({impact.ms_per_step:g} ms per step) "
-        "runs while no "
-        "compute overlaps it: that is what communication costs the step."
+        f"{format_percent(impact.percent_of_step_time or 0.0)} of step time "
+        f"({impact.ms_per_step:g} ms per step) runs while no compute overlaps it: that is what "
+        "communication costs the step."
     )
     if single:
         title = f"Collective-bound: this rank spends {format_percent(low)} of step time in collectives"
