@@ -66,10 +66,24 @@ def test_the_window_opens_on_its_screen_and_where_it_was_left_there(qtbot, setti
     second = MainWindow(settings)
     qtbot.addWidget(second)
     assert second.size() == left
-    # Another screen (another name or size) has no geometry kept: the first window's size there.
+    assert settings.value(window_geometry.LAST_SCREEN_KEY) == window_geometry.screen_key(first.screen())
     assert window_geometry.screen_key(first.screen()).endswith(
         f"{first.screen().size().width()}x{first.screen().size().height()}"
     )
+
+
+def test_a_screen_that_is_gone_gives_its_place_to_the_windows_own(qtbot, settings):
+    """Closed last on a monitor that is not connected now: not its 3840-pixel geometry, but the
+    first window's on the screen there is."""
+    elsewhere = MainWindow(settings)
+    qtbot.addWidget(elsewhere)
+    elsewhere.resize(3000, 2000)
+    gone = f"{window_geometry.GEOMETRY_KEY}/HDMI-9_3840x2160"
+    settings.setValue(gone, elsewhere.saveGeometry())
+    settings.setValue(window_geometry.LAST_SCREEN_KEY, gone)
+    window = MainWindow(settings)
+    qtbot.addWidget(window)
+    assert window.geometry() == window_geometry.first_geometry(window.screen().availableGeometry())
 
 
 def _hints(window: MainWindow) -> dict[str, QSize]:

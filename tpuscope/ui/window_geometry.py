@@ -21,6 +21,7 @@ PREFERRED_SIZE = QSize(1400, 900)  # what the window asks for on a screen with r
 # screen's, so it can be seen whole and moved (our heuristic; GNOME's first windows are ~2/3-3/4).
 SCREEN_SHARE = 0.9
 GEOMETRY_KEY = "window/geometry_on"  # + "/<screen>": one saved geometry per screen
+LAST_SCREEN_KEY = "window/last_screen"  # the key of the screen the window was last closed on
 
 
 def first_geometry(available: QRect, preferred: QSize = PREFERRED_SIZE) -> QRect:
@@ -47,11 +48,15 @@ def _screen_of(window: QWidget) -> QScreen | None:
 
 
 def restore(window: QWidget, settings: QSettings) -> None:
-    """Places `window` (not shown yet) where it was last closed on its screen, else `first_geometry`."""
+    """Places `window` (not shown yet) where it was last closed: on the screen it was closed on when
+    that screen is still there, else where it was last left on its own screen, else `first_geometry`."""
     screen = _screen_of(window)
-    saved = settings.value(screen_key(screen))
-    if saved is not None and window.restoreGeometry(saved):
-        return  # Qt moves a geometry that would lie off the screen back onto it
+    last = settings.value(LAST_SCREEN_KEY)
+    present = {screen_key(s) for s in QGuiApplication.screens()}
+    for key in ([last] if isinstance(last, str) and last in present else []) + [screen_key(screen)]:
+        saved = settings.value(key)
+        if saved is not None and window.restoreGeometry(saved):
+            return  # Qt moves a geometry that would lie off the screen back onto it
     if screen is not None:
         window.setGeometry(first_geometry(screen.availableGeometry()))
     else:
@@ -60,4 +65,6 @@ def restore(window: QWidget, settings: QSettings) -> None:
 
 def save(window: QWidget, settings: QSettings) -> None:
     """Keeps `window`'s geometry for the screen it is on now."""
-    settings.setValue(screen_key(_screen_of(window)), window.saveGeometry())
+    key = screen_key(_screen_of(window))
+    settings.setValue(key, window.saveGeometry())
+    settings.setValue(LAST_SCREEN_KEY, key)
