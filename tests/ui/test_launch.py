@@ -117,7 +117,8 @@ def test_op_opens_the_timeline_on_the_ops_longest_event(qtbot, settings):
     assert int(track.duration_ps[index]) == longest
     assert other.tabs.currentWidget() is other.views["timeline"]
     t0, t1 = _visible_window_ps(other)
-    assert t0 <= float(track.start_ps[index]) and float(track.start_ps[index] + track.duration_ps[index]) <= t1
+    start = float(track.start_ps[index])
+    assert t0 <= start and start + float(track.duration_ps[index]) <= t1
     other.menus.actions["view.copy_link"].trigger()
     assert "--at" in shlex.split(QApplication.clipboard().text())
     other.wait_for_background_work()
