@@ -6,7 +6,8 @@ device waits for the data) is the step's cost. This rule weighs that exposed par
 names the collective ops that expose the most, with their bytes and bus bandwidth, and says how to
 overlap them in the framework that wrote the profile. Overlapped communication is never reported.
 
-It leaves the time to the rules that explain it better: when the hosts wait for one late host
+On CPU devices it stays silent (XLA:CPU's collectives block, and wait for whichever process the
+machine delays). It leaves the time to the rules that explain it better: when the hosts wait for one late host
 (`straggler`) or every host spends XProf's collective-bound share in collectives (`collective_bound`,
 whose impact is this same exposed time), it stays silent and says so.
 """
@@ -39,6 +40,10 @@ IMPACT_THRESHOLDS = ImpactThresholds(
     STEP_TIME_BANDS.critical,
     "XProf's multi-host wait level (10% of step time), critical from 20% (our heuristic)",
 )
+# On CPUs the level is not applied: XLA:CPU runs each collective as one blocking thunk (over gloo or
+# MPI), which waits for whichever process the machine's other load delays; the level is XProf's, for
+# accelerators.
+CPU_NOTE = "the devices are CPUs, whose blocking collectives wait for whichever process the machine delays"
 TOP_OPS = 5  # collective ops named in the finding, most exposed first
 EVIDENCE_PER_HOST = 10
 
@@ -100,6 +105,8 @@ def run(ctx: Context) -> RuleOutcome:
     )
     if share < EXPOSED_PERCENT:
         return RuleOutcome([], checked)
+    if all(s.device_kind in ("CPU", "") for s in pod.host_summaries):
+        return RuleOutcome([], checked + f"; not reported: {CPU_NOTE}")
     verdict = late_units.find_late(pod)
     if verdict.late:
         return RuleOutcome([], checked + f"; not reported: hosts wait for {verdict.late[0].name} (straggler)")

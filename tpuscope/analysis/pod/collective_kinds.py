@@ -23,8 +23,6 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from tpuscope.analysis.diagnose.hlo_text import parse_instruction
-
 ALL_REDUCE, ALL_GATHER, REDUCE_SCATTER, ALL_TO_ALL = (
     "all-reduce",
     "all-gather",
@@ -150,6 +148,9 @@ def hlo_size(text: str, kind: str) -> Size:
     """S and n of an HLO collective from its text (`%all-reduce = f32[...] all-reduce(...),
     replica_groups=...`): S is the largest side, results or operands (the whole array for all-gather,
     whose result is it, and reduce-scatter, whose operand is), n the size of its first replica group."""
+    # Imported here: a pod's light pass (which reads sizes) imports no diagnosis module at its start.
+    from tpuscope.analysis.diagnose.hlo_text import parse_instruction
+
     instruction = parse_instruction(text)
     if instruction is None:
         return Size()
