@@ -23,7 +23,8 @@ TOP_ROWS = 30  # ops in the text table (all of them are in --json)
 
 def register(subparsers) -> None:
     parser = subparsers.add_parser(
-        "comms", help="communication: exposed vs overlapped collective time per op, host and step"
+        "comms",
+        help="communication: collective time per op, host and step, exposed vs overlapped with compute",
     )
     add_path_argument(parser)
     parser.add_argument("--json", action="store_true", help="print machine-readable JSON")
