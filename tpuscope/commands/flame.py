@@ -27,7 +27,7 @@ from tpuscope.analysis.scope_tree import (
 )
 from tpuscope.analysis.session import TraceAnalysis
 from tpuscope.app.payloads import flame_json
-from tpuscope.commands import UserFacingError
+from tpuscope.commands import COMMANDS, UserFacingError
 from tpuscope.commands._console import add_path_argument, load_for_cli, print_json
 from tpuscope.export.flame import (
     ESTIMATE_FRAMES_NOTE,
@@ -38,7 +38,7 @@ from tpuscope.export.flame import (
 
 
 def register(subparsers) -> None:
-    parser = subparsers.add_parser("flame", help="device time as a flame graph of scopes, stacks or ops")
+    parser = subparsers.add_parser("flame", help=COMMANDS["flame"])
     add_path_argument(parser)
     parser.add_argument(
         "--by", choices=FLAME_GROUPINGS, default=BY_SCOPE,
