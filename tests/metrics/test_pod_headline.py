@@ -71,3 +71,15 @@ def test_the_text_overview_names_the_pod_mean(run, capsys):
     assert main(["overview", run]) == 0
     out = capsys.readouterr().out
     assert "(mean of 4 hosts)" in out.split("Step split:")[1].splitlines()[0]
+
+
+def test_ops_json_of_the_run_prints_the_pods_duty_cycles(run, capsys):
+    """`ops --json` shares the duty cycles with `overview --json` and `metrics`: on a run of several
+    hosts it prints the pod's (the mean over hosts), saying so; one device's table keeps its own."""
+    overview = _json(capsys, "overview", run)
+    ops = _json(capsys, "ops", run)
+    assert ops["duty_cycle"] == overview["duty_cycle"]
+    assert ops["steps"]["step_duty_cycle"] == overview["step_duty_cycle"]
+    assert ops["steps"]["duty_cycles_over"] == "mean of 4 hosts"
+    one = _json(capsys, "ops", run, "--device", "0")
+    assert "duty_cycles_over" not in one["steps"]

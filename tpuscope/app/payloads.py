@@ -99,12 +99,18 @@ def ops_json(
     breakdown = analysis.step_breakdown(device)
     assert breakdown is not None
     label = "all" if len(chosen) == len(devices) and len(devices) > 1 else ", ".join(d.name for d in chosen)
+    steps = breakdown.to_json()
+    duty_cycle = breakdown.duty_cycle
+    headline = _pod_headline(analysis) if len(chosen) == len(devices) else None
+    if headline is not None:  # several hosts: the pod's duty cycles, as overview --json and metrics print
+        duty_cycle, steps["step_duty_cycle"] = headline["duty_cycle"], headline["step_duty_cycle"]
+        steps["duty_cycles_over"] = headline["over"]
     return {
         "device": label,
         "devices": [d.label for d in chosen],
         "by": by,
         "busy_time_us": table.busy_ps / 1e6,
-        "duty_cycle": breakdown.duty_cycle,
+        "duty_cycle": duty_cycle,
         "peaks": None
         if table.peaks is None
         else {
@@ -113,8 +119,20 @@ def ops_json(
             "source": table.peaks.source,
         },
         "rows": rows,
-        "steps": breakdown.to_json(),
+        "steps": steps,
     }
+
+
+def _pod_headline(analysis: TraceAnalysis) -> dict[str, Any] | None:
+    """A trace of several hosts: the pod's headline (`tpuscope.analysis.metrics.pod`, the mean over
+    hosts), so that a key `ops --json` shares with `overview --json` and `tpuscope metrics` (the duty
+    cycles) has their value; None for one host (the trace's own figures are the headline)."""
+    if len(analysis.trace.hosts) < 2:
+        return None
+    from tpuscope.analysis.metrics.pod import headline_json, pod_metrics
+
+    pod = analysis.pod
+    return headline_json(pod_metrics(pod)) if len(pod.summaries) > 1 else None
 
 
 def op_details_json(
