@@ -7,7 +7,9 @@ for its view (`openRequested("ops" | "diagnostics" | "timeline", target)`); an o
 asks the timeline to outline its events (`highlightRequested`), and a double-clicked step to zoom
 there (`zoomRequested`). The main window connects the signals; this view knows no other view.
 
-The step chart is `tpuscope.ui.overview_chart`, the cards, panels and list delegates come from
+The step chart is `tpuscope.ui.overview_chart`; on a run of several hosts a picker beside it shows
+the pod (the mean over its hosts, the default) or one host, with that choice's headline split from
+the metrics under it (`_draw_pod`). The cards, panels and list delegates come from
 the shared kit (`tpuscope.ui.widgets`), the pod panel from `tpuscope.ui.pod.heatmap`.
 
 The page fills in as the shared analyses finish (`AnalysisHub`): the trace's own facts at once,
@@ -23,6 +25,7 @@ from PySide6.QtCore import Qt, Signal
 from PySide6.QtGui import QIcon
 from PySide6.QtWidgets import (
     QAbstractItemView,
+    QComboBox,
     QFrame,
     QHBoxLayout,
     QHeaderView,
@@ -62,13 +65,16 @@ from tpuscope.analysis.overview import (
     StepSeries,
     part_label,
 )
+from tpuscope.analysis.pod.step_split import PodStepSplit, pod_step_split
+from tpuscope.analysis.pod.summary import PART_LABELS as POD_PART_LABELS
 from tpuscope.analysis.session import FRAMEWORK, OVERVIEW, OVERVIEW_FIGURES
 from tpuscope.analysis.session import STEPS as STEPS_RESULT
 from tpuscope.analysis.steps import Steps
+from tpuscope.model.hosts import natural_key
 from tpuscope.model.trace import Trace
 from tpuscope.model.units import duration_column_unit, format_duration_in
 from tpuscope.ui.analysis_hub import AnalysisHub
-from tpuscope.ui.overview_chart import PART_COLORS, StepPartsChart
+from tpuscope.ui.overview_chart import PART_COLORS, POD_PART_COLORS, StepPartsChart
 from tpuscope.ui.pod.heatmap import PodPanel
 from tpuscope.ui.views import FindingAt, OpRow, View
 from tpuscope.ui.widgets.card import Card, card_style_sheet, format_headline_duration
@@ -160,12 +166,27 @@ class OverviewView(View):
         chart_header = QHBoxLayout()
         self.chart_title = heading("Where step time goes")
         chart_header.addWidget(self.chart_title)
+        # A run of several hosts: the pod (mean of its hosts) or one host (`_fill_host_picker`).
+        self.host_picker = QComboBox()
+        self.host_picker.setToolTip(
+            "Whose steps the chart shows: the pod (the mean over its hosts) or one host"
+        )
+        self.host_picker.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToContents)
+        self.host_picker.currentIndexChanged.connect(self._on_host_picked)
+        self.host_picker.hide()
+        chart_header.addWidget(self.host_picker)
         chart_header.addSpacing(12)
         chart_header.addWidget(self.legend, 3)
         self.chart_hint = muted_label("double-click a step to see it on the timeline")
         self.chart_hint.setWordWrap(True)
         self.chart_hint.setAlignment(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
         chart_header.addWidget(self.chart_hint, 2)
+        # Under the header on a pod: the headline split of what the chart shows (the metrics' numbers).
+        self.chart_caption = muted_label()
+        self.chart_caption.setWordWrap(True)
+        self.chart_caption.hide()
+        self.chart_split: dict[str, float | None] = {}  # the caption's split, percent (tests read it)
+        self.pod_split: PodStepSplit | None = None  # what the chart shows of a pod, None otherwise
 
         self.ops_table = QTableWidget(0, 4)
         self.ops_table.setHorizontalHeaderLabels(["Op", "Program", "Self time", "Share of self time"])
@@ -228,6 +249,7 @@ class OverviewView(View):
         page_column.addLayout(card_row)
         page_column.addSpacing(4)
         page_column.addLayout(chart_header)
+        page_column.addWidget(self.chart_caption)
         page_column.addWidget(self.chart_stack, 1)
         page_column.addSpacing(4)
         page_column.addWidget(self.pod_section)
@@ -251,6 +273,7 @@ class OverviewView(View):
         """A new trace: its own facts at once, the rest as the analyses finish."""
         self.trace = trace
         self.overview = None
+        self._clear_host_picker()  # the last run's hosts are not this one's
         if trace is None:
             self._show_message("Open a profile to see its overview.")
             return
@@ -269,6 +292,7 @@ class OverviewView(View):
             card.set("–")
         self.cards["async_wait"].hide()
         self.step_plot.reset()
+        self._clear_host_picker()
         self.no_steps.setText("")
         self.chart_stack.setCurrentWidget(self.no_steps)
         self.ops_table.setRowCount(0)
@@ -399,6 +423,11 @@ class OverviewView(View):
 
     def _draw_steps(self, o: Overview) -> None:
         self.step_plot.reset()
+        if _charted_pod(o):
+            self._fill_host_picker(o)
+            self._draw_pod()
+            return
+        self._clear_host_picker()
         has_devices = o.duty_cycle is not None
         self._set_legend(has_devices)
         series = self._chart_series()
@@ -422,12 +451,89 @@ class OverviewView(View):
             self._set_legend(has_devices, tuple(p for p in PARTS if p != "input"))  # input waits need steps
         self.step_plot.show_series(series, stepped, has_devices)
 
+    # -- the pod's or one host's steps -------------------------------------------------------------
+    def _clear_host_picker(self) -> None:
+        self.host_picker.blockSignals(True)
+        self.host_picker.clear()
+        self.host_picker.blockSignals(False)
+        self.host_picker.hide()
+        self.chart_caption.hide()
+        self.chart_caption.setText("")
+        self.chart_split = {}
+        self.pod_split = None
+
+    def _fill_host_picker(self, o: Overview) -> None:
+        """The pod first (the default), then each host with steps in natural order (worker2 before
+        worker10); kept as it is when the same hosts are shown again (the figures, then the findings)."""
+        assert o.pod is not None
+        hosts = sorted(o.pod.hosts, key=natural_key)
+        wanted: list[str | None] = [None, *hosts]
+        have = [self.host_picker.itemData(i) for i in range(self.host_picker.count())]
+        if have == wanted:
+            return
+        self.host_picker.blockSignals(True)
+        self.host_picker.clear()
+        self.host_picker.addItem(f"Pod (mean of {len(hosts)} hosts)", None)
+        for host in hosts:
+            self.host_picker.addItem(host, host)
+        self.host_picker.setCurrentIndex(0)
+        self.host_picker.blockSignals(False)
+        self.host_picker.show()
+
+    def picked_host(self) -> str | None:
+        """The host the chart shows, None for the pod."""
+        return self.host_picker.currentData()
+
+    def pick_host(self, host: str | None) -> None:
+        """Shows `host`'s steps in the chart (None: the pod's)."""
+        index = self.host_picker.findData(host) if host is not None else 0
+        if index >= 0:
+            self.host_picker.setCurrentIndex(index)
+
+    def _on_host_picked(self, _index: int) -> None:
+        if self.overview is not None and _charted_pod(self.overview):
+            self._draw_pod()
+
+    def _draw_pod(self) -> None:
+        """The picked host's aligned steps, or the pod's mean, with its headline split as the caption."""
+        o = self.overview
+        assert o is not None and o.pod is not None and o.pod_metrics is not None
+        host = self.picked_host()
+        split = pod_step_split(o.pod, host)
+        self.pod_split = split
+        self.chart_title.setText(f"Where step time goes: {split.label}")
+        self.chart_hint.setText("double-click a step to see it on the timeline")
+        self.chart_hint.setVisible(True)
+        self._set_pod_legend(split.parts_present())
+        self.chart_stack.setCurrentWidget(self.step_plot)
+        self.step_plot.show_pod(split)
+        rows = {r.name: r for r in o.pod_metrics if (r.scope == POD if host is None else r.host == host)}
+        self.chart_split = {part: rows[name].value for part, name in HEADLINE_SPLIT.items()}
+        self.chart_caption.setText(_pod_caption(rows))
+        self.chart_caption.setToolTip(
+            _definitions(tuple(rows.get(n) for n in CAPTION_METRICS), POD_CAPTION_NOTE)
+        )
+        self.chart_caption.show()
+
+    def _set_pod_legend(self, parts: tuple[str, ...]) -> None:
+        swatch = "<span style='color:{};font-size:large'>■</span>&nbsp;{}"
+        labels = [html.escape(POD_PART_LABELS[p]).replace(" ", "&nbsp;") for p in parts]
+        items = [
+            swatch.format(POD_PART_COLORS[p].name(), label) for p, label in zip(parts, labels, strict=True)
+        ]
+        self.legend.setText("&nbsp;&nbsp; ".join(items))
+
     def step_position_at(self, x: float) -> int | None:
         """The bar (position in the charted steps or slices) at chart coordinate `x`, or None."""
         return self.step_plot.bar_at(x)
 
     def zoom_to_step(self, position: int) -> None:
         """Asks the timeline to show charted step (or slice) `position` (0-based)."""
+        split = self.pod_split
+        if split is not None:  # a host's step, or the pod's: from its first host's start to its last's end
+            if 0 <= position < len(split):
+                self.zoomRequested.emit(int(split.start_ps[position]), int(split.end_ps[position]))
+            return
         series = self._chart_series()
         if series is None or not 0 <= position < len(series):
             return
@@ -566,6 +672,38 @@ class OverviewView(View):
 WINDOW_WORDS = {PROFILE: "of the profile", STEPS: "over the steps", POD: "of the pod"}
 SHARE_WINDOW_WORDS = {PROFILE: "of the profile", STEPS: "of step time", POD: "of the pod"}
 SHARE_UNITS = (FRACTION, PERCENT)
+
+
+# The headline split's parts (`overview --json` `step_time_split_percent`) and their metrics.
+HEADLINE_SPLIT = {
+    "busy": "busy_share",
+    "input": "input_share",
+    "compile": "compile_share",
+    "idle": "idle_share",
+}
+CAPTION_METRICS = ("step_time_mean", *HEADLINE_SPLIT.values(), "collective_share")
+POD_CAPTION_NOTE = "The bars: each aligned step's parts (the pod's: the mean over its hosts, step by step)."
+
+
+def _charted_pod(o: Overview) -> bool:
+    """Whether the step chart shows a pod (several hosts with aligned steps) with its picker."""
+    pod = o.pod
+    return pod is not None and o.pod_metrics is not None and len(pod.hosts) >= 2 and pod.step_count > 0
+
+
+def _pod_caption(rows: dict[str, MetricValue]) -> str:
+    """The headline of what the pod chart shows (the pod's rows or one host's): step time and the
+    split, as `overview --json` prints them (`headline`, `headline.per_host[host]`)."""
+
+    def text(name: str) -> str:
+        return _metric_text(rows.get(name))
+
+    over = rows["step_time_mean"].over or rows["step_time_mean"].host or ""
+    return (
+        f"{over}: step time {text('step_time_mean')} (mean) · of step time: busy {text('busy_share')} "
+        f"(in collectives {text('collective_share')}), waiting for input {text('input_share')}, "
+        f"compiling {text('compile_share')}, host work and other idle {text('idle_share')}"
+    )
 
 
 def _metric_text(row: MetricValue | None) -> str:
