@@ -94,7 +94,9 @@ from tpuscope.ui.widgets.tables import height_for_rows, style_list_table
 
 TOP_OPS_ROWS = 10  # ops listed; the Ops view has all of them
 TOP_FINDINGS_ROWS = 8  # findings listed; the Diagnostics view has all of them
-CARD_WIDTH_CAP_PX = 300  # a card asks at most this much room on its row (a pod's hosts card wraps)
+# A card asks at most this much room on its row (a pod's hosts card and a long window sentence wrap):
+# the eight cards of a TPU profile (async wait included) then fit one row of a 1366-pixel laptop screen.
+CARD_WIDTH_CAP_PX = 170
 OP_COLUMN_CAP_PX = 320  # the op names' column fits them up to this (a GPU kernel's name runs on)
 
 

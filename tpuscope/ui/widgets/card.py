@@ -59,7 +59,7 @@ class Card(QFrame):
         for label in (self.caption, self.detail):
             mute(label)
         layout = QVBoxLayout(self)
-        layout.setContentsMargins(12, 10, 12, 10)
+        layout.setContentsMargins(10, 10, 10, 10)
         layout.setSpacing(3)
         layout.addWidget(self.caption)
         layout.addWidget(self.value)
