@@ -13,7 +13,7 @@ from pathlib import Path
 from tpuscope.urls import is_url
 
 
-def display_path(path: str | Path) -> str:
+def display_path(path: str | Path | object) -> str:
     """A path as a message shows it: a name that is not UTF-8 (the OS hands Python its bytes as
     surrogate escapes) with its bytes written as \\xNN escapes, so printing it can never fail."""
     text = str(path)
@@ -30,12 +30,18 @@ def display_path(path: str | Path) -> str:
 class ProfileError(Exception):
     """A profile path could not be opened; str(error) is a one-sentence message."""
 
-    def __init__(self, path: str | Path | None, cause: str):
-        # A URL stays as written: Path("gs://b/x") would fold it into "gs:/b/x".
-        self.path: str | Path | None = path if path is None or is_url(path) else Path(path)
+    def __init__(self, path: str | Path | object | None, cause: str):
+        # A URL stays as written: Path("gs://b/x") would fold it into "gs:/b/x". What is neither a str nor
+        # a path (a profile held in memory, tpuscope.readers.registry.MemoryFile) is named by its str().
+        where: str | Path | None
+        if path is None or isinstance(path, str | Path):
+            where = path
+        else:
+            where = os.fspath(path) if isinstance(path, os.PathLike) else str(path)
+        self.path: str | Path | None = where if where is None or is_url(where) else Path(where)
         self.cause = cause
-        where = display_path(self.path) if self.path is not None else "profile"
-        super().__init__(f"Cannot open {where}: {cause}.")
+        named = display_path(self.path) if self.path is not None else "profile"
+        super().__init__(f"Cannot open {named}: {cause}.")
 
 
 class LoadCancelled(Exception):

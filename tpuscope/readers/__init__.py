@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from pathlib import PurePath
 
-from tpuscope.readers.registry import ProgressCallback, Reader
+from tpuscope.readers.registry import MemoryFile, ProgressCallback, Reader
 from tpuscope.readers.trace_event import CHROME_READER, KINETO_READER
 from tpuscope.readers.xplane import XPLANE_READER
 
@@ -102,7 +102,7 @@ def path_help() -> str:
     return f"a profile file ({formats_help()}), a run folder, or a logdir (its newest run)"
 
 
-def host_from_filename(path: PurePath) -> str:
+def host_from_filename(path: PurePath | MemoryFile) -> str:
     """The host (or rank) a profile file is named for: its name without the format's suffix."""
     name = path.name
     for suffix in named_suffixes():

@@ -26,7 +26,7 @@ from tpuscope.readers import (
     reader_by_content,
     reader_by_name,
 )
-from tpuscope.readers.registry import Reader
+from tpuscope.readers.registry import MemoryFile, ProfileFile, Reader
 
 _MAX_SEARCH_DEPTH = 6  # logdir/<sub>/plugins/profile/<run>/<host>.xplane.pb and a little more
 # How much of a file's (gunzipped) start a reader's sniff sees.
@@ -218,9 +218,10 @@ def resolve_profile_files(path: str | Path, run: str | None = None) -> list[Path
 
 
 def read_profile_bytes(
-    path: Path, skip_leading_blanks: bool = False, max_leading_blanks: int | None = None
+    path: ProfileFile, skip_leading_blanks: bool = False, max_leading_blanks: int | None = None
 ) -> tuple[bytes, bool]:
-    """A profile file's bytes, gunzipped for `.gz`, and whether a gzip stream ended early.
+    """A profile file's bytes, gunzipped for `.gz`, and whether a gzip stream ended early; for a
+    profile held in memory (a MemoryFile) its own bytes, not copied, gunzipped the same way.
 
     Every OS or gzip failure becomes ProfileError. A gzip stream cut short
     (a partial copy, a full disk) yields what decompresses before the cut.
@@ -228,17 +229,10 @@ def read_profile_bytes(
     decompresses, so a document after gigabytes of blanks costs the document's memory only, and
     past `max_leading_blanks` (default MAX_LEADING_BLANK_BYTES) the file is refused in one sentence.
     """
-    try:
-        with open(path, "rb") as handle:
-            data = handle.read()
-    except FileNotFoundError:
-        raise ProfileError(path, "the file does not exist") from None
-    except PermissionError:
-        raise ProfileError(path, "permission denied (the file is not readable)") from None
-    except IsADirectoryError:
-        raise ProfileError(path, "it is a folder, not a file") from None
-    except OSError as exc:
-        raise ProfileError(path, f"the file cannot be read ({exc.strerror or exc})") from None
+    if isinstance(path, MemoryFile):
+        data = path.data
+    else:
+        data = _read_whole(path)
     if not data:
         raise ProfileError(path, "the file is empty")
     if data[:2] != GZIP_MAGIC:
@@ -251,6 +245,30 @@ def read_profile_bytes(
             raise ProfileError(path, "the file holds no JSON (it is empty or blank)")
         raise ProfileError(path, "the compressed file holds no data")
     return data, ends_early
+
+
+def profile_size(path: ProfileFile) -> int:
+    """A profile's size in bytes as stored (0 when it cannot be read): what load progress is shared by."""
+    if isinstance(path, MemoryFile):
+        return len(path.data)
+    try:
+        return path.stat().st_size
+    except OSError:
+        return 0
+
+
+def _read_whole(path: Path) -> bytes:
+    try:
+        with open(path, "rb") as handle:
+            return handle.read()
+    except FileNotFoundError:
+        raise ProfileError(path, "the file does not exist") from None
+    except PermissionError:
+        raise ProfileError(path, "permission denied (the file is not readable)") from None
+    except IsADirectoryError:
+        raise ProfileError(path, "it is a folder, not a file") from None
+    except OSError as exc:
+        raise ProfileError(path, f"the file cannot be read ({exc.strerror or exc})") from None
 
 
 GZIP_MAGIC = b"\x1f\x8b"
@@ -288,7 +306,7 @@ def available_memory() -> int | None:
 
 
 def gunzip_salvaging(
-    path: Path, data: bytes, skip_leading_blanks: bool = False, max_leading_blanks: int | None = None
+    path: ProfileFile, data: bytes, skip_leading_blanks: bool = False, max_leading_blanks: int | None = None
 ) -> tuple[bytes, bool]:
     """All gzip members of `data` decompressed, and whether the last one ends before its trailer.
 

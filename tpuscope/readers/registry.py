@@ -8,9 +8,9 @@ command's start nothing but these few objects.
 from __future__ import annotations
 
 import importlib
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from pathlib import Path
+from pathlib import Path, PurePath
 from typing import TYPE_CHECKING
 
 from tpuscope.errors import LoadCancelled
@@ -18,10 +18,44 @@ from tpuscope.errors import LoadCancelled
 if TYPE_CHECKING:
     from tpuscope.model.trace import Trace
 
+
+@dataclass(frozen=True, eq=False)
+class MemoryFile:
+    """A profile held in memory, handed to a reader's load in place of a file's path (jax-ml/jax#40258
+    asks for profiler results without a file round trip). It has what the readers take from a path, a
+    `name` (the host's file name, which picks the host label) and a `stem`, and its `data` is what the
+    file's bytes (mapped or read) would be: the readers decode either with the same code
+    (`tpuscope.readers.files.read_profile_bytes`, `profile_size`). Messages name it `<memory: NAME>`."""
+
+    name: str
+    data: bytes
+
+    def __str__(self) -> str:
+        return f"<memory: {self.name}>"
+
+    @property
+    def stem(self) -> str:
+        return PurePath(self.name).stem
+
+    @property
+    def parent(self) -> str:
+        """Where a run of several files is said to be, for one held in memory: the profile itself."""
+        return str(self)
+
+
+# What a reader's load reads: a file, or a profile held in memory.
+ProfileFile = Path | MemoryFile
+
+
+def source_of(file: ProfileFile) -> Path | str:
+    """What `Trace.sources` lists for a file a reader read: its path, or `<memory: NAME>`."""
+    return str(file) if isinstance(file, MemoryFile) else file
+
+
 # progress(fraction_done, what_is_happening) -> False to cancel
 ProgressCallback = Callable[[float, str], bool | None]
 # load(files, progress, strict) -> Trace; raises ProfileError (one sentence) on bad input
-LoadFunction = Callable[[list[Path], ProgressCallback | None, bool], "Trace"]
+LoadFunction = Callable[[Sequence[ProfileFile], ProgressCallback | None, bool], "Trace"]
 
 
 @dataclass(frozen=True)
@@ -45,31 +79,24 @@ class Reader:
     named_suffixes: tuple[str, ...] = ()
     preference: int = 0
 
-    def load_files(self, files: list[Path], progress: ProgressCallback | None, strict: bool) -> Trace:
+    def load_files(
+        self, files: Sequence[ProfileFile], progress: ProgressCallback | None, strict: bool
+    ) -> Trace:
         module, _, function = self.load.partition(":")
         loaded: LoadFunction = getattr(importlib.import_module(module), function)
         return loaded(files, progress, strict)
 
     def load_bytes(self, data: bytes, name: str, progress: ProgressCallback | None, strict: bool) -> Trace:
-        """A profile held in memory (`tpuscope.open(data)`), read by this format's `load`: the readers
-        read files (mapped, or streamed through gzip), so the bytes are handed to them as one file in a
-        private temporary folder, named `name` (the host the trace is labelled with), and removed as
-        soon as the trace is built. The trace's sources, warnings and errors say `<memory: name>`."""
-        import tempfile
-
+        """A profile held in memory (`tpuscope.open(data)`), read by this format's `load` from the bytes
+        themselves (a `MemoryFile` in place of a file: nothing is written anywhere), named `name` (the
+        host the trace is labelled with). The trace's sources, warnings and errors say `<memory: name>`."""
         from tpuscope.errors import ProfileError
 
-        label = f"<memory: {name}>"
-        with tempfile.TemporaryDirectory(prefix="tpuscope-bytes-") as folder:
-            file = Path(folder) / name
-            file.write_bytes(data)
-            try:
-                trace = self.load_files([file], progress, strict)
-            except ProfileError as error:
-                raise ProfileError(label, error.cause.replace(str(file), label)) from None
-        trace.sources = [label]
-        trace.load_warnings = [w.replace(str(file), label) for w in trace.load_warnings]
-        trace.warnings = [w.replace(str(file), label) for w in trace.warnings]
+        file = MemoryFile(name, data)
+        try:
+            trace = self.load_files([file], progress, strict)
+        except ProfileError as error:  # the reader named the MemoryFile: its str() is the label
+            raise ProfileError(str(file), error.cause) from None
         return trace
 
     @property

@@ -10,9 +10,8 @@ tables by np.unique, args into stat columns by a gather per arg.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
-from pathlib import Path
 from typing import Protocol
 
 import numpy as np
@@ -24,6 +23,7 @@ from tpuscope.model.flows import Flows, bind_flows
 from tpuscope.model.stats import StatColumn
 from tpuscope.model.trace import Plane, Trace
 from tpuscope.model.vocabulary import Dialect, PlaneIdentity, TrackKind
+from tpuscope.readers.registry import ProfileFile, source_of
 from tpuscope.readers.trace_event.native import ARG_FLOAT, ARG_INT, ARG_STR, ArgValues, renumber_ids
 from tpuscope.readers.trace_event.parse import ARG_COLUMNS, PHASE_FLOW_END, TraceEventFile
 
@@ -89,8 +89,8 @@ class Mapping(Protocol):
 
 
 def load_json_files(
-    files: list[Path],
-    read: Callable[[Path], TraceEventFile],
+    files: Sequence[ProfileFile],
+    read: Callable[[ProfileFile], TraceEventFile],
     choose: Callable[[TraceEventFile], Mapping],
     progress: Progress | None = None,
     strict: bool = False,
@@ -121,7 +121,7 @@ def load_json_files(
         progress(0.85, "building the timeline")
     origin_us = min(float(f.events.ts_us.min()) for f, _ in decoded)
     _check_clocks(decoded, origin_us)
-    trace = Trace(sources=list(files), dialect=decoded[0][1].dialect)
+    trace = Trace(sources=[source_of(f) for f in files], dialect=decoded[0][1].dialect)
     trace.load_warnings = load_warnings
     # Records dropped from some files are measured against every file's records: the others were read whole.
     trace.load_losses = [
@@ -157,7 +157,7 @@ def _host_names(decoded: list[tuple[TraceEventFile, Mapping]]) -> list[str]:
     return names
 
 
-def _stem(path: Path) -> str:
+def _stem(path: ProfileFile) -> str:
     name = path.name
     for suffix in (".gz", ".json", ".trace", ".pt"):
         name = name.removesuffix(suffix)

@@ -23,12 +23,11 @@ never held whole.
 
 from __future__ import annotations
 
-import os
+import io
 import zlib
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import msgspec
@@ -36,6 +35,7 @@ import numpy as np
 
 from tpuscope.readers import files
 from tpuscope.readers.files import GZIP_MAGIC, MAX_GZIP_EXPANSION
+from tpuscope.readers.registry import MemoryFile, ProfileFile
 from tpuscope.readers.trace_event import _jsontok
 from tpuscope.readers.trace_event.parse import (
     _DOCUMENT,
@@ -141,7 +141,7 @@ def new_decoder() -> Any:
     return _jsontok.Decoder(_ARG_KEYS, len(_ARG_KEYS), MAX_NESTING)
 
 
-def decode_text(path: Path, text: memoryview | bytes) -> TraceEventFile | Declined:
+def decode_text(path: ProfileFile, text: memoryview | bytes) -> TraceEventFile | Declined:
     """A whole document (UTF-8, from its first non-blank byte) through the C decoder."""
     read = feed_text(text)
     return read if isinstance(read, Declined) else file_of(path, read)
@@ -155,7 +155,7 @@ def feed_text(text: memoryview | bytes) -> Any:
     return decoder if reason is None else Declined(reason)
 
 
-def file_of(path: Path, decoder: Any) -> TraceEventFile | Declined:
+def file_of(path: ProfileFile, decoder: Any) -> TraceEventFile | Declined:
     """The file from a decoder that read a whole document."""
     return _file_from(path, decoder.finish())
 
@@ -164,14 +164,17 @@ class _Decline(Exception):
     """The gzip stream is one the streaming read leaves to the whole-file read (which reports it)."""
 
 
-def read_gzip(path: Path) -> TraceEventFile | Declined:
+def read_gzip(path: ProfileFile) -> TraceEventFile | Declined:
     """A `.json.gz` gunzipped in pieces into the C decoder (every gzip member, zero padding between
-    them); anything unusual (a cut or corrupted stream, a wide encoding, gzip inside gzip, an expansion
-    past MAX_GZIP_EXPANSION) is declined, for the whole-file read that reports it."""
+    them), from the file or from a profile held in memory; anything unusual (a cut or corrupted
+    stream, a wide encoding, gzip inside gzip, an expansion past MAX_GZIP_EXPANSION) is declined,
+    for the whole-file read that reports it."""
     decoder = new_decoder()
     try:
-        with open(path, "rb") as handle:
-            limit = os.fstat(handle.fileno()).st_size * MAX_GZIP_EXPANSION
+        # A profile held in memory streams from its own bytes (BytesIO shares them, no copy), under the
+        # same bounds as a file: MAX_GZIP_EXPANSION times its compressed size, and _memory_bound().
+        with io.BytesIO(path.data) if isinstance(path, MemoryFile) else open(path, "rb") as handle:
+            limit = files.profile_size(path) * MAX_GZIP_EXPANSION
             reason = _feed(decoder, _gunzipped(handle, limit), _memory_bound())
     except OSError as exc:
         return Declined(f"the file cannot be read ({exc.strerror or exc})")
@@ -259,7 +262,7 @@ def _checked_head(head: bytes) -> bytes:
     return head
 
 
-def _file_from(path: Path, out: dict) -> TraceEventFile | Declined:
+def _file_from(path: ProfileFile, out: dict) -> TraceEventFile | Declined:
     decoded = _Decoded(records=[])
     if not out["array_form"]:
         members = _pieces(out["top_arena"], out["top_offsets"])

@@ -32,7 +32,6 @@ from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from itertools import compress, repeat
 from operator import attrgetter, is_not
-from pathlib import Path
 from typing import Any
 
 import msgspec
@@ -41,6 +40,7 @@ import numpy as np
 from tpuscope.errors import ProfileError, display_path
 from tpuscope.model.completeness import CUT, DROPPED, Loss
 from tpuscope.readers.files import GZIP_MAGIC, gunzip_salvaging
+from tpuscope.readers.registry import ProfileFile
 
 
 class _Args(msgspec.Struct, gc=False, rename={
@@ -233,7 +233,7 @@ class FlowColumns:
 class TraceEventFile:
     """One decoded trace-event JSON file."""
 
-    path: Path
+    path: ProfileFile
     events: EventColumns
     flows: FlowColumns
     process_names: dict[int | str, str]
@@ -254,7 +254,7 @@ class TraceEventFile:
 
 
 def read_trace_events(
-    path: Path, data: bytes | bytearray | memoryview, gzip_cut: bool = False
+    path: ProfileFile, data: bytes | bytearray | memoryview, gzip_cut: bool = False
 ) -> TraceEventFile:
     """Decodes a trace-event JSON document into columns.
 
@@ -340,7 +340,7 @@ def read_trace_events(
 
 
 def finish_file(
-    path: Path,
+    path: ProfileFile,
     events: EventColumns,
     flows: FlowColumns,
     meta: list,
@@ -560,7 +560,7 @@ def _wide_encoding(head: bytes) -> tuple[int, str, str] | None:
     return None
 
 
-def _utf8_text(path: Path, data: bytes | bytearray | memoryview) -> memoryview:
+def _utf8_text(path: ProfileFile, data: bytes | bytearray | memoryview) -> memoryview:
     """The document as UTF-8 from its first non-blank byte: a UTF-8 byte-order mark skipped, UTF-16 and
     UTF-32 (which JSON's RFC 8259 forbids, and Windows tools write) converted."""
     view = memoryview(data)
@@ -584,7 +584,7 @@ def _utf8_text(path: Path, data: bytes | bytearray | memoryview) -> memoryview:
 
 
 def _decode_document(
-    path: Path, text: memoryview | bytes | bytearray, gzip_cut: bool, losses: list
+    path: ProfileFile, text: memoryview | bytes | bytearray, gzip_cut: bool, losses: list
 ) -> _Decoded:
     """The typed decode; where it refuses, the repair that lets the document load (once each)."""
     array_form = bytes(text[:1]) == b"["  # the format's array form: the records alone
@@ -641,7 +641,7 @@ def _from_typed(document: _Document) -> _Decoded:
     )
 
 
-def _from_loose(path: Path, document: Any, array_form: bool) -> _Decoded:
+def _from_loose(path: ProfileFile, document: Any, array_form: bool) -> _Decoded:
     """Records of any shape made typed records, or counted as dropped under their first bad field
     (a Python pass per record: only documents the typed decode refused come here)."""
     raw = document if array_form else document.traceEvents
@@ -775,7 +775,9 @@ def _bound_nesting(text: memoryview | bytes | bytearray) -> bytearray | memoryvi
     return out
 
 
-def _close_cut(path: Path, text: memoryview | bytes | bytearray, array_form: bool, gzip_cut: bool) -> bytes:
+def _close_cut(
+    path: ProfileFile, text: memoryview | bytes | bytearray, array_form: bool, gzip_cut: bool
+) -> bytes:
     """A document cut short, ended after its last complete record (or top-level entry) and closed."""
     position, kind, depth = _structure(text)
     if len(depth) and depth[-1] == 0:  # balanced: not cut, malformed (e.g. a lone surrogate escape)
@@ -810,7 +812,7 @@ def _lower_first(text: str) -> str:
     return text[:1].lower() + text[1:]
 
 
-def read_json_bytes(path: Path, data: bytes) -> tuple[bytes, bool]:
+def read_json_bytes(path: ProfileFile, data: bytes) -> tuple[bytes, bool]:
     """The file's JSON bytes, gunzipped once more if the gunzipped bytes are gzip again (a file
     compressed twice), and whether that gzip stream ended early; errors are ProfileErrors."""
     if data[:2] != GZIP_MAGIC:

@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import mmap
-from pathlib import Path
+from collections.abc import Sequence
 from typing import Any
 
 from tpuscope.errors import ProfileError
 from tpuscope.model.trace import Trace
 from tpuscope.readers.files import GZIP_MAGIC, map_file, read_profile_bytes
-from tpuscope.readers.registry import ProgressCallback, report_progress
+from tpuscope.readers.registry import MemoryFile, ProfileFile, ProgressCallback, report_progress
 from tpuscope.readers.trace_event import native
 from tpuscope.readers.trace_event.build import Mapping, load_json_files
 from tpuscope.readers.trace_event.kineto import KinetoMapping, is_kineto
@@ -22,56 +22,62 @@ from tpuscope.readers.trace_event.parse import (
 from tpuscope.readers.trace_event.tsl import ChromeMapping, is_tsl
 
 
-def read_file(path: Path, use_c: bool = True) -> TraceEventFile:
-    """One file's columns: through the C decoder (a `.json.gz` streamed into it), else, where it
-    declines or `use_c` is off, through msgspec with every repair (parse.py)."""
+def read_file(path: ProfileFile, use_c: bool = True) -> TraceEventFile:
+    """One file's columns (or a profile held in memory's: the same code reads its bytes): through the C
+    decoder (a `.json.gz` streamed into it), else, where it declines or `use_c` is off, through msgspec
+    with every repair (parse.py)."""
     declined = None
-    data = None
     if use_c:
-        try:
-            with open(path, "rb") as handle:
-                magic = handle.read(2)
-        except OSError:
-            magic = b""  # the whole-file read below says what is wrong
+        magic = _magic(path)
         if magic == GZIP_MAGIC:
             result = native.read_gzip(path)
         elif magic:
-            result = _read_mapped(path)
+            result = _read_plain(path)
         else:
             result = native.Declined("the file cannot be read")
         if isinstance(result, TraceEventFile):
             return result
         declined = result.reason
-    if data is None:
-        # OS and gzip errors as ProfileErrors; gunzipped as a stream, its leading blanks skipped.
-        data, gzip_cut = read_profile_bytes(path, skip_leading_blanks=True)
-        data, inner_cut = read_json_bytes(path, data)
-        cut = gzip_cut or inner_cut
-    else:
-        cut = False
-    file = read_trace_events(path, data, cut)
+    # OS and gzip errors as ProfileErrors; gunzipped as a stream, its leading blanks skipped.
+    data, gzip_cut = read_profile_bytes(path, skip_leading_blanks=True)
+    data, inner_cut = read_json_bytes(path, data)
+    file = read_trace_events(path, data, gzip_cut or inner_cut)
     if declined is not None:
         file.decoder = f"msgspec ({declined})"
     return file
 
 
-def _read_mapped(path: Path) -> TraceEventFile | native.Declined:
+def _magic(path: ProfileFile) -> bytes:
+    """The first two bytes (b"" when unreadable: the whole-file read then says what is wrong)."""
+    if isinstance(path, MemoryFile):
+        return path.data[:2]
+    try:
+        with open(path, "rb") as handle:
+            return handle.read(2)
+    except OSError:
+        return b""
+
+
+def _read_plain(path: ProfileFile) -> TraceEventFile | native.Declined:
     """A plain file through the C decoder straight from the page cache (files.map_file: mapped, not
-    copied, with its known limit); the mapping is closed before the columns are made, so the peak
-    holds one of them."""
-    mapped = map_file(path)
-    if mapped is None:  # empty or unmappable: the whole-file read says what it is
-        return native.Declined("the file cannot be mapped")
-    with mapped:
-        if hasattr(mmap, "MADV_SEQUENTIAL"):
-            mapped.madvise(mmap.MADV_SEQUENTIAL)
-        read = _feed_mapped(path, mapped)
+    copied, with its known limit), a profile held in memory from its own bytes; a mapping is closed
+    before the columns are made, so the peak holds one of them."""
+    if isinstance(path, MemoryFile):
+        read = _feed_buffer(path, path.data)
+    else:
+        mapped = map_file(path)
+        if mapped is None:  # empty or unmappable: the whole-file read says what it is
+            return native.Declined("the file cannot be mapped")
+        with mapped:
+            if hasattr(mmap, "MADV_SEQUENTIAL"):
+                mapped.madvise(mmap.MADV_SEQUENTIAL)
+            read = _feed_buffer(path, mapped)
     return read if isinstance(read, native.Declined) else native.file_of(path, read)
 
 
-def _feed_mapped(path: Path, mapped: mmap.mmap) -> Any:
-    """The decoder after the mapped text, every view of the mapping released (so it can close)."""
-    with memoryview(mapped) as view:
+def _feed_buffer(path: ProfileFile, buffer: mmap.mmap | bytes) -> Any:
+    """The decoder after the text of `buffer`, every view of it released (so a mapping can close)."""
+    with memoryview(buffer) as view:
         try:
             text = _utf8_text(path, view)
         except ProfileError:  # blank or undecodable: the whole-file read raises it
@@ -92,7 +98,7 @@ def _choose(file: TraceEventFile, kineto: KinetoMapping | None = None) -> Mappin
 
 
 def load_trace_event_files(
-    files: list[Path], progress: ProgressCallback | None = None, strict: bool = False
+    files: Sequence[ProfileFile], progress: ProgressCallback | None = None, strict: bool = False
 ) -> Trace:
     """Loads trace-event JSON files (one per host or rank) into one Trace. Records that fail their
     checks are dropped and a document cut short loads the records before the cut, each said in

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import functools
 import threading
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -24,8 +25,8 @@ from tpuscope.model.narrowing import narrow_integers
 from tpuscope.model.stats import StatColumn, StatTable
 from tpuscope.model.trace import EventMetadataTable, Plane, Trace, Track
 from tpuscope.readers import host_from_filename
-from tpuscope.readers.files import GZIP_MAGIC, map_file, read_profile_bytes, release_mapped
-from tpuscope.readers.registry import ProgressCallback, report_progress
+from tpuscope.readers.files import GZIP_MAGIC, map_file, profile_size, read_profile_bytes, release_mapped
+from tpuscope.readers.registry import ProfileFile, ProgressCallback, report_progress, source_of
 from tpuscope.readers.xla_dialect import XPLANE_DIALECT, plane_identity, track_kind
 from tpuscope.readers.xplane.decode import (
     DecodedLine,
@@ -39,31 +40,31 @@ from tpuscope.readers.xplane.foreign import describe_foreign_format
 
 
 def load_xplane_files(
-    files: list[Path], progress: ProgressCallback | None = None, strict: bool = False
+    files: Sequence[ProfileFile], progress: ProgressCallback | None = None, strict: bool = False
 ) -> Trace:
     """One Trace from a run's XPlane files (one per host). A file cut short loads what precedes the
     cut and `Trace.load_warnings` says what is missing; with `strict` it is a ProfileError instead,
     as is a cut file with no event."""
-    spaces: list[tuple[Path, DecodedSpace]] = []
+    spaces: list[tuple[ProfileFile, DecodedSpace]] = []
     preparer = _LinePreparer()
     load_warnings: list[str] = []
     losses: list[Loss] = []  # each cut or left-out file, measured in (uncompressed) bytes
     whole_bytes = 0  # of the files read whole
-    total_bytes = sum(_size(f) for f in files) or 1
+    total_bytes = sum(profile_size(f) for f in files) or 1
     read_so_far = 0
     for file in files:
-        file_share = _size(file) / total_bytes
+        file_share = profile_size(file) / total_bytes
 
         def on_line(done: int, total: int, base=read_so_far / total_bytes, share=file_share, name=file.name):
             report_progress(progress, 0.9 * (base + share * done / total), f"decoding {name}")
 
         # The file's bytes live only inside _decode: freed before the next file and the assembly.
         space = _decode_file(file, on_line, preparer)
-        read_so_far += _size(file)
+        read_so_far += profile_size(file)
         truncation = space.truncation
         if truncation is None:
             spaces.append((file, space))
-            whole_bytes += _size(file)
+            whole_bytes += profile_size(file)
             continue
         cut = truncation.sentence()
         if strict:
@@ -101,28 +102,22 @@ def load_xplane_files(
     return trace
 
 
-def _size(path: Path) -> int:
-    try:
-        return path.stat().st_size
-    except OSError:
-        return 0
-
-
 # Below this size a plain read costs about what mapping does; above it the file is mapped.
 _MAP_MIN_BYTES = 4 << 20
 # describe_foreign_format and looks_utf8_reencoded look at most at the first 1 MiB.
 _SNIFF_BYTES = 1 << 20
 
 
-def _decode_file(file: Path, on_line, preparer: _LinePreparer | None = None) -> DecodedSpace:
-    """Decodes one file: big uncompressed files from a read-only map of it, others from their bytes.
+def _decode_file(file: ProfileFile, on_line, preparer: _LinePreparer | None = None) -> DecodedSpace:
+    """Decodes one file: big uncompressed files from a read-only map of it, others from their bytes;
+    a profile held in memory from its own bytes (no copy, no file). One decoder for all three.
 
     Why map: see tpuscope.readers.files.map_file. Each decoded plane's pages
     are dropped from the map as the decode moves on, so the file's share of
     the peak is about one plane, not the whole file. Any failure to map, and
     every gzip file, goes through read_profile_bytes, which owns the errors.
     """
-    mapped = map_file(file) if _size(file) >= _MAP_MIN_BYTES else None
+    mapped = map_file(file) if isinstance(file, Path) and profile_size(file) >= _MAP_MIN_BYTES else None
     if mapped is None or mapped[:2] == GZIP_MAGIC:
         if mapped is not None:
             mapped.close()
@@ -138,7 +133,7 @@ def _decode_file(file: Path, on_line, preparer: _LinePreparer | None = None) -> 
 
 
 def _decode(
-    file: Path, data, ends_early: bool, on_line, release=None, preparer: _LinePreparer | None = None
+    file: ProfileFile, data, ends_early: bool, on_line, release=None, preparer: _LinePreparer | None = None
 ) -> DecodedSpace:
     foreign = describe_foreign_format(bytes(data[:_SNIFF_BYTES]))
     if foreign is not None:
@@ -203,11 +198,13 @@ class _LinePreparer:
 
 
 def assemble(
-    spaces: list[tuple[Path, DecodedSpace]], on_plane=None, prepared: dict[int, _PreparedLine] | None = None
+    spaces: list[tuple[ProfileFile, DecodedSpace]],
+    on_plane=None,
+    prepared: dict[int, _PreparedLine] | None = None,
 ) -> Trace:
     """Builds one Trace from decoded files (one per host); `on_plane(done, total)` after each plane.
     `prepared`: the lines the decoder hook of their load already put in order (_LinePreparer)."""
-    trace = Trace(sources=[f for f, _ in spaces], dialect=XPLANE_DIALECT)
+    trace = Trace(sources=[source_of(f) for f, _ in spaces], dialect=XPLANE_DIALECT)
     prepared = prepared or {}
     dropped = sum(
         _drop_out_of_range(line) for _, space in spaces for p in space.planes for line in p.lines
@@ -286,7 +283,7 @@ def _drop_out_of_range(line: DecodedLine) -> int:
     return int(out.sum())
 
 
-def _check_line_times(file: Path, space: DecodedSpace, origin_ns: int) -> None:
+def _check_line_times(file: ProfileFile, space: DecodedSpace, origin_ns: int) -> None:
     for plane in space.planes:
         for line in plane.lines:
             if abs((line.timestamp_ns - origin_ns) * 1000) >= _MAX_LINE_SHIFT_PS:
@@ -295,12 +292,12 @@ def _check_line_times(file: Path, space: DecodedSpace, origin_ns: int) -> None:
                 )
 
 
-def _host_names(spaces: list[tuple[Path, DecodedSpace]]) -> list[str]:
+def _host_names(spaces: list[tuple[ProfileFile, DecodedSpace]]) -> list[str]:
     claimed = [s.hostnames[0] if len(s.hostnames) == 1 else host_from_filename(f) for f, s in spaces]
     return host_labels(claimed, [host_from_filename(f) for f, _ in spaces])
 
 
-def _origin_ns(spaces: list[tuple[Path, DecodedSpace]]) -> int:
+def _origin_ns(spaces: list[tuple[ProfileFile, DecodedSpace]]) -> int:
     """The absolute time, in ns as written in the files, of the earliest event."""
     starts = [
         line.timestamp_ns + int(line.offset_ps.min()) // 1000
