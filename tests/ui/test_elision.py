@@ -34,6 +34,8 @@ def test_the_distinguishing_tail_is_kept_whole():
     shown = elide(KERNEL, _chars(60))
     assert shown.startswith("vectorized_elementwise_kernel<") and shown.endswith("std::array<char*, 1ul> >")
     assert elide(KERNEL, _chars(100)).endswith("<4, at::native::FillFunctor<float>, std::array<char*, 1ul> >")
+    assert elide("broadcast_add_fusion.1", _chars(15)) == f"broadcast_ad{ELLIPSIS}.1"  # which of the fusions
+    assert elide("ProfilerStep#12", _chars(9)) == f"Profi{ELLIPSIS}#12"
     for text in (LOCATION, ALLOCATOR, KERNEL):
         for room in range(0, 90):
             assert len(elide(text, _chars(room))) <= room

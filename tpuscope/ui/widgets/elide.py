@@ -10,6 +10,7 @@ is kept whole and the head is cut instead:
 - a C++ symbol keeps its last template arguments ("void at::native::elementwise_ker…<float, 4>"); its
   parameter list goes first, then its namespaces, then the start of its arguments
   ("elementwise_kernel<…float, 4>");
+- an op name keeps its instance number ("broadcast_add_fu….1");
 - anything else keeps its last word ("memory in use (alloc…GPU_0_bfc").
 
 `elide` is pure Python over a `fits(text)` test, so it is tested without a font; `elided` and
@@ -28,6 +29,7 @@ from PySide6.QtWidgets import QApplication, QStyle, QStyledItemDelegate, QStyleO
 ELLIPSIS = "\u2026"
 _LOCATION = re.compile(r"(?P<file>[^/\\\s]+:\d+(?::\d+)?)$")  # file.py:31 or file.py:31:7 at the end
 _WORD_BREAKS = " /\\:(,"
+_NUMBERED = re.compile(r"[.#_-]\d+$")  # XLA's and PyTorch's instance numbers: fusion.12, ProfilerStep#3
 
 
 def elide(text: str, fits: Callable[[str], bool]) -> str:
@@ -60,6 +62,9 @@ def _split(text: str) -> tuple[str, str, str]:
         separator = text[location.start() - 1]
         joiner = separator if separator in "/\\" else ""
         return text[: location.start() - len(joiner)], location.group("file"), joiner
+    numbered = _NUMBERED.search(text)
+    if numbered is not None and " " not in text and numbered.start() > 0:
+        return text[: numbered.start()], numbered.group(), ""
     symbol = _without_parameters(text)
     if symbol.endswith(">") and "<" in symbol:
         start = _template_start(symbol)
