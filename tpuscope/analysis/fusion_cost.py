@@ -27,6 +27,8 @@ from __future__ import annotations
 import math
 import re
 
+from tpuscope.analysis.diagnose.hlo_text import split_balanced
+
 # Bytes per element of XLA's primitive types (xla/xla_data.proto PrimitiveType; 4-bit types are half
 # a byte, as ShapeUtil::ByteSizeOfPrimitiveType packs them).
 ELEMENT_BYTES = {
@@ -80,19 +82,6 @@ def _bytes(shapes: list[tuple[float, list[int]]]) -> float:
     return sum(size * math.prod(dims) for size, dims in shapes)
 
 
-def _split_operands(rest: str) -> tuple[str, str]:
-    """(operand list, attributes) of the text after `opcode(`: up to the matching parenthesis."""
-    depth = 1
-    for k, char in enumerate(rest):
-        if char == "(":
-            depth += 1
-        elif char == ")":
-            depth -= 1
-            if depth == 0:
-                return rest[:k], rest[k + 1 :]
-    return rest, ""
-
-
 def instruction_cost(text: str, ridge_flops_per_byte: float = DEFAULT_RIDGE_FLOPS_PER_BYTE) -> float:
     """The instruction's estimated time in byte-equivalents, `max(FLOPs / ridge, bytes)` (module
     docstring): 0 for instructions that touch nothing of their own or whose text gives no shapes."""
@@ -102,7 +91,7 @@ def instruction_cost(text: str, ridge_flops_per_byte: float = DEFAULT_RIDGE_FLOP
     result_text, opcode, rest = head.groups()
     if opcode in _FREE_OPCODES:
         return 0.0
-    operand_text, attributes = _split_operands(rest)
+    operand_text, attributes = split_balanced("(" + rest)  # `rest` follows `opcode(`
     result, operands = _shapes(result_text), _shapes(operand_text)
     if not result:
         return 0.0

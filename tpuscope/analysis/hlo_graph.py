@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from tpuscope.analysis.diagnose.hlo_text import split_balanced
 from tpuscope.analysis.ops import OpTable, short_op_name
 from tpuscope.analysis.programs import PROGRAM_CODE
 from tpuscope.analysis.results import Result, ResultSource
@@ -144,20 +145,7 @@ def _shape_and_operands(text: str, opcode: str) -> tuple[str, list[str]]:
     at = rest.find(f" {opcode}(")
     if at < 0:
         return "", []
-    return rest[:at].strip(), _OPERAND.findall(_operand_text(rest[at + len(opcode) + 1 :]))
-
-
-def _operand_text(text: str) -> str:
-    """What lies between `(` at the start of `text` and the parenthesis that closes it."""
-    depth = 0
-    for k, char in enumerate(text):
-        if char == "(":
-            depth += 1
-        elif char == ")":
-            depth -= 1
-            if depth == 0:
-                return text[1:k]
-    return text[1:]
+    return rest[:at].strip(), _OPERAND.findall(split_balanced(rest[at + len(opcode) + 1 :])[0])
 
 
 def hlo_graph_result(program_id: int) -> Result[HloGraph | None]:

@@ -94,13 +94,13 @@ def parse_instruction(text: str) -> Instruction | None:
     opcode = _OPCODE.match(rest)
     if opcode is None:
         return None
-    operands_text, attributes = _balanced(rest[opcode.end() - 1 :])
+    operands_text, attributes = split_balanced(rest[opcode.end() - 1 :])
     return Instruction(opcode.group(1), shapes_in(result_text), shapes_in(operands_text), attributes)
 
 
 def _split_result(text: str) -> tuple[str, str]:
     if text.startswith("("):
-        inside, after = _balanced(text)
+        inside, after = split_balanced(text)
         return inside, after
     match = _SHAPE.match(text)
     if match is None:
@@ -108,8 +108,9 @@ def _split_result(text: str) -> tuple[str, str]:
     return text[: match.end()], text[match.end() :]
 
 
-def _balanced(text: str) -> tuple[str, str]:
-    """Splits `(...)rest` at the parenthesis that closes the first one."""
+def split_balanced(text: str) -> tuple[str, str]:
+    """Splits `(...)rest` at the parenthesis that closes the first one: (what is inside, the rest).
+    The one reading of an instruction's operand list (this parser, the HLO graph, the fusion cost)."""
     depth = 0
     for k, char in enumerate(text):
         if char == "(":
