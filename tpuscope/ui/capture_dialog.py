@@ -44,6 +44,7 @@ from tpuscope.capture.grpc_client import TracerLevels
 from tpuscope.capture.session import CaptureResult, CaptureSettings, capture
 from tpuscope.capture.ssh import SshOptions, trust_host_key
 from tpuscope.capture.targets import parse_ssh_host, parse_targets
+from tpuscope.ui.gui_wording import for_dialog
 
 PRESETS_GROUP = "capture/presets"
 LAST_GROUP = "capture/last"
@@ -55,6 +56,25 @@ SAVED_KEYS = ("targets", "duration_s", "delay_s", "host_level", "device_level", 
 DEFAULT_TPU_TARGET = "localhost:9012"
 TPU_COLUMNS = ("Name", "Zone", "Accelerator", "State")
 _PROGRESS_STEPS = 1000
+# What each tracer level records, after the profiler's own option docs: jax.profiler.ProfileOptions and
+# https://www.tensorflow.org/api_docs/python/tf/profiler/experimental/ProfilerOptions
+HOST_LEVEL_TIP = (
+    "Host (CPU) tracer level: what is recorded on the host.\n"
+    "0: nothing from the host.\n"
+    "1: critical events only: your own annotations (jax.profiler.TraceAnnotation, TraceMe).\n"
+    "2 (default): also the program's execution, like the expensive XLA operations.\n"
+    "3: verbose: also the cheap, low-level operations (more events, larger files)."
+)
+DEVICE_LEVEL_TIP = (
+    "Device (TPU/GPU) tracer level.\n"
+    "0: the accelerator is not traced.\n"
+    "1 (default): the kernels, ops and transfers on each TPU or GPU are recorded."
+)
+PYTHON_LEVEL_TIP = (
+    "Python tracer level.\n"
+    "0 (default): Python function calls are not recorded.\n"
+    "1: every Python function call is recorded (slows the program down while it records)."
+)
 
 
 def default_logdir() -> Path:
@@ -186,9 +206,9 @@ class CaptureDialog(QDialog):
         self.timeout = self._seconds(0.0, 3600, 0.0, "How long to wait for the answers after the window "
                                      "(0: automatic, max(60 s, duration))")  # fmt: skip
         self.timeout.setSpecialValueText("automatic")
-        self.host_level = self._level(3, 2, "Host tracer: 0 off, 1 user annotations, 2 default, 3 verbose")
-        self.device_level = self._level(1, 1, "Device tracer: 0 off, 1 on")
-        self.python_level = self._level(1, 0, "Python tracer: 0 off, 1 on (slows the program down)")
+        self.host_level = self._level(3, 2, HOST_LEVEL_TIP)
+        self.device_level = self._level(1, 1, DEVICE_LEVEL_TIP)
+        self.python_level = self._level(1, 0, PYTHON_LEVEL_TIP)
         self.logdir = QLineEdit(self)
         browse_logdir = QPushButton("Browse\u2026", self)
         browse_logdir.clicked.connect(self._browse_logdir)
@@ -204,7 +224,9 @@ class CaptureDialog(QDialog):
             ("python", self.python_level),
         )
         for label, box in level_boxes:
-            levels.addWidget(QLabel(label, self))
+            name = QLabel(label, self)
+            name.setToolTip(box.toolTip())  # the words explain the level too, not only the spin box
+            levels.addWidget(name)
             levels.addWidget(box)
         levels.addStretch(1)
         form.addRow("Tracer levels:", self._wrap(levels))
@@ -232,6 +254,7 @@ class CaptureDialog(QDialog):
         self.progress = QProgressBar(self)
         self.progress.setRange(0, _PROGRESS_STEPS)
         self.progress.setValue(0)
+        self.progress.hide()  # an idle "0%" bar says nothing; it shows once a capture starts
         self.status = QLabel("", self)
         self.status.setWordWrap(True)
         self.buttons = QDialogButtonBox(self)
@@ -562,6 +585,7 @@ class CaptureDialog(QDialog):
     def _run(self, settings: CaptureSettings) -> None:
         self.capture_result = None
         self.progress.setValue(0)
+        self.progress.show()
         self._show_status("connecting\u2026")
         self._set_editing(False)
         worker = CaptureWorker(settings, self, tpu=self.tpu_request())
@@ -606,6 +630,7 @@ class CaptureDialog(QDialog):
         self._finish_worker()
         self._set_editing(True)
         self.progress.setValue(0)
+        self.progress.hide()
         self._show_status(message, error=error)
 
     def _on_unknown_host(self, error: UnknownHostKey) -> None:
@@ -624,13 +649,13 @@ class CaptureDialog(QDialog):
 
     def show_missing(self, missing: list[str]) -> None:
         """Names the workers left out of a slice capture (the others are saved and opened)."""
-        QMessageBox.warning(self, "Some workers were not captured", "\n\n".join(missing))
+        QMessageBox.warning(self, "Some workers were not captured", for_dialog("\n\n".join(missing)))
 
     def ask_trust(self, error: UnknownHostKey) -> bool:
         """Asks whether to add an unknown SSH host key to known_hosts, showing its fingerprint."""
         answer = QMessageBox.question(
             self, "Unknown SSH host",
-            f"{error}\n\nTrust {error.hostname} with key {error.fingerprint} and add it to "
+            f"{for_dialog(str(error))}\n\nTrust {error.hostname} with key {error.fingerprint} and add it to "
             f"{error.known_hosts_file}?",
         )  # fmt: skip
         return answer == QMessageBox.StandardButton.Yes
@@ -661,7 +686,7 @@ class CaptureDialog(QDialog):
         self.cancel_button.setText("Close" if enabled else "Cancel")
 
     def _show_status(self, message: str, error: bool = False) -> None:
-        self.status.setText(message)
+        self.status.setText(for_dialog(message))
         self.status.setStyleSheet("color: #c0392b;" if error else "")
 
     def done(self, code: int) -> None:  # closing the dialog (Esc, window close) stops a running capture
