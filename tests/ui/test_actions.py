@@ -68,6 +68,7 @@ def test_every_menu_item_is_built_from_a_record_of_the_table(qtbot, settings):
 def test_each_shortcut_belongs_to_one_command_and_is_bound_to_its_item(qtbot, settings):
     window = MainWindow(settings)
     qtbot.addWidget(window)
+    window.router.build_body()  # the Details dock, whose own action takes the table's key
     keys = [shortcut_text(a.shortcut) for a in ACTIONS if a.shortcut is not None]
     bound = [key for key in keys if key]  # a platform may bind none to a standard key (Quit offscreen)
     assert len(bound) == len(set(bound))

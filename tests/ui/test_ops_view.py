@@ -75,13 +75,16 @@ def test_selecting_a_row_highlights_its_events_and_steps_through_them(view, qtbo
     ends = np.concatenate([t.end_ps[i] for t, i in events])[
         np.argsort(np.concatenate([t.start_ps[i] for t, i in events]), kind="stable")
     ]
-    zooms = []
+    zooms, shown = [], []
     view.zoomRequested.connect(lambda t0, t1: zooms.append((t0, t1)))
+    view.occurrenceShown.connect(lambda track, index, t0, t1: shown.append((track, index, t0, t1)))
     qtbot.mouseClick(view.stepper.next_button, Qt.MouseButton.LeftButton)
     qtbot.mouseClick(view.stepper.next_button, Qt.MouseButton.LeftButton)
     qtbot.mouseClick(view.stepper.previous_button, Qt.MouseButton.LeftButton)
-    assert len(zooms) == 3
-    for (t0, t1), k in zip(zooms, (0, 1, 0), strict=True):
+    assert zooms == []  # stepping stays in the view (issue 37)
+    assert len(shown) == 3
+    for (track, index, t0, t1), k in zip(shown, (0, 1, 0), strict=True):
+        assert int(track.start_ps[index]) == starts[k]  # the k-th occurrence in time order
         assert t0 < starts[k] and t1 > ends[k]  # the occurrence, with a margin
         assert t1 - t0 < 2 * (ends[k] - starts[k]) + 4000
     assert "1 of 400" in view.stepper.occurrence_label.text()

@@ -127,7 +127,7 @@ ACTIONS: tuple[Action, ...] = (
            shortcut="Ctrl+Shift+P", group="link"),
     Action("view.copy_link", "Copy &Link", VIEW, "copy_link", shortcut="Ctrl+Shift+L", group="link"),
     *_go_to_actions(),
-    Action("view.details", "Details", VIEW, group="panels", provided=True),
+    Action("view.details", "Details", VIEW, shortcut="Ctrl+Shift+D", group="panels", provided=True),
     # Help
     Action("help.keys", "&Keys", HELP, "show_keys", shortcut="F1"),
     Action("help.docs", f"&Documentation{ELLIPSIS}", HELP, "show_documentation"),
@@ -226,6 +226,8 @@ class BuiltMenus(QObject):
         later = records[records.index(record) + 1 :]
         before = next((self.actions[a.id] for a in later if a.id in self.actions), None)
         built.setObjectName(action_id)
+        if record.shortcut is not None:  # the table's key, so the Keys page and the menu agree
+            built.setShortcut(QKeySequence(record.shortcut))
         menu = self.menus[record.menu]
         if before is None:
             menu.addAction(built)

@@ -11,8 +11,7 @@ from __future__ import annotations
 import html
 
 import numpy as np
-from PySide6.QtCore import QSettings, Qt, Signal
-from PySide6.QtGui import QCloseEvent
+from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import QDockWidget, QMainWindow, QTextBrowser, QWidget
 
 from tpuscope.analysis.area_pivot import AreaPivot
@@ -33,7 +32,6 @@ DETAILS_START_WIDTH_PX = 360  # room for stat names such as `raw_bytes_accessed`
 MAX_STAT_TEXT = 2000  # characters of one stat value shown (long HLO texts and source stacks)
 MAX_FUSED_SHOWN = 200  # instructions of a fusion listed; a large fusion's rest is counted
 GRAPH_LINK = "graph:"  # the "Show in graph" link of an op's code
-DETAILS_OPEN_KEY = "details/open"  # the user's last choice: open the dock when it has something to show
 
 
 def format_stat(name: str, value: object) -> str:
@@ -249,41 +247,28 @@ class DetailsPanel(QTextBrowser):
 
 
 class DetailsDock(QDockWidget):
-    """The Details dock: closed until the panel has something to show, then open unless the user
-    closed it before (issue 23: an empty dock took a quarter of a laptop's width).
+    """The Details dock: closed until the panel has something to show, then open (issue 23: an empty
+    dock took a quarter of a laptop's width).
 
-    The user's choice (the dock's close button, or View > Details) is kept in the settings under
-    `DETAILS_OPEN_KEY`; the window hiding or restoring the dock is not a choice and changes nothing.
+    Closing it hides it until the user selects something again: then it opens for what they picked
+    (issue 37: a dock closed once stayed closed for good, and a selection seemed to do nothing).
+    View > Details (Ctrl+Shift+D) opens and closes it too.
     """
 
-    def __init__(self, panel: DetailsPanel, settings: QSettings, parent: QMainWindow):
+    def __init__(self, panel: DetailsPanel, parent: QMainWindow):
         super().__init__("Details", parent)
         self.setObjectName("details")
         self.setWidget(panel)
-        self.settings = settings
         self._sized = False
         panel.contentShown.connect(self.reveal)
-        self.toggleViewAction().triggered.connect(self._remember)
         self.hide()
 
-    def user_wants_it(self) -> bool:
-        value = self.settings.value(DETAILS_OPEN_KEY, True)
-        return value not in (False, "false", "0", 0)
-
     def reveal(self) -> None:
-        """Opens the dock for what the panel now shows, unless the user closed it."""
-        if self.isVisible() or not self.user_wants_it():
+        """Opens the dock for what the panel now shows (the user selected it)."""
+        if self.isVisible():
             return
         self.show()
         window = self.parent()
         if not self._sized and isinstance(window, QMainWindow) and not self.isFloating():
             self._sized = True
             window.resizeDocks([self], [DETAILS_START_WIDTH_PX], Qt.Orientation.Horizontal)
-
-    def _remember(self, checked: bool) -> None:
-        self.settings.setValue(DETAILS_OPEN_KEY, bool(checked))
-
-    def closeEvent(self, event: QCloseEvent) -> None:
-        """The dock's close button: the user does not want it (View > Details brings it back)."""
-        self._remember(False)
-        super().closeEvent(event)

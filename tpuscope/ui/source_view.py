@@ -348,9 +348,11 @@ class SourceView(View):
             f"{lines:,} source line(s) in {len(files):,} file(s) hold {share:.1f}% of device self time "
             f"({format_duration(total)}); pick a line to see its file and outline its ops."
         )
-        first = next((r for r, n in enumerate(table.names()) if split_line(n) is not None), None)
+        # The biggest line's file is shown, but no row is selected: a selection would outline its ops
+        # over the op the user picked elsewhere, and opening a tab must not change it (issue 37).
+        first = next((where for n in table.names() if (where := split_line(n)) is not None), None)
         if first is not None:
-            self.lines_view.selectRow(first)
+            self.show_file(*first)
 
     # --- source roots -----------------------------------------------------------------------------
     def _remembered_root(self) -> SourceRoot | None:

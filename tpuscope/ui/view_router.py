@@ -124,7 +124,7 @@ class ViewRouter(QObject):
         self._hub.subscribe(MEMORY_COUNTERS, self._timeline.set_counters)
 
         self._details = DetailsPanel(host, self._hub)
-        self._details_dock = DetailsDock(self._details, self._settings, host)  # opens with content
+        self._details_dock = DetailsDock(self._details, host)  # opens with content
         host.addDockWidget(Qt.DockWidgetArea.RightDockWidgetArea, self._details_dock)
         host.restoreDockWidget(self._details_dock)  # where the user had it (the window state is restored)
         self._details_dock.hide()  # nothing to show yet: it opens with the first event or range shown
@@ -257,6 +257,7 @@ class ViewRouter(QObject):
         view.eventPicked.connect(self.details.show_event)
         view.opsOutlined.connect(self.outline_ops)
         view.queryTracksChanged.connect(self.timeline.set_query_tracks)
+        view.occurrenceShown.connect(self.show_occurrence)
         view.catch_up()
         if self._outlined_ops:
             view.outline_ops(self._outlined_ops)
@@ -466,6 +467,14 @@ class ViewRouter(QObject):
     def zoom_timeline(self, t0_ps, t1_ps) -> None:
         self.show(TIMELINE)
         self.timeline.zoom_to_range(float(t0_ps), float(t1_ps), margin=0.0)
+
+    def show_occurrence(self, track: Track, index: int, t0_ps, t1_ps) -> None:
+        """One occurrence stepped to in a view (Previous/Next): the timeline's selected event (drawn
+        apart from the op's other, outlined occurrences) and moved there, and the event in Details,
+        without leaving the view the user steps in (issue 37); the Timeline tab shows it when chosen."""
+        self.timeline.zoom_to_range(float(t0_ps), float(t1_ps), margin=0.0)
+        self.timeline.scroll_to_track(track)
+        self.timeline.select_event(track, index)  # eventSelected: Details follows
 
     def show_event_details(self, track: Track | None, index: int) -> None:
         if track is None:

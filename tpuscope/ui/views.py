@@ -62,7 +62,9 @@ class View(QWidget):
     target)` to bring view `key` to the front and `select` `target` there (None: just show it),
     `eventPicked(track, index)` to show one event (an op the user picked) in the Details dock,
     `opsOutlined(names)` to mark ops (by name) in every view that lists ops (`outline_ops`),
-    `queryTracksChanged(tracks)` to pin these query results on the timeline (a list of `QueryTrack`).
+    `queryTracksChanged(tracks)` to pin these query results on the timeline (a list of `QueryTrack`),
+    `occurrenceShown(track, index, t0_ps, t1_ps)` to make one event the current one (Previous/Next):
+    selected on the timeline and in Details, the timeline moved to t0..t1, the tab left as it is.
     """
 
     highlightRequested = Signal(object)
@@ -72,6 +74,7 @@ class View(QWidget):
     trackRequested = Signal(object)
     openRequested = Signal(str, object)
     queryTracksChanged = Signal(object)
+    occurrenceShown = Signal(object, int, object, object)
 
     def __init__(self, hub: AnalysisHub | None = None, parent: QWidget | None = None):
         super().__init__(parent)

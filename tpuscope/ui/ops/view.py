@@ -5,7 +5,7 @@ charts (`tpuscope.ui.ops.charts`) and the occurrence stepper (`tpuscope.ui.ops.s
 widgets of their own; this module puts them together and wires them to the pickers.
 
 The view knows nothing about the timeline: it asks for highlights and zooms through signals that
-the main window connects (`highlightRequested`, `zoomRequested`). Its op tables and step
+the main window connects (`highlightRequested`, `zoomRequested`, `occurrenceShown`). Its op tables and step
 breakdowns are the shared ones (`AnalysisHub`): computed once per trace, device and grouping, in a
 worker thread, and only once the view is first shown (a hidden tab costs nothing).
 """
@@ -159,7 +159,7 @@ class OpsView(View):
         self.table_view.doubleClicked.connect(lambda _: self.next_occurrence())
         self.table_view.setContextMenuPolicy(Qt.ContextMenuPolicy.CustomContextMenu)
         self.table_view.customContextMenuRequested.connect(self._row_menu)
-        self.stepper.zoomRequested.connect(self.zoomRequested)
+        self.stepper.stepped.connect(self.occurrenceShown)  # Previous/Next stay in this tab
         self.follow_trace(self._on_trace)
 
     # --- input ----------------------------------------------------------------------------------
