@@ -62,7 +62,7 @@ class MainWindow(QMainWindow):
 
         self.welcome = WelcomePage(self)
         self._first_paint = _FirstPaint(self.welcome, self._on_first_paint)
-        self.router = ViewRouter(self, self.settings, self.welcome)
+        self.router = ViewRouter(self, self.welcome)
         self.router.bodyBuilt.connect(self._on_body_built)
         self.router.resultShown.connect(self._on_result_shown)
         self.router.rangeSummarized.connect(self.rangeSummarized)

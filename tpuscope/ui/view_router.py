@@ -24,7 +24,7 @@ from collections.abc import Iterator, MutableMapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from PySide6.QtCore import QObject, QSettings, Qt, QThread, Signal
+from PySide6.QtCore import QObject, Qt, QThread, Signal
 from PySide6.QtWidgets import QLabel, QMainWindow, QStackedWidget, QTabWidget, QVBoxLayout, QWidget
 
 from tpuscope.ui.notice_bar import NoticeBar
@@ -55,10 +55,9 @@ class ViewRouter(QObject):
     resultShown = Signal(object)  # the LoadResult every view now shows
     rangeSummarized = Signal(object)  # the AreaPivot shown in the details panel
 
-    def __init__(self, host: QMainWindow, settings: QSettings, welcome: QWidget):
+    def __init__(self, host: QMainWindow, welcome: QWidget):
         super().__init__(host)
         self._host = host
-        self._settings = settings
         self.trace: Trace | None = None
         self.path: Path | str | None = None  # the profile or run shown (a URL stays a string)
         self.selected_range: tuple[int, int] | None = None  # the Shift+drag range on the timeline
