@@ -149,6 +149,16 @@ def _cell(table: QTextTable, row: int, column: int) -> str:
     return cursor.selectedText().replace("\u2060", "").replace("\u2029", "\n").replace("\u2028", "\n")
 
 
+def _cell_full_text(table: QTextTable, row: int, column: int) -> str:
+    """A cell's whole text: the tooltip of a cell cut to fit the pane's width, else what it shows."""
+    shown = _cell(table, row, column)
+    if shown.endswith("\u2026"):
+        cursor = table.cellAt(row, column).firstCursorPosition()
+        cursor.movePosition(cursor.MoveOperation.NextCharacter)
+        return cursor.charFormat().toolTip()
+    return shown
+
+
 def test_list_of_dict_metrics_render_as_a_table_one_row_per_item(qtbot, view, traces):
     """TPU warm-up compilations: the per-function list is a grid with units in the headers."""
     trace = traces[TPU_TRACE]
@@ -165,7 +175,7 @@ def test_list_of_dict_metrics_render_as_a_table_one_row_per_item(qtbot, view, tr
     for r, item in enumerate(functions, start=1):
         assert _cell(table, r, keys.index("function")) == item["function"]
         assert _cell(table, r, keys.index("compile_ms")) == format_number(item["compile_ms"], "compile_ms")
-        assert _cell(table, r, keys.index("arguments")) == ", ".join(item["arguments"])
+        assert _cell_full_text(table, r, keys.index("arguments")) == ", ".join(item["arguments"])
     # Scalars stay in the key/value "Numbers" table, with their unit after the number.
     text = view.detail.toPlainText()
     assert f"compile\n{format_number(view.current_finding.metrics['compile_ms'], 'compile_ms')} ms" in text
@@ -233,3 +243,43 @@ def test_code_spans_render_as_code_not_backticks(qtbot, view, traces):
     assert code in shown
     assert f"<code>{code}</code>" in finding_html(finding)
     assert "monospace" in view.detail.toHtml() or "Courier" in view.detail.toHtml()
+
+
+# A table row at most this many default-font lines tall: a header of two or three short lines.
+MAX_ROW_LINES = 4
+
+
+@pytest.mark.parametrize("path", [GPU_TRACE, TPU_TRACE], ids=["mi300x", "tpu"])
+def test_tables_fit_a_1280_pane_one_short_row_per_item(qtbot, traces, path):
+    """At 1280x720 (issue 37) no row wraps "Waits for" into a tall, mostly blank row and no column
+    is cut at the right: long cells are one line ending in an ellipsis, the whole text in the tooltip."""
+    view = show_exposed(qtbot, DiagnosticsView(), 1280, 720)
+    try:
+        _load(qtbot, view, traces[path])
+        line = view.detail.fontMetrics().lineSpacing()
+        cut = 0
+        for row in range(len(view.report.findings)):
+            view.findings.setCurrentRow(row)
+            document = view.detail.document()
+            layout = document.documentLayout()
+            assert document.size().width() <= view.detail.viewport().width()
+            for table in _tables(document):
+                assert layout.frameBoundingRect(table).right() <= view.detail.viewport().width()
+                for r in range(table.rows()):
+                    cells = [table.cellAt(r, c) for c in range(table.columns())]
+                    height = max(
+                        layout.blockBoundingRect(cell.lastCursorPosition().block()).bottom()
+                        - layout.blockBoundingRect(cell.firstCursorPosition().block()).top()
+                        for cell in cells
+                    )
+                    assert height <= MAX_ROW_LINES * line, (view.report.findings[row].id, r)
+                    for c in range(table.columns()):
+                        if _cell(table, r, c).endswith("\u2026"):
+                            cut += 1
+                            full = _cell_full_text(table, r, c)
+                            shown = _cell(table, r, c)[:-1].replace("\xa0", " ").rstrip()
+                            assert full.startswith(shown) and len(full) > len(shown)
+        if path == TPU_TRACE:  # the async wait's "waits for" sentences are longer than their column
+            assert cut > 0
+    finally:
+        view.shutdown()

@@ -18,6 +18,7 @@ import re
 from typing import TYPE_CHECKING
 
 from PySide6.QtCore import Qt, QUrl, Signal
+from PySide6.QtGui import QFontMetrics
 from PySide6.QtWidgets import (
     QLabel,
     QListView,
@@ -76,8 +77,11 @@ class DiagnosticsView(View):
         self.findings.itemSelectionChanged.connect(self._on_selection_changed)
         self.findings.itemClicked.connect(self._on_clicked)
         self.findings.itemDoubleClicked.connect(lambda _item: self._zoom_to_finding())
-        self.detail = QTextBrowser()
+        self.detail = _DetailBrowser()
         self.detail.setOpenLinks(False)
+        # The tables are laid out again for a new width, once the resize is over (queued: rendering
+        # inside the resize event nested one page into another).
+        self.detail.widthChanged.connect(self._on_current_changed, Qt.ConnectionType.QueuedConnection)
         self.detail.anchorClicked.connect(self._on_link)
 
         # What each rule looked at, collapsed under the findings: "No problems found" with its numbers.
@@ -197,10 +201,12 @@ class DiagnosticsView(View):
             return None
         return self.report.findings[row]
 
-    def _on_current_changed(self, _row: int) -> None:
+    def _on_current_changed(self, _row: int = 0) -> None:
         finding = self.current_finding
         if finding is not None:
-            self.detail.setHtml(finding_html(finding))
+            scroll = self.detail.verticalScrollBar().value()
+            self.detail.setHtml(finding_html(finding, self.detail.width_chars()))
+            self.detail.verticalScrollBar().setValue(scroll)
 
     def _on_selection_changed(self) -> None:
         # Qt changes the selection before the current row: read the row from the selection.
@@ -297,8 +303,32 @@ def _cost_html(finding: Finding) -> str:
     return f"<p>{cost}: {code_spans_html(finding.impact.basis)}</p>"
 
 
-def finding_html(finding: Finding) -> str:
-    """The detail pane: title, explanation, numbers, advice, evidence links (code spans as <code>)."""
+class _DetailBrowser(QTextBrowser):
+    """The detail pane; says when its width changes, so that its tables are laid out for the new one."""
+
+    widthChanged = Signal()
+
+    def resizeEvent(self, event) -> None:  # noqa: N802 - Qt's name
+        super().resizeEvent(event)
+        if event.oldSize().width() != event.size().width():
+            self.widthChanged.emit()
+
+    def width_chars(self) -> int:
+        """How many characters of the tables' small font fit across the pane (digits, the widest)."""
+        font = self.document().defaultFont()
+        font.setPointSizeF(font.pointSizeF() * SMALL_FONT_SCALE)
+        metrics = QFontMetrics(font)
+        char_px = max(metrics.averageCharWidth(), metrics.horizontalAdvance("0"), 1)
+        margins = 2 * int(self.document().documentMargin()) + self.verticalScrollBar().sizeHint().width()
+        return max(MIN_TABLE_CHARS, (self.viewport().width() - margins) // char_px)
+
+
+def finding_html(finding: Finding, width_chars: int | None = None) -> str:
+    """The detail pane: title, explanation, numbers, advice, evidence links (code spans as <code>).
+
+    With `width_chars` (how many characters fit across the pane), each table's long cells are cut to
+    one line that fits, the full text in their tooltip, instead of wrapping into rows hundreds of
+    pixels tall at laptop widths (issue 37)."""
     esc = html.escape
     code = code_spans_html
     out = [
@@ -320,7 +350,7 @@ def finding_html(finding: Finding) -> str:
         out.append("</table>")
     for key, rows in records.items():
         out.append(f"<h4>{esc(_label(key)[0].capitalize())} ({len(rows)})</h4>")
-        out.append(records_table_html(rows))
+        out.append(records_table_html(rows, width_chars))
     if finding.advice:
         out.append("<h4>What to do</h4><ul>")
         out.extend(f"<li>{code(a)}</li>" for a in finding.advice)
@@ -355,6 +385,19 @@ _WORD_JOINER = "\u2060"
 # Column headers are broken into lines of about this many characters (between words).
 HEADER_LINE_CHARS = 12
 _BRACKETED = re.compile(r"\[[^\[\]]*\]")
+# Qt's rich text sets font-size:small at 1/1.2 of the default size (QTextHtmlParser: "small" is one
+# step below "medium", and each step is a factor of 1.2, as in CSS 2's font-size keywords).
+SMALL_FONT_SCALE = 1 / 1.2
+# A table is never squeezed below this many characters in all (our heuristic: two readable columns).
+MIN_TABLE_CHARS = 40
+# Characters each column costs besides its text: cell padding (3 px a side) and the border.
+COLUMN_PADDING_CHARS = 2
+# A cut cell keeps at least this many characters, so that what it names is still recognizable.
+MIN_CELL_CHARS = 8
+# The first column, the row's name, keeps up to this many characters before the others are cut
+# (our heuristic: most op and function names are shorter).
+FIRST_COLUMN_CHARS = 40
+_ELLIPSIS = "\u2026"
 
 
 def _is_records(value) -> bool:
@@ -477,8 +520,42 @@ def _keep_shapes_whole(text: str) -> str:
     return _BRACKETED.sub(lambda m: m.group(0).replace(",", "," + _WORD_JOINER), text)
 
 
-def records_table_html(rows: list[dict]) -> str:
-    """A list of dicts as a small grid: one row per item, one column per key (in first-seen order)."""
+def _column_caps(natural: list[int], width_chars: int) -> list[int]:
+    """The most characters each column may show so that the table fits `width_chars`: the widest
+    columns are cut to one common cap (water-filling), the narrow ones keep their whole text."""
+    budget = width_chars - COLUMN_PADDING_CHARS * len(natural)
+    if sum(natural) <= budget:
+        return natural
+    # The first column names the row (a function, an op): it is the last to be cut.
+    first = min(natural[0], FIRST_COLUMN_CHARS, max(budget // 2, MIN_CELL_CHARS))
+    rest = natural[1:]
+    cap = max(rest, default=MIN_CELL_CHARS)
+    while cap > MIN_CELL_CHARS and first + sum(min(n, cap) for n in rest) > budget:
+        cap -= 1
+    return [first, *(min(n, cap) for n in rest)]
+
+
+def _one_line(value, key: str) -> str:
+    """A cell's text on one line (list items joined with commas)."""
+    return " ".join(_plain_text(value, key).split())
+
+
+def _cut_cell_html(value, key: str, cap: int) -> str:
+    """A cell longer than `cap` characters: its first cap-1 characters and an ellipsis, on one line,
+    with the whole text as its tooltip (Qt shows a span's title as the tooltip)."""
+    full = _one_line(value, key)
+    shown = full[: max(cap - 1, 1)].rstrip() + _ELLIPSIS
+    return (
+        f"<span title='{html.escape(full, quote=True)}' style='white-space:nowrap'>"
+        f"{html.escape(shown)}</span>"
+    )
+
+
+def records_table_html(rows: list[dict], width_chars: int | None = None) -> str:
+    """A list of dicts as a small grid: one row per item, one column per key (in first-seen order).
+
+    With `width_chars`, a column whose cells are longer than its share of the width is cut to one
+    line per cell (full text in the tooltip), so that the table fits and each row is one line tall."""
     esc = html.escape
     columns: list[str] = []
     for row in rows:
@@ -487,6 +564,15 @@ def records_table_html(rows: list[dict]) -> str:
         c: all(isinstance(r.get(c), (int, float)) and not isinstance(r.get(c), bool) for r in rows if c in r)
         for c in columns
     }
+    caps: list[int] | None = None
+    if width_chars is not None:
+        shown = rows[:MAX_TABLE_ROWS]
+        natural = [
+            max([max((len(w) for w in _label(c)[0].split()), default=1)]
+                + [len(_one_line(r.get(c, ""), c)) for r in shown])
+            for c in columns
+        ]  # fmt: skip
+        caps = _column_caps(natural, width_chars)
     out = [
         f"<table cellspacing='0' cellpadding='3' border='1' "
         f"style='border-collapse:collapse; border-color:{_GRID}; margin-bottom:6px; font-size:small'>",
@@ -502,9 +588,14 @@ def records_table_html(rows: list[dict]) -> str:
     for k, row in enumerate(rows[:MAX_TABLE_ROWS]):
         stripe = f" style='background:{_STRIPE_BACKGROUND}'" if k % 2 else ""
         out.append(f"<tr{stripe}>")
-        for column in columns:
+        for c, column in enumerate(columns):
             value = row.get(column, "")
             align = "right" if numeric[column] else "left"
+            if caps is not None and not numeric[column]:  # one line each: cut to fit, or whole
+                line = _one_line(value, column)
+                cell = _cut_cell_html(value, column, caps[c]) if len(line) > caps[c] else html.escape(line)
+                out.append(f"<td align='{align}' valign='top' style='white-space:nowrap'>{cell}</td>")
+                continue
             text = _value_html(value, column)
             nowrap = " style='white-space:nowrap'" if _longest_line(value, column) <= NOWRAP_CHARS else ""
             out.append(f"<td align='{align}' valign='top'{nowrap}>{_keep_shapes_whole(text)}</td>")
