@@ -9,7 +9,7 @@ from PySide6.QtGui import QIcon
 from PySide6.QtWidgets import QApplication
 
 from tpuscope.gc_policy import MainThreadCollector
-from tpuscope.ui import launch
+from tpuscope.ui import launch, theme
 from tpuscope.ui.main_window import MainWindow
 
 ICON = Path(__file__).resolve().parents[1] / "resources" / "tpuscope.svg"
@@ -25,6 +25,7 @@ def application() -> QApplication:
         MainThreadCollector(app)  # garbage is collected on this thread only; the app owns it
     app.setOrganizationName("tpuscope")
     app.setApplicationName("tpuscope")
+    theme.follow_desktop(app)
     if ICON.is_file():
         app.setWindowIcon(QIcon(str(ICON)))
     return app

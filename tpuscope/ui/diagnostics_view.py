@@ -17,8 +17,8 @@ import html
 import re
 from typing import TYPE_CHECKING
 
-from PySide6.QtCore import Qt, QUrl, Signal
-from PySide6.QtGui import QFontMetrics
+from PySide6.QtCore import QEvent, Qt, QUrl, Signal
+from PySide6.QtGui import QFontMetrics, QGuiApplication, QPalette
 from PySide6.QtWidgets import (
     QLabel,
     QListView,
@@ -304,13 +304,18 @@ def _cost_html(finding: Finding) -> str:
 
 
 class _DetailBrowser(QTextBrowser):
-    """The detail pane; says when its width changes, so that its tables are laid out for the new one."""
+    """The detail pane; says when its width or palette changes, so that its page is made again."""
 
     widthChanged = Signal()
 
     def resizeEvent(self, event) -> None:  # noqa: N802 - Qt's name
         super().resizeEvent(event)
         if event.oldSize().width() != event.size().width():
+            self.widthChanged.emit()
+
+    def changeEvent(self, event) -> None:  # noqa: N802 - Qt's name
+        super().changeEvent(event)
+        if event.type() == QEvent.Type.PaletteChange:  # light/dark: the tables' colours follow
             self.widthChanged.emit()
 
     def width_chars(self) -> int:
@@ -344,7 +349,7 @@ def finding_html(finding: Finding, width_chars: int | None = None) -> str:
         for key, value in scalars.items():
             label, text = _labelled(key, value)
             out.append(
-                f"<tr><td style='color:{_MUTED}; padding-right:12px'>{esc(label)}</td>"
+                f"<tr><td style='color:{_mixed(_MUTED_SHARE)}; padding-right:12px'>{esc(label)}</td>"
                 f"<td><b>{text}</b></td></tr>"
             )
         out.append("</table>")
@@ -369,10 +374,22 @@ def finding_html(finding: Finding, width_chars: int | None = None) -> str:
 # -- metric formatting -------------------------------------------------------------------------
 # Metric keys carry their unit as a suffix (finding.py: `compile_ms`, `percent_of_profile`);
 # the pane moves the unit into the label or column header and formats the number to match.
-_MUTED = "#555"
-_HEADER_BACKGROUND = "#e4e8ee"
-_STRIPE_BACKGROUND = "#f4f6f9"
-_GRID = "#c8ced6"
+# The tables' colours are the palette's text mixed into its base by these shares (our heuristic, as
+# the old fixed light colours were), so that they read on a light and on a dark palette alike.
+_MUTED_SHARE = 0.65
+_HEADER_SHARE = 0.12
+_STRIPE_SHARE = 0.05
+_GRID_SHARE = 0.25
+
+
+def _mixed(share: float) -> str:
+    """The application palette's text colour mixed into its base colour, `share` of the way."""
+    palette = QGuiApplication.palette()
+    base, text = palette.color(QPalette.ColorRole.Base), palette.color(QPalette.ColorRole.Text)
+    pairs = ((base.red(), text.red()), (base.green(), text.green()), (base.blue(), text.blue()))
+    return "#" + "".join(f"{round(b + (t - b) * share):02x}" for b, t in pairs)
+
+
 # Rows shown per table and items per list cell: metrics hold at most a few dozen.
 MAX_TABLE_ROWS = 40
 MAX_LIST_ITEMS = 12
@@ -575,8 +592,9 @@ def records_table_html(rows: list[dict], width_chars: int | None = None) -> str:
         caps = _column_caps(natural, width_chars)
     out = [
         f"<table cellspacing='0' cellpadding='3' border='1' "
-        f"style='border-collapse:collapse; border-color:{_GRID}; margin-bottom:6px; font-size:small'>",
-        f"<tr style='background:{_HEADER_BACKGROUND}'>",
+        f"style='border-collapse:collapse; border-color:{_mixed(_GRID_SHARE)}; margin-bottom:6px; "
+        "font-size:small'>",
+        f"<tr style='background:{_mixed(_HEADER_SHARE)}'>",
     ]
     for column in columns:
         words, unit = _label(column)
@@ -585,8 +603,9 @@ def records_table_html(rows: list[dict], width_chars: int | None = None) -> str:
         lines = "<br>".join(esc(line) for line in _header_lines(header))
         out.append(f"<th align='{align}' valign='bottom' style='white-space:nowrap'>{lines}</th>")
     out.append("</tr>")
+    stripe_color = _mixed(_STRIPE_SHARE)
     for k, row in enumerate(rows[:MAX_TABLE_ROWS]):
-        stripe = f" style='background:{_STRIPE_BACKGROUND}'" if k % 2 else ""
+        stripe = f" style='background:{stripe_color}'" if k % 2 else ""
         out.append(f"<tr{stripe}>")
         for c, column in enumerate(columns):
             value = row.get(column, "")
