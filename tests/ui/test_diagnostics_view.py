@@ -59,7 +59,7 @@ def test_selecting_a_finding_shows_details_and_highlights_its_events(qtbot, view
     with qtbot.waitSignal(view.highlightRequested, timeout=WAIT_MS) as highlight:
         view.findings.setCurrentRow(0)
     text = view.detail.toPlainText()
-    assert "Costs 2.3% of each step" in text and "syncs per step" in text
+    assert "Costs 2.3% of each step" in text and "Syncs per step" in text
     payload = highlight.args[0]
     names = {track.event_name(int(i)) for track, idx in payload for i in idx}
     assert names == {"PjRtComputationClient::TransferFromDevice"}
@@ -149,6 +149,19 @@ def _cell(table: QTextTable, row: int, column: int) -> str:
     return cursor.selectedText().replace("\u2060", "").replace("\u2029", "\n").replace("\u2028", "\n")
 
 
+def test_headers_are_sentence_case_with_units_as_written(qtbot, view, traces):
+    """Issue 37: the async wait's ops read "GB/s over the wait", not "gb per s over the wait"."""
+    _load(qtbot, view, traces[TPU_TRACE])
+    row = next(r for r, f in enumerate(view.report.findings) if f.id == "async_wait")
+    view.findings.setCurrentRow(row)
+    (table,) = [t for t in _tables(view.detail.document()) if t.columns() > 2]
+    headers = [" ".join(_cell(table, 0, c).split()) for c in range(table.columns())]
+    assert "GB/s over the wait" in headers and "Waits for" in headers and "Op" in headers
+    assert all(h[:1].isupper() for h in headers if h)
+    text = view.detail.toPlainText()
+    assert "Ops (" in text and "Waiting for\n" in text and "gb per s" not in text
+
+
 def _cell_full_text(table: QTextTable, row: int, column: int) -> str:
     """A cell's whole text: the tooltip of a cell cut to fit the pane's width, else what it shows."""
     shown = _cell(table, row, column)
@@ -170,15 +183,15 @@ def test_list_of_dict_metrics_render_as_a_table_one_row_per_item(qtbot, view, tr
     keys = list(functions[0])
     assert table.rows() == len(functions) + 1 and table.columns() == len(keys)
     headers = [" ".join(_cell(table, 0, c).split()) for c in range(table.columns())]
-    assert headers[keys.index("compile_ms")] == "compile (ms)"
-    assert headers[keys.index("percent_of_profile")] == "percent of profile (%)"
+    assert headers[keys.index("compile_ms")] == "Compile (ms)"
+    assert headers[keys.index("percent_of_profile")] == "Percent of profile (%)"
     for r, item in enumerate(functions, start=1):
         assert _cell(table, r, keys.index("function")) == item["function"]
         assert _cell(table, r, keys.index("compile_ms")) == format_number(item["compile_ms"], "compile_ms")
         assert _cell_full_text(table, r, keys.index("arguments")) == ", ".join(item["arguments"])
     # Scalars stay in the key/value "Numbers" table, with their unit after the number.
     text = view.detail.toPlainText()
-    assert f"compile\n{format_number(view.current_finding.metrics['compile_ms'], 'compile_ms')} ms" in text
+    assert f"Compile\n{format_number(view.current_finding.metrics['compile_ms'], 'compile_ms')} ms" in text
     assert "{'function'" not in text and "function: " not in text  # no dict dumped as text
 
 

@@ -348,13 +348,14 @@ def finding_html(finding: Finding, width_chars: int | None = None) -> str:
         out.append("<h4>Numbers</h4><table cellspacing='0' cellpadding='2'>")
         for key, value in scalars.items():
             label, text = _labelled(key, value)
+            label = _heading(label)
             out.append(
                 f"<tr><td style='color:{_mixed(_MUTED_SHARE)}; padding-right:12px'>{esc(label)}</td>"
                 f"<td><b>{text}</b></td></tr>"
             )
         out.append("</table>")
     for key, rows in records.items():
-        out.append(f"<h4>{esc(_label(key)[0].capitalize())} ({len(rows)})</h4>")
+        out.append(f"<h4>{esc(_heading(_label(key)[0]))} ({len(rows)})</h4>")
         out.append(records_table_html(rows, width_chars))
     if finding.advice:
         out.append("<h4>What to do</h4><ul>")
@@ -436,6 +437,21 @@ def _label(key: str) -> tuple[str, str]:
     if "percent" in key:
         return words, "%"
     return words, ""
+
+
+# Words of metric keys that are abbreviations, as people write them (issue 37: "gb per s over the wait"
+# read as "GB/s over the wait").
+_ABBREVIATIONS = {
+    "gb": "GB", "gib": "GiB", "mb": "MB", "mib": "MiB", "kb": "KB", "kib": "KiB", "hbm": "HBM", "tpu": "TPU",
+    "gpu": "GPU", "cpu": "CPU", "xla": "XLA", "id": "ID", "ids": "IDs", "flop": "FLOP", "flops": "FLOPS",
+}  # fmt: skip
+_PER_SECOND = re.compile(r"\b(\S+) per s\b")
+
+
+def _heading(words: str) -> str:
+    """A metric's words as a sentence-case label: `gb per s over the wait` -> `GB/s over the wait`."""
+    words = " ".join(_ABBREVIATIONS.get(word, word) for word in words.split())
+    return sentence_case(_PER_SECOND.sub(r"\1/s", words))
 
 
 def _with_unit(text: str, unit: str) -> str:
@@ -585,7 +601,7 @@ def records_table_html(rows: list[dict], width_chars: int | None = None) -> str:
     if width_chars is not None:
         shown = rows[:MAX_TABLE_ROWS]
         natural = [
-            max([max((len(w) for w in _label(c)[0].split()), default=1)]
+            max([max((len(w) for w in _heading(_label(c)[0]).split()), default=1)]
                 + [len(_one_line(r.get(c, ""), c)) for r in shown])
             for c in columns
         ]  # fmt: skip
@@ -598,6 +614,7 @@ def records_table_html(rows: list[dict], width_chars: int | None = None) -> str:
     ]
     for column in columns:
         words, unit = _label(column)
+        words = _heading(words)
         header = f"{words} ({unit})" if unit and numeric[column] else words
         align = "right" if numeric[column] else "left"
         lines = "<br>".join(esc(line) for line in _header_lines(header))
