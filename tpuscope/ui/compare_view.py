@@ -70,11 +70,11 @@ TIMELINE_MIN_HEIGHT = 60  # a timeline still shows its ruler and a track or two;
 # The parts' shares of the tab's height, top to bottom: verdict and cards, chart and findings, op
 # table, the two timelines (our heuristic: the timelines need the most rows, the verdict the fewest).
 PART_SHARES = (2, 3, 4, 7)
-OP_COLUMNS = ("op", "program", "category", "match", "BASE / step", "NEW / step", "delta", "share")
+OP_COLUMNS = ("Op", "Program", "Category", "Match", "BASE / step", "NEW / step", "Delta", "Share")
 # The two timelines show this multiple of the longer of the two chosen steps, from just before it.
 ALIGN_WINDOW_FACTOR = 1.15
 ALIGN_LEAD_FRACTION = 0.05
-DELTA_COLUMN = OP_COLUMNS.index("delta")
+DELTA_COLUMN = OP_COLUMNS.index("Delta")
 SIGNED_COLUMN_SPEC = "+" + COLUMN_SPEC  # a change reads +1.500 ms or -0.250 ms
 
 

@@ -48,8 +48,8 @@ if TYPE_CHECKING:
 HISTORY_KEY = "history"  # the History tab's name in the view router, added on first use
 HISTORY_TITLE = "History"
 
-COLUMNS = ("run", "steps", "median step", "95% interval", "change", "cause", "most changed op")
-CHANGE_COLUMN = COLUMNS.index("change")
+COLUMNS = ("Run", "Steps", "Median step", "95% interval", "Change", "Cause", "Most changed op")
+CHANGE_COLUMN = COLUMNS.index("Change")
 SLOWER_COLOR = QColor("#c5221f")
 FASTER_COLOR = QColor("#1e8e3e")
 STEADY_COLOR = QColor(120, 130, 145)
