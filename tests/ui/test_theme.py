@@ -23,6 +23,7 @@ def test_a_dark_desktop_darkens_the_charts_and_the_findings_tables(qtbot, qapp):
     require_shared_traces()
     assert not theme.is_dark(qapp.palette())  # the offscreen platform starts light
     chart = show_exposed(qtbot, make_chart("Steps"), 400, 300)
+    chart.setLabel("left", "step time", units="s")
     view = show_exposed(qtbot, DiagnosticsView(), 1280, 720)
     with qtbot.waitSignal(view.reportReady, timeout=30_000):
         view.set_trace(open_trace(TPU_TRACE, use_cache=False))
@@ -38,6 +39,10 @@ def test_a_dark_desktop_darkens_the_charts_and_the_findings_tables(qtbot, qapp):
         qtbot.waitUntil(lambda: _lightness(chart.backgroundBrush().color()) < theme.DARK_LIGHTNESS)
         assert chart.backgroundBrush().color() == qapp.palette().color(QPalette.ColorRole.Base)
         assert chart.getAxis("left").textPen().color() == qapp.palette().color(QPalette.ColorRole.Text)
+        assert (
+            chart.getAxis("left").labelStyle["color"] == qapp.palette().color(QPalette.ColorRole.Text).name()
+        )
+        assert "step time" in chart.getAxis("left").label.toHtml()
         qtbot.waitUntil(lambda: view.detail.toHtml() != light_page)  # the tables' colours are redone
         tables = [t for t in _tables(view.detail.document()) if t.columns() > 2]
         assert tables  # the async wait's ops

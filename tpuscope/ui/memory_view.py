@@ -212,7 +212,7 @@ class MemoryView(View):
         x = np.arange(len(heap) + 1, dtype=np.float64)
         plot = self.heap_plot
         plot.setLabel("left", f"heap ({unit})")
-        plot.addLegend(offset=(10, 10), labelTextColor="k")
+        plot.addLegend(offset=(10, 10))
         plot.plot(x, heap / scale, stepMode="center", pen=pg.mkPen(HEAP_COLOUR, width=2),
                   fillLevel=0, brush=(26, 87, 214, 50), name="padded")  # fmt: skip
         if np.any(unpadded != heap):
@@ -272,7 +272,7 @@ class MemoryView(View):
         scale, unit = byte_scale(largest)
         plot.setLabel("left", f"in use ({unit})")
         plot.setLabel("bottom", "time (ms)")
-        plot.addLegend(offset=(10, 10), labelTextColor="k")
+        plot.addLegend(offset=(10, 10))
         lines = []
         for k, allocator in enumerate(allocators):
             colour = ALLOCATOR_COLOURS[k % len(ALLOCATOR_COLOURS)]

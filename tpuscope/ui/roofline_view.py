@@ -16,7 +16,7 @@ from __future__ import annotations
 import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import Qt
-from PySide6.QtGui import QColor
+from PySide6.QtGui import QColor, QPalette
 from PySide6.QtWidgets import QComboBox, QHBoxLayout, QLabel, QVBoxLayout, QWidget
 
 from tpuscope.analysis.async_ops import NO_RATE_REASON
@@ -111,12 +111,12 @@ class RooflineView(View):
         self.chart = make_chart()
         self.chart.setLogMode(x=True, y=True)
         self.chart.showGrid(x=True, y=True, alpha=0.25)
-        self.chart.setLabel("bottom", "operational intensity (FLOP/byte)", color="k")
-        self.chart.setLabel("left", "FLOP rate (FLOP/s)", color="k")
+        self.chart.setLabel("bottom", "operational intensity (FLOP/byte)")
+        self.chart.setLabel("left", "FLOP rate (FLOP/s)")
         self.chart.getPlotItem().setMenuEnabled(False)
         for side in ("left", "bottom"):
             self.chart.getAxis(side).enableAutoSIPrefix(False)
-        self.legend = self.chart.addLegend(offset=(-10, -10), labelTextColor="k")
+        self.legend = self.chart.addLegend(offset=(-10, -10))
         self.scatter: pg.ScatterPlotItem | None = None
         layout = QVBoxLayout(self)
         layout.addLayout(controls)
@@ -244,7 +244,7 @@ class RooflineView(View):
             self.legend.addItem(ridge_dot, f"ridge point {ridge:.4g} FLOP/byte")
             label = pg.TextItem(
                 f"{peaks.teraflops_per_second:g} TFLOP/s · {peaks.hbm_gigabytes_per_second:g} GB/s HBM",
-                color="k",
+                color=self.chart.palette().color(QPalette.ColorRole.Text),  # light or dark theme
                 anchor=ridge_label_anchor(low_x, high_x, ridge),
             )
             label.setPos(np.log10(ridge), np.log10(peak_flops))

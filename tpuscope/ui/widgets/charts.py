@@ -51,6 +51,12 @@ class _PaletteFollower(QObject):
             axis = self.plot.getAxis(side)
             axis.setTextPen(text)
             axis.setPen(text if isinstance(self.axis_pen, str) and self.axis_pen == _TEXT else self.axis_pen)
+            axis.labelStyle = {**axis.labelStyle, "color": text.name()}  # setLabel without a colour
+            axis.setLabel(axis.labelText, units=axis.labelUnits, unitPrefix=axis.labelUnitPrefix)
+            axis.showLabel(bool(axis.labelText))
+        legend = self.plot.getPlotItem().legend
+        if legend is not None:
+            legend.setLabelTextColor(text)
 
     def eventFilter(self, watched: QObject, event: QEvent) -> bool:  # noqa: N802 - Qt's name
         if event.type() in (QEvent.Type.PaletteChange, QEvent.Type.ApplicationPaletteChange):
