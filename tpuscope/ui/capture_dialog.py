@@ -219,9 +219,9 @@ class CaptureDialog(QDialog):
         form.addRow("Delay:", self.delay)
         levels = QHBoxLayout()
         level_boxes = (
-            ("host", self.host_level),
-            ("device", self.device_level),
-            ("python", self.python_level),
+            ("Host", self.host_level),
+            ("Device", self.device_level),
+            ("Python", self.python_level),
         )
         for label, box in level_boxes:
             name = QLabel(label, self)
