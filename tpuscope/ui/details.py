@@ -11,8 +11,9 @@ from __future__ import annotations
 import html
 
 import numpy as np
-from PySide6.QtCore import Qt, Signal
-from PySide6.QtWidgets import QDockWidget, QMainWindow, QTextBrowser, QWidget
+from PySide6.QtCore import QEvent, Qt, Signal
+from PySide6.QtGui import QContextMenuEvent, QFont, QFontMetricsF, QGuiApplication, QHelpEvent, QTextOption
+from PySide6.QtWidgets import QDockWidget, QMainWindow, QTextBrowser, QToolTip, QWidget
 
 from tpuscope.analysis.area_pivot import AreaPivot
 from tpuscope.analysis.op_source import OpDetails
@@ -24,6 +25,7 @@ from tpuscope.ui.analysis_hub import AnalysisHub
 from tpuscope.ui.jobs import LatestJobs
 from tpuscope.ui.range_summary import PIVOT_LINK, SQL_LINK, range_pivot_html, range_pivot_sql
 from tpuscope.ui.timeline.palette import short_name
+from tpuscope.ui.widgets.elide import elided
 
 DETAILS_MIN_WIDTH_PX = 300
 FLOW_LABEL_CHARS = 80  # demangled kernel names run to kilobytes; the link shows their start
@@ -32,6 +34,29 @@ DETAILS_START_WIDTH_PX = 360  # room for stat names such as `raw_bytes_accessed`
 MAX_STAT_TEXT = 2000  # characters of one stat value shown (long HLO texts and source stacks)
 MAX_FUSED_SHOWN = 200  # instructions of a fusion listed; a large fusion's rest is counted
 GRAPH_LINK = "graph:"  # the "Show in graph" link of an op's code
+ALL_STATS_LINK = "allstats:"  # the "All stats" toggle: raw keys and ids shown or hidden
+COPY_NAME_LINK = "copyname:"  # puts the event's full name on the clipboard
+# Stat keys that mean nothing to a user (issue 37, "Human wording"), hidden unless "All stats" is
+# ticked. Our heuristic from the profiles we read: XPlane's one-letter internal keys (`_a` async,
+# `_c`/`_ct` context id and type, `_p`/`_pt` producer id and type, `_r` root: the flow machinery,
+# https://github.com/openxla/xla/blob/main/xla/tsl/profiler/utils/xplane_schema.h), the raw flow id
+# (the Flows section shows where it leads) and the profiler's own symbol table index.
+RAW_STAT_KEYS = frozenset({"flow", "symbol_id"})
+RAW_STAT_PREFIX = "_"  # every XPlane stat whose name starts so is an internal key (above)
+TITLE_MAX_LINES = 2  # a 300-character kernel name as the title takes at most this many lines
+TITLE_MARGIN_PX = 24  # the text browser's document margins and frame around the title's room
+TITLE_WRAP_SLACK = (
+    0.8  # of two lines' room: wrapping at word ends leaves part of a line empty (our heuristic)
+)
+
+
+def is_raw_stat(name: str, value: object) -> bool:
+    """Whether a stat is hidden unless "All stats" is ticked: an internal key or id (RAW_STAT_KEYS),
+    a serialized blob (shown only as its size: `memory_access_breakdown <10 bytes>`), or an empty or
+    zero-valued breakdown."""
+    if name.startswith(RAW_STAT_PREFIX) or name in RAW_STAT_KEYS or isinstance(value, bytes):
+        return True
+    return "breakdown" in name and not value
 
 
 def format_stat(name: str, value: object) -> str:
@@ -111,6 +136,9 @@ class DetailsPanel(QTextBrowser):
         self._code_jobs = LatestJobs(self)
         self._event_parts: list[str] = []
         self.code: OpDetails | None = None  # the code of the op shown, once it arrived
+        self.all_stats = False  # "All stats" ticked: raw keys and ids shown (this session)
+        self.event_name = ""  # the full name of the event shown ("Copy name")
+        self._shown: tuple[Track, int] | None = None
         self.setMinimumWidth(DETAILS_MIN_WIDTH_PX)
         self.clear_details()
 
@@ -120,6 +148,8 @@ class DetailsPanel(QTextBrowser):
         self.code = None
         self._trace = None
         self._pivot = None
+        self._shown = None
+        self.event_name = ""
         self.setHtml(
             "<p style='color:#5b6473'>Click an event to see its details; "
             "Shift-drag on the timeline to summarize a time range.</p>"
@@ -128,10 +158,16 @@ class DetailsPanel(QTextBrowser):
     def _on_anchor(self, url) -> None:
         text = url.toString()
         if self._pivot is not None and text.startswith(PIVOT_LINK):
-            self.setHtml(range_pivot_html(self._pivot, text[len(PIVOT_LINK) :]))
+            self._set_range_html(range_pivot_html(self._pivot, text[len(PIVOT_LINK) :]))
             return
         if self._pivot is not None and text.startswith(SQL_LINK):
             self.sqlRequested.emit(range_pivot_sql(self._pivot, text[len(SQL_LINK) :]))
+            return
+        if text == ALL_STATS_LINK:
+            self.set_all_stats(not self.all_stats)
+            return
+        if text == COPY_NAME_LINK:
+            self.copy_name()
             return
         if text == GRAPH_LINK and self.code is not None:
             code = self.code.code
@@ -148,7 +184,8 @@ class DetailsPanel(QTextBrowser):
         name = track.event_name(index)
         start = int(track.start_ps[index])
         duration = int(track.duration_ps[index])
-        parts = [f"<h3 style='margin-bottom:4px'>{html.escape(short_name(name))}</h3>"]
+        self.event_name = name
+        parts = [self._title_html(short_name(name))]
         if short_name(name) != name:
             parts.append(
                 "<p style='margin:2px 0'><b>HLO</b></p>"
@@ -165,8 +202,8 @@ class DetailsPanel(QTextBrowser):
                 ]
             )
         )
-        own = track.event_stats(index)
-        meta = track.metadata_stats(index)
+        own = self._shown_stats(track.event_stats(index))
+        meta = self._shown_stats(track.metadata_stats(index))
         if own:
             parts.append("<p style='margin:8px 0 2px 0'><b>Event stats</b></p>")
             parts.append(_table([(k, format_stat(k, v)) for k, v in sorted(own.items())]))
@@ -174,10 +211,87 @@ class DetailsPanel(QTextBrowser):
             parts.append("<p style='margin:8px 0 2px 0'><b>Op metadata stats</b></p>")
             parts.append(_table([(k, format_stat(k, v)) for k, v in sorted(meta.items())]))
         parts.append(self._flow_links(track, index))
+        parts.append(self._all_stats_toggle(track, index))
         self._event_parts = parts
+        self._shown = (track, index)
         self.setHtml("".join(parts))
         self.contentShown.emit()
         self._ask_code(track, index)
+
+    def setHtml(self, text: str) -> None:  # noqa: N802 (Qt's name)
+        """An event's page: a word too long for the width may break anywhere (a long stat value)."""
+        self.setWordWrapMode(QTextOption.WrapMode.WrapAtWordBoundaryOrAnywhere)
+        super().setHtml(text)
+
+    def _set_range_html(self, text: str) -> None:
+        """A range's page: its name cells break only between words, never inside one (issue 37);
+        `range_pivot_html` shortens the long names so they fit."""
+        super().setHtml(text)
+        self.setWordWrapMode(QTextOption.WrapMode.WordWrap)
+
+    def _title_html(self, title: str) -> str:
+        """The bold title, shortened so it wraps to at most TITLE_MAX_LINES at the dock's width when
+        shown (a name's distinguishing tail kept, `elided`); the full name is its tooltip and "Copy
+        name"."""
+        font = QFont(self.font())
+        font.setBold(True)
+        font.setPointSizeF(font.pointSizeF() * 1.17)  # Qt's <h3> scale (QTextHtmlParser)
+        room = max(self.viewport().width(), DETAILS_MIN_WIDTH_PX) - TITLE_MARGIN_PX
+        shown = elided(QFontMetricsF(font), title, room * TITLE_MAX_LINES * TITLE_WRAP_SLACK)
+        tip = html.escape(title, quote=True)
+        copy = f"<a href='{COPY_NAME_LINK}' style='font-size:small'>Copy name</a>"
+        return (
+            f"<h3 style='margin-bottom:0px'><span title=\"{tip}\">{html.escape(shown)}</span></h3>"
+            f"<p style='margin:0 0 4px 0'>{copy}</p>"
+        )
+
+    def _shown_stats(self, stats: dict[str, object]) -> dict[str, object]:
+        if self.all_stats:
+            return stats
+        return {k: v for k, v in stats.items() if not is_raw_stat(k, v)}
+
+    def _all_stats_toggle(self, track: Track, index: int) -> str:
+        stats = {**track.event_stats(index), **track.metadata_stats(index)}
+        hidden = sum(is_raw_stat(k, v) for k, v in stats.items())
+        if not hidden:
+            return ""
+        box = "\u2611" if self.all_stats else "\u2610"
+        what = "raw keys and ids shown" if self.all_stats else f"{hidden} raw keys and ids hidden"
+        return (
+            f"<p style='margin:6px 0 0 0'><a href='{ALL_STATS_LINK}'>{box} All stats</a>"
+            f" <span style='color:#5b6473'>({what})</span></p>"
+        )
+
+    def set_all_stats(self, on: bool) -> None:
+        """Shows or hides the raw stat keys and ids (`is_raw_stat`) of the event shown, and of the next
+        ones this session."""
+        self.all_stats = on
+        if self._shown is not None:
+            track, index = self._shown
+            self.show_event(track, index)
+
+    def copy_name(self) -> None:
+        """Puts the full name of the event shown on the clipboard."""
+        if self.event_name:
+            QGuiApplication.clipboard().setText(self.event_name)
+
+    def contextMenuEvent(self, event: QContextMenuEvent) -> None:  # noqa: N802 (Qt's name)
+        menu = self.createStandardContextMenu(event.pos())
+        if self.event_name:
+            menu.addSeparator()
+            menu.addAction("Copy name", self.copy_name)
+        menu.exec(event.globalPos())
+
+    def viewportEvent(self, event: QEvent) -> bool:  # noqa: N802 (Qt's name)
+        """Shows the tooltip of rich text under the mouse (the title's full name)."""
+        if event.type() == QEvent.Type.ToolTip and isinstance(event, QHelpEvent):
+            tip = self.cursorForPosition(event.pos()).charFormat().toolTip()
+            if tip:
+                QToolTip.showText(event.globalPos(), tip, self)
+            else:
+                QToolTip.hideText()
+            return True
+        return super().viewportEvent(event)
 
     def _ask_code(self, track: Track, index: int) -> None:
         """Finds the op's code in a worker; shown when it arrives, unless another event was picked."""
@@ -242,7 +356,9 @@ class DetailsPanel(QTextBrowser):
     def show_range(self, pivot: AreaPivot, dimension: str = "name") -> None:
         """The range's pivot (count, total, self, average) by `dimension` over its expanded tracks."""
         self._pivot = pivot
-        self.setHtml(range_pivot_html(pivot, dimension))
+        self._shown = None
+        self.event_name = ""
+        self._set_range_html(range_pivot_html(pivot, dimension))
         self.contentShown.emit()
 
 

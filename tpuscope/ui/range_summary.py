@@ -14,8 +14,13 @@ from tpuscope.analysis.area_pivot import DIMENSIONS, AreaPivot
 from tpuscope.model.units import SHORT_SPEC, format_duration
 from tpuscope.query.area import area_pivot_sql
 from tpuscope.ui.timeline.palette import short_name
+from tpuscope.ui.widgets.elide import elide
 
 MAX_RANGE_ROWS = 200  # rows listed for a range; the rest are counted in one line
+# Characters of a name cell: the cell never wraps (a word broken mid-way read as two names, issue 37),
+# so a longer name is shortened keeping its distinguishing tail (`elide`), the full name its tooltip.
+# Our heuristic: with the four number columns this fits the Details dock's start width.
+NAME_CELL_CHARS = 40
 PIVOT_LINK = "pivot:"
 SQL_LINK = "sql:"
 _TITLES = {key: title for key, title, _ in DIMENSIONS}
@@ -46,9 +51,9 @@ def range_pivot_html(pivot: AreaPivot, dimension: str = "name") -> str:
     rows = []
     shown = min(len(table), MAX_RANGE_ROWS)
     for label, count, total, own, average in table.rows()[:shown]:
-        text = _NONE_LABEL if label is None else html.escape(short_name(label))
         rows.append(
-            f"<tr><td>{text}</td><td align='right'>{count:,}</td><td align='right'>{_duration(total)}</td>"
+            f"<tr><td nowrap>{_name_cell(label)}</td><td align='right'>{count:,}</td>"
+            f"<td align='right'>{_duration(total)}</td>"
             f"<td align='right'>{_duration(own)}</td><td align='right'>{_duration(average)}</td></tr>"
         )
     body = (
@@ -57,6 +62,17 @@ def range_pivot_html(pivot: AreaPivot, dimension: str = "name") -> str:
     )
     more = f"<p>and {len(table) - shown:,} more rows</p>" if len(table) > shown else ""
     return head + links + body + more
+
+
+def _name_cell(label: str | None) -> str:
+    """A name that fits NAME_CELL_CHARS (its tail kept), with the full name as its tooltip."""
+    if label is None:
+        return _NONE_LABEL
+    name = short_name(label)
+    shown = elide(name, lambda text: len(text) <= NAME_CELL_CHARS)
+    if shown == name:
+        return html.escape(name)
+    return f'<span title="{html.escape(label, quote=True)}">{html.escape(shown)}</span>'
 
 
 def range_pivot_sql(pivot: AreaPivot, dimension: str) -> str:
