@@ -19,8 +19,9 @@ from tpuscope.ui.widgets.elide import elide
 MAX_RANGE_ROWS = 200  # rows listed for a range; the rest are counted in one line
 # Characters of a name cell: the cell never wraps (a word broken mid-way read as two names, issue 37),
 # so a longer name is shortened keeping its distinguishing tail (`elide`), the full name its tooltip.
-# Our heuristic: with the four number columns this fits the Details dock's start width.
-NAME_CELL_CHARS = 40
+# Our heuristic: a name and the count and total fit the Details dock's start width; self and average
+# show when the dock is widened (the page scrolls sideways, its rows stay one line tall).
+NAME_CELL_CHARS = 30
 PIVOT_LINK = "pivot:"
 SQL_LINK = "sql:"
 _TITLES = {key: title for key, title, _ in DIMENSIONS}
@@ -28,7 +29,8 @@ _NONE_LABEL = "<span style='color:#5b6473'>(none)</span>"
 
 
 def _duration(ps: float) -> str:
-    return html.escape(format_duration(int(ps), SHORT_SPEC))
+    """A duration kept on one line: Qt's rich text ignores `nowrap`, so its space is a no-break one."""
+    return html.escape(format_duration(int(ps), SHORT_SPEC)).replace(" ", "&nbsp;")
 
 
 def range_pivot_html(pivot: AreaPivot, dimension: str = "name") -> str:
