@@ -202,6 +202,7 @@ class DetailsPanel(QTextBrowser):
                 ]
             )
         )
+        parts.append(self._all_stats_toggle(track, index))  # above the stats it filters
         own = self._shown_stats(track.event_stats(index))
         meta = self._shown_stats(track.metadata_stats(index))
         if own:
@@ -211,7 +212,6 @@ class DetailsPanel(QTextBrowser):
             parts.append("<p style='margin:8px 0 2px 0'><b>Op metadata stats</b></p>")
             parts.append(_table([(k, format_stat(k, v)) for k, v in sorted(meta.items())]))
         parts.append(self._flow_links(track, index))
-        parts.append(self._all_stats_toggle(track, index))
         self._event_parts = parts
         self._shown = (track, index)
         self.setHtml("".join(parts))
