@@ -11,6 +11,24 @@ import sys
 import textwrap
 from pathlib import Path
 
+
+def run_recording(logdir: Path, *args: str, cwd: Path | None = None) -> Path:
+    """Runs a JAX program (`python ARGS...`) on the CPU that profiles into `logdir`; the newest
+    .xplane.pb it wrote (every recording of the tests goes through here)."""
+    subprocess.run(
+        [sys.executable, *args],
+        check=True,
+        timeout=240,
+        env={"JAX_PLATFORMS": "cpu", "PATH": "/usr/bin:/bin"},
+        capture_output=True,
+        cwd=cwd,
+    )
+    found = sorted(logdir.glob("plugins/profile/*/*.xplane.pb"))
+    if not found:
+        raise RuntimeError(f"JAX wrote no .xplane.pb under {logdir}")
+    return found[-1]
+
+
 TRAINING_LOOP = textwrap.dedent(
     """
     import sys
@@ -39,17 +57,7 @@ TRAINING_LOOP = textwrap.dedent(
 def record_training_profile(logdir: Path, steps: int = 5) -> Path:
     """Records `steps` jitted training steps; returns the written .xplane.pb file."""
     logdir.mkdir(parents=True, exist_ok=True)
-    subprocess.run(
-        [sys.executable, "-c", TRAINING_LOOP, str(logdir), str(steps)],
-        check=True,
-        timeout=240,
-        env={"JAX_PLATFORMS": "cpu", "PATH": "/usr/bin:/bin"},
-        capture_output=True,
-    )
-    found = sorted(logdir.glob("plugins/profile/*/*.xplane.pb"))
-    if not found:
-        raise RuntimeError(f"JAX wrote no .xplane.pb under {logdir}")
-    return found[-1]
+    return run_recording(logdir, "-c", TRAINING_LOOP, str(logdir), str(steps))
 
 
 # A program whose buffers are known from first principles: a 1 MiB f32[512,512] parameter, a
@@ -79,17 +87,7 @@ MEMORY_PROGRAM = textwrap.dedent(
 def record_memory_profile(logdir: Path) -> Path:
     """Records MEMORY_PROGRAM (`jit_spread`) three times; returns the written .xplane.pb file."""
     logdir.mkdir(parents=True, exist_ok=True)
-    subprocess.run(
-        [sys.executable, "-c", MEMORY_PROGRAM, str(logdir)],
-        check=True,
-        timeout=240,
-        env={"JAX_PLATFORMS": "cpu", "PATH": "/usr/bin:/bin"},
-        capture_output=True,
-    )
-    found = sorted(logdir.glob("plugins/profile/*/*.xplane.pb"))
-    if not found:
-        raise RuntimeError(f"JAX wrote no .xplane.pb under {logdir}")
-    return found[-1]
+    return run_recording(logdir, "-c", MEMORY_PROGRAM, str(logdir))
 
 
 # A program run from a file, so that XLA records its source lines: one jitted function whose big
@@ -134,15 +132,4 @@ def record_source_profile(folder: Path) -> tuple[Path, Path]:
     program = folder / "model.py"
     program.write_text(SOURCE_PROGRAM)
     logdir = folder / "logs"
-    subprocess.run(
-        [sys.executable, str(program), str(logdir)],
-        check=True,
-        timeout=240,
-        env={"JAX_PLATFORMS": "cpu", "PATH": "/usr/bin:/bin"},
-        capture_output=True,
-        cwd=folder,
-    )
-    found = sorted(logdir.glob("plugins/profile/*/*.xplane.pb"))
-    if not found:
-        raise RuntimeError(f"JAX wrote no .xplane.pb under {logdir}")
-    return program, found[-1]
+    return program, run_recording(logdir, str(program), str(logdir), cwd=folder)

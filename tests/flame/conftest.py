@@ -2,14 +2,12 @@
 
 from __future__ import annotations
 
-import subprocess
-import sys
 import textwrap
 from pathlib import Path
 
 import pytest
 
-from tests.jax_recordings import record_source_profile
+from tests.jax_recordings import record_source_profile, run_recording
 
 # Nested named scopes whose heaviest branch (the MLP's two matmuls) XLA:CPU fuses into one fusion
 # with the head's multiply and reduction: the fusion's root instruction is `head/reduce_sum`, so
@@ -62,18 +60,7 @@ def record_scoped_profile(folder: Path) -> Path:
     program = folder / "model.py"
     program.write_text(SCOPED_PROGRAM)
     logdir = folder / "logs"
-    subprocess.run(
-        [sys.executable, str(program), str(logdir)],
-        check=True,
-        timeout=240,
-        env={"JAX_PLATFORMS": "cpu", "PATH": "/usr/bin:/bin"},
-        capture_output=True,
-        cwd=folder,
-    )
-    found = sorted(logdir.glob("plugins/profile/*/*.xplane.pb"))
-    if not found:
-        raise RuntimeError(f"JAX wrote no .xplane.pb under {logdir}")
-    return found[-1]
+    return run_recording(logdir, str(program), str(logdir), cwd=folder)
 
 
 @pytest.fixture(scope="session")

@@ -5,10 +5,10 @@ as XLA itself prints it (`compiled.as_text()`, written to `compiled.txt` in the 
 
 from __future__ import annotations
 
-import subprocess
-import sys
 import textwrap
 from pathlib import Path
+
+from tests.jax_recordings import run_recording
 
 CUSTOM_CALL_PROGRAM = textwrap.dedent(
     """
@@ -35,14 +35,5 @@ CUSTOM_CALL_PROGRAM = textwrap.dedent(
 def record_custom_call_profile(logdir: Path) -> tuple[Path, str]:
     """Records CUSTOM_CALL_PROGRAM (`jit_solve`); returns its .xplane.pb file and XLA's text of it."""
     logdir.mkdir(parents=True, exist_ok=True)
-    subprocess.run(
-        [sys.executable, "-c", CUSTOM_CALL_PROGRAM, str(logdir)],
-        check=True,
-        timeout=240,
-        env={"JAX_PLATFORMS": "cpu", "PATH": "/usr/bin:/bin"},
-        capture_output=True,
-    )
-    found = sorted(logdir.glob("plugins/profile/*/*.xplane.pb"))
-    if not found:
-        raise RuntimeError(f"JAX wrote no .xplane.pb under {logdir}")
-    return found[-1], (logdir / "compiled.txt").read_text()
+    profile = run_recording(logdir, "-c", CUSTOM_CALL_PROGRAM, str(logdir))
+    return profile, (logdir / "compiled.txt").read_text()
