@@ -7,13 +7,17 @@ Runs `overview`, `diagnose`, `ops` (by op and by category), `memory` and `info` 
 every real profile in the shared traces ($TPUSCOPE_TRACES, else ../shared/traces: tests/paths.py),
 `compare` on pairs of them, and `overview`/`diagnose --per-host` on a run folder of two ranks, each
 in its own process with the trace cache off, and saves (or compares) stdout, stderr and the exit
-code. `--compare` prints one line per output that changed and exits 1 when any did.
+code. `--compare` prints one line per output that changed and exits 1 when any did. An output whose
+JSON holds the same values in other text (a float's notation, 1e-05 or 0.00001; NaN written as null)
+is counted apart, as the same values, and does not fail the check.
 """
 
 from __future__ import annotations
 
 import argparse
 import difflib
+import json
+import math
 import os
 import shutil
 import subprocess
@@ -98,16 +102,42 @@ def main() -> int:
             (args.save / f"{name}.txt").write_text(text)
         print(f"saved {len(todo)} outputs to {args.save}")
         return 0
-    changed = 0
+    changed = same_values = 0
     for (name, _), text in zip(todo, outputs, strict=True):
         before_file = args.compare / f"{name}.txt"
         before = before_file.read_text() if before_file.exists() else "(missing)\n"
-        if before != text:
+        if before != text and _same_values(before, text):
+            same_values += 1
+        elif before != text:
             changed += 1
             diff = list(difflib.unified_diff(before.splitlines(), text.splitlines(), "before", "after", n=1))
             print(f"CHANGED {name}:\n" + "\n".join(diff[:40]))
-    print(f"{len(todo) - changed} identical, {changed} changed")
+    identical = len(todo) - changed - same_values
+    print(f"{identical} identical, {same_values} the same values in other JSON text, {changed} changed")
     return 1 if changed else 0
+
+
+def _same_values(before: str, after: str) -> bool:
+    """Whether two saved outputs have the same exit code and stderr, and stdouts that read as the same
+    JSON values (NaN and null alike)."""
+    head_before, _, out_before = before.partition("--- stdout\n")
+    head_after, _, out_after = after.partition("--- stdout\n")
+    if head_before != head_after:
+        return False
+    try:
+        return _nan_as_none(json.loads(out_before)) == _nan_as_none(json.loads(out_after))
+    except ValueError:
+        return False
+
+
+def _nan_as_none(value):
+    if isinstance(value, float) and math.isnan(value):
+        return None
+    if isinstance(value, list):
+        return [_nan_as_none(v) for v in value]
+    if isinstance(value, dict):
+        return {k: _nan_as_none(v) for k, v in value.items()}
+    return value
 
 
 if __name__ == "__main__":
