@@ -70,3 +70,25 @@ def test_the_process_freezes_its_objects_just_before_it_exits(tmp_path):
     assert result.returncode == 0, result.stderr
     assert "Events:" in result.stdout
     assert result.stdout.strip().endswith("frozen True enabled True status 0")
+
+
+def test_the_process_freezes_what_its_imports_and_load_made_when_the_collector_resumes(tmp_path):
+    """In the `tpuscope` process the objects made while the collector was paused (modules, the trace)
+    live to the exit: resume() freezes them, so the analyses' collections do not walk them again."""
+    probe = (
+        "import gc, sys\n"
+        "from tpuscope import gc_policy\n"
+        "from tpuscope.cli import console_main\n"
+        "real_resume, frozen = gc_policy.resume, []\n"
+        "def resume():\n"
+        "    real_resume()\n"
+        "    frozen.append(gc.get_freeze_count())\n"
+        "gc_policy.resume = resume\n"
+        "sys.argv = ['tpuscope', 'info', sys.argv[1], '--no-cache']\n"
+        "status = console_main()\n"
+        "print('resumes', len(frozen), 'frozen', all(count > 0 for count in frozen), 'status', status)\n"
+    )
+    result = subprocess.run([sys.executable, "-c", probe, str(TPU_SAMPLE)], capture_output=True, text=True,
+                            timeout=120, cwd=ROOT)  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip().endswith("resumes 2 frozen True status 0")
