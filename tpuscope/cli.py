@@ -72,7 +72,8 @@ def main(argv: list[str] | None = None) -> int:
 
 def console_main() -> int:
     """The `tpuscope` script and `python -m tpuscope`: main() in a process that runs one command
-    (what a paused collector saw made is frozen: tpuscope.gc_policy), then an exit without final collections."""
+    (what is made while the collector is paused gets frozen: tpuscope.gc_policy), then an exit
+    without final collections."""
     gc_policy.one_command_process()
     status = main()
     gc_policy.skip_exit_collections()
