@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import random
 
 import numpy as np
 import pytest
@@ -48,3 +49,27 @@ def test_keys_msgspec_cannot_write_fall_back_to_python_json(capsys):
 def test_a_value_neither_can_write_is_a_type_error(capsys):
     with pytest.raises(TypeError):
         print_json({"x": object()})
+
+
+def _floats_of_every_size() -> list[float]:
+    mantissas = (1.0, 1.5, 9.99, 1.2345678901234567, 7.61619689574115)
+    return [sign * m * 10.0**e for e in range(-30, 30) for m in mantissas for sign in (1, -1)]
+
+
+def test_the_text_is_pythons_json_text(capsys):
+    """Byte for byte what `json.dumps(payload, indent=2)` writes: exponents (1e-07, 1e+16, 1e-05),
+    escapes of every character beyond ASCII, DEL, surrogate pairs, and number-like text in strings."""
+    rng = random.Random(1)
+    characters = "".join(chr(i) for i in range(0x250)) + "\u2028\u2029€𝄞😀"
+    strings = ["".join(rng.choice(characters) for _ in range(20)) for _ in range(200)]
+    strings += ["1e-7", "x: 1e-7,", '"a": 1e-5', "0.00001", "2e16"]
+    floats = _floats_of_every_size()
+    payload = {
+        "floats": floats,
+        "rows": [{"k" + s: v, s: s} for s, v in zip(strings, floats, strict=False)],
+        "strings": strings,
+        "1e-7": 1e-7,
+        "ints": [10**17, -5, 0],
+        "empty": [[], {}, [1e-9]],
+    }
+    assert _printed(capsys, payload) == json.dumps(payload, indent=2) + "\n"

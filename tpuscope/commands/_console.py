@@ -12,6 +12,7 @@ import msgspec
 
 from tpuscope import gc_policy
 from tpuscope.app.opener import open_trace
+from tpuscope.commands._json_text import python_json_text
 from tpuscope.model.plain import plain
 from tpuscope.model.trace import Trace
 from tpuscope.readers import path_help
@@ -62,21 +63,16 @@ def print_json(payload: Any) -> None:
     """The payload as indented JSON (2 spaces), in one write: `json.dump` writes each token on its own,
     a system call apiece where stdout is unbuffered (PYTHONUNBUFFERED, a pipe to a CI log).
 
-    msgspec encodes it (numpy values through `_json_default`) and indents it: a 2.4 MB overview of the
-    1M-event JAX CPU recording in 9 ms, where Python's `json` took 50 ms. Floats are written in the
-    shortest text that reads back as the same double (as `json` does, in another notation for very
-    large and small numbers: 1e-05 is 0.00001), and NaN or infinity, which JSON has no word for, as
-    null. A payload msgspec cannot write (dictionary keys that are not text or numbers) is written by
-    Python's `json`."""
+    msgspec encodes and indents it (numpy values through `_json_default`), in the text Python's `json`
+    gives (`_json_text`): the 2.4 MB overview of the 1M-event JAX CPU recording in 9 ms, where `json`
+    took 50 ms. NaN or infinity, which JSON has no word for, are written as null. A payload msgspec
+    cannot write (dictionary keys that are not text or numbers) is written by Python's `json`."""
     try:
         compact = msgspec.json.encode(payload, enc_hook=_json_default)
+        text = python_json_text(msgspec.json.format(compact, indent=2))
     except (TypeError, ValueError, msgspec.EncodeError):
-        compact = json.dumps(payload, default=_json_default, allow_nan=True).encode()
-    try:
-        text = msgspec.json.format(compact, indent=2)
-    except msgspec.DecodeError:  # NaN or infinity from Python's json: its own indenting
-        text = json.dumps(payload, indent=2, default=_json_default).encode()
-    sys.stdout.write(text.decode() + "\n")
+        text = json.dumps(payload, indent=2, default=_json_default)
+    sys.stdout.write(text + "\n")
 
 
 def _json_default(value: Any) -> Any:
