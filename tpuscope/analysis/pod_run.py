@@ -72,8 +72,10 @@ def analyze_host(trace: Trace, host: str, source: str, *, light: bool = False) -
     one = trace if list(trace.hosts) == [host] else host_trace(trace, host)
     analysis = TraceAnalysis(one)
     ctx = analysis.context
-    report = None if light else analysis.reading_facts(partial(_own_diagnosis, ctx))
+    # The summary first: its devices' busy intervals become the context's device busy time
+    # (`Context.device_busy_from`), which the rules then read instead of merging the ops again.
     summary = analysis.reading_facts(partial(summarize_host, ctx, host))
+    report = None if light else analysis.reading_facts(partial(_own_diagnosis, ctx))
     table = None if light else analysis.op_table("op", "all")
     return HostResult(
         source=source,
