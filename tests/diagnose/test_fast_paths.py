@@ -1,5 +1,6 @@
 """The sort-free shortcuts of the analyses (issue 32) against plain oracles: one window minus many
-intervals, string ids numbered without `np.unique`, distinct steps per name, the shared input wait."""
+intervals, string ids numbered without `np.unique`, distinct steps per name, a thread's events per step,
+the shared input wait."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tpuscope.analysis.diagnose.step_variance import _steps_running
+from tpuscope.analysis.diagnose.step_variance import _steps_running, events_in_periods
 from tpuscope.analysis.facts.context import intervals_of
 from tpuscope.analysis.facts.intervals import difference, merge_intervals
 from tpuscope.analysis.facts.waits import input_wait_intervals, input_work_events, waiting_intervals
@@ -54,15 +55,38 @@ def test_string_ids_are_numbered_as_numpy_unique_numbers_them(ids):
     assert np.array_equal(position, expected_position.reshape(-1))
 
 
-@settings(max_examples=200, deadline=None)
-@given(st.lists(st.tuples(st.integers(0, 12), st.integers(0, 40)), max_size=300))
-def test_steps_running_counts_the_distinct_steps_of_each_name(events):
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(st.tuples(st.integers(0, 12), st.integers(0, 40)), max_size=300),
+    st.lists(st.booleans(), min_size=41, max_size=41),
+)
+def test_steps_running_counts_the_distinct_counted_steps_of_each_name(events, counted):
+    # Up to 300 events of 13 names over 41 steps: a few events are counted by a sort, many by a
+    # table of (step, name) flags (PAIR_FLAGS_PER_EVENT): both ways are drawn.
     events = sorted(events, key=lambda e: e[1])  # one thread's events in time order: steps never decrease
     names = np.array([n for n, _ in events], np.int64)
     steps = np.array([s for _, s in events], np.int64)
-    runs = _steps_running(names, steps, 13)
-    expected = [len({s for n, s in events if n == name}) for name in range(13)]
+    runs = _steps_running(names, steps, np.array(counted), 13)
+    expected = [len({s for n, s in events if n == name and counted[s]}) for name in range(13)]
     assert runs.tolist() == expected
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(st.integers(0, 60), max_size=80),
+    st.lists(st.tuples(st.integers(0, 60), st.integers(0, 20)), min_size=1, max_size=15),
+)
+def test_events_in_periods_are_those_a_search_per_event_finds(event_starts, periods):
+    # Periods in start order, possibly overlapping, empty or sharing a start; events in start order.
+    periods = sorted(periods)
+    p0 = np.array([a for a, _ in periods], np.int64)
+    p1 = np.array([a + d for a, d in periods], np.int64)
+    starts = np.array(sorted(event_starts), np.int64)
+    step = np.searchsorted(p0, starts, side="right") - 1
+    inside = (step >= 0) & (starts < p1[np.clip(step, 0, None)])
+    events, period = events_in_periods(starts, p0, p1)
+    assert events.tolist() == np.flatnonzero(inside).tolist()
+    assert period.tolist() == step[inside].tolist()
 
 
 @pytest.mark.parametrize("scenario", ["input_bound", "healthy"])

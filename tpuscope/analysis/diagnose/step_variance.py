@@ -59,6 +59,9 @@ IMPACT_THRESHOLDS = STEP_TIME_BANDS  # its warning level is WARNING_EXCESS_PERCE
 EXTRA_HOST_SHARE = 0.5
 # A host event name is "usual" when at least this share of the typical steps run it. Our heuristic.
 USUAL_NAME_SHARE = 0.5
+# `_steps_running` flags each (step, name) pair in a table when it holds at most this many flags
+# per event counted (bytes of memory and of work per event), else it sorts the events. Our heuristic.
+PAIR_FLAGS_PER_EVENT = 8
 
 CAUSE_DEVICE = "device compute"
 CAUSE_INPUT = "input wait"
@@ -164,7 +167,8 @@ def run(ctx: Context) -> RuleOutcome:
     actionable = cause in (CAUSE_INPUT, CAUSE_HOST_EVENTS)
     impact = step_time_impact(ctx.periods, excess_ps, "time the slow steps took beyond the median step")
     severity = IMPACT_THRESHOLDS.severity(impact) if actionable else Severity.INFO
-    labels = [ctx.step_label(int(i)) for i in outliers]
+    labels = ctx.step_labels(outliers)
+    slow_ms = [ms(t) for t in times[outliers].tolist()]
     metrics = {
         "steps": len(p0),
         "steps_scored": len(usable),
@@ -174,7 +178,7 @@ def run(ctx: Context) -> RuleOutcome:
         "p90_step_ms": round(float(np.percentile(values_ms, 90)), 3),
         "max_step_ms": round(float(values_ms.max()), 3),
         "slow_steps": labels,
-        "slow_step_ms": [ms(times[i]) for i in outliers],
+        "slow_step_ms": slow_ms,
         "excess_ms": ms(excess_ps),
         "excess_percent_of_step_time": share,
         "cause": cause,
@@ -197,8 +201,10 @@ def run(ctx: Context) -> RuleOutcome:
     )
     host = ctx.steps.host
     evidence = [
-        range_ev(f"slow {ctx.step_label(int(i))} ({ms(times[i])} ms)", int(p0[i]), int(p1[i]), host)
-        for i in outliers
+        range_ev(f"slow {label} ({took} ms)", start, end, host)
+        for label, took, start, end in zip(
+            labels, slow_ms, p0[outliers].tolist(), p1[outliers].tolist(), strict=True
+        )
     ]
     evidence += [event_evidence(f"extra host work: {t.event_name(i)}", t, i) for t, i in extra.events]
     advice = ctx.advice_for(ADVICE[cause]) if severity > Severity.INFO or cause == CAUSE_HOST_GAP else []
@@ -280,13 +286,9 @@ def _extra_host_events(ctx: Context, outliers: np.ndarray, typical: np.ndarray) 
     per_name: dict[int, float] = {}  # name id -> host-only ps
     found: list[tuple[Track, int]] = []
     for track in tracks.values():
-        step = np.searchsorted(p0, track.start_ps, side="right") - 1
-        inside = (step >= 0) & (track.start_ps < p1[np.clip(step, 0, None)])
-        events = np.flatnonzero(inside)
-        name_ids, codes = distinct_ids(track.name_id[inside])
-        steps_of = step[inside]
-        in_typical = is_typical[steps_of]
-        runs = _steps_running(codes[in_typical], steps_of[in_typical], len(name_ids))
+        events, steps_of = events_in_periods(track.start_ps, p0, p1)
+        name_ids, codes = distinct_ids(track.name_id[events])
+        runs = _steps_running(codes, steps_of, is_typical, len(name_ids))
         usual = runs >= USUAL_NAME_SHARE * max(len(typical), 1)
         pick = is_slow[steps_of] & ~usual[codes]
         # The step annotation itself and nested duplicates are not extra work.
@@ -294,7 +296,7 @@ def _extra_host_events(ctx: Context, outliers: np.ndarray, typical: np.ndarray) 
         chosen, chosen_codes = events[pick], codes[pick]
         # Only host work while no device computes counts: on XLA:CPU the step thread itself runs the
         # device thunks (ThunkExecutor::Execute and the ops inside it), which are device compute.
-        ends_in_step = np.minimum(track.end_ps[chosen], p1[step[chosen]])
+        ends_in_step = np.minimum(track.end_ps[chosen], p1[steps_of[pick]])
         host_only = (ends_in_step - track.start_ps[chosen]) - window_total(
             ctx.device_busy, track.start_ps[chosen], ends_in_step
         )
@@ -321,15 +323,40 @@ def _extra_host_events(ctx: Context, outliers: np.ndarray, typical: np.ndarray) 
     return _Extra(total, [ctx.trace.strings[k] for k in top], found[:10])
 
 
-def _steps_running(codes: np.ndarray, steps: np.ndarray, n_codes: int) -> np.ndarray:
-    """Per name code: how many distinct steps run it, from one thread's events in time order (so
-    `steps` never decreases).
+def events_in_periods(starts: np.ndarray, p0: np.ndarray, p1: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The events (of a track: `starts` in order) that start inside a period, in time order, and the
+    period each starts in: the last one begun at its start (as `np.searchsorted(p0, starts, "right")
+    - 1`, `p0` in order), if the event starts before that period's end.
 
-    A stable sort by code keeps each code's events in time order, so its steps come in order and
-    each change of step starts a new one. NumPy sorts integers of 16 bits or fewer stably by radix
-    sort (`numpy.sort`, kind="stable"), in linear time: the codes take that type when they fit."""
+    Each period's events are one run of the track's, found by two binary searches per period
+    (thousands of steps) instead of one per event (a step thread of a million events)."""
+    first = np.searchsorted(starts, p0, side="left")  # a period's first event: none start before it
+    following = np.append(first[1:], len(starts))  # from there, the next period's
+    last = np.minimum(np.searchsorted(starts, p1, side="left"), following)
+    lengths = np.maximum(last - first, 0)
+    period = np.repeat(np.arange(len(p0), dtype=np.int64), lengths)
+    run_start = np.cumsum(lengths) - lengths  # where each period's run sits in the result
+    events = np.arange(int(lengths.sum()), dtype=np.int64) + np.repeat(first - run_start, lengths)
+    return events, period
+
+
+def _steps_running(codes: np.ndarray, steps: np.ndarray, counted: np.ndarray, n_codes: int) -> np.ndarray:
+    """Per name code: how many distinct `counted` steps (a flag per step) run it, from one thread's
+    events in time order (so `steps` never decreases).
+
+    Where a flag per (step, code) pair takes no more room than a few per event, the pairs that
+    occur are flagged and counted per code (one pass, no sort). Otherwise a stable sort by code
+    keeps each code's events in time order, so its steps come in order and each change of step
+    starts a new one. NumPy sorts integers of 16 bits or fewer stably by radix sort (`numpy.sort`,
+    kind="stable"), in linear time: the codes take that type when they fit."""
     if len(codes) == 0:
         return np.zeros(n_codes, np.int64)
+    if len(counted) * n_codes <= PAIR_FLAGS_PER_EVENT * len(codes):
+        seen = np.zeros((len(counted), n_codes), bool)
+        seen[steps, codes] = True
+        return seen[counted].sum(axis=0, dtype=np.int64)
+    keep = counted[steps]
+    codes, steps = codes[keep], steps[keep]
     small = codes.astype(np.uint16) if n_codes <= np.iinfo(np.uint16).max + 1 else codes
     order = np.argsort(small, kind="stable")
     by_code, step_of = codes[order], steps[order]

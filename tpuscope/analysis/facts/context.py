@@ -198,6 +198,10 @@ class Context:
     def step_label(self, position: int) -> str:
         return f"step {int(self.steps.number[position])}"
 
+    def step_labels(self, positions: np.ndarray) -> list[str]:
+        """`step_label` of each position (hundreds of slow steps: one read of the step numbers)."""
+        return [f"step {n}" for n in self.steps.number[positions].tolist()]
+
     def advice_for(self, advice: dict[str, list[str]]) -> list[str]:
         """The advice for the detected framework, else the generic advice (key "")."""
         return list(advice.get(self.framework.name) or advice.get("", []))
