@@ -84,6 +84,17 @@ def test_info_starts_without_protobuf_a_thread_pool_module_openssl_or_tempfile(t
     assert list(entries.glob("*.trace"))  # the cold load did write the cache
 
 
+@pytest.mark.parametrize("command", ("overview", "diagnose"))
+def test_analyses_of_a_local_file_import_no_remote_storage(tmp_path, command):
+    """Remote storage (its sockets, thread pool, logging and temporary folders) is for a URL only:
+    the run's host count of a local path asks the file system alone (tpuscope.app.runs)."""
+    code, modules, out = imported_by(tmp_path, command, str(TPU_SAMPLE), "--json")
+    assert code == 0 and json.loads(out)
+    assert "tpuscope.app.runs" in modules  # the host count was asked
+    remote = ("tpuscope.store.remote", "socket", "concurrent.futures", "logging", "tempfile")
+    assert [m for m in modules if m in remote] == []
+
+
 def test_the_import_check_sees_a_heavy_command(tmp_path):
     """The check above can fail: `capture` does import SSH and gRPC, and the listing shows it."""
     code, modules, out = imported_by(tmp_path, "capture", "--help")
