@@ -106,23 +106,47 @@ class _Labels:
         return found
 
     def map_ids(self, values: np.ndarray, to_text) -> np.ndarray:
-        """Label ids for integer `values`, calling `to_text` once per distinct value.
+        """Label ids for integer `values`, calling `to_text` once per distinct value (ascending)."""
+        distinct = _Distinct(values)
+        return distinct.spread(self.add_each(distinct.values, to_text))
 
-        Ids into the string table span a bounded range, so the distinct values come from one
-        bincount and a lookup table instead of sorting every event (np.unique's argsort).
-        """
+    def map_column(self, values: np.ndarray | None, to_text) -> np.ndarray | int:
+        """`map_ids` of a stat column, where None (no item has the stat: all read 0) is one label id."""
+        return self.add(to_text(0) or NO_LABEL) if values is None else self.map_ids(values, to_text)
+
+    def add_each(self, values: np.ndarray, to_text) -> np.ndarray:
+        """The label id of `to_text(v)` (NO_LABEL when empty) for each of `values`, in their order."""
+        return np.fromiter((self.add(to_text(int(v)) or NO_LABEL) for v in values), np.int32, len(values))
+
+
+class _Distinct:
+    """The distinct values of an integer column (ascending), and each item's place among them.
+
+    Ids into the string table span a bounded range, so the distinct values come from one bincount
+    and are spread back through a lookup table, instead of sorting every event (np.unique's argsort).
+    """
+
+    def __init__(self, values: np.ndarray):
+        self.low: int | None = None
         if len(values) == 0:
-            return np.empty(0, np.int32)
+            self.values, self.code = np.empty(0, np.int64), np.empty(0, np.int64)
+            return
         low, high = int(values.min()), int(values.max())
         if high - low <= max(8 * len(values), DENSE_RANGE_LIMIT):
-            shifted = (values - low).astype(np.int64, copy=False)
-            present = np.flatnonzero(np.bincount(shifted))
-            lookup = np.zeros(high - low + 1, np.int32)
-            lookup[present] = [self.add(to_text(int(v) + low) or NO_LABEL) for v in present]
-            return lookup[shifted]
-        uniq, inverse = np.unique(values, return_inverse=True)
-        mapped = np.fromiter((self.add(to_text(u) or NO_LABEL) for u in uniq), np.int32, len(uniq))
-        return mapped[inverse.reshape(-1)]
+            self.low, self.size = low, high - low + 1
+            self.code = (values - low).astype(np.int64, copy=False)  # the value's place in the range
+            self.values = np.flatnonzero(np.bincount(self.code)) + low
+        else:
+            self.values, inverse = np.unique(values, return_inverse=True)
+            self.code = inverse.reshape(-1)  # the value's place among the distinct ones
+
+    def spread(self, per_value: np.ndarray) -> np.ndarray:
+        """Per item, the entry of `per_value` (one per distinct value) of its value."""
+        if self.low is None:
+            return per_value[self.code]
+        lookup = np.zeros(self.size, per_value.dtype)
+        lookup[self.values - self.low] = per_value
+        return lookup[self.code]
 
 
 @dataclass
@@ -236,29 +260,38 @@ _PER_OP_STATS = (
 
 
 class _EventStats:
-    """The per-op stats of events `idx` of a track, one value per event."""
+    """The per-op stats of events `idx` of a track, one value per event; None where no event has the
+    stat (every event reads 0, or NaN for floats). Values may be the stat columns' own storage: read
+    them only."""
 
     def __init__(self, track: Track, idx: np.ndarray):
         self.track, self.idx = track, idx
-        self.name_id = track.name_id[idx]
+        self._name_id: np.ndarray | None = None
 
-    def strings(self, name: str) -> np.ndarray:
-        values = self.track.stat_values(name, fill=0)
-        if values is None:
-            return np.zeros(len(self.idx), np.int32)
-        return values[self.idx].astype(np.int32, copy=False)
+    @property
+    def name_id(self) -> np.ndarray:
+        """The events' names (gathered when asked: most op events name their op by a stat)."""
+        if self._name_id is None:
+            self._name_id = self.track.name_id[self.idx]
+        return self._name_id
 
-    def floats(self, name: str) -> np.ndarray:
-        values = self.track.stat_values(name, fill=np.nan)
-        if values is None:
-            return np.full(len(self.idx), np.nan)
-        return values[self.idx].astype(np.float64, copy=False)
+    def strings(self, name: str) -> np.ndarray | None:
+        values = self.track.stat_values_at(name, self.idx, fill=0)
+        return None if values is None else values.astype(np.int32, copy=False)
 
-    def program_ids(self) -> np.ndarray:
-        values = self.track.stat_values(Stat.PROGRAM_ID, fill=0)
-        if values is None:
-            return np.zeros(len(self.idx), np.uint64)
-        return values[self.idx].astype(np.uint64, copy=False)
+    def floats(self, name: str) -> np.ndarray | None:
+        values = self.track.stat_values_at(name, self.idx, fill=np.nan)
+        return None if values is None else values.astype(np.float64, copy=False)
+
+    def program_ids(self) -> np.ndarray | None:
+        return _as_uint64(self.track.stat_values_at(Stat.PROGRAM_ID, self.idx, fill=0))
+
+
+def _as_uint64(values: np.ndarray | None) -> np.ndarray | None:
+    """`values.astype(np.uint64)`; int64 by a view, the same bits without a copy."""
+    if values is None:
+        return None
+    return values.view(np.uint64) if values.dtype == np.int64 else values.astype(np.uint64, copy=False)
 
 
 class _OpStats(_EventStats):
@@ -268,7 +301,7 @@ class _OpStats(_EventStats):
     event to its op. The values per op are those `_EventStats` gives each of its events."""
 
     def __init__(self, track: Track, idx: np.ndarray, rows: np.ndarray, of_event: np.ndarray, name_id):
-        self.track, self.idx, self.rows, self.of_event, self.name_id = track, idx, rows, of_event, name_id
+        self.track, self.idx, self.rows, self.of_event, self._name_id = track, idx, rows, of_event, name_id
         self._metadata = track.plane.metadata
 
     @classmethod
@@ -295,17 +328,16 @@ class _OpStats(_EventStats):
         column = self._metadata.stats.column(name)
         return None if column is None else column.dense(len(self._metadata), fill)[self.rows]
 
-    def strings(self, name: str) -> np.ndarray:
+    def strings(self, name: str) -> np.ndarray | None:
         values = self._values(name, 0)
-        return np.zeros(len(self.rows), np.int32) if values is None else values.astype(np.int32, copy=False)
+        return None if values is None else values.astype(np.int32, copy=False)
 
-    def floats(self, name: str) -> np.ndarray:
+    def floats(self, name: str) -> np.ndarray | None:
         values = self._values(name, np.nan)
-        return np.full(len(self.rows), np.nan) if values is None else values.astype(np.float64, copy=False)
+        return None if values is None else values.astype(np.float64, copy=False)
 
-    def program_ids(self) -> np.ndarray:
-        values = self._values(Stat.PROGRAM_ID, 0)
-        return np.zeros(len(self.rows), np.uint64) if values is None else values.astype(np.uint64, copy=False)
+    def program_ids(self) -> np.ndarray | None:
+        return _as_uint64(self._values(Stat.PROGRAM_ID, 0))
 
 
 def module_names(device: Device) -> dict[int, str]:
@@ -335,30 +367,53 @@ _PER_OP_COLUMNS = (
 )  # fmt: skip
 
 
-def _per_op_columns(labels: _Labels, trace: Trace, stats: _EventStats, modules: dict[int, str]) -> dict:
-    """What the ops are, one value per item of `stats` (an event, or an op of `_OpStats`)."""
+def _per_op_columns(
+    labels: _Labels, trace: Trace, stats: _EventStats, modules: dict[int, str]
+) -> dict[str, np.ndarray | float]:
+    """What the ops are, one value per item of `stats` (an event, or an op of `_OpStats`); a number
+    instead of an array where every item has that value (a stat no item has)."""
     strings = trace.strings
     # What the op is called: the op-text stat (GPU kernels, CPU thunks), else the event name.
     op_text = stats.strings(Stat.OP_TEXT)
-    op_text = np.where(op_text > 0, op_text, stats.name_id)
-    category = stats.strings(Stat.OP_CATEGORY)
-    category = np.where(category > 0, category, -op_text)  # negative: derive from the op text
+    if op_text is None:
+        op_text = stats.name_id
+    elif not op_text.all():
+        op_text = np.where(op_text > 0, op_text, stats.name_id)
+    op, category = _op_and_category_labels(labels, strings, op_text, stats.strings(Stat.OP_CATEGORY))
     framework = stats.strings(Stat.FRAMEWORK_OP)
     scope = stats.strings(Stat.NAME_SCOPE)  # GPU kernels: JAX name scope
     module = stats.strings(Stat.PROGRAM_NAME)
     program_id = stats.program_ids()
+    flops, bytes_accessed = stats.floats(Stat.FLOPS), stats.floats(Stat.BYTES_ACCESSED)
+    source, stack = stats.strings(Stat.SOURCE), stats.strings(Stat.SOURCE_STACK)
     return {
-        "op": labels.map_ids(op_text, lambda i: short_op_name(strings[int(i)])),
-        "category": labels.map_ids(category, lambda i: _category_text(strings, int(i))),
+        "op": op,
+        "category": category,
         "framework": _framework_labels(labels, trace, framework, scope),
-        "program": _program_labels(labels, strings, program_id, module, modules),
-        "flops": stats.floats(Stat.FLOPS),
-        "bytes": stats.floats(Stat.BYTES_ACCESSED),
-        "pid": program_id,
+        "program": _program_labels(labels, strings, program_id, module, modules, len(op_text)),
+        "flops": np.nan if flops is None else flops,
+        "bytes": np.nan if bytes_accessed is None else bytes_accessed,
+        "pid": 0 if program_id is None else program_id,
         "text": op_text,
-        "source": stats.strings(Stat.SOURCE),
-        "stack": stats.strings(Stat.SOURCE_STACK),
+        "source": 0 if source is None else source,
+        "stack": 0 if stack is None else stack,
     }
+
+
+def _op_and_category_labels(
+    labels: _Labels, strings: StringTable, op_text: np.ndarray, category: np.ndarray | None
+) -> tuple[np.ndarray, np.ndarray]:
+    """Each item's op label (from its op text) and category label (its category stat, else derived
+    from its op text). Without any category stat both come from one pass over the distinct op texts;
+    the labels are added in the order the category column's own pass would add them (by its codes,
+    the negated text ids: descending text)."""
+    distinct = _Distinct(op_text)
+    op = distinct.spread(labels.add_each(distinct.values, lambda i: short_op_name(strings[i])))
+    if category is None:
+        derived = labels.add_each(distinct.values[::-1], lambda i: _category_text(strings, -i))[::-1]
+        return op, distinct.spread(np.ascontiguousarray(derived))
+    category = np.where(category > 0, category, -op_text)  # negative: derive from the op text
+    return op, labels.map_ids(category, lambda i: _category_text(strings, i))
 
 
 _EXACT_IN_FLOAT = 1 << 53  # integers below this in size survive a round trip through float64
@@ -370,7 +425,8 @@ def _exact_in_float(values: np.ndarray) -> bool:
 
 def _device_times(track: Track, idx: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Each event's (time, start) in ps as int64: its device duration and offset where it has both
-    (the device's own clock), else its host-aligned duration and start."""
+    (the device's own clock), else its host-aligned duration and start (read through float64, as
+    where some events have both)."""
     own = [track.stats.column(name) for name in (Stat.DEVICE_DURATION_PS, Stat.DEVICE_OFFSET_PS)]
     from_metadata = any(track.plane.metadata.stats.column(c.name) for c in own if c is not None)
     if all(c is not None and c.rows is None and c.kind in ("int", "uint") for c in own) and not from_metadata:
@@ -382,10 +438,53 @@ def _device_times(track: Track, idx: np.ndarray) -> tuple[np.ndarray, np.ndarray
     events = _EventStats(track, idx)
     device_duration = events.floats(Stat.DEVICE_DURATION_PS)
     device_offset = events.floats(Stat.DEVICE_OFFSET_PS)
+    if device_duration is None or device_offset is None:  # no event is on the device's clock
+        return _through_float(track.duration_ps[idx]), _through_float(track.start_ps[idx])
     on_device_clock = np.isfinite(device_duration) & np.isfinite(device_offset)
     time = np.where(on_device_clock, device_duration, track.duration_ps[idx]).astype(np.int64)
     start = np.where(on_device_clock, device_offset, track.start_ps[idx]).astype(np.int64)
     return time, start
+
+
+def _through_float(values: np.ndarray) -> np.ndarray:
+    """int64 `values` as a round trip through float64 gives them (themselves, unless beyond 2**53)."""
+    values = values.astype(np.int64, copy=False)
+    return (
+        values if len(values) == 0 or _exact_in_float(values) else values.astype(np.float64).astype(np.int64)
+    )
+
+
+def _column_block(total: int) -> dict[str, np.ndarray]:
+    """The columns of `collect_op_events`, zeroed, as views of one allocation.
+
+    Writing fresh memory costs a page fault per page, and those faults were most of the time of
+    gathering a million-event recording's op columns. One block is one mapping, which the OS backs
+    by large pages where it can (numpy asks for them for big arrays); being zeroed, the columns of
+    stats no event has need no writing at all.
+    """
+    sizes = [_aligned(total * np.dtype(dtype).itemsize) for dtype in _COLUMNS.values()]
+    block = np.zeros(sum(sizes), np.uint8)
+    columns, start = {}, 0
+    for (key, dtype), size in zip(_COLUMNS.items(), sizes, strict=True):
+        columns[key] = block[start : start + total * np.dtype(dtype).itemsize].view(dtype)
+        start += size
+    return columns
+
+
+def _aligned(size: int, to: int = 64) -> int:
+    return -(-size // to) * to
+
+
+def _put(column: np.ndarray, values: np.ndarray | float, of_event: np.ndarray | None) -> None:
+    """Writes per-op `values` into `column` (zeroed): per event, or through `of_event` (each event's
+    op); a number is every event's value, and 0 needs no writing."""
+    if np.ndim(values) == 0:
+        if values != 0:  # NaN too
+            column[...] = values
+    elif of_event is None:
+        column[...] = values
+    else:
+        np.take(np.asarray(values).astype(column.dtype, copy=False), of_event, out=column, mode="clip")
 
 
 def collect_op_events(trace: Trace, devices: list[Device] | None = None) -> OpEvents:
@@ -397,7 +496,7 @@ def collect_op_events(trace: Trace, devices: list[Device] | None = None) -> OpEv
     devices = find_devices(trace) if devices is None else devices
     labels = _Labels()
     total = sum(len(idx) for device in devices for _, idx in device.events)
-    out = {key: np.empty(total, dtype) for key, dtype in _COLUMNS.items()}
+    out = _column_block(total)
     segments = []
     offset = 0
     for position, device in enumerate(devices):
@@ -409,13 +508,9 @@ def collect_op_events(trace: Trace, devices: list[Device] | None = None) -> OpEv
             per_op = _per_op_columns(labels, trace, stats, modules)
             of_event = stats.of_event if isinstance(stats, _OpStats) else None
             for key in _PER_OP_COLUMNS:
-                values = per_op[key].astype(_COLUMNS[key], copy=False)
-                if of_event is None:
-                    out[key][at] = values
-                else:
-                    np.take(values, of_event, out=out[key][at])
+                _put(out[key][at], per_op[key], of_event)
             time, start = _device_times(track, idx)
-            out["device"][at] = position
+            _put(out["device"][at], position, None)
             out["time"][at] = time
             out["self"][at] = self_times(start, time)
             segments.append((track, idx, offset))
@@ -446,22 +541,31 @@ def _category_text(strings: StringTable, code: int) -> str:
     return strings[code] if code > 0 else derived_category(strings[-code])
 
 
-def _framework_labels(labels: _Labels, trace: Trace, tf_op: np.ndarray, scope: np.ndarray) -> np.ndarray:
+def _framework_labels(
+    labels: _Labels, trace: Trace, tf_op: np.ndarray | None, scope: np.ndarray | None
+) -> np.ndarray | int:
     """The `tf_op` stat without its trailing ':', else the `name` scope (where `tf_op` is the dialect's
-    placeholder for no framework op: GPU kernels say "XlaModule:")."""
+    placeholder for no framework op: GPU kernels say "XlaModule:"); one label id where no item has
+    either (None)."""
     strings, placeholders = trace.strings, trace.dialect.no_framework_op
 
     def tf_text(i: int) -> str:
         name = strings[i].rstrip(":") if i else ""
         return "" if name in placeholders else name
 
-    from_tf = labels.map_ids(tf_op, tf_text)
+    from_tf = labels.map_column(tf_op, tf_text)
     if not np.any(from_tf == 0):
         return from_tf
-    return np.where(from_tf != 0, from_tf, labels.map_ids(scope, lambda i: strings[i] if i else ""))
+    from_scope = labels.map_column(scope, lambda i: strings[i] if i else "")
+    return from_scope if np.ndim(from_tf) == 0 else np.where(from_tf != 0, from_tf, from_scope)
 
 
-def _program_labels(labels, strings, program_id, module, modules: dict[int, str]) -> np.ndarray:
+def _program_labels(
+    labels, strings, program_id: np.ndarray | None, module: np.ndarray | None, modules: dict[int, str], n: int
+) -> np.ndarray | int:
+    """Each item's program label ("name(id)") from its program id and name stats (None: no item has
+    it, all read 0), the name else from the device's module names."""
+
     def text(pair) -> str:
         pid, module_id = int(pair[0]), int(pair[1])
         name = strings[module_id] if module_id else modules.get(pid, "")
@@ -469,15 +573,18 @@ def _program_labels(labels, strings, program_id, module, modules: dict[int, str]
             return name
         return f"{name}({pid})" if name else f"program {pid}"
 
-    if len(program_id) == 0:
+    if n == 0:
         return np.empty(0, np.int32)
+    if program_id is None and module is None:
+        return labels.add(text((0, 0)) or NO_LABEL)
+    program_id = np.zeros(n, np.uint64) if program_id is None else program_id
+    module = np.zeros(n, np.int32) if module is None else module
     # Consecutive ops almost always belong to the same program: label each run once.
-    module = module.astype(np.uint64)
-    change = np.ones(len(program_id), dtype=bool)
+    change = np.ones(n, dtype=bool)
     change[1:] = (program_id[1:] != program_id[:-1]) | (module[1:] != module[:-1])
     heads = np.flatnonzero(change)
     programs, program_code = np.unique(program_id[heads], return_inverse=True)
-    module_ids, module_code = np.unique(module[heads], return_inverse=True)
+    module_ids, module_code = np.unique(module[heads].astype(np.uint64), return_inverse=True)
     n = len(module_ids)
     pair_code = program_code.reshape(-1) * n + module_code.reshape(-1)  # small, dense ints
     mapped = labels.map_ids(pair_code, lambda c: text((programs[c // n], module_ids[c % n])))

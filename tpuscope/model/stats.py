@@ -54,20 +54,37 @@ class StatColumn:
         Integer columns come back as int64 (float64 when fill is NaN), so
         callers can do arithmetic without caring about the narrowed storage.
         """
-        dtype: type[np.number]
-        if self.kind == "float" or (isinstance(fill, float) and np.isnan(fill)):
-            dtype = np.float64
-        elif self.kind == "uint":
-            dtype = np.uint64 if self.values.dtype == np.uint64 else np.int64
-        elif self.kind in ("str", "bytes"):
-            dtype = np.int32
-        else:
-            dtype = np.int64
+        dtype = self._dense_dtype(fill)
         if self.rows is None:
             return self.values.astype(dtype, copy=False)
         out = np.full(n_rows, fill, dtype=dtype)
         out[self.rows] = self.values
         return out
+
+    def gather(self, n_rows: int, rows: np.ndarray, fill: float | int = 0) -> np.ndarray:
+        """`dense(n_rows, fill)[rows]`, without building the dense column where it can be skipped.
+
+        A dense column is gathered from directly, and when `rows` are exactly the rows that carry
+        the stat (an op line's ops: every op event has its `hlo_op`) the values are the answer as
+        they are: each skipped dense column is a fresh array of the whole track, whose pages cost
+        more to touch than the gather. The result may be this column's own storage: read it only.
+        """
+        dtype = self._dense_dtype(fill)
+        if self.rows is None:
+            return self.values[rows].astype(dtype, copy=False)
+        if len(self.rows) == len(rows) and np.array_equal(self.rows, rows):
+            return self.values.astype(dtype, copy=False)
+        return self.dense(n_rows, fill)[rows]
+
+    def _dense_dtype(self, fill: float | int) -> type[np.number]:
+        """What `dense` widens the stored values to (narrowed storage is not the callers' concern)."""
+        if self.kind == "float" or (isinstance(fill, float) and np.isnan(fill)):
+            return np.float64
+        if self.kind == "uint":
+            return np.uint64 if self.values.dtype == np.uint64 else np.int64
+        if self.kind in ("str", "bytes"):
+            return np.int32
+        return np.int64
 
     def present(self, n_rows: int) -> np.ndarray:
         """Boolean mask of the rows that carry this stat."""

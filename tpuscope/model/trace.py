@@ -178,6 +178,21 @@ class Track:
                 values[present] = own_values[present]
         return values
 
+    def stat_values_at(self, name: str, indices: np.ndarray, fill: float | int = np.nan) -> np.ndarray | None:
+        """`stat_values(name, fill)[indices]`, reading only those events where it can: a column over
+        the whole track is built only when the events' own values overlay their metadata's.
+
+        The result may share memory with the stat columns: read it only.
+        """
+        own = self.stats.column(name)
+        meta_col = self.plane.metadata.stats.column(name)
+        if meta_col is None:
+            return None if own is None else own.gather(len(self), indices, fill)
+        if own is None:
+            return meta_col.dense(len(self.plane.metadata), fill)[self.meta_index[indices]]
+        values = self.stat_values(name, fill)
+        return None if values is None else values[indices]
+
     def event_name(self, index: int) -> str:
         return self.plane.trace.strings[int(self.name_id[index])]
 
