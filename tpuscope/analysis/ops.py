@@ -25,9 +25,10 @@ are the ops. GPU kernels without an `hlo_op` stat (driver copies) are kept, name
 
 from __future__ import annotations
 
+import functools
 import re
 import threading
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -134,7 +135,7 @@ class _Distinct:
         low, high = int(values.min()), int(values.max())
         if high - low <= max(8 * len(values), DENSE_RANGE_LIMIT):
             self.low, self.size = low, high - low + 1
-            self.code = (values - low).astype(np.int64, copy=False)  # the value's place in the range
+            self.code = np.subtract(values, low, dtype=np.int64)  # the value's place in the range
             self.values = np.flatnonzero(np.bincount(self.code)) + low
         else:
             self.values, inverse = np.unique(values, return_inverse=True)
@@ -368,10 +369,15 @@ _PER_OP_COLUMNS = (
 
 
 def _per_op_columns(
-    labels: _Labels, trace: Trace, stats: _EventStats, modules: dict[int, str]
+    labels: _Labels,
+    trace: Trace,
+    stats: _EventStats,
+    modules: dict[int, str],
+    category_text: Callable[[int], str],
 ) -> dict[str, np.ndarray | float]:
     """What the ops are, one value per item of `stats` (an event, or an op of `_OpStats`); a number
-    instead of an array where every item has that value (a stat no item has)."""
+    instead of an array where every item has that value (a stat no item has). `category_text` names
+    a category code (`_category_text`)."""
     strings = trace.strings
     # What the op is called: the op-text stat (GPU kernels, CPU thunks), else the event name.
     op_text = stats.strings(Stat.OP_TEXT)
@@ -379,7 +385,8 @@ def _per_op_columns(
         op_text = stats.name_id
     elif not op_text.all():
         op_text = np.where(op_text > 0, op_text, stats.name_id)
-    op, category = _op_and_category_labels(labels, strings, op_text, stats.strings(Stat.OP_CATEGORY))
+    category = stats.strings(Stat.OP_CATEGORY)
+    op, category = _op_and_category_labels(labels, strings, op_text, category, category_text)
     framework = stats.strings(Stat.FRAMEWORK_OP)
     scope = stats.strings(Stat.NAME_SCOPE)  # GPU kernels: JAX name scope
     module = stats.strings(Stat.PROGRAM_NAME)
@@ -401,7 +408,11 @@ def _per_op_columns(
 
 
 def _op_and_category_labels(
-    labels: _Labels, strings: StringTable, op_text: np.ndarray, category: np.ndarray | None
+    labels: _Labels,
+    strings: StringTable,
+    op_text: np.ndarray,
+    category: np.ndarray | None,
+    category_text: Callable[[int], str],
 ) -> tuple[np.ndarray, np.ndarray]:
     """Each item's op label (from its op text) and category label (its category stat, else derived
     from its op text). Without any category stat both come from one pass over the distinct op texts;
@@ -410,10 +421,10 @@ def _op_and_category_labels(
     distinct = _Distinct(op_text)
     op = distinct.spread(labels.add_each(distinct.values, lambda i: short_op_name(strings[i])))
     if category is None:
-        derived = labels.add_each(distinct.values[::-1], lambda i: _category_text(strings, -i))[::-1]
+        derived = labels.add_each(distinct.values[::-1], lambda i: category_text(-i))[::-1]
         return op, distinct.spread(np.ascontiguousarray(derived))
     category = np.where(category > 0, category, -op_text)  # negative: derive from the op text
-    return op, labels.map_ids(category, lambda i: _category_text(strings, i))
+    return op, labels.map_ids(category, category_text)
 
 
 _EXACT_IN_FLOAT = 1 << 53  # integers below this in size survive a round trip through float64
@@ -495,6 +506,8 @@ def collect_op_events(trace: Trace, devices: list[Device] | None = None) -> OpEv
     take it from their metadata (`_OpStats`), and gathered to the events by one index."""
     devices = find_devices(trace) if devices is None else devices
     labels = _Labels()
+    # Each category named once per code over all tracks (a regex over the op's text where derived).
+    category_text = functools.cache(lambda code: _category_text(trace.strings, code))
     total = sum(len(idx) for device in devices for _, idx in device.events)
     out = _column_block(total)
     segments = []
@@ -505,7 +518,7 @@ def collect_op_events(trace: Trace, devices: list[Device] | None = None) -> OpEv
             n = len(idx)
             at = slice(offset, offset + n)
             stats = _OpStats.of(track, idx) or _EventStats(track, idx)
-            per_op = _per_op_columns(labels, trace, stats, modules)
+            per_op = _per_op_columns(labels, trace, stats, modules, category_text)
             of_event = stats.of_event if isinstance(stats, _OpStats) else None
             for key in _PER_OP_COLUMNS:
                 _put(out[key][at], per_op[key], of_event)
@@ -776,8 +789,10 @@ def _group(key: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _op_key(events: OpEvents) -> np.ndarray:
-    """One int per (program, op): ops are identified per program, as XProf does."""
-    return events.program.astype(np.int64) * (len(events.labels.texts) + 1) + events.op
+    """One int per (program, op): ops are identified per program, as XProf does (made in one int64
+    array: each temporary over every event is fresh memory to fault in)."""
+    key = np.multiply(events.program, len(events.labels.texts) + 1, dtype=np.int64)
+    return np.add(key, events.op, out=key)
 
 
 def _own_line_key(events: OpEvents) -> np.ndarray:
@@ -827,7 +842,7 @@ def aggregate(events: OpEvents, by: str = "op", code: Mapping[int, ProgramCode] 
     self_ps = np.bincount(inverse, weights=events.self_ps, minlength=n).astype(np.int64)
     flops = _sum_known(events.flops, inverse, n)
     bytes_accessed = _sum_known(events.bytes_accessed, inverse, n)
-    async_half = np.bincount(inverse, weights=_async_events(events), minlength=n) == occurrences
+    async_half = _all_async(events, inverse, occurrences)
     name = (
         events.op if by == "op" else grouped_by if by in ("source", "framework") else getattr(events, by)
     )[first]
@@ -869,14 +884,15 @@ def aggregate(events: OpEvents, by: str = "op", code: Mapping[int, ProgramCode] 
     )
 
 
-def _async_events(events: OpEvents) -> np.ndarray:
-    """Per event: whether its op (by name or category) is an async start, update or done; each label
-    is tested once."""
+def _all_async(events: OpEvents, inverse: np.ndarray, occurrences: np.ndarray) -> np.ndarray:
+    """Per group: whether all its events' ops (by name or category) are async starts, updates or
+    dones; each label is tested once, and no event is read when no label is one."""
     texts = events.labels.texts
     is_async = np.fromiter((is_async_half(t) for t in texts), bool, len(texts))
-    if not len(events):
-        return np.zeros(0, bool)
-    return is_async[events.op] | is_async[events.category]
+    if not is_async.any():
+        return np.zeros(len(occurrences), bool)
+    of_event = is_async[events.op] | is_async[events.category]
+    return np.bincount(inverse, weights=of_event, minlength=len(occurrences)) == occurrences
 
 
 def _folded_ops(
