@@ -20,6 +20,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from tpuscope.analysis.facts.intervals import canonical, union, window_total
+from tpuscope.analysis.facts.intervals import merge_intervals as merge_intervals  # its former home
 from tpuscope.model.trace import Plane, Trace, Track
 from tpuscope.model.vocabulary import KIND_HOST_CPU, ROLE_HOST, Stat, TrackKind
 
@@ -110,35 +112,6 @@ def op_intervals(device: Device) -> tuple[np.ndarray, np.ndarray]:
     return starts, ends
 
 
-def merge_intervals(starts: np.ndarray, ends: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Union of [start, end) intervals as disjoint, sorted intervals (zero-length ones dropped).
-
-    Vectorized: after sorting by start, an interval opens a new run when it starts after the
-    running maximum of all earlier ends.
-    """
-    starts = np.asarray(starts, dtype=np.int64)
-    ends = np.asarray(ends, dtype=np.int64)
-    keep = ends > starts
-    # Already merged (sorted, none empty, none touching: what this returns, and what the interval
-    # algebra hands back to it) is checked in one pass, without the sort.
-    all_kept = bool(keep.all())
-    if all_kept and (starts[1:] > ends[:-1]).all():
-        return starts, ends
-    if not all_kept:  # a copy only when some are dropped: the sort below copies them anyway
-        starts, ends = starts[keep], ends[keep]
-    if len(starts) == 0:
-        return starts, ends
-    order = np.argsort(starts, kind="stable")
-    starts, ends = starts[order], ends[order]
-    running_end = np.maximum.accumulate(ends)
-    new_run = np.empty(len(starts), dtype=bool)
-    new_run[0] = True
-    new_run[1:] = starts[1:] > running_end[:-1]
-    run_starts = np.flatnonzero(new_run)
-    run_last = np.append(run_starts[1:], len(starts)) - 1
-    return starts[run_starts], running_end[run_last]
-
-
 def busy_intervals(device: Device) -> tuple[np.ndarray, np.ndarray]:
     """Disjoint, sorted intervals (ps) during which the device ran at least one op (made once per
     device and its tracks' time columns; callers must not write into them)."""
@@ -147,7 +120,14 @@ def busy_intervals(device: Device) -> tuple[np.ndarray, np.ndarray]:
     if kept is not None and len(kept[0]) == len(columns):
         if all(a is b for a, b in zip(kept[0], columns, strict=True)):
             return kept[1]
-    found = merge_intervals(*op_intervals(device))
+    # Each track's ops are in start order (the model's invariant, and the indices are taken in
+    # order), so each track's set is made without a sort, and the tracks' sets are merged by a
+    # union of sorted runs: no argsort and no gather over all the device's ops.
+    per_track = []
+    for track, idx in device.events:
+        starts = track.start_ps[idx]
+        per_track.append(canonical(starts, starts + track.duration_ps[idx]))
+    found = per_track[0] if len(per_track) == 1 else union(per_track)
     for array in found:
         array.flags.writeable = False  # shared by every caller
     device._busy = (columns, found)  # two threads may both make it: the same intervals
@@ -157,30 +137,9 @@ def busy_intervals(device: Device) -> tuple[np.ndarray, np.ndarray]:
 def busy_in_windows(
     busy_starts: np.ndarray, busy_ends: np.ndarray, window_starts: np.ndarray, window_ends: np.ndarray
 ) -> np.ndarray:
-    """Busy ps inside each window [w0, w1), for disjoint sorted busy intervals.
-
-    Uses the cumulative busy time B(t) (piecewise linear, found by searchsorted), so any number of
-    windows costs O((n + m) log n): busy in window = B(w1) - B(w0).
-    """
-    window_starts = np.asarray(window_starts, dtype=np.int64)
-    window_ends = np.asarray(window_ends, dtype=np.int64)
-    return np.maximum(
-        _cumulative_busy(busy_starts, busy_ends, window_ends)
-        - _cumulative_busy(busy_starts, busy_ends, window_starts),
-        0,
-    )
-
-
-def _cumulative_busy(starts: np.ndarray, ends: np.ndarray, at: np.ndarray) -> np.ndarray:
-    """Busy ps in (-inf, t) for each t in `at`."""
-    if len(starts) == 0:
-        return np.zeros(len(at), dtype=np.int64)
-    before = np.concatenate([[0], np.cumsum(ends - starts)])
-    k = np.searchsorted(starts, at, side="right")  # intervals starting at or before t
-    full = before[np.maximum(k - 1, 0)]
-    last = np.maximum(k - 1, 0)
-    partial = np.clip(at - starts[last], 0, ends[last] - starts[last])
-    return np.where(k > 0, full + partial, 0)
+    """Busy ps inside each window [w0, w1), for disjoint sorted busy intervals: `window_total`
+    (the cumulative busy time B(t), piecewise linear, found by searchsorted: B(w1) - B(w0))."""
+    return window_total((busy_starts, busy_ends), window_starts, window_ends)
 
 
 @dataclass(frozen=True)

@@ -19,8 +19,6 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from tpuscope.analysis.device_ops import merge_intervals
-
 Intervals = tuple[np.ndarray, np.ndarray]
 
 __all__ = [
@@ -36,6 +34,37 @@ def empty() -> Intervals:
 def total(intervals: Intervals) -> int:
     starts, ends = intervals
     return int((ends - starts).sum())
+
+
+def merge_intervals(starts: np.ndarray, ends: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Union of [start, end) intervals as disjoint, sorted intervals (zero-length ones dropped).
+
+    Vectorized: after sorting by start, an interval opens a new run when it starts after the
+    running maximum of all earlier ends.
+    """
+    starts = np.asarray(starts, dtype=np.int64)
+    ends = np.asarray(ends, dtype=np.int64)
+    keep = ends > starts
+    # Already merged (sorted, none empty, none touching: what this returns, and what the interval
+    # algebra hands back to it) is checked in one pass, without the sort.
+    all_kept = bool(keep.all())
+    if all_kept and (starts[1:] > ends[:-1]).all():
+        return starts, ends
+    if not all_kept:  # a copy only when some are dropped: the sort below copies them anyway
+        starts, ends = starts[keep], ends[keep]
+    if len(starts) == 0:
+        return starts, ends
+    order = np.argsort(starts, kind="stable")
+    starts, ends = starts[order], ends[order]
+    running_end = np.maximum.accumulate(ends)
+    new_run = np.empty(len(starts), dtype=bool)
+    new_run[0] = True
+    new_run[1:] = starts[1:] > running_end[:-1]
+    run_starts = np.flatnonzero(new_run)
+    if len(run_starts) == len(starts):  # none overlaps another once sorted: each is its own run
+        return starts, running_end
+    run_last = np.append(run_starts[1:], len(starts)) - 1
+    return starts[run_starts], running_end[run_last]
 
 
 def union(sets: Sequence[Intervals]) -> Intervals:
@@ -62,7 +91,10 @@ def union(sets: Sequence[Intervals]) -> Intervals:
             return empty()
     starts.sort(kind="stable")  # in place: both are this function's own concatenations
     ends.sort(kind="stable")
-    breaks = np.flatnonzero(starts[1:] > ends[:-1]) + 1  # where a new run starts
+    apart = starts[1:] > ends[:-1]
+    if apart.all():  # no two touch or overlap (devices that never run at once): each is its own run
+        return starts, ends
+    breaks = np.flatnonzero(apart) + 1  # where a new run starts
     first = np.concatenate([[0], breaks])
     last = np.concatenate([breaks - 1, [len(starts) - 1]])
     return starts[first], ends[last]
@@ -98,8 +130,8 @@ def window_total(intervals: Intervals, window_starts: np.ndarray, window_ends: n
     """Covered ps inside each window [w0, w1) (windows may overlap each other), for a canonical set.
 
     The covered time before t is piecewise linear in t (found by one binary search per window end),
-    so any number of windows costs O((n + m) log n); one running sum serves both window ends (the
-    same integers as `device_ops.busy_in_windows`, which makes it once per end)."""
+    so any number of windows costs O((n + m) log n); one running sum serves both window ends
+    (`device_ops.busy_in_windows` is this)."""
     window_starts = np.asarray(window_starts, dtype=np.int64)
     window_ends = np.asarray(window_ends, dtype=np.int64)
     starts, ends = intervals
@@ -125,7 +157,10 @@ def canonical(starts: np.ndarray, ends: np.ndarray, in_order: bool = False) -> I
     starts = np.asarray(starts, dtype=np.int64)
     ends = np.asarray(ends, dtype=np.int64)
     keep = ends > starts
-    if not keep.all():
+    if keep.all():
+        if (starts[1:] > ends[:-1]).all():  # canonical already (sorted, apart): one pass says so
+            return starts, ends
+    else:
         starts, ends = starts[keep], ends[keep]
     if len(starts) < 2 or not (in_order or (starts[1:] >= starts[:-1]).all()):
         return merge_intervals(starts, ends)

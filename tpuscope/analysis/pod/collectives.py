@@ -17,9 +17,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from tpuscope.analysis.device_ops import Device, merge_intervals
+from tpuscope.analysis.device_ops import Device
 from tpuscope.analysis.facts.context import Context
-from tpuscope.analysis.facts.intervals import canonical
+from tpuscope.analysis.facts.intervals import canonical, merge_intervals
 from tpuscope.model.strings import StringTable
 from tpuscope.model.trace import Track
 from tpuscope.model.vocabulary import Dialect, EventClass, Stat

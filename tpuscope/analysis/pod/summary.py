@@ -20,13 +20,11 @@ from typing import Any
 
 import numpy as np
 
-from tpuscope.analysis.device_ops import Device, busy_intervals
+from tpuscope.analysis.device_ops import busy_intervals
 from tpuscope.analysis.facts.context import Context
 from tpuscope.analysis.facts.evidence import MAX_EVIDENCE, event_evidence
 from tpuscope.analysis.facts.intervals import (
     Intervals,
-    canonical,
-    difference,
     empty,
     intersect,
     union,
@@ -168,7 +166,7 @@ def summarize_host(ctx: Context, host: str | None = None) -> HostSummary:
     collective_events = list(dcn)
     other_ops = []  # each device's non-collective ops, found once
     clock_events: list[tuple[Track, np.ndarray]] = []  # the first device's with collectives
-    busy = [_busy(device) for device in devices]
+    busy = [busy_intervals(device) for device in devices]  # each device's, made once for every reader
     per_device = []  # each device's kind, collectives and the ops that can hide them, for the op rows
     ctx.device_busy_from(busy)  # their union, made once, for the waits below
     for row, device in enumerate(devices):
@@ -278,17 +276,6 @@ def _code_lookup(ctx: Context):
     return lookup
 
 
-def _busy(device: Device) -> Intervals:
-    """`busy_intervals(device)`, read straight from the track's columns when the device's ops are all
-    the events of one track (a TPU's op line: the track is in start order, so nothing to sort)."""
-    if len(device.events) == 1:
-        track, idx = device.events[0]
-        if len(idx) == len(track):  # the indices are distinct: every event of the track
-            # A track's events are in start order (the model's invariant): nothing to check either.
-            return canonical(track.start_ps, track.start_ps + track.duration_ps, in_order=True)
-    return busy_intervals(device)
-
-
 def _host_work_events(
     ctx: Context, input_wait: Intervals, compile_wait: Intervals
 ) -> list[tuple[Track, np.ndarray]]:
@@ -307,10 +294,12 @@ def _host_work_events(
     candidates = children[(durations > 0) & ~np.isin(track.name_id[children], launches)]
     if len(candidates) == 0:
         return []
-    # The steps' span less device work, input and compile waits: the input and compile waits are
-    # device-idle time and disjoint (`facts.waits`), so each is cut from the shared idle time in turn,
-    # the same set as the span less their union, without sorting the devices' intervals again.
-    other = difference(difference(idle_in_steps(ctx), input_wait), compile_wait)
+    # The steps' span less device work, input and compile waits, measured without being built: the
+    # shared idle time less the part of it the (few) waits hold. Cutting the waits out of the idle
+    # time's hundreds of thousands of gaps made a set as large; the covered time in an event is the
+    # same integer either way (`_mostly_idle`).
+    idle = idle_in_steps(ctx)
+    other = (idle, intersect(union([input_wait, compile_wait]), idle))
     if len(candidates) > _LONGEST_FIRST:
         # The longest mostly-idle event is among the longest few when any of those is mostly idle (no
         # event left out is longer than it); then only events of at least HOST_WORK_MIN_FRACTION of it
@@ -329,10 +318,14 @@ def _host_work_events(
     return [(track, keep)]
 
 
-def _mostly_idle(track: Track, events: np.ndarray, idle: Intervals) -> np.ndarray:
-    """Mask over `events` (of positive duration): at least HOST_WORK_OVERLAP of the event is in `idle`."""
+def _mostly_idle(track: Track, events: np.ndarray, idle: tuple[Intervals, Intervals]) -> np.ndarray:
+    """Mask over `events` (of positive duration): at least HOST_WORK_OVERLAP of the event is in
+    `idle`, a set less a part of it, (whole, part): the time of whole - part in a window is the
+    whole's less the part's, both exact integers."""
     starts, durations = track.start_ps[events], track.duration_ps[events]
-    return window_total(idle, starts, starts + durations) >= HOST_WORK_OVERLAP * durations
+    ends = starts + durations
+    covered = window_total(idle[0], starts, ends) - window_total(idle[1], starts, ends)
+    return covered >= HOST_WORK_OVERLAP * durations
 
 
 def _busiest_op(ctx: Context, ops: list[tuple[Track, np.ndarray]]) -> tuple[str, float]:
