@@ -66,3 +66,16 @@ def test_self_times_of_a_flat_line_are_the_durations_and_nesting_still_counts():
     assert ops.self_times(start, duration).tolist() == [10, 5, 15, 0]
     nested = ops.self_times(np.array([0, 2, 4]), np.array([10, 3, 1]))  # 4..5 inside 2..5 inside 0..10
     assert nested.tolist() == [7, 2, 1]
+
+
+def test_self_times_written_into_a_given_array_are_those_returned():
+    """`out` (how `collect_op_events` writes straight into its columns) is overwritten whole: events of
+    no length read 0 there too, whatever it held."""
+    require_shared_traces()
+    trace = open_trace(TPU_TRACE)
+    cases = [(np.array([0, 10, 20, 35], np.int64), np.array([10, 5, 15, 0], np.int64))]
+    cases += [(t.start_ps, t.duration_ps) for t in trace.tracks() if len(t)]
+    for start, duration in cases:
+        out = np.full(len(start), -7, np.int64)
+        found = ops.self_times(start, duration, out=out)
+        assert found is out and np.array_equal(out, ops.self_times(start, duration))

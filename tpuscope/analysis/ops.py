@@ -216,8 +216,9 @@ def parents_one_level_up(depth: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return kids[found], by_level[slot[found]] % n
 
 
-def self_times(start_ps: np.ndarray, duration_ps: np.ndarray) -> np.ndarray:
-    """Per-event time not covered by nested events of the same line (inputs in any order).
+def self_times(start_ps: np.ndarray, duration_ps: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
+    """Per-event time not covered by nested events of the same line (inputs in any order), written
+    into `out` (int64, one per event) when given.
 
     Vectorized nesting: sorted by (start, longer first), an event's depth is the number of earlier
     events still open at its start (its enclosing ancestors when events nest properly). Each event's
@@ -226,9 +227,12 @@ def self_times(start_ps: np.ndarray, duration_ps: np.ndarray) -> np.ndarray:
     """
     start = np.asarray(start_ps, dtype=np.int64)
     duration = np.asarray(duration_ps, dtype=np.int64)
-    out = np.zeros(len(start), dtype=np.int64)
     has_length = duration > 0
     everyone = bool(has_length.all())
+    if out is None:
+        out = np.zeros(len(start), dtype=np.int64)
+    elif not everyone:
+        out[~has_length] = 0
     # The events with a length, by a slice when that is all of them (no copies of the columns).
     order: np.ndarray | slice = slice(None) if everyone else np.flatnonzero(has_length)
     s, d = start[order], duration[order]
@@ -434,10 +438,10 @@ def _exact_in_float(values: np.ndarray) -> bool:
     return -_EXACT_IN_FLOAT < int(values.min()) and int(values.max()) < _EXACT_IN_FLOAT
 
 
-def _device_times(track: Track, idx: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Each event's (time, start) in ps as int64: its device duration and offset where it has both
-    (the device's own clock), else its host-aligned duration and start (read through float64, as
-    where some events have both)."""
+def _device_times(track: Track, idx: np.ndarray, time: np.ndarray) -> np.ndarray:
+    """Writes each event's time into `time` and returns its start, in ps as int64: its device duration
+    and offset where it has both (the device's own clock), else its host-aligned duration and start
+    (read through float64, as where some events have both)."""
     own = [track.stats.column(name) for name in (Stat.DEVICE_DURATION_PS, Stat.DEVICE_OFFSET_PS)]
     from_metadata = any(track.plane.metadata.stats.column(c.name) for c in own if c is not None)
     if all(c is not None and c.rows is None and c.kind in ("int", "uint") for c in own) and not from_metadata:
@@ -445,24 +449,35 @@ def _device_times(track: Track, idx: np.ndarray) -> tuple[np.ndarray, np.ndarray
         # the float path below gives for values it holds exactly.
         values = [c.values for c in own if c is not None]
         if all(len(v) == 0 or _exact_in_float(v) for v in values):
-            return values[0][idx].astype(np.int64), values[1][idx].astype(np.int64)
+            time[...] = values[0][idx]
+            return values[1][idx].astype(np.int64)
     events = _EventStats(track, idx)
     device_duration = events.floats(Stat.DEVICE_DURATION_PS)
     device_offset = events.floats(Stat.DEVICE_OFFSET_PS)
     if device_duration is None or device_offset is None:  # no event is on the device's clock
-        return _through_float(track.duration_ps[idx]), _through_float(track.start_ps[idx])
+        _through_float(_take(track.duration_ps, idx, out=time))
+        return _through_float(_take(track.start_ps, idx))
     on_device_clock = np.isfinite(device_duration) & np.isfinite(device_offset)
-    time = np.where(on_device_clock, device_duration, track.duration_ps[idx]).astype(np.int64)
-    start = np.where(on_device_clock, device_offset, track.start_ps[idx]).astype(np.int64)
-    return time, start
+    time[...] = np.where(on_device_clock, device_duration, track.duration_ps[idx])
+    return np.where(on_device_clock, device_offset, track.start_ps[idx]).astype(np.int64)
+
+
+def _take(values: np.ndarray, idx: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
+    """`values[idx]` as int64, into `out` when given (no temporary when the column is int64)."""
+    if out is None:
+        return values[idx].astype(np.int64, copy=False)
+    if values.dtype == out.dtype:
+        return np.take(values, idx, out=out, mode="clip")
+    out[...] = values[idx]
+    return out
 
 
 def _through_float(values: np.ndarray) -> np.ndarray:
-    """int64 `values` as a round trip through float64 gives them (themselves, unless beyond 2**53)."""
-    values = values.astype(np.int64, copy=False)
-    return (
-        values if len(values) == 0 or _exact_in_float(values) else values.astype(np.float64).astype(np.int64)
-    )
+    """int64 `values` made (in place) what a round trip through float64 gives: themselves, unless
+    beyond 2**53."""
+    if len(values) and not _exact_in_float(values):
+        values[...] = values.astype(np.float64)
+    return values
 
 
 def _column_block(total: int) -> dict[str, np.ndarray]:
@@ -522,10 +537,9 @@ def collect_op_events(trace: Trace, devices: list[Device] | None = None) -> OpEv
             of_event = stats.of_event if isinstance(stats, _OpStats) else None
             for key in _PER_OP_COLUMNS:
                 _put(out[key][at], per_op[key], of_event)
-            time, start = _device_times(track, idx)
             _put(out["device"][at], position, None)
-            out["time"][at] = time
-            out["self"][at] = self_times(start, time)
+            start = _device_times(track, idx, out["time"][at])
+            self_times(start, out["time"][at], out=out["self"][at])
             segments.append((track, idx, offset))
             offset += n
 
