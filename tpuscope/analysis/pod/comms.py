@@ -148,9 +148,10 @@ def collective_rows(
     code: CodeLookup | None = None,
 ) -> list[CollectiveRow]:
     """The host's collective ops, one row per op name: `per_device` holds each device's kind, its
-    collective events and the union of its ops that can hide them (neither collectives nor copies);
-    `dcn` the host's DCN transfers, hidden by `dcn_hide` (every device's compute); `code` the
-    programs' code by id, for the instructions' shapes."""
+    collective events and the time its ops that can hide them (neither collectives nor copies) ran
+    (all of it, or only where it overlaps the collectives: the same time inside each one); `dcn`
+    the host's DCN transfers, hidden by `dcn_hide` (every device's compute, the same way); `code`
+    the programs' code by id, for the instructions' shapes."""
     rows: dict[tuple[str, str], CollectiveRow] = {}
     for kind, events, hide in per_device:
         for track, idx in events:

@@ -189,9 +189,11 @@ def summarize_host(ctx: Context, host: str | None = None) -> HostSummary:
         # (HTA's and TraceLens' computation leaves them out). Without collectives there is nothing to
         # hide (and the device's ops are not merged a second time).
         if len(inside[0]):
-            hide = union_of(names.without_copies(ops))
-            exposed[row] = in_collectives - window_total(intersect(inside, hide), p0, p1)
-            per_device.append((device.kind, events, hide))
+            # The op rows measure each collective against this overlap, not against all of the
+            # device's compute: a collective lies inside `inside`, so what hides it is the same time.
+            overlap = intersect(inside, union_of(names.without_copies(ops)))
+            exposed[row] = in_collectives - window_total(overlap, p0, p1)
+            per_device.append((device.kind, events, overlap))
         else:
             exposed[row] = in_collectives
     if not devices and len(dcn_intervals[0]):
@@ -256,7 +258,7 @@ def _own_span(trace: Trace) -> tuple[np.ndarray, np.ndarray] | None:
 
 def _collective_rows(ctx: Context, per_device: list, dcn: list) -> list[CollectiveRow]:
     """The host's collective op rows (`tpuscope.analysis.pod.comms`), DCN transfers hidden by any
-    device's compute."""
+    device's compute (where it overlaps that device's collectives, which hold every DCN transfer)."""
     if not per_device and not dcn:
         return []
     hide = union([h for _, _, h in per_device]) if per_device and dcn else empty()
