@@ -774,10 +774,13 @@ def _finite_or_none(value: float) -> float | None:
 
 
 def _sum_known(values: np.ndarray, groups: np.ndarray, n: int) -> np.ndarray:
-    """Per-group sum of the finite values; NaN for groups where none is known."""
+    """Per-group sum of the finite values; NaN for groups where none is known. The known values are
+    picked out only when some are not (each pick is a fresh copy over every event)."""
     known = np.isfinite(values)
-    sums = np.bincount(groups[known], weights=values[known], minlength=n)
-    counts = np.bincount(groups[known], minlength=n)
+    if not known.all():
+        values, groups = values[known], groups[known]
+    sums = np.bincount(groups, weights=values, minlength=n)
+    counts = np.bincount(groups, minlength=n)
     return np.where(counts > 0, sums, np.nan)
 
 
