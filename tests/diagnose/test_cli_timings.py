@@ -55,3 +55,36 @@ def test_a_run_of_two_hosts_times_each_per_host_rule_over_both(tmp_path, capsys)
     timed_rules = [r["rule"] for r in timings["rules"]]
     assert timed_rules and timed_rules == [rule for rule in RULES if rule in timed_rules]
     assert "step_time_variance" in timed_rules  # a per-host rule, summed over the two hosts
+
+
+def test_a_run_analysed_host_by_host_times_each_part_summed_over_its_hosts(tmp_path, capsys):
+    require_shared_traces()
+    for rank in (0, 1):
+        source = SHARED_TRACES / "kineto" / f"trace_filter__sampled_rank-{rank}.json.gz"
+        shutil.copy(source, tmp_path / f"rank{rank}.pt.trace.json.gz")
+    by_host = ["diagnose", str(tmp_path), "--json", "--per-host", "--workers", "here"]
+    assert main(by_host) == 0  # stores each host's result: --timings then analyses the hosts afresh
+    plain = json.loads(capsys.readouterr().out)
+    assert main([*by_host, "--timings"]) == 0
+    timed = json.loads(capsys.readouterr().out)
+    timings = timed.pop("timings")
+    assert timed == plain  # the same report, key for key
+    assert timings["analysed"] == "host by host"
+    timed_rules = [r["rule"] for r in timings["rules"]]
+    # Every rule that ran, once, in the rules' order: each host's rules summed, the pod rules' one run.
+    assert timed_rules == [rule for rule in RULES if rule in timed_rules]
+    assert {"step_time_variance", "straggler", "clock_offset"} <= set(timed_rules)
+    assert all(r["ms"] >= 0 for r in timings["rules"])
+    assert abs(timings["rules_total_ms"] - sum(r["ms"] for r in timings["rules"])) < 0.01 * len(RULES)
+    (summary,) = [k for k in timings["before_rules_ms"] if k.startswith("host summary")]
+    assert summary.endswith(", 2 hosts")
+    assert [k for k in timings["before_rules_ms"] if k.startswith("pod table")]
+    assert list(timings["after_rules_ms"]) == ["op table rows, 2 hosts"]
+    # The whole run's wall time holds its parts (the hosts ran one after the other, here).
+    parts = sum(timings["before_rules_ms"].values()) + timings["rules_total_ms"]
+    assert timings["hosts_wall_ms"] >= parts
+
+    assert main([*by_host[:2], *by_host[3:], "--timings"]) == 0  # as text: the table on stderr
+    text = capsys.readouterr()
+    assert text.err.startswith("Timings, wall ms: host by host")
+    assert "  step_time_variance " in text.err and "  the run, analysed and combined " in text.err

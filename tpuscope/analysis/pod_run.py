@@ -21,10 +21,11 @@ host's rules run on that host's planes alone. So `tpuscope diagnose RUN`, `--per
 from __future__ import annotations
 
 import re
+import time
 from collections import Counter
 from dataclasses import dataclass, field, replace
 from functools import partial
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
 
@@ -47,6 +48,21 @@ __all__ = ["MANY_HOSTS", "POD_RULES", "HostResult", "PodDiagnosis", "PodRun", "a
 MANY_HOSTS = 16
 
 
+class PartTiming(NamedTuple):
+    """One part of an analysis and its wall seconds, with the shared facts it was the first to compute
+    (`tpuscope diagnose --timings`): a host's summary, each of its rules, its op rows; a pod rule."""
+
+    part: str
+    seconds: float
+    facts: tuple[str, ...] = ()
+
+
+# The parts of a host's pass that are not rules, as `diagnose --timings` names them.
+SUMMARY_PART = "host summary (steps, device busy, waits)"
+OP_ROWS_PART = "op table rows"
+POD_TABLE_PART = "pod table (the hosts' summaries on one time origin)"
+
+
 @dataclass
 class HostResult:
     """What one host contributes to a pod: small, picklable, independent of the other hosts."""
@@ -63,6 +79,9 @@ class HostResult:
     load_warnings: list[str] = field(default_factory=list)
     file_host: str = ""  # the host as the file name says it, for runs whose files share a host name
     losses: tuple[Loss, ...] = ()  # what its load could not read, measured (`Trace.load_losses`)
+    # What the pass cost on this host, in order: its summary, each rule, its op rows (empty where a
+    # result was stored before it was measured).
+    timings: tuple[PartTiming, ...] = ()
 
 
 def analyze_host(trace: Trace, host: str, source: str, *, light: bool = False) -> HostResult:
@@ -72,11 +91,19 @@ def analyze_host(trace: Trace, host: str, source: str, *, light: bool = False) -
     one = trace if list(trace.hosts) == [host] else host_trace(trace, host)
     analysis = TraceAnalysis(one)
     ctx = analysis.context
+    started = time.perf_counter()
     # The summary first: its devices' busy intervals become the context's device busy time
     # (`Context.device_busy_from`), which the rules then read instead of merging the ops again.
     summary = analysis.reading_facts(partial(summarize_host, ctx, host))
+    timings = [PartTiming(SUMMARY_PART, time.perf_counter() - started, tuple(ctx.facts_in_hand()))]
     report = None if light else analysis.reading_facts(partial(_own_diagnosis, ctx))
+    if report is not None:
+        timings += [PartTiming(t.rule, t.seconds, t.facts) for t in report.timings]
+    started = time.perf_counter()
     table = None if light else analysis.op_table("op", "all")
+    op_rows = table.rows_json() if table is not None else []
+    if table is not None:
+        timings.append(PartTiming(OP_ROWS_PART, time.perf_counter() - started))
     return HostResult(
         source=source,
         host=host,
@@ -85,10 +112,11 @@ def analyze_host(trace: Trace, host: str, source: str, *, light: bool = False) -
         framework=analysis.framework,
         summary=summary,
         report=report.to_json() if report is not None else {},
-        op_rows=table.rows_json() if table is not None else [],
+        op_rows=op_rows,
         peaks=table.peaks if table is not None else None,
         load_warnings=list(getattr(trace, "load_warnings", []) or []),
         losses=tuple(trace.load_losses),
+        timings=tuple(timings),
     )
 
 
@@ -119,6 +147,7 @@ class PodRun:
     pod_checked: list[dict[str, str]]
     diagnosis: PodDiagnosis | None = None  # every finding, grouped across hosts (`diagnose_pod`)
     unreadable: list[str] = field(default_factory=list)  # one sentence per host file left out
+    combined_in: tuple[PartTiming, ...] = ()  # what `combine` cost besides the pod rules (--timings)
 
     @property
     def event_count(self) -> int:
@@ -141,6 +170,18 @@ class PodRun:
     def op_rows(self, top: int | None = None) -> list[dict[str, Any]]:
         """The run's op table: each op's rows of all hosts added up, largest self time first."""
         return merge_op_rows([h.op_rows for h in self.hosts], _common([h.peaks for h in self.hosts]), top)
+
+    def host_timings(self) -> list[PartTiming]:
+        """Each part of the hosts' passes (summary, rules, op rows) summed over the hosts, with every
+        fact it computed first on any of them, in the order the passes ran them: where a host-by-host
+        diagnosis spends its workers' time (`diagnose --timings`)."""
+        seconds: dict[str, float] = {}
+        facts: dict[str, dict[str, None]] = {}  # in the order first met
+        for host in self.hosts:
+            for timing in host.timings:
+                seconds[timing.part] = seconds.get(timing.part, 0.0) + timing.seconds
+                facts.setdefault(timing.part, {}).update(dict.fromkeys(timing.facts))
+        return [PartTiming(part, total, tuple(facts[part])) for part, total in seconds.items()]
 
     def completeness(self) -> Completeness:
         """Whether the run was read whole: each host's losses and the host files left out. The share
@@ -175,8 +216,10 @@ def combine(results: list[HostResult]) -> PodRun:
     labels = host_labels([r.host for r in results], [r.file_host or r.host for r in results])
     results = [r if label == r.host else _renamed(r, label) for r, label in zip(results, labels, strict=True)]
     origin = min(r.origin_ns for r in results)
+    started = time.perf_counter()
     summaries = [_shifted(r.summary, (r.origin_ns - origin) * 1000) for r in results]
     pod = analyze_pod(summaries)
+    pod_seconds = time.perf_counter() - started
     framework = _most_common_framework([r.framework for r in results])
     reports = [(r.host, _shifted_report(r.report, (r.origin_ns - origin) * 1000)) for r in results]
     # The pod rules read the pod table and the framework only: an analysis of the host names that
@@ -185,7 +228,16 @@ def combine(results: list[HostResult]) -> PodRun:
     from tpuscope.analysis.diagnose.across_hosts import diagnose_pod
 
     diagnosis = analysis.reading_facts(partial(diagnose_pod, analysis.context, reports, rules_package.RULES))
-    return PodRun(results, pod, framework, diagnosis.pod_findings, diagnosis.pod_checked, diagnosis)
+    combined_in = (PartTiming(POD_TABLE_PART, pod_seconds),)
+    return PodRun(
+        results,
+        pod,
+        framework,
+        diagnosis.pod_findings,
+        diagnosis.pod_checked,
+        diagnosis,
+        combined_in=combined_in,
+    )
 
 
 def _shifted_report(report: dict[str, Any], offset_ps: int) -> dict[str, Any]:

@@ -72,7 +72,8 @@ def per_host_run(args, force: bool = False, light: bool = False) -> PodRun | Non
             where,
             progress=progress,
             unreadable=unreadable,
-            use_cache=not getattr(args, "no_cache", False),
+            # `diagnose --timings` measures every host now: a stored result's costs were another run's.
+            use_cache=not getattr(args, "no_cache", False) and not getattr(args, "timings", False),
             fork=True,  # a command runs no thread a forked worker could inherit locked
         )
     finally:

@@ -15,7 +15,7 @@ from __future__ import annotations
 import sys
 import textwrap
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tpuscope.analysis.diagnose import Report, Severity
 from tpuscope.analysis.session import TraceAnalysis
@@ -26,6 +26,9 @@ from tpuscope.commands._per_host import add_per_host_arguments, per_host_run, pr
 from tpuscope.errors import ProfileError
 from tpuscope.model import units
 from tpuscope.model.completeness import Completeness
+
+if TYPE_CHECKING:
+    from tpuscope.analysis.pod_run import PodRun
 
 _MARK = {Severity.CRITICAL: "[CRITICAL]", Severity.WARNING: "[WARNING] ", Severity.INFO: "[info]    "}
 
@@ -47,13 +50,15 @@ def register(subparsers) -> None:
         "--timings",
         action="store_true",
         help="also print each rule's wall time and the shared facts it computed first (stderr; "
-        "a `timings` object with --json; a run read as one trace, not host by host)",
+        "a `timings` object with --json); host by host, each host's parts summed over the hosts, "
+        "every host analysed afresh (the stored per-host results are not read)",
     )
     add_per_host_arguments(parser)
     parser.set_defaults(handler=run)
 
 
 def run(args) -> int:
+    started = time.perf_counter()
     pod = per_host_run(args)
     trace = None
     if pod is None:
@@ -64,10 +69,15 @@ def run(args) -> int:
             # named and left out, the others are analysed (the same findings as one trace would give).
             if getattr(args, "strict", False) or _host_file_count(args) < 2:
                 raise
+            started = time.perf_counter()
             pod = per_host_run(args, force=True)
     if pod is not None:
+        timings = pod_timings_json(pod, time.perf_counter() - started) if args.timings else {}
+        if args.timings and not args.json:
+            print_timings(timings)
         if args.json:
-            print_json(pod.diagnose_json())
+            payload = pod.diagnose_json()
+            print_json({**payload, "timings": timings} if args.timings else payload)
         else:
             print_pod_header(pod)
             print_finding_blocks(pod.findings(), pod.rule_errors, pod.checked(), pod.completeness())
@@ -139,16 +149,62 @@ def timings_json(before_rules: dict[str, float], report: Report) -> dict[str, An
     }
 
 
+def pod_timings_json(run: PodRun, wall_s: float) -> dict[str, Any]:
+    """`--timings` of a run analysed host by host: each part of the hosts' passes summed over the hosts
+    (their workers' wall time, in parallel where there are several: more than the run took), the
+    pod table and the pod rules of the combination here, and the wall time of all of it."""
+    from tpuscope.analysis.diagnose.engine import RULES, RuleTiming, summed_timings
+    from tpuscope.analysis.pod_run import OP_ROWS_PART, SUMMARY_PART
+
+    hosts = f"{len(run.hosts)} host{'s' if len(run.hosts) != 1 else ''}"
+    parts = {t.part: t for t in run.host_timings()}
+    per_host = [[RuleTiming(*t) for t in h.timings if t.part in RULES] for h in run.hosts]
+    pod_rules = [RuleTiming(*t) for t in (run.diagnosis.pod_timings if run.diagnosis is not None else [])]
+    rules = summed_timings([*per_host, pod_rules])
+
+    def ms(parts_of: list[Any]) -> dict[str, float]:
+        return {name: round(t.seconds * 1e3, 3) for name, t in parts_of}
+
+    return {
+        "analysed": "host by host",
+        "hosts_wall_ms": round(wall_s * 1e3, 3),
+        "before_rules_ms": ms(
+            [(f"{SUMMARY_PART}, {hosts}", t) for part, t in parts.items() if part == SUMMARY_PART]
+            + [(t.part, t) for t in run.combined_in]
+        ),
+        "rules": [
+            {"rule": t.rule, "ms": round(t.seconds * 1e3, 3), "facts_computed_first": list(t.facts)}
+            for t in rules
+        ],
+        "rules_total_ms": round(sum(t.seconds for t in rules) * 1e3, 3),
+        "after_rules_ms": ms(
+            [(f"{OP_ROWS_PART}, {hosts}", t) for part, t in parts.items() if part == OP_ROWS_PART]
+        ),
+    }
+
+
 def print_timings(timings: dict[str, Any]) -> None:
     """The cost table on stderr, so that stdout stays the report."""
     rows = [(name, ms, "") for name, ms in timings["before_rules_ms"].items()]
     rows += [(r["rule"], r["ms"], ", ".join(r["facts_computed_first"])) for r in timings["rules"]]
-    width = max(len(name) for name, _, _ in rows)
+    after = [(name, ms, "") for name, ms in timings.get("after_rules_ms", {}).items()]
+    width = max(len(name) for name, _, _ in [*rows, *after])
     out = sys.stderr
-    print("Timings, wall ms: the shared facts, then each rule and the facts it computed first", file=out)
+    if "hosts_wall_ms" in timings:
+        print(
+            "Timings, wall ms: host by host, each host's part summed over the hosts (in parallel on "
+            "several workers), the pod's parts once",
+            file=out,
+        )
+    else:
+        print("Timings, wall ms: the shared facts, then each rule and the facts it computed first", file=out)
     for name, ms, facts in rows:
         print(f"  {name:<{width}}  {ms:9.1f}{'  ' + facts if facts else ''}", file=out)
     print(f"  {'all rules':<{width}}  {timings['rules_total_ms']:9.1f}", file=out)
+    for name, ms, _ in after:
+        print(f"  {name:<{width}}  {ms:9.1f}", file=out)
+    if "hosts_wall_ms" in timings:
+        print(f"  {'the run, analysed and combined':<{width}}  {timings['hosts_wall_ms']:9.1f}", file=out)
 
 
 def _host_file_count(args) -> int:

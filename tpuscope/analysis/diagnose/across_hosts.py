@@ -15,6 +15,7 @@ Dask worker; `finding_from_json` turns the grouped ones back into `Finding`s for
 from __future__ import annotations
 
 import re
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -45,6 +46,8 @@ class PodDiagnosis:
     rule_errors: dict[str, str] = field(default_factory=dict)
     pod_findings: list[dict[str, Any]] = field(default_factory=list)  # the cross-host rules' alone
     pod_checked: list[dict[str, str]] = field(default_factory=list)
+    # Each cross-host rule that ran: its wall seconds and the facts it computed first (--timings).
+    pod_timings: list[tuple[str, float, tuple[str, ...]]] = field(default_factory=list)
 
 
 def host_rules(rules: dict[str, Any]) -> dict[str, Any]:
@@ -68,14 +71,20 @@ def diagnose_pod(
     pod_findings: list[dict[str, Any]] = []
     pod_checked: list[dict[str, str]] = []
     errors: dict[str, str] = {}
+    timings: list[tuple[str, float, tuple[str, ...]]] = []
     for rule_id in POD_RULES:
         if rule_id not in chosen:
             continue
+        facts_before = set(ctx.facts_in_hand())
+        started = time.perf_counter()
         try:
             outcome = rules[rule_id](ctx)
         except Exception as error:  # noqa: BLE001 - as engine.diagnose: one broken rule hides nothing else
             errors[rule_id] = f"{type(error).__name__}: {error}"
             continue
+        finally:
+            new_facts = tuple(f for f in ctx.facts_in_hand() if f not in facts_before)
+            timings.append((rule_id, time.perf_counter() - started, new_facts))
         found = outcome.findings if isinstance(outcome, RuleOutcome) else outcome
         pod_findings.extend(_naming_hosts(f.to_json(), hosts) for f in found)
         summary = outcome.checked if isinstance(outcome, RuleOutcome) else ""
@@ -93,7 +102,7 @@ def diagnose_pod(
         for rule, message in report.get("rule_errors", {}).items():
             failed.setdefault(rule, []).append((host, message))
     errors.update({rule: merge_texts(texts, len(hosts)) for rule, texts in failed.items()})
-    return PodDiagnosis(sort_findings(findings, every), checked, errors, pod_findings, pod_checked)
+    return PodDiagnosis(sort_findings(findings, every), checked, errors, pod_findings, pod_checked, timings)
 
 
 def _naming_hosts(finding: dict[str, Any], hosts: list[str]) -> dict[str, Any]:

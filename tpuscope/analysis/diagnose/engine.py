@@ -182,18 +182,22 @@ def _diagnose_by_host(ctx: Context, wanted: list[str] | None) -> Report:
     findings = [finding_from_json(f) for f in outcome.findings]
     seconds = time.perf_counter() - started
     checked = outcome.checked
+    timings.append([RuleTiming(*t) for t in outcome.pod_timings])
     return Report(
-        ctx.framework, ctx.steps, findings, outcome.rule_errors, seconds, checked, _summed(timings),
+        ctx.framework, ctx.steps, findings, outcome.rule_errors, seconds, checked, summed_timings(timings),
         ctx.trace.completeness,
     )  # fmt: skip
 
 
-def _summed(per_host: list[list[RuleTiming]]) -> list[RuleTiming]:
-    """Each per-host rule's time over all hosts, with every fact it computed first on any of them."""
+def summed_timings(per_host: list[list[RuleTiming]]) -> list[RuleTiming]:
+    """Each rule's time over all hosts (a pod rule's: its one run), with every fact it computed first
+    on any of them, in the rules' order."""
     seconds: dict[str, float] = {}
     facts: dict[str, dict[str, None]] = {}  # in the order first met
     for timings in per_host:
         for timing in timings:
             seconds[timing.rule] = seconds.get(timing.rule, 0.0) + timing.seconds
             facts.setdefault(timing.rule, {}).update(dict.fromkeys(timing.facts))
-    return [RuleTiming(rule, total, tuple(facts[rule])) for rule, total in seconds.items()]
+    order = {rule: k for k, rule in enumerate(RULES)}
+    ranked = sorted(seconds, key=lambda rule: order.get(rule, len(order)))
+    return [RuleTiming(rule, seconds[rule], tuple(facts[rule])) for rule in ranked]
