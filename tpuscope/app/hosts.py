@@ -149,13 +149,20 @@ def run_job(job: HostJob, cancelled: Callable[[], bool] | None = None) -> HostOu
         return HostOutcome(job.index, [], str(ProfileError(job.path, cause)), job.kind, (job.path, cause))
 
 
-def import_task_modules() -> None:
-    """The modules every task reads with (a forking caller imports them once, before its workers)."""
+def import_task_modules(kind: str = LIGHT) -> None:
+    """The modules every task reads with (a forking caller imports them once, before its workers);
+    for FULL tasks also those a host's rules load on first use (the rules, the memory report, the
+    HLO decoder: 0.1-0.2 s that each forked worker would otherwise import for itself)."""
     import tpuscope.analysis.pod.summary  # noqa: F401
     import tpuscope.analysis.session  # noqa: F401
     import tpuscope.app.opener  # noqa: F401
     import tpuscope.readers.xplane.assemble  # noqa: F401
     import tpuscope.store.pod_results  # noqa: F401
+
+    if kind == FULL:
+        import tpuscope.analysis.diagnose.engine  # noqa: F401
+        import tpuscope.analysis.memory.report  # noqa: F401
+        import tpuscope.readers.xplane.hlo  # noqa: F401
 
 
 def prepare_worker() -> None:
@@ -257,10 +264,10 @@ class HostPool:
         """How many local worker processes run the tasks (0: this process, or a Dask cluster's)."""
         return self.place.processes
 
-    def start(self, jobs: int | None = None) -> None:
-        """Starts the local workers now (at most `jobs` of them), each importing what the tasks read
-        with, while the caller goes on; the first `run` would otherwise start them. Nothing to start
-        in process, on a Dask cluster (its workers run already) or once started."""
+    def start(self, jobs: int | None = None, kind: str = LIGHT) -> None:
+        """Starts the local workers now (at most `jobs` of them), each importing what the tasks (of
+        `kind`) read with, while the caller goes on; the first `run` would otherwise start them.
+        Nothing to start in process, on a Dask cluster (its workers run already) or once started."""
         if not self.place.processes or self.place.scheduler or self._pool is not None or self.closed:
             return
         import multiprocessing
@@ -271,7 +278,7 @@ class HostPool:
         # Forked only while no other thread runs (a bucket's download may have left one).
         fork = self.fork and threading.active_count() == 1
         if fork:
-            import_task_modules()  # imported here once, what every forked worker then holds
+            import_task_modules(kind)  # imported here once, what every forked worker then holds
         method = "fork" if fork else "spawn"
         self._pool = ProcessPoolExecutor(
             max_workers=count, mp_context=multiprocessing.get_context(method), initializer=prepare_worker
@@ -312,7 +319,7 @@ class HostPool:
         from concurrent.futures import FIRST_COMPLETED, wait
         from concurrent.futures.process import BrokenProcessPool
 
-        self.start(len(jobs))
+        self.start(len(jobs), jobs[0].kind)
         pending = {self._pool.submit(run_in_worker, job): job for job in jobs}
         while pending:
             if cancelled():
@@ -370,7 +377,7 @@ def pass_over(
             on_outcome(HostOutcome(index, stored[0], None, stored[1]))
         else:
             if not jobs:
-                pool.start(len(wanted) - position)
+                pool.start(len(wanted) - position, kind)
             jobs.append(HostJob(index, str(files[index]), kind, pool.use_cache))
     pool.run(jobs, cancelled, on_outcome)
 
