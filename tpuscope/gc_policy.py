@@ -20,9 +20,10 @@ the exit: the modules, functions and classes of the imports, and the loaded trac
 command keeps to its end. On the 1M-event JAX CPU recording (gc.callbacks) the collections of
 `overview --json` took ~38 ms, two of them ~16 ms each; frozen, ~11 ms (diagnose ~39 -> ~6 ms,
 info ~13 -> ~3 ms). What the freeze keeps of real garbage is what the imports' and the load's
-cycles made: ~360 objects there. Freezing is for the `tpuscope` process only
-(`one_command_process`): a caller that runs commands in-process (the tests) keeps its collector
-as it was.
+cycles made: ~360 objects there. A phase that ends in an exception (a profile that cannot be
+read, after which `diagnose` may go on host by host) is not frozen. Freezing is for the `tpuscope`
+process only (`one_command_process`): a caller that runs commands in-process (the tests) keeps
+its collector as it was.
 
 The desktop app. CPython collects in whichever thread allocates when a threshold is crossed.
 When that is a worker thread (loading a profile, searching, diagnosing) and the garbage holds Qt
@@ -39,6 +40,7 @@ is made the first time it is looked up (the module's __getattr__).
 from __future__ import annotations
 
 import gc
+import sys
 from typing import Any
 
 CHECK_INTERVAL_MS = 500  # how often the UI thread looks whether a collection is due
@@ -64,11 +66,13 @@ def pause() -> None:
 
 def resume() -> None:
     """Turns the collector back on when pause() turned it off; otherwise does nothing. In the
-    `tpuscope` process, first freezes what exists (see the module's docstring)."""
+    `tpuscope` process, first freezes what exists (see the module's docstring), unless the phase
+    is ending in an exception (called from a `finally:` as one propagates: a profile that cannot be
+    read): what that phase made is garbage the traceback still holds, and must stay collectable."""
     global _paused_here
     if _paused_here:
         _paused_here = False
-        if _freeze_on_resume:
+        if _freeze_on_resume and sys.exc_info()[0] is None:
             gc.freeze()
         gc.enable()
 

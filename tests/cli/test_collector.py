@@ -92,3 +92,26 @@ def test_the_process_freezes_what_its_imports_and_load_made_when_the_collector_r
                             timeout=120, cwd=ROOT)  # fmt: skip
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip().endswith("resumes 2 frozen True status 0")
+
+
+def test_a_load_that_fails_freezes_nothing_of_it(tmp_path):
+    """What a failed load made is garbage its traceback holds: the process keeps it collectable."""
+    broken = tmp_path / "broken.xplane.pb"
+    broken.write_bytes(b"\xff" * 64)
+    probe = (
+        "import gc, sys\n"
+        "from tpuscope import gc_policy\n"
+        "from tpuscope.cli import console_main\n"
+        "real_resume, frozen = gc_policy.resume, []\n"
+        "def resume():\n"
+        "    real_resume()\n"
+        "    frozen.append(gc.get_freeze_count())\n"
+        "gc_policy.resume = resume\n"
+        "sys.argv = ['tpuscope', 'info', sys.argv[1], '--no-cache']\n"
+        "status = console_main()\n"
+        "print('resumes', len(frozen), 'load froze', frozen[-1] - frozen[0], 'status', status)\n"
+    )
+    result = subprocess.run([sys.executable, "-c", probe, str(broken)], capture_output=True, text=True,
+                            timeout=120, cwd=ROOT)  # fmt: skip
+    assert result.stderr.startswith("tpuscope: ")
+    assert result.stdout.strip().endswith("resumes 2 load froze 0 status 2")
