@@ -15,15 +15,17 @@ previous end, whichever intervals those belong to), with no argsort and no gathe
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 
 Intervals = tuple[np.ndarray, np.ndarray]
+# The covered time of one interval set in any windows (`coverage`): (window starts, window ends) -> ps.
+Coverage = Callable[[np.ndarray, np.ndarray], np.ndarray]
 
 __all__ = [
-    "Intervals", "canonical", "difference", "empty", "intersect", "merge_intervals", "total", "union",
-    "window_total",
+    "Coverage", "Intervals", "canonical", "coverage", "difference", "empty", "intersect", "merge_intervals",
+    "total", "union", "window_total",
 ]  # fmt: skip
 
 
@@ -132,21 +134,33 @@ def window_total(intervals: Intervals, window_starts: np.ndarray, window_ends: n
     The covered time before t is piecewise linear in t (found by one binary search per window end),
     so any number of windows costs O((n + m) log n); one running sum serves both window ends
     (`device_ops.busy_in_windows` is this)."""
-    window_starts = np.asarray(window_starts, dtype=np.int64)
-    window_ends = np.asarray(window_ends, dtype=np.int64)
-    starts, ends = intervals
-    if len(starts) == 0:
-        return np.zeros(len(window_starts), np.int64)
-    lengths = ends - starts
-    before = np.concatenate([[0], np.cumsum(lengths)])
+    return coverage(intervals)(window_starts, window_ends)
+
+
+def coverage(intervals: Intervals) -> Coverage:
+    """`window_total` of the canonical set `intervals` as a function of the windows, its running sum
+    made once: for a caller that measures one large set in several rounds of windows."""
+    starts, ends = (np.asarray(column, np.int64) for column in intervals)  # interval sets are int64
+    # The running sum of the lengths, in one array: covered time before the k-th interval.
+    before = np.empty(len(starts) + 1, np.int64)
+    before[0] = 0
+    np.subtract(ends, starts, out=before[1:])
+    np.cumsum(before[1:], out=before[1:])
 
     def covered_before(at: np.ndarray) -> np.ndarray:
         k = np.searchsorted(starts, at, side="right")  # intervals starting at or before t
         last = np.maximum(k - 1, 0)
-        partial = np.clip(at - starts[last], 0, lengths[last])
+        partial = np.clip(at - starts[last], 0, ends[last] - starts[last])
         return np.where(k > 0, before[last] + partial, 0)
 
-    return np.maximum(covered_before(window_ends) - covered_before(window_starts), 0)
+    def within(window_starts: np.ndarray, window_ends: np.ndarray) -> np.ndarray:
+        window_starts = np.asarray(window_starts, dtype=np.int64)
+        window_ends = np.asarray(window_ends, dtype=np.int64)
+        if len(starts) == 0:
+            return np.zeros(len(window_starts), np.int64)
+        return np.maximum(covered_before(window_ends) - covered_before(window_starts), 0)
+
+    return within
 
 
 def canonical(starts: np.ndarray, ends: np.ndarray, in_order: bool = False) -> Intervals:

@@ -117,7 +117,7 @@ def split_device_ops(
         if len(hit):
             collectives.append((track, hit))
         if others:
-            other = idx[~mask]
+            other = idx[~mask] if len(hit) else idx  # no collective on the track: all of its ops, as given
             if len(other):
                 rest.append((track, other))
     if device.kind != "CPU" and len(names.barrier_ids):

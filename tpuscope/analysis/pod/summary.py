@@ -24,7 +24,9 @@ from tpuscope.analysis.device_ops import busy_intervals
 from tpuscope.analysis.facts.context import Context
 from tpuscope.analysis.facts.evidence import MAX_EVIDENCE, event_evidence
 from tpuscope.analysis.facts.intervals import (
+    Coverage,
     Intervals,
+    coverage,
     empty,
     intersect,
     union,
@@ -167,6 +169,8 @@ def summarize_host(ctx: Context, host: str | None = None) -> HostSummary:
     other_ops = []  # each device's non-collective ops, found once
     clock_events: list[tuple[Track, np.ndarray]] = []  # the first device's with collectives
     busy = [busy_intervals(device) for device in devices]  # each device's, made once for every reader
+    span = _own_span(ctx.trace)
+    duty: list[float] = []  # each device's share of the host's own span
     per_device = []  # each device's kind, collectives and the ops that can hide them, for the op rows
     ctx.device_busy_from(busy)  # their union, made once, for the waits below
     for row, device in enumerate(devices):
@@ -183,7 +187,10 @@ def summarize_host(ctx: Context, host: str | None = None) -> HostSummary:
         own_tracks = {id(track) for track, _ in device.events}
         within = not len(dcn_intervals[0]) and all(id(track) in own_tracks for track, _ in events)
         busy_in_collectives = in_collectives if within else window_total(intersect(busy[row], inside), p0, p1)
-        compute[row] = window_total(busy[row], p0, p1) - busy_in_collectives
+        busy_in = coverage(busy[row])  # its running sum made once, for the steps and the span
+        compute[row] = busy_in(p0, p1) - busy_in_collectives
+        if span:
+            duty.append(float(busy_in(*span)[0]) / float(span[1][0] - span[0][0]))
         # Exposed: collective time no other op of the device overlaps (only ops that meet a
         # collective can hide it, and the intersection keeps only those); memory copies hide none
         # (HTA's and TraceLens' computation leaves them out). Without collectives there is nothing to
@@ -209,9 +216,8 @@ def summarize_host(ctx: Context, host: str | None = None) -> HostSummary:
         "compile": window_total(compile_wait, p0, p1).astype(np.float64),
     }
     parts["host"] = np.maximum(step_ps - sum(parts.values()), 0.0)
-    busiest, busiest_ps = _busiest_op(ctx, other_ops)
-    span = _own_span(ctx.trace)
-    duty = [float(window_total(b, *span)[0]) / float(span[1][0] - span[0][0]) for b in busy] if span else []
+    op_durations = [t.duration_ps[i] for t, i in other_ops]  # read once, for the busiest op and evidence
+    busiest, busiest_ps = _busiest_op(ctx, other_ops, op_durations)
     in_steps = (p0[:1], p1[-1:]) if n else empty()
     return HostSummary(
         host=host,
@@ -239,7 +245,7 @@ def summarize_host(ctx: Context, host: str | None = None) -> HostSummary:
             "input": _longest(input_work_events(ctx), "data loading / input", in_steps),
             "host": _longest(_host_work_events(ctx, input_wait, compile_wait), "host work", in_steps),
             "compile": _longest(ctx.compiles, "compiling", in_steps),
-            "compute": _longest(other_ops, "device op", in_steps),
+            "compute": _longest(other_ops, "device op", in_steps, op_durations),
             "collective": _longest(collective_events, "in a collective", in_steps),
         },
     )
@@ -301,7 +307,7 @@ def _host_work_events(
     # time's hundreds of thousands of gaps made a set as large; the covered time in an event is the
     # same integer either way (`_mostly_idle`).
     idle = idle_in_steps(ctx)
-    other = (idle, intersect(union([input_wait, compile_wait]), idle))
+    other = (coverage(idle), coverage(intersect(union([input_wait, compile_wait]), idle)))
     if len(candidates) > _LONGEST_FIRST:
         # The longest mostly-idle event is among the longest few when any of those is mostly idle (no
         # event left out is longer than it); then only events of at least HOST_WORK_MIN_FRACTION of it
@@ -320,21 +326,23 @@ def _host_work_events(
     return [(track, keep)]
 
 
-def _mostly_idle(track: Track, events: np.ndarray, idle: tuple[Intervals, Intervals]) -> np.ndarray:
+def _mostly_idle(track: Track, events: np.ndarray, idle: tuple[Coverage, Coverage]) -> np.ndarray:
     """Mask over `events` (of positive duration): at least HOST_WORK_OVERLAP of the event is in
-    `idle`, a set less a part of it, (whole, part): the time of whole - part in a window is the
-    whole's less the part's, both exact integers."""
+    the idle time, a set less a part of it, given as the `coverage` of each (whole, part): the time
+    of whole - part in a window is the whole's less the part's, both exact integers."""
     starts, durations = track.start_ps[events], track.duration_ps[events]
     ends = starts + durations
-    covered = window_total(idle[0], starts, ends) - window_total(idle[1], starts, ends)
-    return covered >= HOST_WORK_OVERLAP * durations
+    whole, part = idle
+    return whole(starts, ends) - part(starts, ends) >= HOST_WORK_OVERLAP * durations
 
 
-def _busiest_op(ctx: Context, ops: list[tuple[Track, np.ndarray]]) -> tuple[str, float]:
-    """Of the host's non-collective device ops `ops`, the name with the most total time."""
+def _busiest_op(
+    ctx: Context, ops: list[tuple[Track, np.ndarray]], durations: list[np.ndarray]
+) -> tuple[str, float]:
+    """Of the host's non-collective device ops `ops` (`durations`: theirs), the name with the most
+    total time."""
     if not ops:
         return "", 0.0
-    durations = [t.duration_ps[i] for t, i in ops]
     if sum(int(d.sum()) for d in durations) < _EXACT_FLOAT_SUM:
         # Every partial sum is an integer a float64 holds exactly, so summing per track first gives
         # the same totals as one bincount over all ops, without concatenating them.
@@ -349,16 +357,25 @@ def _busiest_op(ctx: Context, ops: list[tuple[Track, np.ndarray]]) -> tuple[str,
     return ctx.trace.strings[best], float(totals[best])
 
 
-def _longest(events: list[tuple[Track, np.ndarray]], what: str, window: Intervals) -> list[dict[str, Any]]:
-    """Up to MAX_EVIDENCE of the longest events that overlap the steps, as evidence items."""
+def _longest(
+    events: list[tuple[Track, np.ndarray]],
+    what: str,
+    window: Intervals,
+    durations: list[np.ndarray] | None = None,
+) -> list[dict[str, Any]]:
+    """Up to MAX_EVIDENCE of the longest events that overlap the steps, as evidence items
+    (`durations`: the events' own, parallel to `events`, where the caller has read them)."""
     if not events or len(window[0]) == 0:
         return []
     w0, w1 = int(window[0][0]), int(window[1][0])
-    events = [(t, _longest_candidates(t, i, w0, w1)) for t, i in events]
-    which = np.concatenate([np.full(len(i), k) for k, (_, i) in enumerate(events)])
-    index = np.concatenate([i for _, i in events])
-    starts = np.concatenate([t.start_ps[i] for t, i in events])
-    ends = starts + np.concatenate([t.duration_ps[i] for t, i in events])
+    found = [
+        _longest_candidates(t, i, w0, w1, None if durations is None else durations[k])
+        for k, (t, i) in enumerate(events)
+    ]
+    which = np.concatenate([np.full(len(i), k) for k, (i, _, _) in enumerate(found)])
+    index = np.concatenate([i for i, _, _ in found])
+    starts = np.concatenate([s for _, s, _ in found])
+    ends = starts + np.concatenate([d for _, _, d in found])
     inside = np.flatnonzero((ends > w0) & (starts < w1))
     lengths = ends[inside] - starts[inside]
     if len(inside) > MAX_EVIDENCE:  # the longest few without sorting them all
@@ -372,17 +389,24 @@ def _longest(events: list[tuple[Track, np.ndarray]], what: str, window: Interval
     return sorted(items, key=lambda e: e["start_ps"])
 
 
-def _longest_candidates(track: Track, idx: np.ndarray, w0: int, w1: int) -> np.ndarray:
+def _longest_candidates(
+    track: Track, idx: np.ndarray, w0: int, w1: int, durations: np.ndarray | None = None
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Of the events `idx` of `track`, a few that hold its MAX_EVIDENCE longest inside [w0, w1) (and
     every event as long as the shortest of those): all events at least as long as the
     MAX_EVIDENCE-th longest of an evenly spaced sample, when MAX_EVIDENCE of them lie inside;
-    else all of `idx`. What `_longest` then picks from is the same, read from far fewer events."""
+    else all of `idx`. What `_longest` then picks from is the same, read from far fewer events.
+    Returned with their starts and durations (`durations`: those of `idx`, where known)."""
+    if durations is None:
+        durations = track.duration_ps[idx]
     if len(idx) <= _CANDIDATE_SAMPLE * MAX_EVIDENCE:
-        return idx
-    durations = track.duration_ps[idx]
+        return idx, track.start_ps[idx], durations
     sample = durations[:: len(idx) // (_CANDIDATE_SAMPLE * MAX_EVIDENCE)]
     threshold = np.partition(sample, len(sample) - MAX_EVIDENCE)[len(sample) - MAX_EVIDENCE]
     keep = np.flatnonzero(durations >= threshold)
     starts = track.start_ps[idx[keep]]
-    inside = (starts + durations[keep] > w0) & (starts < w1)
-    return idx[keep] if int(inside.sum()) >= MAX_EVIDENCE else idx
+    kept = durations[keep]
+    inside = (starts + kept > w0) & (starts < w1)
+    if int(inside.sum()) >= MAX_EVIDENCE:
+        return idx[keep], starts, kept
+    return idx, track.start_ps[idx], durations
