@@ -271,8 +271,8 @@ def _with_host_name(value: Any, old: str, new: str) -> Any:
     word = re.compile(rf"(?<![\w.-]){re.escape(old)}(?![\w.-])")
 
     def renamed(item: Any) -> Any:
-        if isinstance(item, str):
-            return word.sub(new, item)
+        if isinstance(item, str):  # most strings do not hold the name: no regex pass over them
+            return word.sub(new, item) if old in item else item
         if isinstance(item, dict):
             return {renamed(k): renamed(v) for k, v in item.items()}
         if isinstance(item, list):
