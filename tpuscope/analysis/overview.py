@@ -163,12 +163,13 @@ class StepSeries:
     def rows_json(self) -> list[dict[str, float | int]]:
         """One row per step, in us. Each column is converted as a whole (thousands of steps): an int64 or
         float64 cast to float64 and divided by 1e6 is the same double as Python's float(v) / 1e6, and
-        int64 truncates a float step number toward zero as int() does."""
+        int64 truncates a float step number toward zero as int() does. A row and `keys` have the same
+        length by construction, so only the columns' zip is checked (a check per row doubled the time)."""
         keys = ("step", "start_us", "duration_us", *(f"{p}_us" for p in PARTS))
         values = [self.start_ps, self.duration_ps] + [self.part(p) for p in PARTS]
         columns = [(np.asarray(v).astype(np.float64) / 1e6).tolist() for v in values]
         steps = np.asarray(self.number).astype(np.int64).tolist()
-        return [dict(zip(keys, row, strict=True)) for row in zip(steps, *columns, strict=True)]
+        return [dict(zip(keys, row, strict=False)) for row in zip(steps, *columns, strict=True)]
 
 
 @dataclass
