@@ -53,15 +53,10 @@ def waiting_intervals(ctx: Context, work: Intervals) -> Intervals:
     if not ctx.devices:
         return intersect(work, (p0, p1))
     candidate = difference(merge_intervals(*_candidate(ctx)), intervals_of(ctx.compiles + ctx.syncs))
-    return intersect(candidate, idle_in_steps(ctx))
-
-
-def idle_in_steps(ctx: Context) -> Intervals:
-    """The time from the first step's start to the last step's end in which no device ran an op (needs
-    steps): the input waits and the pod summary's host work are both measured inside it, so the
-    difference with the union of every device's ops is made once per context, shared read-only."""
-    p0, p1 = ctx.periods
-    return ctx.fact("idle_in_steps", lambda: _read_only(difference((p0[:1], p1[-1:]), ctx.device_busy)))
+    # The candidate time no device ran an op in, within the steps' span (first start to last end):
+    # the few candidate ranges cut by the devices' busy time, never the steps' whole idle time,
+    # which has as many pieces as the devices ran ops.
+    return intersect(difference(candidate, ctx.device_busy), (p0[:1], p1[-1:]))
 
 
 def input_wait_intervals(ctx: Context) -> Intervals:

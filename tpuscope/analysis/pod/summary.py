@@ -27,6 +27,7 @@ from tpuscope.analysis.facts.intervals import (
     Coverage,
     Intervals,
     coverage,
+    difference,
     empty,
     intersect,
     union,
@@ -34,7 +35,6 @@ from tpuscope.analysis.facts.intervals import (
 )  # fmt: skip
 from tpuscope.analysis.facts.waits import (
     compile_wait_intervals,
-    idle_in_steps,
     input_wait_intervals,
     input_work_events,
 )
@@ -302,12 +302,12 @@ def _host_work_events(
     candidates = children[(durations > 0) & ~np.isin(track.name_id[children], launches)]
     if len(candidates) == 0:
         return []
-    # The steps' span less device work, input and compile waits, measured without being built: the
-    # shared idle time less the part of it the (few) waits hold. Cutting the waits out of the idle
-    # time's hundreds of thousands of gaps made a set as large; the covered time in an event is the
-    # same integer either way (`_mostly_idle`).
-    idle = idle_in_steps(ctx)
-    other = (coverage(idle), coverage(intersect(union([input_wait, compile_wait]), idle)))
+    # The steps' span less device work, input and compile waits, measured without being built (it
+    # has as many pieces as the devices ran ops): the span less the devices' busy time less the
+    # (few) waits' time outside it, each measured exactly in integer ps (`_mostly_idle`).
+    p0, p1 = ctx.periods
+    waits = difference(union([input_wait, compile_wait]), ctx.device_busy)
+    other = _Idle(int(p0[0]), int(p1[-1]), coverage(ctx.device_busy), coverage(waits))
     if len(candidates) > _LONGEST_FIRST:
         # The longest mostly-idle event is among the longest few when any of those is mostly idle (no
         # event left out is longer than it); then only events of at least HOST_WORK_MIN_FRACTION of it
@@ -326,14 +326,26 @@ def _host_work_events(
     return [(track, keep)]
 
 
-def _mostly_idle(track: Track, events: np.ndarray, idle: tuple[Coverage, Coverage]) -> np.ndarray:
+@dataclass(frozen=True)
+class _Idle:
+    """The window [start, end) less two disjoint sets, given by their `coverage`: the time of it in a
+    window is the window's part inside [start, end) less each set's time there (exact integers)."""
+
+    start: int
+    end: int
+    busy: Coverage
+    waits: Coverage
+
+    def within(self, starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
+        low, high = np.maximum(starts, self.start), np.minimum(ends, self.end)
+        return np.maximum(high - low, 0) - self.busy(low, high) - self.waits(low, high)
+
+
+def _mostly_idle(track: Track, events: np.ndarray, idle: _Idle) -> np.ndarray:
     """Mask over `events` (of positive duration): at least HOST_WORK_OVERLAP of the event is in
-    the idle time, a set less a part of it, given as the `coverage` of each (whole, part): the time
-    of whole - part in a window is the whole's less the part's, both exact integers."""
+    the `idle` time."""
     starts, durations = track.start_ps[events], track.duration_ps[events]
-    ends = starts + durations
-    whole, part = idle
-    return whole(starts, ends) - part(starts, ends) >= HOST_WORK_OVERLAP * durations
+    return idle.within(starts, starts + durations) >= HOST_WORK_OVERLAP * durations
 
 
 def _busiest_op(
