@@ -81,7 +81,10 @@ def union(sets: Sequence[Intervals]) -> Intervals:
         return empty()
     if len(present) == 1:
         merged = merge_intervals(*present[0])
-        if merged[0] is present[0][0]:  # a fresh set, as from the other cases, not the caller's arrays
+        # A fresh set, as from the other cases, not the caller's arrays; unless those are read-only
+        # (a shared fact, such as one device's busy time): nobody can write into them through it.
+        shared = not (merged[0].flags.writeable or merged[1].flags.writeable)
+        if merged[0] is present[0][0] and not shared:
             return merged[0].copy(), merged[1].copy()
         return merged
     starts = np.concatenate([s for s, _ in present])

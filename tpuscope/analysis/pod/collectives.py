@@ -83,9 +83,12 @@ class CollectiveNames:
         kept = []
         for track, idx in ops:
             ids = track.name_id[idx]
-            inside = (ids >= 0) & (ids < len(self._is_memory))
-            copy = np.zeros(len(idx), bool)
-            copy[inside] = self._is_memory[ids[inside]]
+            if len(ids) and ids.min() >= 0 and ids.max() < len(self._is_memory):  # string ids: one gather
+                copy = self._is_memory[ids]
+            else:
+                inside = (ids >= 0) & (ids < len(self._is_memory))
+                copy = np.zeros(len(idx), bool)
+                copy[inside] = self._is_memory[ids[inside]]
             rest = idx[~copy] if copy.any() else idx
             if len(rest):
                 kept.append((track, rest))
