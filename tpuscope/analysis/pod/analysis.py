@@ -156,7 +156,7 @@ def analyze_pod(summaries: list[HostSummary]) -> PodAnalysis:
 def _shared_numbers(stepped: list[HostSummary]) -> np.ndarray | None:
     """The step numbers all hosts have, when that is a fair alignment; else None."""
     numbers = [s.step_number for s in stepped]
-    if any(len(np.unique(n)) != len(n) for n in numbers):
+    if any(_repeats(n) for n in numbers):
         return None
     shared = numbers[0]
     for n in numbers[1:]:
@@ -164,6 +164,12 @@ def _shared_numbers(stepped: list[HostSummary]) -> np.ndarray | None:
     if len(shared) == 0 or len(shared) < MIN_SHARED_STEP_FRACTION * min(len(n) for n in numbers):
         return None
     return np.sort(shared).astype(np.int64)
+
+
+def _repeats(numbers: np.ndarray) -> bool:
+    """Whether a step number occurs twice (a sort and one comparison: np.unique hashes every number)."""
+    ordered = np.sort(numbers)
+    return bool((ordered[1:] == ordered[:-1]).any())
 
 
 def _positions_of(numbers: np.ndarray, wanted: np.ndarray) -> np.ndarray:

@@ -295,11 +295,12 @@ def _host_work_events(
         return []
     step_depth = int(track.depth[steps.event_index].min())
     children = np.flatnonzero(track.depth == step_depth + 1)
-    launches = (
-        np.concatenate([t.name_id[i] for t, i in ctx.launches]) if ctx.launches else np.empty(0, np.int32)
-    )
+    # Launch names as a lookup table by string id (string ids are small non-negative integers).
+    is_launch = np.zeros(len(ctx.trace.strings), bool)
+    for launch_track, launch_idx in ctx.launches:
+        is_launch[launch_track.name_id[launch_idx]] = True
     durations = track.duration_ps[children]
-    candidates = children[(durations > 0) & ~np.isin(track.name_id[children], launches)]
+    candidates = children[(durations > 0) & ~is_launch[track.name_id[children]]]
     if len(candidates) == 0:
         return []
     # The steps' span less device work, input and compile waits, measured without being built (it
