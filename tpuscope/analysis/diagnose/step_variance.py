@@ -289,10 +289,11 @@ def _extra_host_events(ctx: Context, outliers: np.ndarray, typical: np.ndarray) 
         events, steps_of = events_in_periods(track.start_ps, p0, p1)
         name_ids, codes = distinct_ids(track.name_id[events])
         runs = _steps_running(codes, steps_of, is_typical, len(name_ids))
+        # Per name: extra where most typical steps do not run it; the step annotation itself and
+        # nested duplicates are not extra work. Then one lookup per event.
         usual = runs >= USUAL_NAME_SHARE * max(len(typical), 1)
-        pick = is_slow[steps_of] & ~usual[codes]
-        # The step annotation itself and nested duplicates are not extra work.
-        pick &= name_ids[codes] != _step_name_id(ctx, track)
+        extra_name = ~usual & (name_ids != _step_name_id(ctx, track))
+        pick = is_slow[steps_of] & extra_name[codes]
         chosen, chosen_codes = events[pick], codes[pick]
         # Only host work while no device computes counts: on XLA:CPU the step thread itself runs the
         # device thunks (ThunkExecutor::Execute and the ops inside it), which are device compute.
