@@ -85,9 +85,10 @@ def collective_ends(
         return CollectiveEnds()
     name_ids = np.concatenate([t.name_id[i] for t, i in events]).astype(np.int64)
     starts = np.concatenate([t.start_ps[i] for t, i in events]).astype(np.int64)
-    ends = np.concatenate([t.end_ps[i] for t, i in events]).astype(np.int64)
+    ends = starts + np.concatenate([t.duration_ps[i] for t, i in events]).astype(np.int64)
     distinct, name_index = np.unique(name_ids, return_inverse=True)
-    names = [_name_of(events, int(i)) for i in distinct]
+    strings = events[0][0].plane.trace.strings  # the name ids' table: an event's name is its string
+    names = [strings[int(i)] for i in distinct]
     keep_name = np.array([not _NOT_SYNCHRONIZING.search(n) for n in names], bool)
     keep = keep_name[name_index]
     order = np.argsort(starts, kind="stable")
@@ -100,14 +101,6 @@ def collective_ends(
         step[inside] = np.asarray(step_number, np.int64)[at[inside]]
     occurrence = _occurrence(name_index, step)
     return CollectiveEnds(names, name_index.astype(np.int64), step, occurrence, starts, ends)
-
-
-def _name_of(events: list[tuple[Track, np.ndarray]], name_id: int) -> str:
-    for track, idx in events:
-        hit = np.flatnonzero(track.name_id[idx] == name_id)
-        if len(hit):
-            return track.event_name(int(idx[hit[0]]))
-    return ""
 
 
 def _occurrence(name_index: np.ndarray, step: np.ndarray) -> np.ndarray:
