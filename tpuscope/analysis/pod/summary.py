@@ -198,7 +198,10 @@ def summarize_host(ctx: Context, host: str | None = None) -> HostSummary:
         if len(inside[0]):
             # The op rows measure each collective against this overlap, not against all of the
             # device's compute: a collective lies inside `inside`, so what hides it is the same time.
-            overlap = intersect(inside, union_of(names.without_copies(ops)))
+            # When each of the device's ops is a busy interval of its own (one op line running one
+            # op at a time), no op overlaps a collective of it: nothing to merge to find that out.
+            alone = within and len(busy[row][0]) == device.op_count
+            overlap = empty() if alone else intersect(inside, union_of(names.without_copies(ops)))
             exposed[row] = in_collectives - window_total(overlap, p0, p1)
             per_device.append((device.kind, events, overlap))
         else:
