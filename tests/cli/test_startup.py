@@ -6,6 +6,7 @@ import argparse
 import importlib
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -14,7 +15,7 @@ import pytest
 
 import tpuscope.cli
 import tpuscope.commands
-from tests.conftest import ROOT, SAMPLES
+from tests.conftest import ROOT, SAMPLES, SHARED_TRACES, require_shared_traces
 from tpuscope.cli import EXIT_ERROR, build_parser, main
 from tpuscope.commands import COMMANDS
 from tpuscope.store import traces
@@ -93,6 +94,32 @@ def test_analyses_of_a_local_file_import_no_remote_storage(tmp_path, command):
     assert "tpuscope.app.runs" in modules  # the host count was asked
     remote = ("tpuscope.store.remote", "socket", "concurrent.futures", "logging", "tempfile")
     assert [m for m in modules if m in remote] == []
+
+
+@pytest.mark.parametrize("command", ("overview", "diagnose"))
+@pytest.mark.parametrize("profile", ("xplane", "kineto", "pod"))
+def test_analyses_never_import_numpy_ma(tmp_path, command, profile):
+    """numpy.ma (11-23 ms of import) comes with np.median, np.percentile, a plain np.unique and np.isin's
+    sorting path: tpuscope.model.order_statistics gives their results without it (an XPlane file, a
+    Kineto trace whose kernels have launches, and a run folder of two hosts)."""
+    if profile == "xplane":
+        path = TPU_SAMPLE
+    else:
+        require_shared_traces()
+        kineto = SHARED_TRACES / "kineto"
+        if profile == "kineto":
+            path = kineto / "critical_path__alexnet__benchmark_result_2869224_1695835535_trace.json.gz"
+        else:
+            path = tmp_path / "run"
+            path.mkdir()
+            for rank in (0, 1):
+                shutil.copy(
+                    kineto / f"trace_filter__sampled_rank-{rank}.json.gz",
+                    path / f"rank{rank}.pt.trace.json.gz",
+                )
+    code, modules, out = imported_by(tmp_path, command, str(path), "--json")
+    assert code == 0 and json.loads(out)
+    assert "numpy" in modules and "numpy.ma" not in modules
 
 
 def test_the_import_check_sees_a_heavy_command(tmp_path):

@@ -25,9 +25,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-import numpy as np
-
 from tpuscope.analysis.hlo_graph import HloGraph, Neighborhood
+from tpuscope.model import order_statistics
 
 # Opcodes XLA schedules on their own and never fuses (module docstring).
 UNFUSED_OPCODES = frozenset(
@@ -58,7 +57,9 @@ def fusion_hints(part: Neighborhood) -> list[FusionHint]:
     (an expanded fusion's edges as the program has them, not as drawn through its parameters)."""
     graph = part.graph
     hints: list[FusionHint] = []
-    inside = np.isin(graph.edge_src, part.nodes) & np.isin(graph.edge_dst, part.nodes)
+    inside = order_statistics.isin(graph.edge_src, part.nodes) & order_statistics.isin(
+        graph.edge_dst, part.nodes
+    )
     for producer, consumer in zip(
         graph.edge_src[inside].tolist(), graph.edge_dst[inside].tolist(), strict=True
     ):

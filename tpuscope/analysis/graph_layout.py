@@ -21,6 +21,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from tpuscope.model import order_statistics
+
 SWEEPS = 24  # barycenter sweeps (down and up count one each); Sugiyama et al. iterate to a fixed point
 NODE_GAP = 24.0  # horizontal space between neighbouring boxes, in the caller's units
 LAYER_GAP = 40.0  # vertical space between layers
@@ -79,12 +81,12 @@ def _sources_near_their_users(layer: np.ndarray, src: np.ndarray, dst: np.ndarra
 def _breadth_first_layers(count: int, src: np.ndarray, dst: np.ndarray) -> np.ndarray:
     """Layers by distance from the nodes nothing points to (or node 0), for graphs with cycles."""
     layer = np.full(count, -1, np.int64)
-    starts = np.setdiff1d(np.arange(count), dst)
+    starts = np.setdiff1d(np.arange(count), order_statistics.sorted_distinct(dst), assume_unique=True)
     frontier = starts if len(starts) else np.array([0])
     depth = 0
     while len(frontier):
         layer[frontier] = depth
-        nxt = np.unique(dst[np.isin(src, frontier)])
+        nxt = order_statistics.sorted_distinct(dst[order_statistics.isin(src, frontier)])
         frontier = nxt[layer[nxt] < 0]
         depth += 1
     layer[layer < 0] = 0
@@ -174,7 +176,7 @@ def _order(layer: np.ndarray, up: np.ndarray, down: np.ndarray, sweeps: int) -> 
             members = np.flatnonzero(layer == depth)
             # Neighbours in the layer just swept: above when going down, below when going up.
             ends, others = (down, up) if downward else (up, down)
-            linked = np.isin(ends, members)
+            linked = order_statistics.isin(ends, members)
             sums = np.zeros(total)
             counts = np.zeros(total)
             np.add.at(sums, ends[linked], position[others[linked]])
@@ -201,7 +203,7 @@ def _crossings(layer: np.ndarray, position: np.ndarray, up: np.ndarray, down: np
     a = np.where(layer[up] <= layer[down], position[up], position[down])
     b = np.where(layer[up] <= layer[down], position[down], position[up])
     total = 0
-    for depth in np.unique(top_layer):
+    for depth in order_statistics.sorted_distinct(top_layer):
         pick = top_layer == depth
         pa, pb = a[pick], b[pick]
         da = np.sign(pa[:, None] - pa[None, :])

@@ -34,6 +34,7 @@ from tpuscope.analysis.diagnose.hlo_text import split_balanced
 from tpuscope.analysis.ops import OpTable, short_op_name
 from tpuscope.analysis.programs import PROGRAM_CODE
 from tpuscope.analysis.results import Result, ResultSource
+from tpuscope.model import order_statistics
 from tpuscope.model.code import ProgramCode
 
 # `%name = <shape> opcode(`: the head of an instruction, its result shape and opcode.
@@ -258,7 +259,7 @@ def neighborhood(
         in_frontier = np.zeros(n, bool)
         in_frontier[frontier] = True
         reached = np.concatenate((dst[in_frontier[src]], src[in_frontier[dst]]))
-        reached = np.unique(reached[distance[reached] < 0])
+        reached = order_statistics.sorted_distinct(reached[distance[reached] < 0])
         room = limit - int((distance >= 0).sum())
         if len(reached) > room:
             reached, truncated = reached[: max(room, 0)], True
@@ -269,8 +270,8 @@ def neighborhood(
     node_distance = distance[chosen]
     if expand:
         fusions = chosen[np.asarray([graph.opcode[k] == "fusion" for k in chosen], bool)]
-        inside = np.flatnonzero(np.isin(graph.fused_into, fusions)).astype(np.int32)
-        inside = inside[~np.isin(inside, chosen)]
+        inside = np.flatnonzero(order_statistics.isin(graph.fused_into, fusions)).astype(np.int32)
+        inside = inside[~order_statistics.isin(inside, chosen)]
         chosen = np.concatenate((chosen, inside))
         node_distance = np.concatenate((node_distance, np.full(len(inside), -1, np.int32)))
     position = np.full(n, -1, np.int32)
@@ -295,9 +296,9 @@ def _fusion_boundaries(
     extra_dst: list[int] = []
     replaced: set[tuple[int, int]] = set()  # (operand, fusion): drawn through the fused parameter instead
     members = chosen[graph.fused_into[chosen] >= 0]
-    for fusion in np.unique(graph.fused_into[members]):
+    for fusion in order_statistics.sorted_distinct(graph.fused_into[members]):
         inside = members[graph.fused_into[members] == fusion]
-        read = set(graph.edge_src[np.isin(graph.edge_dst, inside)].tolist())
+        read = set(graph.edge_src[order_statistics.isin(graph.edge_dst, inside)].tolist())
         roots = [k for k in inside.tolist() if k not in read]
         if roots:
             extra_src.append(int(position[roots[-1]]))

@@ -17,6 +17,7 @@ import re
 
 import numpy as np
 
+from tpuscope.model import order_statistics
 from tpuscope.model.trace import Trace, Track
 from tpuscope.model.vocabulary import EventClass
 
@@ -71,7 +72,7 @@ class HostNameIndex:
         events = np.flatnonzero(hit[self._inverse])
         # Which track each hit lies on, and where each track's run of hits begins and ends.
         owner = np.searchsorted(self._offsets, events, side="right") - 1
-        tracks_hit = np.unique(owner)
+        tracks_hit = order_statistics.sorted_distinct(owner)
         bounds = np.searchsorted(owner, np.append(tracks_hit, len(self.tracks)))
         found = [
             (self.tracks[k], _read_only(events[bounds[j] : bounds[j + 1]] - self._offsets[k]))

@@ -38,6 +38,7 @@ from tpuscope.analysis.async_ops import is_async_half
 from tpuscope.analysis.device_ops import Device, busy_intervals, find_devices, select_devices
 from tpuscope.analysis.op_source import OpCode, OpDetails, op_code, op_details
 from tpuscope.analysis.roofline import BOUND_NAMES, BOUND_UNKNOWN, Peaks, bound_by, device_peaks
+from tpuscope.model import order_statistics
 from tpuscope.model.code import ProgramCode
 from tpuscope.model.strings import StringTable
 from tpuscope.model.trace import Trace, Track
@@ -354,7 +355,7 @@ def module_names(device: Device) -> dict[int, str]:
     names = {}
     strings = device.plane.trace.strings
     matcher = re.compile(pattern)
-    for name_id in np.unique(track.name_id):
+    for name_id in order_statistics.sorted_distinct(track.name_id):
         m = matcher.match(strings[int(name_id)])
         if m:
             names[int(m.group(2))] = m.group(1)

@@ -44,6 +44,7 @@ from tpuscope.analysis.steps import (
     SOURCE_TF_MARKER,
     Steps,
 )
+from tpuscope.model import order_statistics
 from tpuscope.model.completeness import Completeness
 from tpuscope.model.trace import Trace
 from tpuscope.model.vocabulary import Stat
@@ -313,8 +314,8 @@ def step_time_stats(durations_ps: np.ndarray) -> StepTimeStats | None:
         return None
     return StepTimeStats(
         float(values.mean()),
-        float(np.median(values)),
-        float(np.percentile(values, STEP_TIME_PERCENTILE)),
+        float(order_statistics.median(values)),
+        float(order_statistics.percentile(values, STEP_TIME_PERCENTILE)),
         float(values.min()),
         float(values.max()),
     )

@@ -38,6 +38,7 @@ from tpuscope.analysis.ops import OpEvents, OpTable, _group
 from tpuscope.analysis.programs import PROGRAM_CODE
 from tpuscope.analysis.results import Result, ResultSource
 from tpuscope.analysis.trace_results import DeviceChoice, op_table_result
+from tpuscope.model import order_statistics
 from tpuscope.model.code import UNKNOWN_LINE, InstructionCode, ProgramCode, SourceFrame
 from tpuscope.model.vocabulary import Stat
 
@@ -128,8 +129,10 @@ class FlameTree:
     def event_mask(self, node: int) -> np.ndarray:
         """Per OpEvents row: whether some of its time lands in `node`'s subtree (its ops, outlined)."""
         nodes = self.subtree(node)
-        groups = np.unique(self.part_group[np.isin(self.part_node, nodes)])
-        return np.isin(self.group_of_event, groups) & (self.group_of_event >= 0)
+        groups = order_statistics.sorted_distinct(
+            self.part_group[order_statistics.isin(self.part_node, nodes)]
+        )
+        return order_statistics.isin(self.group_of_event, groups) & (self.group_of_event >= 0)
 
     def find(self, text: str) -> np.ndarray:
         """The nodes whose name contains `text` (case-insensitive)."""

@@ -21,6 +21,8 @@ import re
 
 import numpy as np
 
+from tpuscope.model import order_statistics
+
 _DIGIT_0, _DIGIT_9, _DOT, _LOWER_E = ord("0"), ord("9"), ord("."), ord("e")
 # A formatted line holding one number that msgspec and `repr` write differently: an exponent, or the
 # positional form msgspec gives numbers in [1e-5, 1e-4) ("0.0000" then digits).
@@ -49,7 +51,7 @@ def _python_numbers(data: bytes) -> bytes:
         (view[dots - 1] == zero) & (view[dots + 1] == zero) & (view[dots + 2] == zero)
         & (view[dots + 3] == zero) & (view[dots + 4] == zero)
     ]  # fmt: skip
-    candidates = np.union1d(exponent, tiny)
+    candidates = order_statistics.union(exponent, tiny)
     if len(candidates) == 0:
         return data
     parts: list[bytes] = []

@@ -13,12 +13,11 @@ from __future__ import annotations
 
 import argparse
 
-import numpy as np
-
 from tpuscope.analysis.compare.ops import OpDelta
 from tpuscope.analysis.compare.runs import SPLIT_LABELS, SPLIT_PARTS, Comparison, compare_traces
 from tpuscope.commands import COMMANDS, EXIT_FINDINGS, EXIT_OK, UserFacingError
 from tpuscope.commands._console import load_for_cli, print_json
+from tpuscope.model import order_statistics
 from tpuscope.model.units import COLUMN_SPEC, format_duration, format_duration_column
 from tpuscope.readers import path_help
 
@@ -133,8 +132,8 @@ def _print_step_time(c: Comparison) -> None:
             print(f"  {label} no steps")
             continue
         print(
-            f"  {label} median {format_duration(float(np.median(steady)))}, p95 "
-            f"{format_duration(float(np.percentile(steady, 95)))}, {len(steady)} steps "
+            f"  {label} median {format_duration(float(order_statistics.median(steady)))}, p95 "
+            f"{format_duration(float(order_statistics.percentile(steady, 95)))}, {len(steady)} steps "
             f"({int(run.compiled.sum())} compiled, left out)"
         )
     for name, change in (("median", c.typical), ("mean with compilation", c.with_compilation)):

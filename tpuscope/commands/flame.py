@@ -35,6 +35,7 @@ from tpuscope.export.flame import (
     folded_lines,
     speedscope_document,
 )
+from tpuscope.model import order_statistics
 
 
 def register(subparsers) -> None:
@@ -125,9 +126,9 @@ def _program_mask(table, wanted: str) -> np.ndarray:
         k for k, text in enumerate(labels)
         if k and (text == wanted or text.split("(")[0] == wanted or text.endswith(f"({wanted})"))
     ]  # fmt: skip
-    mask = np.isin(table.events.program, matching)
+    mask = order_statistics.isin(table.events.program, matching)
     if not mask.any():
-        programs = sorted({labels[int(p)] for p in np.unique(table.program) if p})
+        programs = sorted({labels[int(p)] for p in order_statistics.sorted_distinct(table.program) if p})
         raise UserFacingError(
             f"--program {wanted} matches no program; the profile has: {', '.join(programs) or 'none'}."
         )

@@ -14,6 +14,7 @@ from pathlib import Path
 import msgspec
 import numpy as np
 
+from tpuscope.model import order_statistics
 from tpuscope.model.trace import Trace
 
 # The save dialog's suggestion and filter: gzip unless the user names a plain `.json` file.
@@ -78,7 +79,7 @@ def _flow_records(trace: Trace, kept: dict[int, np.ndarray], origin_us: float) -
         for number, event in ((flows.source_track[k], flows.source_event[k]),
                               (flows.target_track[k], flows.target_event[k])):  # fmt: skip
             exported = kept.get(int(number))
-            if exported is None or not np.isin(event, exported):
+            if exported is None or not order_statistics.isin(event, exported):
                 break
             ends.append((tracks[int(number)], int(event)))
         if len(ends) < 2:

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from tpuscope.model import order_statistics
 from tpuscope.model.vocabulary import Stat, TrackKind
 
 if TYPE_CHECKING:
@@ -50,8 +51,8 @@ class Flows:
         """Rows of the flows that start or end at any of `events` (indices) of that track."""
         if len(self) == 0 or len(events) == 0:
             return np.empty(0, np.int64)
-        at_source = (self.source_track == track_number) & np.isin(self.source_event, events)
-        at_target = (self.target_track == track_number) & np.isin(self.target_event, events)
+        at_source = (self.source_track == track_number) & order_statistics.isin(self.source_event, events)
+        at_target = (self.target_track == track_number) & order_statistics.isin(self.target_event, events)
         return np.flatnonzero(at_source | at_target)
 
     def ends(self, row: int) -> tuple[tuple[int, int], tuple[int, int]]:
@@ -164,7 +165,7 @@ def flows_near(trace: Trace, track: Track, index: int) -> np.ndarray:
     hi = int(np.searchsorted(track.start_ps, end, side="left" if end > start else "right"))
     inside = np.arange(lo, hi)
     inside = inside[(track.depth[inside] >= track.depth[index]) | (inside == index)]
-    return flows.touching(trace.track_number(track), np.union1d(inside, [index]))
+    return flows.touching(trace.track_number(track), order_statistics.union(inside, [index]))
 
 
 def correlation_flows(trace: Trace) -> Flows:

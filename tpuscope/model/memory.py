@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from tpuscope.model import order_statistics
 from tpuscope.model.programs import decode_each_program
 from tpuscope.model.trace import Trace, Track
 from tpuscope.model.vocabulary import AllocatorNames, Stat
@@ -196,7 +197,7 @@ def _plane_events(
     parts: list[dict[str, np.ndarray]] = []
     used: list[Track] = []
     for track in tracks:
-        rows = np.flatnonzero(np.isin(track.name_id, wanted))
+        rows = np.flatnonzero(order_statistics.isin(track.name_id, wanted))
         if len(rows) == 0:
             continue
         parts.append(_track_columns(track, rows, len(used), alloc_id, names))
@@ -268,13 +269,13 @@ def _memory_keys(track: Track, rows: np.ndarray, trace: Trace, names: AllocatorN
     if named is not None and named.kind == "str":
         present = named.present(len(track))[rows]
         ids = named.dense(len(track), -1)[rows]
-        for string_id in np.unique(ids[present]):  # a handful of allocators, not per event
+        for string_id in order_statistics.sorted_distinct(ids[present]):  # a handful of allocators
             keys[present & (ids == string_id)] = trace.strings[int(string_id)]
         have |= present
     for stat in names.allocator_index_stats:
         picked = _int_stat(track, stat, rows)
         fill = ~have & (picked >= 0)
-        for number in np.unique(picked[fill]):
+        for number in order_statistics.sorted_distinct(picked[fill]):
             keys[fill & (picked == number)] = str(int(number))
         have |= fill
     return keys.astype(str)

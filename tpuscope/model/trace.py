@@ -14,6 +14,7 @@ from pathlib import Path
 
 import numpy as np
 
+from tpuscope.model import order_statistics
 from tpuscope.model.completeness import Completeness, Loss, completeness
 from tpuscope.model.flows import Flows
 from tpuscope.model.hosts import natural_key
@@ -427,7 +428,7 @@ class Trace:
         if len(name_ids) == 0:
             return found
         for track in tracks if tracks is not None else self.tracks():
-            hits = np.flatnonzero(np.isin(track.name_id, name_ids))
+            hits = np.flatnonzero(order_statistics.isin(track.name_id, name_ids))
             if len(hits):
                 found.append((track, hits))
         return found

@@ -20,6 +20,7 @@ from PySide6.QtWidgets import QHBoxLayout, QLabel, QPushButton, QSplitter, QTabl
 
 from tpuscope.analysis.pod.comms import CollectiveRow
 from tpuscope.analysis.pod.comms_report import COMMS, EXPOSED_INTERVALS, CommsReport
+from tpuscope.model import order_statistics
 from tpuscope.model.trace import Trace, Track
 from tpuscope.model.units import format_bytes, format_duration, format_duration_column, format_percent_value
 from tpuscope.ui.analysis_hub import AnalysisHub
@@ -274,7 +275,7 @@ def events_of(trace: Trace, name: str) -> list[tuple[Track, np.ndarray]]:
     for track in trace.tracks():
         if not len(track):
             continue
-        hit = np.flatnonzero(np.isin(track.name_id, ids))
+        hit = np.flatnonzero(order_statistics.isin(track.name_id, ids))
         if len(hit):
             found.append((track, hit))
     return found

@@ -45,6 +45,7 @@ from tpuscope.analysis.scope_tree import (
     flame_tree_result,
 )
 from tpuscope.analysis.session import op_table_result
+from tpuscope.model import order_statistics
 from tpuscope.model.trace import Trace
 from tpuscope.model.units import SHORT_SPEC, format_duration
 from tpuscope.ui.analysis_hub import AnalysisHub
@@ -334,7 +335,9 @@ class FlameView(View):
         mask = tree.event_mask(node)
         events = tree.events
         self.highlightRequested.emit(events.events_of(mask))
-        self.opsOutlined.emit({events.labels.texts[int(k)] for k in np.unique(events.op[mask])})
+        self.opsOutlined.emit(
+            {events.labels.texts[int(k)] for k in order_statistics.sorted_distinct(events.op[mask])}
+        )
 
     def search(self, text: str) -> None:
         """Dims the frames whose name does not contain `text`; says the time the matches hold."""

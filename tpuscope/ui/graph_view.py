@@ -46,6 +46,7 @@ from tpuscope.analysis.graph_layout import Layout, layout
 from tpuscope.analysis.hlo_graph import DEFAULT_RADIUS, OpNotFound
 from tpuscope.analysis.op_graph import HEAVIEST_OP, MAX_RADIUS, NoPrograms, OpGraph, op_graph_result
 from tpuscope.export.graph_dot import HEAT_COLOURS, heat_class
+from tpuscope.model import order_statistics
 from tpuscope.model.trace import Trace
 from tpuscope.model.units import format_duration
 from tpuscope.ui.analysis_hub import AnalysisHub
@@ -355,7 +356,7 @@ class GraphView(View):
         """A dashed frame around each expanded fusion's instructions, labelled with the fusion."""
         part, graph = found.part, found.part.graph
         owners = graph.fused_into[part.nodes]
-        for owner in np.unique(owners[owners >= 0]):
+        for owner in order_statistics.sorted_distinct(owners[owners >= 0]):
             members = np.flatnonzero(owners == owner)
             left = float(np.min(placed.x[members] - widths[members] / 2)) - BOX_PADDING
             right = float(np.max(placed.x[members] + widths[members] / 2)) + BOX_PADDING

@@ -10,6 +10,8 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from tpuscope.model import order_statistics
+
 if TYPE_CHECKING:
     from tpuscope.analysis.ops import OpEvents
     from tpuscope.model.trace import Track
@@ -42,11 +44,13 @@ def op_names(router: ViewRouter) -> list[str]:
     name is its whole HLO text), sorted; the event names of a profile with no device ops."""
     events = _op_events(router)
     if events is not None and len(events):
-        return sorted(events.labels.texts[int(i)] for i in np.unique(events.op))
+        return sorted(events.labels.texts[int(i)] for i in order_statistics.sorted_distinct(events.op))
     trace = router.trace
     if trace is None:
         return []
-    ids = np.unique(np.concatenate([t.name_id for t in trace.tracks()] or [np.empty(0, np.int32)]))
+    ids = order_statistics.sorted_distinct(
+        np.concatenate([t.name_id for t in trace.tracks()] or [np.empty(0, np.int32)])
+    )
     return sorted(trace.strings[int(i)] for i in ids)
 
 

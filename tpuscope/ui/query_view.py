@@ -43,6 +43,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from tpuscope.model import order_statistics
 from tpuscope.model.trace import Trace
 from tpuscope.ui.analysis_hub import AnalysisHub
 from tpuscope.ui.jobs import LatestJobs
@@ -550,8 +551,8 @@ class QueryView(View):
         numbers, indices = found
         tracks = trace.track_list()
         matches = []
-        for k in np.unique(numbers[numbers >= 0]).tolist():
-            matches.append((tracks[k], np.unique(indices[numbers == k])))
+        for k in order_statistics.sorted_distinct(numbers[numbers >= 0]).tolist():
+            matches.append((tracks[k], order_statistics.sorted_distinct(indices[numbers == k])))
         self.highlightRequested.emit(matches)
         count = sum(len(i) for _, i in matches)
         self.status.setText(f"{count:,} events outlined on the timeline.")

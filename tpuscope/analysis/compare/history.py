@@ -41,6 +41,7 @@ from tpuscope.analysis.compare.statistics import (
     Change,
     median_interval,
 )
+from tpuscope.model import order_statistics
 
 SUMMARY_VERSION = 1
 # Op entries kept per run, largest self time first; the rest are one entry, `OTHER_OPS`. A history
@@ -90,7 +91,7 @@ class RunSummary:
 
     def median_ms(self) -> float | None:
         steady = self.steady_ps
-        return float(np.median(steady)) / 1e9 if len(steady) else None
+        return float(order_statistics.median(steady)) / 1e9 if len(steady) else None
 
     def median_interval_ms(self) -> tuple[float, float] | None:
         found = median_interval(self.steady_ps)

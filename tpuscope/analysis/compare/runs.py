@@ -69,6 +69,7 @@ from tpuscope.analysis.steps import (
     SOURCE_STEP_MARKER,
     SOURCE_TF_MARKER,
 )
+from tpuscope.model import order_statistics
 from tpuscope.model.trace import Trace
 from tpuscope.model.vocabulary import NEUTRAL_DIALECT, Dialect, OpFamily
 
@@ -148,7 +149,7 @@ class RunAnalysis:
         if len(durations) == 0:
             return -1
         candidates = np.flatnonzero(~self.compiled) if (~self.compiled).any() else np.arange(len(durations))
-        median = np.median(durations[candidates])
+        median = order_statistics.median(durations[candidates])
         return int(candidates[np.argmin(np.abs(durations[candidates] - median))])
 
 
@@ -189,7 +190,7 @@ def _program_fingerprints(analysis: ResultSource, overview: Overview) -> dict[st
     ops = overview.ops
     if ops is None:
         return {}
-    ran = {int(p) for p in np.unique(ops.program) if p}
+    ran = {int(p) for p in order_statistics.sorted_distinct(ops.program) if p}
     ran_ids = {_program_id_of(ops.label(p)) for p in ran}
     codes = [c for pid, c in analysis.get(PROGRAM_CODE).items() if pid in ran_ids]
     by_text = sum(len(c.index.names()) for c in codes) <= FINGERPRINT_MAX_INSTRUCTIONS
@@ -446,8 +447,10 @@ def _distribution_json(run: RunAnalysis) -> dict[str, Any]:
         "steps": run.steps,
         "count": int(len(durations)),
         "compiled_left_out": int(run.compiled.sum()),
-        "median_ms": round(float(np.median(durations)) / 1e9, 4) if len(durations) else None,
-        "p95_ms": round(float(np.percentile(durations, 95)) / 1e9, 4) if len(durations) else None,
+        "median_ms": round(float(order_statistics.median(durations)) / 1e9, 4) if len(durations) else None,
+        "p95_ms": round(float(order_statistics.percentile(durations, 95)) / 1e9, 4)
+        if len(durations)
+        else None,
         "step_source": run.overview.steps.source,
     }
 
@@ -685,7 +688,7 @@ def _programs(run: RunAnalysis) -> list[str]:
     ops = run.overview.ops
     if ops is None:
         return []
-    return sorted({program_key(ops.label(p)) for p in np.unique(ops.program) if p})
+    return sorted({program_key(ops.label(p)) for p in order_statistics.sorted_distinct(ops.program) if p})
 
 
 def _parity(base: RunAnalysis, new: RunAnalysis) -> list[ParityItem]:

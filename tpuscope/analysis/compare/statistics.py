@@ -37,6 +37,8 @@ from functools import lru_cache
 
 import numpy as np
 
+from tpuscope.model import order_statistics
+
 CONFIDENCE = 0.95
 # airspeed velocity (asv) reports a benchmark as changed only when the ratio passes `--factor`, default
 # 1.1, as well as its statistics (asv/commands/common_args.py, add_compare): a 10% floor.
@@ -187,13 +189,13 @@ def median_change(
         return None
     x, y = np.log(_thinned(base)), np.log(_thinned(new))
     diffs = np.sort((y[None, :] - x[:, None]).reshape(-1))
-    estimate = float(np.median(diffs))
+    estimate = float(order_statistics.median(diffs))
     k = _cut(len(x), len(y), 1 - confidence)
     if k < 1:
         low, high = -math.inf, math.inf
     else:
         low, high = float(diffs[k - 1]), float(diffs[len(diffs) - k])
-    base_median, new_median = float(np.median(base)), float(np.median(new))
+    base_median, new_median = float(order_statistics.median(base)), float(order_statistics.median(new))
     return Change(
         METHOD_HODGES_LEHMANN,
         base_median,
@@ -240,7 +242,9 @@ def mean_change(
     if len(base) < 2 or len(new) < 2:
         low, high = -math.inf, math.inf
     else:
-        low, high = (100.0 * (float(q) - 1.0) for q in np.quantile(ratio, [alpha / 2, 1 - alpha / 2]))
+        low, high = (
+            100.0 * (float(q) - 1.0) for q in order_statistics.quantile(ratio, [alpha / 2, 1 - alpha / 2])
+        )
     change = _ratio_percent(float(new.mean()), float(base.mean()))
     return Change(
         METHOD_BOOTSTRAP_MEAN,
@@ -260,7 +264,7 @@ def _strata(values: np.ndarray, strata: np.ndarray | None) -> list[np.ndarray]:
     if strata is None:
         return [values]
     labels = np.asarray(strata)
-    return [values[labels == label] for label in np.unique(labels)]
+    return [values[labels == label] for label in order_statistics.sorted_distinct(labels)]
 
 
 def _resampled_means(

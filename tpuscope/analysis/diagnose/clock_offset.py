@@ -19,6 +19,7 @@ from tpuscope.analysis.diagnose.finding import STEP_TIME_BANDS, Finding, RuleOut
 from tpuscope.analysis.facts.context import Context
 from tpuscope.analysis.pod.clocks import MIN_MATCHED_INSTANCES, ClockEstimate
 from tpuscope.analysis.pod.results import CLOCKS, LAUNCH_SKEWS, POD
+from tpuscope.model import order_statistics
 
 RULE_ID = "clock_offset"
 # Findings are info, whatever the offset (our heuristic): an offset costs no step time, and misleads
@@ -41,8 +42,8 @@ def run(ctx: Context) -> RuleOutcome:
     pod = ctx.get(POD)
     summaries = pod.summaries
     estimate = ctx.get(CLOCKS)  # of the recorded times, also where the app aligned them
-    steps = [float(np.median(s.step_ps)) for s in summaries if len(s)]
-    step_ps = float(np.median(steps)) if steps else 0.0
+    steps = [float(order_statistics.median(s.step_ps)) for s in summaries if len(s)]
+    step_ps = float(order_statistics.median(steps)) if steps else 0.0
     findings = [_host_finding(estimate, h.host, step_ps, _evidence(summaries, h.host)) for h in estimate.off]
     devices = ctx.get(LAUNCH_SKEWS)  # of the recorded times, also where the app aligned them
     findings += [_device_finding(host, skew, step_ps) for host, skew in devices if skew.visibly_off]

@@ -32,6 +32,7 @@ from tpuscope.analysis.diagnose.finding import (
 from tpuscope.analysis.facts.context import Context
 from tpuscope.analysis.facts.evidence import event_evidence
 from tpuscope.analysis.framework import PYTORCH
+from tpuscope.model import order_statistics
 from tpuscope.model.trace import Track
 from tpuscope.model.vocabulary import EventClass
 
@@ -99,7 +100,7 @@ def _named_fallbacks(ctx: Context) -> dict[str, Any]:
     items: list[dict[str, Any]] = []
     for track, idx in ctx.host_events_of(EventClass.CPU_FALLBACK):
         names = track.name_id[idx]
-        for name_id in np.unique(names):
+        for name_id in order_statistics.sorted_distinct(names):
             sel = idx[names == name_id]
             name = ctx.trace.strings[int(name_id)]
             entry = counts.setdefault(name, [0, 0])

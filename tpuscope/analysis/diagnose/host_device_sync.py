@@ -31,6 +31,7 @@ from tpuscope.analysis.facts.evidence import MAX_EVIDENCE, event_evidence, large
 from tpuscope.analysis.facts.evidence import range_evidence as range_ev
 from tpuscope.analysis.facts.intervals import intersect, merge_intervals, total, window_total
 from tpuscope.analysis.framework import JAX, PYTORCH, PYTORCH_XLA, TENSORFLOW
+from tpuscope.model import order_statistics
 
 RULE_ID = "host_device_sync"
 # The severity comes from the time the reads cost (STEP_TIME_BANDS), not from their count: PyTorch/XLA's
@@ -93,7 +94,7 @@ def run(ctx: Context) -> RuleOutcome:
     severity = IMPACT_THRESHOLDS.severity(impact)
     sync_ps = int((ends - starts).sum())
     idle_ps = int(idle_after.sum()) if idle_after is not None else None
-    name_ids = np.unique(np.concatenate([t.name_id[idx] for t, idx in ctx.syncs]))
+    name_ids = order_statistics.sorted_distinct(np.concatenate([t.name_id[idx] for t, idx in ctx.syncs]))
     names = sorted(ctx.trace.strings[int(n)] for n in name_ids)
     metrics = {
         "syncs": len(starts),
@@ -106,7 +107,7 @@ def run(ctx: Context) -> RuleOutcome:
     }
     if idle_after is not None and idle_ps is not None:
         metrics["device_idle_after_ms"] = ms(idle_ps)
-        metrics["median_device_idle_after_ms"] = ms(float(np.median(idle_after)))
+        metrics["median_device_idle_after_ms"] = ms(float(order_statistics.median(idle_after)))
         if step_time and impact is not None:  # once where idle spans overlap, inside the steps only
             metrics["device_idle_after_percent_of_step_time"] = impact.percent_of_step_time
     if n_steps:

@@ -29,6 +29,7 @@ from tpuscope.analysis.facts.evidence import range_evidence as range_ev
 from tpuscope.analysis.facts.intervals import Intervals, intersect, total, window_total
 from tpuscope.analysis.facts.waits import input_wait_intervals, input_work_events, input_work_intervals
 from tpuscope.analysis.framework import JAX, PYTORCH, PYTORCH_XLA, TENSORFLOW
+from tpuscope.model import order_statistics
 
 RULE_ID = "input_bound"
 # XProf input-pipeline analyzer: input >= 20 % of step time is "HIGHLY input-bound", >= 5 % "MODERATELY"
@@ -107,7 +108,7 @@ def run(ctx: Context) -> RuleOutcome:
         "waiting_before_launch_other_ms": ms(waiting_ps - attributed_ps),
         "step_time_ms": ms(step_time),
         "steps": len(steps),
-        "median_wait_per_step_ms": ms(float(np.median(per_step))),
+        "median_wait_per_step_ms": ms(float(order_statistics.median(per_step))),
         "worst_steps": [ctx.step_label(int(i)) for i in worst],
     }
     level = "highly" if severity == Severity.CRITICAL else "moderately"

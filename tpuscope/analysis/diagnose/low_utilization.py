@@ -38,6 +38,7 @@ from tpuscope.analysis.facts.intervals import (
 )
 from tpuscope.analysis.framework import JAX, PYTORCH, PYTORCH_XLA, TENSORFLOW
 from tpuscope.analysis.metrics.format import format_fraction
+from tpuscope.model import order_statistics
 
 RULE_ID = "low_device_utilization"
 # xprof check_host_boundness (xprof 2.24.2 xprof/cli/tools/check_host_boundness_tool.py): a duty cycle
@@ -141,7 +142,7 @@ def run(ctx: Context) -> RuleOutcome:
         "window_ms": ms(window_ps),
         "steps_left_out_for_compiling": skipped,
         "device_ops": int(len(durations)),
-        "median_op_us": round(float(np.median(durations)) / 1e6, 3) if len(durations) else 0.0,
+        "median_op_us": round(float(order_statistics.median(durations)) / 1e6, 3) if len(durations) else 0.0,
         "tiny_op_percent": round(100 * tiny_share, 1),
     }
     kind = "launch-bound: many tiny ops" if launch_bound else "devices idle most of the time"

@@ -19,6 +19,7 @@ from tpuscope.analysis.facts.evidence import event_evidence
 from tpuscope.analysis.op_source import op_code
 from tpuscope.analysis.ops import OpTable
 from tpuscope.analysis.programs import PROGRAM_CODE
+from tpuscope.model import order_statistics
 
 if TYPE_CHECKING:
     from tpuscope.analysis.facts.context import Context
@@ -47,7 +48,7 @@ def intervals_per_device(table: OpTable, rows: list[int]) -> dict[int, tuple[np.
 
     if not rows:
         return {}
-    mask = np.isin(table.row_of_event, np.asarray(rows, dtype=np.int64))
+    mask = order_statistics.isin(table.row_of_event, np.asarray(rows, dtype=np.int64))
     events = table.events
     found: dict[int, tuple[list, list]] = {}
     planes = {id(d.plane): k for k, d in enumerate(table.devices)}

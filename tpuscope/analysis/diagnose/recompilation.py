@@ -40,6 +40,7 @@ from tpuscope.analysis.facts.intervals import intersect, merge_intervals, total
 from tpuscope.analysis.framework import JAX, PYTORCH_XLA, TENSORFLOW
 from tpuscope.analysis.op_source import caller_line
 from tpuscope.analysis.programs import PROGRAM_CODE, PROGRAM_SIGNATURES
+from tpuscope.model import order_statistics
 from tpuscope.model.programs import ProgramSignature, signatures_of_module
 from tpuscope.model.trace import Track
 from tpuscope.model.vocabulary import KIND_METADATA, EventClass, Stat
@@ -441,6 +442,6 @@ def _add_tf_retracing(ctx: Context, groups: dict[str, _Group]) -> None:
         if column is None:
             continue
         values = column.dense(len(track), -1)
-        for i in np.flatnonzero(column.present(len(track)) & np.isin(values, traced_ids)):
+        for i in np.flatnonzero(column.present(len(track)) & order_statistics.isin(values, traced_ids)):
             name = track.event_name(int(i))
             groups.setdefault(name, _Group(name)).events.append((track, int(i)))

@@ -41,6 +41,7 @@ from tpuscope.analysis.facts.outliers import MODIFIED_Z_OUTLIER, modified_z
 from tpuscope.analysis.facts.waits import input_wait_intervals
 from tpuscope.analysis.framework import JAX, PYTORCH_XLA, TENSORFLOW
 from tpuscope.analysis.host_names import distinct_ids
+from tpuscope.model import order_statistics
 from tpuscope.model.trace import Track
 
 RULE_ID = "step_time_variance"
@@ -128,7 +129,7 @@ def steady_steps(ctx: Context) -> SteadySteps:
         return SteadySteps(usable, None, "the profile has no steps")
     if len(usable) == 0:
         return SteadySteps(usable, None, "every step is warm-up (the first step or one that compiled)")
-    return SteadySteps(usable, float(np.median((p1 - p0)[usable].astype(np.float64))) / 1e6)
+    return SteadySteps(usable, float(order_statistics.median((p1 - p0)[usable].astype(np.float64))) / 1e6)
 
 
 def run(ctx: Context) -> RuleOutcome:
@@ -147,7 +148,8 @@ def run(ctx: Context) -> RuleOutcome:
     z = modified_z(values_ms)
     slow = (z > MODIFIED_Z_OUTLIER) & (values_ms > median_ms * (1 + MIN_RELATIVE_EXCESS))
     spread = (
-        f"{counted}; steady-state median {median_ms:.3f} ms, p90 {np.percentile(values_ms, 90):.3f} ms, "
+        f"{counted}; steady-state median {median_ms:.3f} ms, "
+        f"p90 {order_statistics.percentile(values_ms, 90):.3f} ms, "
         f"max {values_ms.max():.3f} ms"
     )
     if not slow.any():
@@ -175,7 +177,7 @@ def run(ctx: Context) -> RuleOutcome:
         "steps_left_out_for_warm_up": int(warm.sum()),
         "steps_left_out_for_compiling": int(ctx.compiling_steps.sum()),
         "median_step_ms": round(median_ms, 3),
-        "p90_step_ms": round(float(np.percentile(values_ms, 90)), 3),
+        "p90_step_ms": round(float(order_statistics.percentile(values_ms, 90)), 3),
         "max_step_ms": round(float(values_ms.max()), 3),
         "slow_steps": labels,
         "slow_step_ms": slow_ms,
@@ -245,7 +247,7 @@ def _cause(excess_by_part: dict[str, float], extra_ps: float, excess_ps: float) 
 
 def _excess(part: np.ndarray, outliers: np.ndarray, typical: np.ndarray) -> float:
     """How much longer this part ran in the outliers than in a typical step, summed (ps)."""
-    baseline = float(np.median(part[typical])) if len(typical) else 0.0
+    baseline = float(order_statistics.median(part[typical])) if len(typical) else 0.0
     return float(np.clip(part[outliers] - baseline, 0, None).sum())
 
 

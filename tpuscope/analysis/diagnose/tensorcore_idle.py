@@ -28,6 +28,7 @@ from tpuscope.analysis.facts.intervals import difference, merge_intervals, windo
 from tpuscope.analysis.facts.waits import input_wait_intervals
 from tpuscope.analysis.framework import JAX, PYTORCH_XLA, TENSORFLOW
 from tpuscope.analysis.metrics.format import format_percent
+from tpuscope.model import order_statistics
 
 RULE_ID = "tensorcore_idle"
 # XProf smart suggestions: TensorCore idle above 10% of step time (openxla/xprof
@@ -97,7 +98,7 @@ def run(ctx: Context) -> RuleOutcome:
         "step_time_ms": ms(step_ps),
         "steps": len(steady),
         "cores": len(cores),
-        "median_idle_per_step_ms": ms(float(np.median(least))),
+        "median_idle_per_step_ms": ms(float(order_statistics.median(least))),
     }
     explanation = (
         f"In {len(steady)} steady-state steps the least idle TensorCore sat idle {format_percent(share)} of "

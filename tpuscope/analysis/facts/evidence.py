@@ -11,6 +11,7 @@ from typing import Any
 
 import numpy as np
 
+from tpuscope.model import order_statistics
 from tpuscope.model.trace import Track
 
 # At most this many evidence items per finding (largest first): enough to jump to, small enough for JSON.
@@ -65,6 +66,6 @@ def evidence_events(trace, evidence: list[dict[str, Any]]) -> list[tuple[Track, 
         track = plane.track(track_name) if plane is not None else None
         if track is None:
             continue
-        idx = np.unique(np.array(indices, dtype=np.int64))
+        idx = order_statistics.sorted_distinct(np.array(indices, dtype=np.int64))
         found.append((track, idx[idx < len(track)]))
     return found

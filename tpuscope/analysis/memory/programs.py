@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from tpuscope.model import order_statistics
 from tpuscope.model.memory import (
     EVENT_ALLOC,
     EVENT_FREE,
@@ -140,7 +141,9 @@ class ProgramMemory:
 
 def memory_spaces(buffers: ProgramBuffers) -> list[int]:
     """The memory spaces a program uses (allocations with bytes, or heap events), HBM first."""
-    spaces = set(np.unique(buffers.allocation_space[buffers.allocation_bytes > 0]).tolist())
+    spaces = set(
+        order_statistics.sorted_distinct(buffers.allocation_space[buffers.allocation_bytes > 0]).tolist()
+    )
     return sorted(spaces, key=lambda s: (s != HBM_SPACE, s))
 
 

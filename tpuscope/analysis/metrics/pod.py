@@ -13,6 +13,7 @@ import numpy as np
 
 from tpuscope.analysis.metrics.registry import FRACTION, HOST, PERCENT, POD, US, MetricValue
 from tpuscope.analysis.pod.analysis import PodAnalysis
+from tpuscope.model import order_statistics
 
 # The tail statistic, as `tpuscope.analysis.overview.STEP_TIME_PERCENTILE` (which imports this module).
 STEP_TIME_PERCENTILE = 95.0
@@ -48,8 +49,8 @@ def host_values(pod: PodAnalysis) -> dict[str, dict[str, float | None]]:
         if pod.step_count:
             us = step[k] / 1e6
             values["step_time_mean"] = float(us.mean())
-            values["step_time_median"] = float(np.median(us))
-            values["step_time_p95"] = float(np.percentile(us, STEP_TIME_PERCENTILE))
+            values["step_time_median"] = float(order_statistics.median(us))
+            values["step_time_p95"] = float(order_statistics.percentile(us, STEP_TIME_PERCENTILE))
         if total > 0:
             shares = {p: 100.0 * float(v[k].sum()) / total for p, v in parts.items()}
             values["busy_share"] = shares["compute"] + shares["collective"]

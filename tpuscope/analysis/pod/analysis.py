@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 
 from tpuscope.analysis.pod.summary import PART_LABELS, PARTS, HostSummary
+from tpuscope.model import order_statistics
 
 ALIGN_BY_NUMBER = "step number"
 ALIGN_BY_ORDER = "order"
@@ -160,7 +161,9 @@ def _shared_numbers(stepped: list[HostSummary]) -> np.ndarray | None:
         return None
     shared = numbers[0]
     for n in numbers[1:]:
-        shared = np.intersect1d(shared, n)
+        shared = np.intersect1d(  # distinct first: np.intersect1d's own np.unique imports numpy.ma
+            order_statistics.sorted_distinct(shared), order_statistics.sorted_distinct(n), assume_unique=True
+        )
     if len(shared) == 0 or len(shared) < MIN_SHARED_STEP_FRACTION * min(len(n) for n in numbers):
         return None
     return np.sort(shared).astype(np.int64)

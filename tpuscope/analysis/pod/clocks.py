@@ -27,6 +27,7 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 
 from tpuscope.analysis.results import Result
+from tpuscope.model import order_statistics
 from tpuscope.model.trace import Trace, Track
 from tpuscope.model.vocabulary import EventClass
 
@@ -230,7 +231,7 @@ def _nanmedian(values: np.ndarray) -> np.ndarray:
     out = np.full(values.shape[1], np.nan)
     some = present.any(axis=0)
     if some.any():
-        out[some] = np.nanmedian(values[:, some], axis=0)
+        out[some] = order_statistics.nanmedian_columns(values[:, some])
     return out
 
 
@@ -241,8 +242,8 @@ def _clock(host: str, start, end, other_start, other_end, reference: bool = Fals
         return HostClock(host, 0.0, count, 0, 0.0)
     difference = end[matched] - other_end[matched]
     disjoint = (end[matched] < other_start[matched]) | (start[matched] > other_end[matched])
-    offset = float(np.median(difference))
-    spread = float(np.median(np.abs(difference - offset)))
+    offset = float(order_statistics.median(difference))
+    spread = float(order_statistics.median(np.abs(difference - offset)))
     return HostClock(host, offset, count, int(disjoint.sum()), spread)
 
 
@@ -269,7 +270,7 @@ def launch_skew(trace: Trace) -> list[LaunchSkew]:
     source_start = np.empty(len(flows), np.int64)
     target_start = np.empty(len(flows), np.int64)
     is_launch = np.zeros(len(flows), bool)  # flows from a sync or a callback say nothing of clocks
-    for number in np.unique(flows.source_track).tolist():
+    for number in order_statistics.sorted_distinct(flows.source_track).tolist():
         rows = flows.source_track == number
         events = flows.source_event[rows]
         source_start[rows] = tracks[number].start_ps[events]
@@ -277,13 +278,13 @@ def launch_skew(trace: Trace) -> list[LaunchSkew]:
         is_launch[rows] = (classes & np.uint32(EventClass.LAUNCH)) > 0
     plane_of = np.empty(len(flows), np.int64)
     planes = {id(p): k for k, p in enumerate(trace.planes)}
-    for number in np.unique(flows.target_track).tolist():
+    for number in order_statistics.sorted_distinct(flows.target_track).tolist():
         rows = flows.target_track == number
         target_start[rows] = tracks[number].start_ps[flows.target_event[rows]]
         plane_of[rows] = planes[id(tracks[number].plane)]
     lead = source_start - target_start  # > 0: the op started before its launch
     found = []
-    for k in np.unique(plane_of).tolist():
+    for k in order_statistics.sorted_distinct(plane_of).tolist():
         plane = trace.planes[k]
         if not plane.is_device:
             continue

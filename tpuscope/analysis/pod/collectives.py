@@ -20,6 +20,7 @@ import numpy as np
 from tpuscope.analysis.device_ops import Device
 from tpuscope.analysis.facts.context import Context
 from tpuscope.analysis.facts.intervals import canonical, merge_intervals
+from tpuscope.model import order_statistics
 from tpuscope.model.strings import StringTable
 from tpuscope.model.trace import Track
 from tpuscope.model.vocabulary import Dialect, EventClass, Stat
@@ -95,11 +96,11 @@ class CollectiveNames:
         return kept
 
     def _is_collective_id(self, values: np.ndarray) -> np.ndarray:
-        """np.isin(values, op_ids), by the lookup table when every value is a string id of it."""
+        """isin(values, op_ids), by the lookup table when every value is a string id of it."""
         known = len(values) and values.dtype.kind in "iu"
         if known and values.min() >= 0 and values.max() < len(self._is_op):
             return self._is_op[values]
-        return np.isin(values, self.op_ids)
+        return order_statistics.isin(values, self.op_ids)
 
 
 def device_collective_events(device: Device, names: CollectiveNames) -> list[tuple[Track, np.ndarray]]:
@@ -126,7 +127,7 @@ def split_device_ops(
     if device.kind != "CPU" and len(names.barrier_ids):
         for track in device.plane.tracks:
             if track.name in names.barrier_tracks and len(track):
-                hit = np.flatnonzero(np.isin(track.name_id, names.barrier_ids))
+                hit = np.flatnonzero(order_statistics.isin(track.name_id, names.barrier_ids))
                 if len(hit):
                     collectives.append((track, hit))
     return collectives, rest

@@ -43,6 +43,7 @@ from tpuscope.analysis.pod.collective_kinds import (
     kind_of,
     nccl_size,
 )
+from tpuscope.model import order_statistics
 from tpuscope.model.trace import Track
 from tpuscope.model.vocabulary import Stat
 
@@ -268,8 +269,8 @@ def _pair_async(rows, track: Track, idx, which, labels: list[tuple[str, str]], k
         done_names = [k for k, kind in enumerate(kinds) if kind == Kind(collective, DONE)]
         if not start_names or not done_names:
             continue
-        s = np.flatnonzero(np.isin(which, start_names))  # positions in idx
-        d = np.flatnonzero(np.isin(which, done_names))
+        s = np.flatnonzero(order_statistics.isin(which, start_names))  # positions in idx
+        d = np.flatnonzero(order_statistics.isin(which, done_names))
         s = s[np.argsort(track.start_ps[idx[s]], kind="stable")]
         d = d[np.argsort(track.start_ps[idx[d]], kind="stable")]
         d = d[track.start_ps[idx[d]] >= track.start_ps[idx[s[0]]]]  # a done whose start is before the profile
@@ -282,7 +283,7 @@ def _pair_async(rows, track: Track, idx, which, labels: list[tuple[str, str]], k
         flight = (d_start + d_dur - s_start).astype(np.float64)
         slack = np.maximum(d_start - (s_start + s_dur), 0).astype(np.float64)
         done_which = which[d]
-        for k in np.unique(done_which):
+        for k in order_statistics.sorted_distinct(done_which):
             row = rows[labels[int(k)]]
             mine = done_which == k
             row.pairs += int(mine.sum())
@@ -303,7 +304,10 @@ def _nccl_sizes(track: Track, idx: np.ndarray) -> tuple[np.ndarray, np.ndarray] 
     groups = group[idx].astype(np.float64) if group is not None else np.full(len(idx), np.nan)
     ids = dtype[idx].astype(np.int64) if dtype is not None else np.zeros(len(idx), np.int64)
     strings = track.plane.trace.strings
-    per = {int(i): nccl_size(1.0, strings[int(i)] if i > 0 else "", 1.0).bytes for i in np.unique(ids)}
+    per = {
+        int(i): nccl_size(1.0, strings[int(i)] if i > 0 else "", 1.0).bytes
+        for i in order_statistics.sorted_distinct(ids)
+    }
     element_bytes = np.array([np.nan if per[int(i)] is None else per[int(i)] for i in ids], np.float64)
     return elements * element_bytes, np.nan_to_num(groups, nan=0.0)
 

@@ -26,6 +26,7 @@ from tpuscope.analysis.pod.comms import CollectiveRow, merge_rows
 from tpuscope.analysis.pod.results import POD
 from tpuscope.analysis.results import Result
 from tpuscope.analysis.trace_results import DEVICES
+from tpuscope.model import order_statistics
 from tpuscope.model.trace import Trace
 
 PS_PER_US = 1e6
@@ -101,7 +102,7 @@ class CommsReport:
         `tpuscope.analysis.pod.late`), with 2 hosts or more that do not all wait alike."""
         if len(self.hosts) < 2 or not self.exposed_ps.size:
             return None
-        waits = np.median(self.exposed_ps, axis=1)
+        waits = order_statistics.median(self.exposed_ps, axis=1)
         if waits.min() == waits.max():  # hosts alike: none waits least
             return None
         return self.hosts[int(np.argmin(waits))]

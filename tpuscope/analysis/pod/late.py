@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from tpuscope.analysis.facts.outliers import MODIFIED_Z_OUTLIER, modified_z
+from tpuscope.model import order_statistics
 
 if TYPE_CHECKING:
     from tpuscope.analysis.pod.analysis import PodAnalysis
@@ -133,11 +134,11 @@ def find_late(pod: PodAnalysis) -> LateVerdict:
     if units is None:
         reason = "fewer than 3 hosts or devices with steps" if pod.step_count else "no steps on any host"
         return LateVerdict(None, [], f"{reason}: nothing to compare")
-    per_unit = np.median(units.collective, axis=1)
+    per_unit = order_statistics.median(units.collective, axis=1)
     if per_unit.max() <= 0:
         return LateVerdict(units, [], f"{len(units.names)} {units.kind}s: no time in collectives")
     z = modified_z(step_residuals(units.collective) / PS_PER_MS)
-    median_step = float(np.median(units.step_ps))
+    median_step = float(order_statistics.median(units.step_ps))
     late = [
         found
         for row in np.argsort(z, kind="stable")
@@ -160,16 +161,21 @@ def find_late(pod: PodAnalysis) -> LateVerdict:
 
 def step_residuals(values: np.ndarray) -> np.ndarray:
     """Per unit: the median over steps of its value minus that step's median over the units."""
-    return np.median(values - np.median(values, axis=0), axis=1)
+    return order_statistics.median(values - order_statistics.median(values, axis=0), axis=1)
 
 
 def _late_unit(units: Units, row: int, z: float) -> LateUnit:
     others = np.delete(np.arange(len(units.names)), row)
-    others_collective = np.median(units.collective[others], axis=0)
+    others_collective = order_statistics.median(units.collective[others], axis=0)
     lateness = np.maximum(others_collective - units.collective[row], 0.0)
     shortest = np.argmin(units.collective, axis=0) == row
     extra = {
-        p: float(np.median(units.parts[p][row] - np.median(units.parts[p][others], axis=0))) for p in CAUSES
+        p: float(
+            order_statistics.median(
+                units.parts[p][row] - order_statistics.median(units.parts[p][others], axis=0)
+            )
+        )
+        for p in CAUSES
     }
     positive = {p: v for p, v in extra.items() if v > 0}
     cause = max(positive, key=positive.__getitem__) if positive else ""
@@ -181,7 +187,7 @@ def _late_unit(units: Units, row: int, z: float) -> LateUnit:
         z_score=z,
         late_steps=int(shortest.sum()),
         steps=len(lateness),
-        wait_per_step_ps=float(np.median(lateness)),
+        wait_per_step_ps=float(order_statistics.median(lateness)),
         wait_total_ps=float(lateness.sum()),
         wait_all_units_ps=float(np.maximum(units.collective[others] - units.collective[row], 0).sum()),
         lateness_ps=lateness,
@@ -189,7 +195,8 @@ def _late_unit(units: Units, row: int, z: float) -> LateUnit:
         cause=cause,
         worst_step=int(np.argmax(lateness)),
         collective_per_step_ps={
-            n: float(v) for n, v in zip(units.names, np.median(units.collective, axis=1), strict=True)
+            n: float(v)
+            for n, v in zip(units.names, order_statistics.median(units.collective, axis=1), strict=True)
         },
     )
 

@@ -17,6 +17,7 @@ from typing import Protocol
 import numpy as np
 
 from tpuscope.errors import ProfileError
+from tpuscope.model import order_statistics
 from tpuscope.model.build import add_plane, add_track, finish
 from tpuscope.model.completeness import DROPPED, Loss
 from tpuscope.model.flows import Flows, bind_flows
@@ -175,7 +176,9 @@ def _add_file(trace: Trace, file: TraceEventFile, mapping: Mapping, host: str, o
     # Per process: its identity, decided from its own metadata and the categories of its events.
     identities = []
     for k, pid in enumerate(pids):
-        cats = {category_names[int(c)] for c in np.unique(events.category[event_pid == k])}
+        cats = {
+            category_names[int(c)] for c in order_statistics.sorted_distinct(events.category[event_pid == k])
+        }
         identities.append(mapping.plane_identity(file, pid, cats))
     # Each event's track: (thread, group of its category); one stable sort puts each track's events together.
     n_groups = max(len(mapping.groups(identity)) for identity in identities)
@@ -253,7 +256,7 @@ def _stat_columns(trace: Trace, file: TraceEventFile) -> dict[str, tuple[np.ndar
             old_rows, old_kind, old_values = out[stat]
             if old_kind != kind:
                 continue
-            keep = ~np.isin(rows, old_rows)
+            keep = ~order_statistics.isin(rows, old_rows)
             merged_rows = np.concatenate([old_rows, rows[keep]])
             order = np.argsort(merged_rows, kind="stable")
             out[stat] = (merged_rows[order], kind, np.concatenate([old_values, column[keep]])[order])

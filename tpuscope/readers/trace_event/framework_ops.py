@@ -25,6 +25,7 @@ import re
 
 import numpy as np
 
+from tpuscope.model import order_statistics
 from tpuscope.model.stats import StatColumn
 from tpuscope.model.trace import Trace, Track
 from tpuscope.model.vocabulary import Stat
@@ -57,7 +58,7 @@ def attach_framework_ops(
     scope = np.zeros(len(launches), np.int32)
     wanted_ids = _category_ids(trace, op_categories)
     records = [(_category_ids(trace, categories), names) for categories, names in scope_records]
-    for number in np.unique(launches.source_track).tolist():
+    for number in order_statistics.sorted_distinct(launches.source_track).tolist():
         track = tracks[number]
         is_op = _is_op(track, category_stat, wanted_ids)
         if is_op is None or not is_op.any():
@@ -83,7 +84,7 @@ def _is_scope_record(
     if column is None or not len(scope_ids) or not len(track):
         return np.zeros(len(track), bool)
     count = len(track.plane.metadata)
-    per_name = np.isin(column.dense(count, 0), scope_ids)
+    per_name = order_statistics.isin(column.dense(count, 0), scope_ids)
     rows = np.flatnonzero(per_name)
     if len(rows) and (names or not_names):
         wanted, unwanted = re.compile(names) if names else None, re.compile(not_names) if not_names else None
@@ -106,7 +107,7 @@ def _is_op(track: Track, category_stat: str, wanted_ids: np.ndarray) -> np.ndarr
     column = track.plane.metadata.stats.column(category_stat)
     if column is None or not len(wanted_ids):
         return None
-    per_name = np.isin(column.dense(len(track.plane.metadata), 0), wanted_ids)
+    per_name = order_statistics.isin(column.dense(len(track.plane.metadata), 0), wanted_ids)
     return per_name[track.meta_index] if len(track) else np.zeros(0, bool)
 
 
@@ -155,7 +156,7 @@ def _write(
 ) -> None:
     """The framework ops and scopes as row-sparse stat columns of the device ops' tracks."""
     has = framework > 0
-    for number in np.unique(target_track[has]).tolist():
+    for number in order_statistics.sorted_distinct(target_track[has]).tolist():
         track = tracks[number]
         if Stat.FRAMEWORK_OP in track.stats:  # the trace names its own framework ops: kept
             continue

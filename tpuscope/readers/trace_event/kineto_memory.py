@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from tpuscope.model import order_statistics
 from tpuscope.model.vocabulary import AllocatorNames
 from tpuscope.readers.trace_event.native import ARG_FLOAT, ARG_INT, ArgValues
 from tpuscope.readers.trace_event.parse import TraceEventFile
@@ -107,8 +108,8 @@ def _enclosing_ops(file: TraceEventFile, rows: np.ndarray, op_categories: frozen
     wanted = [k for k, c in enumerate(events.categories) if c in op_categories]
     if not wanted:
         return out
-    is_op = np.isin(events.category, wanted)
-    for thread in np.unique(events.thread[rows]).tolist():
+    is_op = order_statistics.isin(events.category, wanted)
+    for thread in order_statistics.sorted_distinct(events.thread[rows]).tolist():
         ops = np.flatnonzero(is_op & (events.thread == thread))
         if not len(ops):
             continue
@@ -159,7 +160,7 @@ def _numbers(file: TraceEventFile, attribute: str, rows: np.ndarray) -> np.ndarr
     arg_rows, values = found
     if isinstance(values, ArgValues):
         numbers = values.numbers()
-        numeric = np.isin(values.kind, (ARG_INT, ARG_FLOAT))
+        numeric = order_statistics.isin(values.kind, (ARG_INT, ARG_FLOAT))
     else:
         numbers = np.array([v if type(v) in (int, float) else np.nan for v in values], np.float64)
         numeric = np.isfinite(numbers)

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from tpuscope.model import order_statistics
 from tpuscope.model.flows import Flows
 from tpuscope.model.trace import Trace, Track
 from tpuscope.model.vocabulary import Stat, TrackKind
@@ -79,7 +80,7 @@ def _by_correlation(
         )
         place = np.stack([np.full(len(rows), number, np.int64), rows], axis=1)
         if is_device[number]:
-            unbound = ~np.isin(np.int64(number) << _EVENT_BITS | rows, bound_keys)
+            unbound = ~order_statistics.isin(np.int64(number) << _EVENT_BITS | rows, bound_keys)
             device_keys.append(key[unbound])
             device_places.append(place[unbound])
         else:

@@ -33,6 +33,7 @@ from typing import Any
 import msgspec
 import numpy as np
 
+from tpuscope.model import order_statistics
 from tpuscope.readers import files
 from tpuscope.readers.files import GZIP_MAGIC, MAX_GZIP_EXPANSION
 from tpuscope.readers.registry import MemoryFile, ProfileFile
@@ -97,7 +98,7 @@ class ArgValues:
     def all_of(self, *kinds: int) -> bool:
         if len(kinds) == 1:
             return bool((self.kind == kinds[0]).all())
-        return bool(np.isin(self.kind, kinds).all())
+        return bool(order_statistics.isin(self.kind, kinds).all())
 
     def numbers(self) -> np.ndarray:
         """As float64, for rows of kinds ARG_INT and ARG_FLOAT (what np.array(values, float64) gives)."""

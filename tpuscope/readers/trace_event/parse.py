@@ -38,6 +38,7 @@ import msgspec
 import numpy as np
 
 from tpuscope.errors import ProfileError, display_path
+from tpuscope.model import order_statistics
 from tpuscope.model.completeness import CUT, DROPPED, Loss
 from tpuscope.readers.files import GZIP_MAGIC, gunzip_salvaging
 from tpuscope.readers.registry import ProfileFile
@@ -421,7 +422,7 @@ def _middle(ts_us: np.ndarray) -> float:
     if -_MAX_ABS_TS_US < low and high < _MAX_ABS_TS_US and high - low < _MAX_FROM_MIDDLE_US:
         return (low + high) / 2  # min and max are NaN if any time is: then the median's road
     usable = ts_us[np.isfinite(ts_us) & (np.abs(ts_us) < _MAX_ABS_TS_US)]
-    return float(np.median(usable)) if len(usable) else 0.0
+    return float(order_statistics.median(usable)) if len(usable) else 0.0
 
 
 def _times_in_range(

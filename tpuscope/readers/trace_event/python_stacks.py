@@ -33,6 +33,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from tpuscope.model import order_statistics
 from tpuscope.model.code import UNKNOWN_LINE
 from tpuscope.model.stats import StatColumn
 from tpuscope.model.trace import Trace, Track
@@ -105,7 +106,7 @@ def attach_python_sources(trace: Trace) -> None:
     # Whether the trace was recorded with stacks at all: only then is a kernel without one worth a note.
     recorded = any(PYTHON_ID in t.stats or CALL_STACK in t.stats for t in trace.host_tracks())
     bad_call_stacks = 0
-    for source_track in np.unique(launches.source_track).tolist():
+    for source_track in order_statistics.sorted_distinct(launches.source_track).tolist():
         track = tracks[source_track]
         on_track = np.flatnonzero(launches.source_track == source_track)
         found = _PythonFrames.of(track)
@@ -163,7 +164,7 @@ def _write(
     picked = kernel_code[has]
     kernel_track, kernel_event = target_track[has], target_event[has]
     with_source = source_ids[picked] > 0
-    for number in np.unique(kernel_track).tolist():
+    for number in order_statistics.sorted_distinct(kernel_track).tolist():
         track = tracks[number]
         if Stat.SOURCE in track.stats:  # the trace names its own lines: kept as they are
             continue

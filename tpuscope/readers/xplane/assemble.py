@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 
 from tpuscope.errors import ProfileError
-from tpuscope.model import _kernels
+from tpuscope.model import _kernels, order_statistics
 from tpuscope.model.build import order_and_nest
 from tpuscope.model.completeness import CUT, DROPPED, LEFT_OUT, Loss
 from tpuscope.model.flows import correlation_flows
@@ -398,10 +398,10 @@ def _undefined_ids(defined: np.ndarray, referenced: list[np.ndarray]) -> np.ndar
         if known is not None and int(ids.min()) >= 0 and int(ids.max()) < len(known):
             unknown = ids[~known[ids]]
         else:
-            unknown = ids[~np.isin(ids, defined)]
+            unknown = ids[~order_statistics.isin(ids, defined)]
         if len(unknown):
-            missing.append(np.unique(unknown))
-    return np.unique(np.concatenate(missing)) if missing else np.empty(0, np.int64)
+            missing.append(order_statistics.sorted_distinct(unknown))
+    return order_statistics.sorted_distinct(np.concatenate(missing)) if missing else np.empty(0, np.int64)
 
 
 def _row_table(meta_ids: np.ndarray, bound: int) -> np.ndarray:

@@ -24,6 +24,7 @@ from typing import Literal
 
 import numpy as np
 
+from tpuscope.model import order_statistics
 from tpuscope.model.trace import Trace, Track
 from tpuscope.ui.timeline import _boxmerge
 
@@ -227,7 +228,7 @@ class TrackLod:
             )
             depth = track.depth[rows]
             order = np.argsort(depth, kind="stable")
-            present = np.unique(depth)
+            present = order_statistics.sorted_distinct(depth)
             bounds = (
                 np.searchsorted(depth[order], np.append(present, present[-1] + 1))
                 if len(present)

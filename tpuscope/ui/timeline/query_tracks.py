@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from tpuscope.model import order_statistics
 from tpuscope.model.stats import StatTable
 from tpuscope.model.trace import EventMetadataTable, Plane, Trace, Track
 from tpuscope.ui.timeline.lod import TimelineLod
@@ -111,7 +112,9 @@ def events_at(trace: Trace, track_ids: np.ndarray, ts_ps: np.ndarray, dur_ps: np
     tracks = trace.track_list()
     track_ids = np.asarray(track_ids, np.int64)
     index = np.full(len(track_ids), -1, np.int64)
-    for k in np.unique(track_ids[(track_ids >= 0) & (track_ids < len(tracks))]).tolist():
+    for k in order_statistics.sorted_distinct(
+        track_ids[(track_ids >= 0) & (track_ids < len(tracks))]
+    ).tolist():
         rows = np.flatnonzero(track_ids == k)
         track = tracks[k]
         starts = np.asarray(ts_ps, np.int64)[rows]
