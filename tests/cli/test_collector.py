@@ -75,21 +75,7 @@ def test_the_process_freezes_its_objects_just_before_it_exits(tmp_path):
 def test_the_process_freezes_what_its_imports_and_load_made_when_the_collector_resumes(tmp_path):
     """In the `tpuscope` process the objects made while the collector was paused (modules, the trace)
     live to the exit: resume() freezes them, so the analyses' collections do not walk them again."""
-    probe = (
-        "import gc, sys\n"
-        "from tpuscope import gc_policy\n"
-        "from tpuscope.cli import console_main\n"
-        "real_resume, frozen = gc_policy.resume, []\n"
-        "def resume():\n"
-        "    real_resume()\n"
-        "    frozen.append(gc.get_freeze_count())\n"
-        "gc_policy.resume = resume\n"
-        "sys.argv = ['tpuscope', 'info', sys.argv[1], '--no-cache']\n"
-        "status = console_main()\n"
-        "print('resumes', len(frozen), 'frozen', all(count > 0 for count in frozen), 'status', status)\n"
-    )
-    result = subprocess.run([sys.executable, "-c", probe, str(TPU_SAMPLE)], capture_output=True, text=True,
-                            timeout=120, cwd=ROOT)  # fmt: skip
+    result = _info_counting_freezes(TPU_SAMPLE, "'frozen', all(count > 0 for count in frozen)")
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip().endswith("resumes 2 frozen True status 0")
 
@@ -98,6 +84,14 @@ def test_a_load_that_fails_freezes_nothing_of_it(tmp_path):
     """What a failed load made is garbage its traceback holds: the process keeps it collectable."""
     broken = tmp_path / "broken.xplane.pb"
     broken.write_bytes(b"\xff" * 64)
+    result = _info_counting_freezes(broken, "'load froze', frozen[-1] - frozen[0]")
+    assert result.stderr.startswith("tpuscope: ")
+    assert result.stdout.strip().endswith("resumes 2 load froze 0 status 2")
+
+
+def _info_counting_freezes(path, measure: str) -> subprocess.CompletedProcess:
+    """`tpuscope info PATH` as the script runs it, printing how often the collector resumed, `measure`
+    (an expression over `frozen`, the freeze count after each resume) and the exit status."""
     probe = (
         "import gc, sys\n"
         "from tpuscope import gc_policy\n"
@@ -109,9 +103,7 @@ def test_a_load_that_fails_freezes_nothing_of_it(tmp_path):
         "gc_policy.resume = resume\n"
         "sys.argv = ['tpuscope', 'info', sys.argv[1], '--no-cache']\n"
         "status = console_main()\n"
-        "print('resumes', len(frozen), 'load froze', frozen[-1] - frozen[0], 'status', status)\n"
+        f"print('resumes', len(frozen), {measure}, 'status', status)\n"
     )
-    result = subprocess.run([sys.executable, "-c", probe, str(broken)], capture_output=True, text=True,
-                            timeout=120, cwd=ROOT)  # fmt: skip
-    assert result.stderr.startswith("tpuscope: ")
-    assert result.stdout.strip().endswith("resumes 2 load froze 0 status 2")
+    return subprocess.run([sys.executable, "-c", probe, str(path)], capture_output=True, text=True,
+                          timeout=120, cwd=ROOT)  # fmt: skip
