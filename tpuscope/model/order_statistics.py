@@ -159,11 +159,8 @@ def percentile(values: np.typing.ArrayLike, q: float) -> np.floating: ...
 def percentile(values: np.typing.ArrayLike, q: Quantiles) -> np.ndarray: ...
 def percentile(values: np.typing.ArrayLike, q: float | Quantiles) -> Any:
     """`np.percentile(values, q)` by numpy's default 'linear' method; q in [0, 100], one or a sequence."""
-    weak_q = type(q) in (int, float)
     fractions = np.asarray(np.true_divide(q, 100))
-    if not _valid(fractions):
-        raise ValueError("Percentiles must be in the range [0, 100]")
-    return _linear_quantile(np.asanyarray(values), fractions, weak_q)
+    return _checked_quantile(values, fractions, q, "Percentiles must be in the range [0, 100]")
 
 
 @overload
@@ -172,11 +169,15 @@ def quantile(values: np.typing.ArrayLike, q: float) -> np.floating: ...
 def quantile(values: np.typing.ArrayLike, q: Quantiles) -> np.ndarray: ...
 def quantile(values: np.typing.ArrayLike, q: float | Quantiles) -> Any:
     """`np.quantile(values, q)` with numpy's default 'linear' method; q in [0, 1], a number or a sequence."""
-    weak_q = type(q) in (int, float)
-    fractions = np.asanyarray(q)
+    return _checked_quantile(values, np.asanyarray(q), q, "Quantiles must be in the range [0, 1]")
+
+
+def _checked_quantile(values: np.typing.ArrayLike, fractions: np.ndarray, q: Any, out_of_range: str) -> Any:
+    """The linear quantiles at `fractions` (from `q` as the caller was given it: a Python number keeps
+    numpy's weak scalar type rules), after numpy's range check and its error sentence."""
     if not _valid(fractions):
-        raise ValueError("Quantiles must be in the range [0, 1]")
-    return _linear_quantile(np.asanyarray(values), fractions, weak_q)
+        raise ValueError(out_of_range)
+    return _linear_quantile(np.asanyarray(values), fractions, type(q) in (int, float))
 
 
 def _normalized_axis(axis: int, ndim: int) -> int:

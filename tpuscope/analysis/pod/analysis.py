@@ -14,7 +14,6 @@ from typing import Any
 import numpy as np
 
 from tpuscope.analysis.pod.summary import PART_LABELS, PARTS, HostSummary
-from tpuscope.model import order_statistics
 
 ALIGN_BY_NUMBER = "step number"
 ALIGN_BY_ORDER = "order"
@@ -160,10 +159,8 @@ def _shared_numbers(stepped: list[HostSummary]) -> np.ndarray | None:
     if any(_repeats(n) for n in numbers):
         return None
     shared = numbers[0]
-    for n in numbers[1:]:
-        shared = np.intersect1d(  # distinct first: np.intersect1d's own np.unique imports numpy.ma
-            order_statistics.sorted_distinct(shared), order_statistics.sorted_distinct(n), assume_unique=True
-        )
+    for n in numbers[1:]:  # each host's numbers are distinct (checked above), and so is what they share
+        shared = np.intersect1d(shared, n, assume_unique=True)  # assumed: no np.unique, no numpy.ma
     if len(shared) == 0 or len(shared) < MIN_SHARED_STEP_FRACTION * min(len(n) for n in numbers):
         return None
     return np.sort(shared).astype(np.int64)
