@@ -9,7 +9,7 @@ import pytest
 
 from tests.call_counts import SHARED_ANALYSES, count_shared_analyses
 from tests.conftest import TPU_TRACE
-from tpuscope.analysis import ops
+from tpuscope.analysis import ops, trace_results
 from tpuscope.analysis.compare.runs import RUN_ANALYSIS, analyze_run, compare_runs
 from tpuscope.analysis.diagnose import engine
 from tpuscope.analysis.overview import overview_figures, with_report
@@ -113,6 +113,34 @@ def test_a_failing_result_raises_and_is_retried():
         analysis.get(result)
     assert not analysis.has(result)
     assert analysis.get(result) == "fine" and analysis.has(result)
+
+
+def test_results_started_ahead_are_the_ones_asked_for(tpu_trace, counts):
+    ahead, inline = TraceAnalysis(tpu_trace), TraceAnalysis(tpu_trace)
+    ahead.start(POD, ops_result := trace_results.op_table_result("op", "all"))
+    # The caller asks at once, while the background thread computes: each result once, shared.
+    assert ahead.overview.to_json() == inline.overview.to_json()
+    assert ahead.get(POD) is ahead.overview.pod and ahead.get(ops_result) is ahead.overview.ops
+    assert len(ahead.computed) == len(set(ahead.computed))
+
+
+def test_a_result_failing_ahead_raises_where_it_is_asked_for():
+    attempts: list[str] = []
+    done = threading.Event()
+
+    def failing(_analysis):
+        attempts.append(threading.current_thread().name)
+        if len(attempts) == 1:
+            done.set()
+        raise ValueError("cannot be computed")
+
+    analysis = TraceAnalysis(open_trace(TPU_TRACE))
+    result: Result[str] = Result("failing", failing)
+    analysis.start(result)
+    assert done.wait(30)
+    with pytest.raises(ValueError, match="cannot be computed"):
+        analysis.get(result)  # computed again here, and its error raised to the caller
+    assert len(attempts) == 2 and attempts[1] == threading.current_thread().name
 
 
 @pytest.mark.parametrize(

@@ -105,6 +105,24 @@ class ResultStore:
                 self.computed.append(result.name)
             return cast(T, self._values[result.name])
 
+    def start(self, *results: Result[Any]) -> None:
+        """Begins computing `results` on a daemon thread; the caller goes on and `get`s them later.
+
+        For a command that will ask for several results of one trace on one thread: numpy releases
+        the interpreter lock in its array work, so one result's arrays are computed on the second
+        core while the caller computes others (or imports the rules' modules). `get` waits for a
+        result still being computed (its lock), and one whose computation failed here was not kept:
+        the caller's `get` computes it again and raises its error where it is handled."""
+
+        def compute() -> None:
+            for result in results:
+                try:
+                    self.get(result)
+                except Exception:  # noqa: BLE001 - raised again by the caller's own `get`
+                    return
+
+        threading.Thread(target=compute, name="tpuscope-results-ahead", daemon=True).start()
+
     def has(self, result: Result[Any]) -> bool:
         """Whether `result` is computed already (asking for it then costs nothing)."""
         return result.name in self._values
