@@ -11,6 +11,7 @@ from tests.conftest import ALL_SHARED_TRACES, require_shared_traces
 from tpuscope.analysis.facts.waits import USER_INPUT_PATTERN
 from tpuscope.analysis.host_names import HostNameIndex
 from tpuscope.app.opener import open_trace
+from tpuscope.model.vocabulary import EventClass
 from tpuscope.readers.xla_dialect import COMPILE_PATTERN, INPUT_PATTERN, LAUNCH_PATTERN, SYNC_PATTERN
 
 PATTERNS = [
@@ -54,3 +55,16 @@ def test_user_input_pattern_without_the_surrounding_wildcards_matches_the_same_n
     new = re.compile(r"(?i)" + USER_INPUT_PATTERN)
     assert [bool(old.search(n)) for n in names] == [bool(new.search(n)) for n in names]
     assert sum(bool(new.search(n)) for n in names) == 4
+
+
+@pytest.mark.parametrize("path", ALL_SHARED_TRACES, ids=lambda p: p.parent.name)
+def test_name_classes_read_from_the_index_equal_the_trace_own_pass(path):
+    """The index hands its distinct names to `Trace.name_classes`: the classes of its own pass over the
+    host events, bit for bit."""
+    require_shared_traces()
+    trace = open_trace(path)
+    own = trace.name_classes().copy()
+    trace._name_classes = None
+    HostNameIndex(trace).matching_class(EventClass.LAUNCH)
+    assert trace._name_classes is not None
+    assert trace._name_classes.dtype == own.dtype and np.array_equal(trace._name_classes, own)

@@ -26,6 +26,8 @@ class HostNameIndex:
     """The events of `tracks` (default: every non-empty host track), searchable by name pattern."""
 
     def __init__(self, trace: Trace, tracks: list[Track] | None = None):
+        # Every host track's names are the names `Trace.name_classes` classifies: it reads them from here.
+        self._every_host_track = tracks is None
         if tracks is None:
             tracks = [t for p in trace.host_planes() for t in p.tracks if len(t)]
         self.trace = trace
@@ -42,6 +44,8 @@ class HostNameIndex:
 
     def matching_class(self, event_class: EventClass) -> list[tuple[Track, np.ndarray]]:
         """Per track (with any), the indices of events whose name the reader classed as `event_class`."""
+        if self._every_host_track:
+            self.trace.name_classes(self._name_ids)  # classified from the distinct names found here
         hit = (self.trace.classes_of(self._name_ids) & np.uint32(event_class)) != 0
         return self._events_of_names(hit)
 

@@ -364,17 +364,21 @@ class Trace:
         """The non-empty tracks of the host planes (the threads)."""
         return [t for p in self.host_planes() for t in p.tracks if len(t)]
 
-    def name_classes(self) -> np.ndarray:
+    def name_classes(self, host_name_ids: np.ndarray | None = None) -> np.ndarray:
         """EventClass bits (uint32) per string id, for the names of host events; computed once.
 
         Only names that occur on host tracks are classified (a regex test per distinct name);
         every other id reads 0. Ids interned after the first call read 0 too (`classes_of`).
+        `host_name_ids`: those names' distinct ids, where the caller has found them already
+        (`tpuscope.analysis.host_names.HostNameIndex`): no pass over every host event to find them.
         """
         if self._name_classes is None:
-            seen = np.zeros(len(self.strings), bool)
-            for track in self.host_tracks():
-                seen[track.name_id] = True
-            ids = np.flatnonzero(seen)
+            if host_name_ids is None:
+                seen = np.zeros(len(self.strings), bool)
+                for track in self.host_tracks():
+                    seen[track.name_id] = True
+                host_name_ids = np.flatnonzero(seen)
+            ids = host_name_ids
             classes = np.zeros(len(self.strings), np.uint32)
             classes[ids] = classify_names([self.strings[int(i)] for i in ids], self.dialect)
             self._name_classes = classes
