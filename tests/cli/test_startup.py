@@ -122,6 +122,35 @@ def test_analyses_never_import_numpy_ma(tmp_path, command, profile):
     assert "numpy" in modules and "numpy.ma" not in modules
 
 
+# What `overview` and `diagnose` of one JAX CPU trace never call, so never import (issue 32: each a
+# measured cost of their start, benchmarks/bench_command_start.py): the host-by-host engine and the
+# pod pass (a run of many hosts', `tpuscope.app.where` decides without them).
+ONE_TRACE_SKIPS = ("tpuscope.app.hosts", "tpuscope.analysis.pod_run")
+
+
+@pytest.mark.parametrize("command", ("overview", "diagnose"))
+def test_analyses_of_one_trace_import_no_module_they_do_not_call(tmp_path, command):
+    code, modules, out = imported_by(tmp_path, command, str(SAMPLES / "jax_cpu_healthy.xplane.pb"), "--json")
+    assert code == 0 and "findings" in json.loads(out)
+    assert "tpuscope.analysis.diagnose.engine" in modules  # the rules did run
+    assert [m for m in modules if m in ONE_TRACE_SKIPS] == []
+
+
+def test_the_skip_check_sees_a_pod_pass(tmp_path):
+    """The check above can fail: `--per-host` does analyse the file host by host, with those modules."""
+    code, modules, out = imported_by(
+        tmp_path,
+        "overview",
+        str(SAMPLES / "jax_cpu_healthy.xplane.pb"),
+        "--per-host",
+        "--workers",
+        "here",
+        "--json",
+    )
+    assert code == 0 and json.loads(out)["analysed"] == "host by host"
+    assert {"tpuscope.app.hosts", "tpuscope.analysis.pod_run"} <= set(modules)
+
+
 def test_the_import_check_sees_a_heavy_command(tmp_path):
     """The check above can fail: `capture` does import SSH and gRPC, and the listing shows it."""
     code, modules, out = imported_by(tmp_path, "capture", "--help")

@@ -12,8 +12,8 @@ import pytest
 
 from tests.jax_recordings import record_training_profile
 from tests.pods import recordings
-from tpuscope.analysis.pod_run import MANY_HOSTS
 from tpuscope.app.opener import open_trace
+from tpuscope.app.where import MANY_HOSTS
 
 
 @pytest.fixture(scope="session")

@@ -15,7 +15,8 @@ from pathlib import Path
 import pytest
 
 import tpuscope
-from tpuscope.app.hosts import WORKERS_ENV, HostPool, Where, default_workers, parse_where
+from tpuscope.app.hosts import HostPool
+from tpuscope.app.where import WORKERS_ENV, Where, default_workers, parse_where
 
 PACKAGE = Path(tpuscope.__file__).parent
 

@@ -26,7 +26,7 @@ from PySide6.QtWidgets import QApplication
 from tests.conftest import shown_message_boxes
 from tests.pods import recordings
 from tests.ui.widgets import double_click
-from tpuscope.analysis.pod_run import MANY_HOSTS
+from tpuscope.app.where import MANY_HOSTS
 from tpuscope.model.trace import Trace
 from tpuscope.ui.main_window import MainWindow
 from tpuscope.ui.pod import open_run as pod_open

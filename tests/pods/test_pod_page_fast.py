@@ -20,8 +20,8 @@ from pathlib import Path
 import pytest
 from PySide6.QtWidgets import QApplication
 
-from tpuscope.analysis.pod_run import MANY_HOSTS
 from tpuscope.app import hosts
+from tpuscope.app.where import MANY_HOSTS
 from tpuscope.errors import LoadCancelled
 from tpuscope.store import pod_results, traces
 from tpuscope.ui.pod.page import FINDING_ROLE

@@ -8,7 +8,7 @@ pytest.importorskip("PySide6")
 
 from tests.storage.conftest import TPU_SAMPLE, upload_run  # noqa: E402
 from tests.ui.conftest import LOAD_TIMEOUT_MS  # noqa: E402
-from tpuscope.analysis.pod_run import MANY_HOSTS  # noqa: E402
+from tpuscope.app.where import MANY_HOSTS  # noqa: E402
 
 pytestmark = pytest.mark.skipif(not TPU_SAMPLE.exists(), reason="needs the shared traces (tests/paths.py)")
 

@@ -20,7 +20,7 @@ from PySide6.QtWidgets import QApplication, QWidget
 from tests.conftest import SAMPLES, TPU_TRACE
 from tests.ui.conftest import LOAD_TIMEOUT_MS, open_and_wait
 from tests.ui.widgets import show_exposed
-from tpuscope.analysis.pod_run import MANY_HOSTS
+from tpuscope.app.where import MANY_HOSTS
 from tpuscope.ui import window_geometry
 from tpuscope.ui.main_window import MainWindow
 from tpuscope.ui.registry import VIEW_KEYS

@@ -42,10 +42,7 @@ from tpuscope.model.trace import Trace
 if TYPE_CHECKING:  # the pod's rules load where a diagnosis is made: the light pass's workers need none
     from tpuscope.analysis.diagnose.across_hosts import POD_RULES, PodDiagnosis
 
-__all__ = ["MANY_HOSTS", "POD_RULES", "HostResult", "PodDiagnosis", "PodRun", "analyze_host", "combine"]
-# From this many host files on, the commands analyse a run host by host instead of as one trace
-# (bounded memory). Our heuristic: a 16-host run of 100 MB files already needs ~20 GB as one trace.
-MANY_HOSTS = 16
+__all__ = ["POD_RULES", "HostResult", "PodDiagnosis", "PodRun", "analyze_host", "combine"]
 
 
 class PartTiming(NamedTuple):

@@ -11,9 +11,9 @@ A task is one of two kinds, as the pod page has always run them:
 * FULL: the summary plus the host's own diagnosis and op rows, several times the light cost; what
   `diagnose` and `ops` print and the pod page fills in afterwards.
 
-Where the tasks run is chosen one way (`parse_where`): the commands' `--workers WHERE`, else the
-TPUSCOPE_WORKERS environment variable (the app and scripts read it too), else one local worker
-process per core:
+Where the tasks run is chosen one way (`tpuscope.app.where.parse_where`): the commands'
+`--workers WHERE`, else the TPUSCOPE_WORKERS environment variable (the app and scripts read it
+too), else one local worker process per core:
 
 * `here` (or 0): in this process, one host after another: the least memory (one host's load);
 * N: N worker processes of this machine (`multiprocessing`: spawned for the app, so a worker never
@@ -35,7 +35,6 @@ workers first and do its own work (imports, the cache look-ups) while they come 
 from __future__ import annotations
 
 import gc
-import os
 import sys
 import threading
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -43,6 +42,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from tpuscope.app.where import Where, parse_where
 from tpuscope.errors import LoadCancelled, ProfileError
 from tpuscope.readers import host_from_filename
 
@@ -52,58 +52,8 @@ if TYPE_CHECKING:  # imported where a task runs: a worker starts without the ana
 LIGHT = "light"  # pod_results.LIGHT and FULL, without importing the cache (and through it the analysis)
 FULL = "full"
 
-WORKERS_ENV = "TPUSCOPE_WORKERS"  # where the hosts are analysed when no --workers is given
-IN_PROCESS = "here"
 POLL_S = 0.1  # how often a running pass looks at its cancel flag
 KEPT_BYTES = 1 << 30  # a worker's blocks up to this size come from (and stay in) its heap
-
-
-# ----- where the tasks run ----------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Where:
-    """Where a pod's host files are analysed: `processes` local workers (0: in this process), or the
-    Dask cluster whose scheduler is at `scheduler`."""
-
-    processes: int = 0
-    scheduler: str = ""
-
-    def __str__(self) -> str:
-        if self.scheduler:
-            return f"the Dask cluster at {self.scheduler}"
-        if self.processes == 0:
-            return "this process"
-        return f"{self.processes} process{'es' if self.processes != 1 else ''}"
-
-
-WHERE_HELP = (
-    f"'{IN_PROCESS}' (this process, one host at a time), a number of local worker processes, or a Dask "
-    "scheduler's address such as tcp://10.0.0.5:8786 (needs tpuscope[pods])"
-)
-
-
-def parse_where(text: str | None = None) -> Where:
-    """`text` (a --workers value), else TPUSCOPE_WORKERS, else one worker process per core.
-    ValueError names what is accepted."""
-    spec = (text if text is not None else os.environ.get(WORKERS_ENV, "")).strip()
-    if not spec:
-        return Where(default_workers())
-    if spec in (IN_PROCESS, "0"):
-        return Where(0)
-    if spec.isdigit():
-        return Where(int(spec))
-    if ":" in spec:
-        return Where(scheduler=spec)
-    raise ValueError(f"where to analyse the hosts is {WHERE_HELP}, not {spec!r}")
-
-
-def default_workers() -> int:
-    """The cores this process may run on."""
-    try:
-        return max(len(os.sched_getaffinity(0)), 1)
-    except AttributeError:  # macOS, Windows
-        return max(os.cpu_count() or 1, 1)
 
 
 # ----- the task (run in a worker: module-level, picklable) -----------------------------------------------

@@ -21,8 +21,7 @@ _MARK = {"critical": "[CRITICAL]", "warning": "[WARNING] ", "info": "[info]    "
 
 
 def add_per_host_arguments(parser) -> None:
-    from tpuscope.analysis.pod_run import MANY_HOSTS
-    from tpuscope.app.hosts import WHERE_HELP, WORKERS_ENV
+    from tpuscope.app.where import MANY_HOSTS, WHERE_HELP, WORKERS_ENV
 
     group = parser.add_argument_group("pods (run folders with one file per host)")
     group.add_argument(
@@ -44,8 +43,7 @@ def per_host_run(args, force: bool = False, light: bool = False) -> PodRun | Non
     A host file that cannot be read is left out with one warning on stderr naming it (an error,
     exit 2, with --strict), and the other hosts are analysed; so is a host the pod table treats
     apart (no steps, fewer steps, no device plane): one note on stderr naming it."""
-    from tpuscope.analysis.pod_run import MANY_HOSTS
-    from tpuscope.app.hosts import FULL, LIGHT, analyze_run, parse_where
+    from tpuscope.app.where import MANY_HOSTS, parse_where  # not the engine: one trace is not a pod
     from tpuscope.commands import UserFacingError
 
     try:
@@ -55,6 +53,8 @@ def per_host_run(args, force: bool = False, light: bool = False) -> PodRun | Non
     asked = force or args.per_host or args.workers is not None
     if not asked and _file_count(args) < MANY_HOSTS:
         return None
+    from tpuscope.app.hosts import FULL, LIGHT, analyze_run  # the engine, for a pod only
+
     files = _profile_files(args)
     started = time.monotonic()
     show = sys.stderr.isatty()

@@ -15,9 +15,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from tpuscope.analysis.pod_run import MANY_HOSTS, HostResult, PodRun, combine
+from tpuscope.analysis.pod_run import HostResult, PodRun, combine
 from tpuscope.app.hosts import HostOutcome, HostPool, pass_over
 from tpuscope.app.runs import host_file_count, host_files
+from tpuscope.app.where import MANY_HOSTS
 from tpuscope.errors import LoadCancelled, ProfileError
 from tpuscope.readers import host_from_filename
 from tpuscope.store import pod_results
