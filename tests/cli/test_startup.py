@@ -124,8 +124,14 @@ def test_analyses_never_import_numpy_ma(tmp_path, command, profile):
 
 # What `overview` and `diagnose` of one JAX CPU trace never call, so never import (issue 32: each a
 # measured cost of their start, benchmarks/bench_command_start.py): the host-by-host engine and the
-# pod pass (a run of many hosts', `tpuscope.app.where` decides without them).
-ONE_TRACE_SKIPS = ("tpuscope.app.hosts", "tpuscope.analysis.pod_run")
+# pod pass (a run of many hosts', `tpuscope.app.where` decides without them); the metrics' records
+# (the rules format numbers with `tpuscope.analysis.metrics.format` alone) and a pod's headline.
+ONE_TRACE_SKIPS = (
+    "tpuscope.app.hosts",
+    "tpuscope.analysis.pod_run",
+    "tpuscope.analysis.metrics.registry",
+    "tpuscope.analysis.metrics.pod",
+)
 
 
 @pytest.mark.parametrize("command", ("overview", "diagnose"))
@@ -148,7 +154,7 @@ def test_the_skip_check_sees_a_pod_pass(tmp_path):
         "--json",
     )
     assert code == 0 and json.loads(out)["analysed"] == "host by host"
-    assert {"tpuscope.app.hosts", "tpuscope.analysis.pod_run"} <= set(modules)
+    assert set(ONE_TRACE_SKIPS) <= set(modules)
 
 
 def test_the_import_check_sees_a_heavy_command(tmp_path):

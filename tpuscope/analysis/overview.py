@@ -29,8 +29,6 @@ from tpuscope.analysis.facts.context import Context
 from tpuscope.analysis.facts.intervals import Intervals, empty, window_total
 from tpuscope.analysis.facts.waits import compile_wait_intervals, input_wait_intervals
 from tpuscope.analysis.framework import Framework
-from tpuscope.analysis.metrics.pod import headline_json, pod_metrics
-from tpuscope.analysis.metrics.registry import MetricValue
 from tpuscope.analysis.ops import OpTable
 from tpuscope.analysis.pod.analysis import PodAnalysis
 from tpuscope.analysis.pod.results import POD
@@ -51,6 +49,7 @@ from tpuscope.model.vocabulary import Stat
 
 if TYPE_CHECKING:
     from tpuscope.analysis.diagnose import Report
+    from tpuscope.analysis.metrics.registry import MetricValue
 
 # The tail statistic shown beside mean and median (XProf's step-time graph reports min/avg/max;
 # a high percentile says "how slow are the slow steps" without being one outlier).
@@ -245,6 +244,8 @@ def pod_headline_json(pod: PodAnalysis, rows: list[MetricValue]) -> dict[str, An
     """A pod's headline under `overview --json`'s keys (step time, duty cycles, the split), from its
     metrics (`tpuscope.analysis.metrics.pod`: the mean over hosts), and `headline`: what they are the
     mean of and each host's own; a pod read as one trace and one analysed host by host print these."""
+    from tpuscope.analysis.metrics.pod import headline_json  # a pod's only (its records: ~2 ms of import)
+
     headline = headline_json(rows)
     data: dict[str, Any] = {
         key: headline.pop(key)
@@ -263,6 +264,11 @@ def overview_figures(ctx: Context, ops: OpTable | None) -> Overview:
     devices = ctx.devices
     series, duty_cycle = _step_series(ctx)
     pod = ctx.get(POD)
+    headline = None
+    if len(pod.summaries) > 1:  # a pod's headline metrics (their records: ~2 ms of import, a pod's only)
+        from tpuscope.analysis.metrics.pod import pod_metrics
+
+        headline = pod_metrics(pod)
     return Overview(
         sources=[str(s) for s in trace.sources],
         devices=summarize_devices(trace, devices),
@@ -278,7 +284,7 @@ def overview_figures(ctx: Context, ops: OpTable | None) -> Overview:
         report=None,
         completeness=trace.completeness,
         pod=pod,
-        pod_metrics=pod_metrics(pod) if len(pod.summaries) > 1 else None,
+        pod_metrics=headline,
     )
 
 

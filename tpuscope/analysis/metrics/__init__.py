@@ -17,9 +17,11 @@ A pod run analysed host by host (`tpuscope.app.hosts.analyze_run`) has no `Trace
 (`tpuscope.analysis.metrics.registry`). The registrations are `definitions.METRICS_DEFINED`, one
 `Metric` per name, each naming the key `overview --json` / `ops --json` print it under.
 
-This package's own modules import little (the registry and the formatter); the definitions, which
-read the overview and the rules' results, load when `METRICS` is first asked for, so that the
-rules may format their numbers with `format_percent` without an import cycle.
+This package's own modules import little (the units and the formatter); the registry's records
+load when one is first asked for (the diagnose rules format their numbers, but one trace's
+`overview` and `diagnose` make no record), the definitions, which read the overview and the rules'
+results, when `METRICS` is, so that the rules may format their numbers with `format_percent`
+without an import cycle.
 """
 
 from __future__ import annotations
@@ -27,24 +29,21 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from tpuscope.analysis.metrics.format import format_fraction, format_metric, format_percent
-from tpuscope.analysis.metrics.registry import (
-    BYTES,
-    DEVICE,
-    FRACTION,
-    HOST,
-    PERCENT,
-    POD,
-    PROFILE,
-    STEPS,
-    US,
-    Metric,
-    Metrics,
-    MetricValue,
-)
+from tpuscope.analysis.metrics.units import BYTES, FRACTION, PERCENT, US
 
 if TYPE_CHECKING:
     from tpuscope.analysis.metrics.definitions import METRICS, METRICS_DEFINED
     from tpuscope.analysis.metrics.pod import pod_metrics
+    from tpuscope.analysis.metrics.registry import (
+        DEVICE,
+        HOST,
+        POD,
+        PROFILE,
+        STEPS,
+        Metric,
+        Metrics,
+        MetricValue,
+    )
 
 __all__ = [
     "BYTES",
@@ -68,8 +67,16 @@ __all__ = [
 ]
 
 
+_RECORDS = ("DEVICE", "HOST", "POD", "PROFILE", "STEPS", "Metric", "Metrics", "MetricValue")
+
+
 def __getattr__(name: str) -> Any:
-    """METRICS, METRICS_DEFINED and pod_metrics, imported when first asked for (see the docstring)."""
+    """The registry's names, METRICS, METRICS_DEFINED and pod_metrics, imported when first asked for
+    (see the docstring)."""
+    if name in _RECORDS:
+        from tpuscope.analysis.metrics import registry
+
+        return getattr(registry, name)
     if name in ("METRICS", "METRICS_DEFINED"):
         from tpuscope.analysis.metrics import definitions
 

@@ -16,20 +16,17 @@ from functools import cached_property
 from typing import Any
 
 from tpuscope.analysis.metrics.registry import (
-    BYTES,
     DEVICE,
-    FRACTION,
-    PERCENT,
     POD,
     PROFILE,
     STEPS,
-    US,
     Measured,
     Metric,
     Metrics,
     MetricValue,
     measured,
 )
+from tpuscope.analysis.metrics.units import BYTES, FRACTION, PERCENT, US
 from tpuscope.analysis.overview import Overview
 from tpuscope.analysis.results import Result, ResultSource
 

@@ -7,7 +7,7 @@ cards use); a share is shown with one decimal, whether it is stored as a fractio
 
 from __future__ import annotations
 
-from tpuscope.analysis.metrics.registry import BYTES, FRACTION, PERCENT, US
+from tpuscope.analysis.metrics.units import BYTES, FRACTION, PERCENT, US
 from tpuscope.model.units import format_bytes, format_duration, format_percent_value
 
 NOT_APPLICABLE = "-"

@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from tpuscope.analysis.metrics.registry import FRACTION, HOST, PERCENT, POD, US, MetricValue
+from tpuscope.analysis.metrics.registry import HOST, POD, MetricValue
+from tpuscope.analysis.metrics.units import FRACTION, PERCENT, US
 from tpuscope.analysis.pod.analysis import PodAnalysis
 from tpuscope.model import order_statistics
 

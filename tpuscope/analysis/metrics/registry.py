@@ -10,13 +10,8 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
-# Units: what a value is measured in. A value's unit never changes with its size: a step time is
-# always `us` in JSON, whatever the text output rounds it to.
-US = "us"  # microseconds
-FRACTION = "fraction"  # 0..1 (duty cycles, as `overview --json` has always written them)
-PERCENT = "percent"  # 0..100 (shares of step or device time)
-BYTES = "bytes"
-UNITS = (US, FRACTION, PERCENT, BYTES)
+# Units: what a value is measured in (`tpuscope.analysis.metrics.units`), named here with the records.
+from tpuscope.analysis.metrics.units import UNITS
 
 # Scopes: what a value covers.
 PROFILE = "profile"  # the whole profile window
