@@ -9,7 +9,7 @@ import pytest
 
 from tests.conftest import ALL_SHARED_TRACES, require_shared_traces
 from tpuscope.analysis.facts.waits import USER_INPUT_PATTERN
-from tpuscope.analysis.host_names import HostNameIndex
+from tpuscope.analysis.host_names import COMPARED_NAMES, SLICE, HostNameIndex, _is_one_of, distinct_names
 from tpuscope.app.opener import open_trace
 from tpuscope.model.vocabulary import EventClass
 from tpuscope.readers.xla_dialect import COMPILE_PATTERN, INPUT_PATTERN, LAUNCH_PATTERN, SYNC_PATTERN
@@ -68,3 +68,16 @@ def test_name_classes_read_from_the_index_equal_the_trace_own_pass(path):
     HostNameIndex(trace).matching_class(EventClass.LAUNCH)
     assert trace._name_classes is not None
     assert trace._name_classes.dtype == own.dtype and np.array_equal(trace._name_classes, own)
+
+
+@pytest.mark.parametrize("wanted_count", [0, 1, 3, COMPARED_NAMES, COMPARED_NAMES + 1, 200])
+def test_names_are_found_by_comparison_or_table_as_by_isin(wanted_count):
+    """A few names are compared, more looked up slice by slice: both find exactly np.isin's events,
+    over several slices (the last one partial) and both id widths."""
+    rng = np.random.default_rng(wanted_count)
+    ids = rng.integers(0, 300, 3 * SLICE + 123)
+    wanted = np.sort(rng.choice(300, wanted_count, replace=False)).astype(np.int64)
+    for dtype in (np.uint16, np.int32):
+        found = _is_one_of(ids.astype(dtype), wanted, 300)
+        assert found.dtype == bool and np.array_equal(found, np.isin(ids, wanted))  # noqa: TID251
+    assert np.array_equal(distinct_names(ids.astype(np.uint16)), np.unique(ids))
