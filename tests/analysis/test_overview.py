@@ -19,6 +19,7 @@ from tpuscope.analysis.facts.context import intervals_of
 from tpuscope.analysis.ops import op_breakdown
 from tpuscope.analysis.overview import (
     PARTS,
+    ROW_KEYS,
     SLICES_WITHOUT_STEPS,
     STEP_TIME_PERCENTILE,
     step_time_stats,
@@ -172,6 +173,27 @@ def test_json_is_plain_and_complete(profiles):
     assert parts == pytest.approx(row["duration_us"])
     assert payload["findings"][0]["severity"] == "critical"
     assert payload["step_time"]["median_us"] == pytest.approx(overview.step_time.median_ps / 1e6)
+
+
+@pytest.mark.parametrize("key", ["input", "gpu"])
+def test_per_step_rows_are_each_steps_columns_in_us(profiles, key):
+    """The rows written out key by key hold, in `ROW_KEYS` order, each column's value of the step (the
+    slices' too) in us, as float(v) / 1e6 makes it."""
+    _, overview = profiles[key]
+    series = overview.series if len(overview.series) else overview.slices
+    assert ROW_KEYS == ("step", "start_us", "duration_us", *(f"{p}_us" for p in PARTS))
+    columns = [series.start_ps, series.duration_ps, *(series.part(p) for p in PARTS)]
+    expected = [
+        dict(zip(ROW_KEYS, [int(step), *(float(c[k]) / 1e6 for c in columns)], strict=True))
+        for k, step in enumerate(series.number)
+    ]
+    rows = series.rows_json()
+    assert len(rows) > 0 and [list(r) for r in rows] == [list(ROW_KEYS)] * len(rows)
+    assert rows == expected and all(
+        type(v) is type(e)
+        for r, x in zip(rows, expected, strict=True)
+        for v, e in zip(r.values(), x.values(), strict=True)
+    )
 
 
 def test_step_time_stats_of_nothing_is_none():

@@ -61,6 +61,9 @@ TOP_FINDINGS = 5
 # enough to see phases (warm-up, bursts, idle tails), few enough that each bar stays visible.
 SLICES_WITHOUT_STEPS = 100
 PARTS = ("busy", "input", "compile", "idle")
+# The keys of a row of `StepSeries.rows_json` (`per_step` of `overview --json`): the step, its start and
+# duration, and each part (written out there, in this order).
+ROW_KEYS = ("step", "start_us", "duration_us", *(f"{p}_us" for p in PARTS))
 # What each part means in words; without devices nothing is "busy" and the rest is host time.
 PART_LABELS = {
     "busy": "device busy",
@@ -161,15 +164,26 @@ class StepSeries:
         return {name: 100.0 * float(self.part(name).sum()) / total for name in PARTS}
 
     def rows_json(self) -> list[dict[str, float | int]]:
-        """One row per step, in us. Each column is converted as a whole (thousands of steps): an int64 or
-        float64 cast to float64 and divided by 1e6 is the same double as Python's float(v) / 1e6, and
-        int64 truncates a float step number toward zero as int() does. A row and `keys` have the same
-        length by construction, so only the columns' zip is checked (a check per row doubled the time)."""
-        keys = ("step", "start_us", "duration_us", *(f"{p}_us" for p in PARTS))
+        """One row per step, in us (`ROW_KEYS`). Each column is converted as a whole (thousands of steps):
+        an int64 or float64 cast to float64 and divided by 1e6 is the same double as Python's
+        float(v) / 1e6, and int64 truncates a float step number toward zero as int() does. Each row is
+        a dict display with the keys written out: Python builds it from its constant keys in one step,
+        where dict(zip(keys, row)) ran an iterator per row (7.7k rows: 5.6 -> 2.6 ms)."""
         values = [self.start_ps, self.duration_ps] + [self.part(p) for p in PARTS]
         columns = [(np.asarray(v).astype(np.float64) / 1e6).tolist() for v in values]
         steps = np.asarray(self.number).astype(np.int64).tolist()
-        return [dict(zip(keys, row, strict=False)) for row in zip(steps, *columns, strict=True)]
+        return [
+            {
+                "step": step,
+                "start_us": start,
+                "duration_us": duration,
+                "busy_us": busy,
+                "input_us": input_,
+                "compile_us": compile_,
+                "idle_us": idle,
+            }
+            for step, start, duration, busy, input_, compile_, idle in zip(steps, *columns, strict=True)
+        ]
 
 
 @dataclass
