@@ -122,39 +122,43 @@ def test_analyses_never_import_numpy_ma(tmp_path, command, profile):
     assert "numpy" in modules and "numpy.ma" not in modules
 
 
-# What `overview` and `diagnose` of one JAX CPU trace never call, so never import (issue 32: each a
-# measured cost of their start, benchmarks/bench_command_start.py): the host-by-host engine and the
-# pod pass (a run of many hosts', `tpuscope.app.where` decides without them); the metrics' records
-# (the rules format numbers with `tpuscope.analysis.metrics.format` alone) and a pod's headline.
-ONE_TRACE_SKIPS = (
+# What `overview` and `diagnose` of one trace (JAX on a GPU, no recompilation) never call, so never
+# import (issue 32: each a measured cost of their start, benchmarks/bench_command_start.py): the
+# host-by-host engine and the
+# pod pass (a run of many hosts', `tpuscope.app.where` decides without them) and a pod's headline
+# metrics; the metrics' records (the rules format numbers with `tpuscope.analysis.metrics.format`
+# alone); the code behind ops and its records (what `ops --by source` and a finding's line read).
+POD_ONLY = (
     "tpuscope.app.hosts",
     "tpuscope.analysis.pod_run",
     "tpuscope.analysis.metrics.registry",
     "tpuscope.analysis.metrics.pod",
 )
+CODE_ONLY = ("tpuscope.analysis.op_source", "tpuscope.model.code")
+ONE_TRACE_SKIPS = (*POD_ONLY, *CODE_ONLY)
+ONE_TRACE = SAMPLES / "jax_mi300x_attention.xplane.pb"
 
 
 @pytest.mark.parametrize("command", ("overview", "diagnose"))
 def test_analyses_of_one_trace_import_no_module_they_do_not_call(tmp_path, command):
-    code, modules, out = imported_by(tmp_path, command, str(SAMPLES / "jax_cpu_healthy.xplane.pb"), "--json")
+    code, modules, out = imported_by(tmp_path, command, str(ONE_TRACE), "--json")
     assert code == 0 and "findings" in json.loads(out)
     assert "tpuscope.analysis.diagnose.engine" in modules  # the rules did run
     assert [m for m in modules if m in ONE_TRACE_SKIPS] == []
 
 
-def test_the_skip_check_sees_a_pod_pass(tmp_path):
-    """The check above can fail: `--per-host` does analyse the file host by host, with those modules."""
-    code, modules, out = imported_by(
-        tmp_path,
-        "overview",
-        str(SAMPLES / "jax_cpu_healthy.xplane.pb"),
-        "--per-host",
-        "--workers",
-        "here",
-        "--json",
-    )
-    assert code == 0 and json.loads(out)["analysed"] == "host by host"
-    assert set(ONE_TRACE_SKIPS) <= set(modules)
+@pytest.mark.parametrize(
+    ("args", "used"),
+    [
+        (("overview", "--per-host", "--workers", "here"), POD_ONLY),  # the file analysed host by host
+        (("ops", "--by", "source"), CODE_ONLY),  # each op's line, from its program's code
+    ],
+)
+def test_the_skip_check_sees_what_uses_them(tmp_path, args, used):
+    """The check above can fail: a command that does use those modules imports them."""
+    code, modules, out = imported_by(tmp_path, args[0], str(ONE_TRACE), *args[1:], "--json")
+    assert code == 0 and json.loads(out)
+    assert set(used) <= set(modules)
 
 
 def test_the_import_check_sees_a_heavy_command(tmp_path):

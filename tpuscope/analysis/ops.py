@@ -30,19 +30,21 @@ import re
 import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from tpuscope.analysis.async_ops import is_async_half
 from tpuscope.analysis.device_ops import Device, busy_intervals, find_devices, select_devices
-from tpuscope.analysis.op_source import OpCode, OpDetails, op_code, op_details
 from tpuscope.analysis.roofline import BOUND_NAMES, BOUND_UNKNOWN, Peaks, bound_by, device_peaks
 from tpuscope.model import order_statistics
-from tpuscope.model.code import ProgramCode
 from tpuscope.model.strings import StringTable
 from tpuscope.model.trace import Trace, Track
 from tpuscope.model.vocabulary import Stat, TrackKind
+
+if TYPE_CHECKING:  # the code behind ops (and its records) loads where a grouping or a view reads it
+    from tpuscope.analysis.op_source import OpCode, OpDetails
+    from tpuscope.model.code import ProgramCode
 
 GROUPINGS = ("op", "category", "program", "framework", "source")
 NO_LABEL = "(none)"
@@ -728,6 +730,8 @@ class OpTable:
         None for other groupings."""
         if self.by != "op" or not len(self.first_event):
             return None
+        from tpuscope.analysis.op_source import op_code
+
         return op_code(self.events, int(self.first_event[row]), self.code if code is None else code)
 
     def rows_json(self, top: int | None = None, code: Mapping[int, ProgramCode] | None = None) -> list[dict]:
@@ -761,6 +765,8 @@ class OpTable:
                 }
             )
             if code is not None and self.by == "op":
+                from tpuscope.analysis.op_source import OpCode
+
                 found = self.op_code(r, code)
                 rows[-1].update((found or OpCode(None)).to_json())
             if self.by == "source" and self.folded_ops:
@@ -838,6 +844,8 @@ def aggregate(events: OpEvents, by: str = "op", code: Mapping[int, ProgramCode] 
         # Each distinct op's code, once: its source line or framework op labels all its events. Ops
         # whose events name their own lines (a PyTorch kernel launched from several lines) are one
         # op per line they name.
+        from tpuscope.analysis.op_source import op_code
+
         op_first, op_inverse = _group(_own_line_key(events))
         op_codes = [op_code(events, int(i), code) for i in op_first]
         if by == "source":
@@ -962,6 +970,8 @@ def op_details_of_event(
                 alone = Device(
                     device.name, device.kind, device.host, device.plane, [(track, indices[at : at + 1])]
                 )
+                from tpuscope.analysis.op_source import op_details
+
                 return op_details(collect_op_events(track.plane.trace, [alone]), 0, code)
     return None
 

@@ -8,15 +8,27 @@ and `tpuscope.model.code.program_code` decode them anew on each call).
 
 from __future__ import annotations
 
-from tpuscope.analysis.results import Result
-from tpuscope.model.code import ProgramCode, program_code
+from typing import TYPE_CHECKING
+
+from tpuscope.analysis.results import Result, ResultSource
 from tpuscope.model.programs import ProgramSignature, program_signatures
+
+if TYPE_CHECKING:
+    from tpuscope.model.code import ProgramCode
 
 # program id -> signature of every module whose proto the profile holds.
 PROGRAM_SIGNATURES: Result[dict[int, ProgramSignature]] = Result(
     "program_signatures", lambda a: program_signatures(a.trace)
 )
 
+
+def _program_code(source: ResultSource) -> dict[int, ProgramCode]:
+    # The code's records (~3 ms of import) load where code is read: an overview of XLA:CPU ops reads none.
+    from tpuscope.model.code import program_code
+
+    return program_code(source.trace)
+
+
 # program id -> the code of each instruction (framework op, source line, stack, text) of every
 # module whose proto the profile holds.
-PROGRAM_CODE: Result[dict[int, ProgramCode]] = Result("program_code", lambda a: program_code(a.trace))
+PROGRAM_CODE: Result[dict[int, ProgramCode]] = Result("program_code", _program_code)

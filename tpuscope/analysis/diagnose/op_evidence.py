@@ -16,7 +16,6 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from tpuscope.analysis.facts.evidence import event_evidence
-from tpuscope.analysis.op_source import op_code
 from tpuscope.analysis.ops import OpTable
 from tpuscope.analysis.programs import PROGRAM_CODE
 from tpuscope.model import order_statistics
@@ -67,6 +66,9 @@ def op_source(ctx: Context, row: int) -> str:
     table = ctx.op_table
     if table.by != "op" or row >= len(table.first_event):
         return ""
+    # The code behind ops (and the programs' code records): imported where a finding names an op.
+    from tpuscope.analysis.op_source import op_code
+
     events, first = table.events, int(table.first_event[row])
     own = op_code(events, first, None).source
     if own or not (len(events.program_id) and int(events.program_id[first])):

@@ -38,7 +38,6 @@ from tpuscope.analysis.facts.context import Context
 from tpuscope.analysis.facts.evidence import event_evidence, largest_first
 from tpuscope.analysis.facts.intervals import intersect, merge_intervals, total
 from tpuscope.analysis.framework import JAX, PYTORCH_XLA, TENSORFLOW
-from tpuscope.analysis.op_source import caller_line
 from tpuscope.analysis.programs import PROGRAM_CODE, PROGRAM_SIGNATURES
 from tpuscope.model import order_statistics
 from tpuscope.model.programs import ProgramSignature, signatures_of_module
@@ -231,6 +230,8 @@ def _caller(ctx: Context, group: _Group) -> str:
     ids = [s.program_id for s in group.signatures if s.program_id is not None]
     if not ids:
         return ""
+    from tpuscope.analysis.op_source import caller_line  # the code's records: where a function recompiled
+
     code = ctx.get(PROGRAM_CODE)
     for program_id in reversed(ids):  # the latest compilation first
         program = code.get(int(program_id))
