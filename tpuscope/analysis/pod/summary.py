@@ -27,7 +27,6 @@ from tpuscope.analysis.facts.intervals import (
     Coverage,
     Intervals,
     coverage,
-    difference,
     empty,
     intersect,
     union,
@@ -61,8 +60,11 @@ EVIDENCE_KINDS = ("input", "host", "compile", "compute", "collective")
 # least this share of the longest such event (slivers of dispatch are not what held the host up).
 HOST_WORK_OVERLAP = 0.5
 HOST_WORK_MIN_FRACTION = 0.1
-# The host work's longest events are looked for first among this many of the longest step children.
-_LONGEST_FIRST = 64
+# The host work's longest events are looked for first among the step children as long as the
+# _IDLE_SAMPLE_RANK-th longest of those among every (len / _IDLE_SAMPLE)-th event of the step thread
+# (our heuristic: about a thousand of the 146k children of the 1M recording, the longest of them).
+_IDLE_SAMPLE = 4096
+_IDLE_SAMPLE_RANK = 16
 # Sums of integer ps below this are exact in float64 (2**53), whatever order they are added in.
 _EXACT_FLOAT_SUM = 2**53
 # The longest events of a track are looked for among those as long as the longest of a sample of
@@ -173,6 +175,7 @@ def summarize_host(ctx: Context, host: str | None = None) -> HostSummary:
     duty: list[float] = []  # each device's share of the host's own span
     per_device = []  # each device's kind, collectives and the ops that can hide them, for the op rows
     ctx.device_busy_from(busy)  # their union, made once, for the waits below
+    busy_cover: list[Coverage] = []  # each device's `coverage`: one device's is the union's
     for row, device in enumerate(devices):
         events, ops = split_device_ops(device, names)
         clock_events = clock_events or events
@@ -188,6 +191,7 @@ def summarize_host(ctx: Context, host: str | None = None) -> HostSummary:
         within = not len(dcn_intervals[0]) and all(id(track) in own_tracks for track, _ in events)
         busy_in_collectives = in_collectives if within else window_total(intersect(busy[row], inside), p0, p1)
         busy_in = coverage(busy[row])  # its running sum made once, for the steps and the span
+        busy_cover.append(busy_in)
         compute[row] = busy_in(p0, p1) - busy_in_collectives
         if span:
             duty.append(float(busy_in(*span)[0]) / float(span[1][0] - span[0][0]))
@@ -246,7 +250,13 @@ def summarize_host(ctx: Context, host: str | None = None) -> HostSummary:
         duty_cycle=float(np.mean(duty)) if duty else None,
         evidence={
             "input": _longest(input_work_events(ctx), "data loading / input", in_steps),
-            "host": _longest(_host_work_events(ctx, input_wait, compile_wait), "host work", in_steps),
+            "host": _longest(
+                _host_work_events(
+                    ctx, input_wait, compile_wait, busy_cover[0] if len(devices) == 1 else None
+                ),
+                "host work",
+                in_steps,
+            ),
             "compile": _longest(ctx.compiles, "compiling", in_steps),
             "compute": _longest(other_ops, "device op", in_steps, op_durations),
             "collective": _longest(collective_events, "in a collective", in_steps),
@@ -288,45 +298,55 @@ def _code_lookup(ctx: Context):
 
 
 def _host_work_events(
-    ctx: Context, input_wait: Intervals, compile_wait: Intervals
+    ctx: Context, input_wait: Intervals, compile_wait: Intervals, busy_in: Coverage | None = None
 ) -> list[tuple[Track, np.ndarray]]:
     """Events directly inside the steps, on the step thread, that ran mostly while the devices were
-    idle for no input or compilation: what the host did instead (logging, checkpoints, Python)."""
+    idle for no input or compilation: what the host did instead (logging, checkpoints, Python).
+    `busy_in`: the `coverage` of the devices' busy time, where the caller has made it."""
     steps = ctx.steps
     track = steps.track
     if track is None or track.plane.role != "host" or len(steps) == 0:
         return []
     step_depth = int(track.depth[steps.event_index].min())
-    children = np.flatnonzero(track.depth == step_depth + 1)
     # Launch names as a lookup table by string id (string ids are small non-negative integers).
     is_launch = np.zeros(len(ctx.trace.strings), bool)
     for launch_track, launch_idx in ctx.launches:
         is_launch[launch_track.name_id[launch_idx]] = True
-    durations = track.duration_ps[children]
-    candidates = children[(durations > 0) & ~is_launch[track.name_id[children]]]
-    if len(candidates) == 0:
+    # The candidates (the steps' children of positive duration that are no launch) as a mask over the
+    # track: each test one pass over its columns, no index or gathered column of every child.
+    durations = track.duration_ps
+    candidate = track.depth == step_depth + 1
+    candidate &= durations > 0
+    candidate &= ~is_launch[track.name_id]
+    if not candidate.any():
         return []
     # The steps' span less device work, input and compile waits, measured without being built (it
     # has as many pieces as the devices ran ops): the span less the devices' busy time less the
-    # (few) waits' time outside it, each measured exactly in integer ps (`_mostly_idle`).
+    # (few) waits' time, each measured exactly in integer ps (`_mostly_idle`). The waits lie outside
+    # the busy time already: both are made less it (`tpuscope.analysis.facts.waits`).
     p0, p1 = ctx.periods
-    waits = difference(union([input_wait, compile_wait]), ctx.device_busy)
-    other = _Idle(int(p0[0]), int(p1[-1]), coverage(ctx.device_busy), coverage(waits))
-    if len(candidates) > _LONGEST_FIRST:
-        # The longest mostly-idle event is among the longest few when any of those is mostly idle (no
-        # event left out is longer than it); then only events of at least HOST_WORK_MIN_FRACTION of it
-        # can be kept, and only those are measured (a few, of the 146k children of the 1M recording).
-        lengths = track.duration_ps[candidates]
-        longest_few = candidates[np.argpartition(-lengths, _LONGEST_FIRST - 1)[:_LONGEST_FIRST]]
+    waits = union([input_wait, compile_wait])
+    busy_in = busy_in if busy_in is not None else coverage(ctx.device_busy)
+    other = _Idle(int(p0[0]), int(p1[-1]), busy_in, coverage(waits))
+    step = max(len(durations) // _IDLE_SAMPLE, 1)
+    sample = durations[::step][candidate[::step]]
+    if len(sample) > _IDLE_SAMPLE_RANK:
+        # The longest mostly-idle event is among the longest candidates when any of those is mostly
+        # idle (no candidate left out is longer than it); then only events of at least
+        # HOST_WORK_MIN_FRACTION of it can be kept, and only those are measured (a few, of the 146k
+        # children of the 1M recording).
+        threshold = np.partition(sample, len(sample) - _IDLE_SAMPLE_RANK)[len(sample) - _IDLE_SAMPLE_RANK]
+        longest_few = np.flatnonzero(candidate & (durations >= threshold))
         idle_few = longest_few[_mostly_idle(track, longest_few, other)]
         if len(idle_few):
-            longest = int(track.duration_ps[idle_few].max())
-            candidates = candidates[lengths >= HOST_WORK_MIN_FRACTION * longest]
+            longest = int(durations[idle_few].max())
+            candidate &= durations >= HOST_WORK_MIN_FRACTION * longest
+    candidates = np.flatnonzero(candidate)
     keep = candidates[_mostly_idle(track, candidates, other)]
     if len(keep) == 0:
         return []
-    longest = int(track.duration_ps[keep].max())
-    keep = keep[track.duration_ps[keep] >= HOST_WORK_MIN_FRACTION * longest]
+    longest = int(durations[keep].max())
+    keep = keep[durations[keep] >= HOST_WORK_MIN_FRACTION * longest]
     return [(track, keep)]
 
 
