@@ -30,7 +30,6 @@ from tpuscope.analysis.facts.context import CONTEXT, Context
 from tpuscope.analysis.framework import Framework
 from tpuscope.analysis.host_names import HostNameIndex
 from tpuscope.analysis.ops import OpEvents, OpTable
-from tpuscope.analysis.overview import Overview, overview_figures, with_report
 from tpuscope.analysis.pod import PodAnalysis
 from tpuscope.analysis.pod.results import POD
 from tpuscope.analysis.results import Result, ResultSource, ResultStore
@@ -48,8 +47,9 @@ from tpuscope.analysis.trace_results import (
     step_breakdown_result,
 )
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # the overview's module loads where it is made (`diagnose` makes none: ~2 ms)
     from tpuscope.analysis.diagnose import Report
+    from tpuscope.analysis.overview import Overview
 
 
 class TraceAnalysis(ResultStore):
@@ -110,10 +110,14 @@ def _report(source: ResultSource) -> Report:
 
 
 def _overview_figures(source: ResultSource) -> Overview:
+    from tpuscope.analysis.overview import overview_figures
+
     return overview_figures(source.get(CONTEXT), source.get(op_table_result("op", "all")))
 
 
 def _overview(source: ResultSource) -> Overview:
+    from tpuscope.analysis.overview import with_report
+
     return with_report(source.get(OVERVIEW_FIGURES), source.get(REPORT))
 
 

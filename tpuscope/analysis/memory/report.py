@@ -17,8 +17,8 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
-from tpuscope.analysis.memory.over_time import AllocatorMemory, allocators_memory
 from tpuscope.analysis.memory.programs import HBM_SPACE, ProgramMemory, memory_spaces, program_memory
 from tpuscope.analysis.results import Result
 from tpuscope.analysis.roofline import chip_of
@@ -31,6 +31,9 @@ from tpuscope.model.memory import (
     program_buffers,
 )
 from tpuscope.model.trace import Trace
+
+if TYPE_CHECKING:  # an allocator's records load where a host has allocator events (`allocators_of`)
+    from tpuscope.analysis.memory.over_time import AllocatorMemory
 
 GIB = 1 << 30
 # HBM per chip, Cloud TPU docs per generation (docs.cloud.google.com/tpu/docs/v4, /v5e, /v5p, /v6e,
@@ -112,6 +115,8 @@ def allocators_of(
     `events` (`allocation_events`) when the caller has them."""
     allocators: list[AllocatorMemory] = []
     for host_events in allocation_events(trace) if events is None else events:
+        from tpuscope.analysis.memory.over_time import allocators_memory  # ~1.3 ms of import, if any
+
         allocators.extend(allocators_memory(host_events, trace.strings))
     if steps is not None and len(steps):
         for allocator in allocators:
