@@ -22,7 +22,6 @@ from tpuscope.analysis.diagnose.finding import (
     ms,
     percent,
 )
-from tpuscope.analysis.diagnose.hlo_text import HOST_MEMORY_SPACE, parse_instruction
 from tpuscope.analysis.diagnose.op_evidence import lines_words, longest_op_events, op_source
 from tpuscope.analysis.diagnose.rule_results import ASYNC_WAIT
 from tpuscope.analysis.facts.context import Context
@@ -185,6 +184,8 @@ def _what_is_waited_for(text: str, name: str) -> tuple[str, int]:
     kind = name.split("-done")[0]
     if kind != "copy":
         return f"{kind} collective or transfer", 0
+    from tpuscope.analysis.diagnose.hlo_text import HOST_MEMORY_SPACE, parse_instruction  # ~1.5 ms of import
+
     instruction = parse_instruction(text)
     if instruction is None or not instruction.results:
         return "copies (the profile has no HLO text to say which)", 0

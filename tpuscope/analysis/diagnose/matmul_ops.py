@@ -9,10 +9,13 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from tpuscope.analysis.diagnose.hlo_text import Instruction, parse_instruction
 from tpuscope.analysis.diagnose.tpu_cores import tensorcores
 from tpuscope.analysis.facts.context import Context
+
+if TYPE_CHECKING:
+    from tpuscope.analysis.diagnose.hlo_text import Instruction
 
 # XLA's HLO opcodes and op categories: the same in every format that carries HLO ops, so matched here.
 MATMUL_OPCODES = {"dot", "convolution"}
@@ -33,6 +36,9 @@ def tpu_matmuls(ctx: Context) -> list[MatmulOp]:
     cores = {id(d.plane) for d in tensorcores(ctx.devices)}
     if not cores:
         return []
+    # The HLO text parser (~1.5 ms of import): for TPU ops only.
+    from tpuscope.analysis.diagnose.hlo_text import parse_instruction
+
     table = ctx.op_table
     names = table.names()
     found = []
