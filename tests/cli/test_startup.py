@@ -128,7 +128,8 @@ def test_analyses_never_import_numpy_ma(tmp_path, command, profile):
 # decides without them) and a pod's headline metrics; the metrics' records (the rules format numbers
 # with `tpuscope.analysis.metrics.format` alone); the code behind ops and its records (what `ops --by
 # source` and a finding's line read); an allocator's memory over time (a trace with allocator events');
-# the HLO text parser (the rules that read TPU ops' shapes).
+# the HLO text parser (the rules that read TPU ops' shapes); `diagnose` makes no overview and no
+# step breakdown.
 POD_ONLY = (
     "tpuscope.app.hosts",
     "tpuscope.analysis.pod_run",
@@ -141,7 +142,14 @@ ALLOCATORS_ONLY = ("tpuscope.analysis.memory.over_time",)
 TPU_ONLY = ("tpuscope.analysis.diagnose.hlo_text",)
 ONE_TRACE_SKIPS = {
     "overview": (*POD_ONLY, *CODE_ONLY, *ALLOCATORS_ONLY, *TPU_ONLY),
-    "diagnose": (*POD_ONLY, *CODE_ONLY, *ALLOCATORS_ONLY, *TPU_ONLY, "tpuscope.analysis.overview"),
+    "diagnose": (
+        *POD_ONLY,
+        *CODE_ONLY,
+        *ALLOCATORS_ONLY,
+        *TPU_ONLY,
+        "tpuscope.analysis.overview",
+        "tpuscope.analysis.step_breakdown",
+    ),
 }
 ONE_TRACE = SAMPLES / "ptxla_cpu_fallback.xplane.pb"
 

@@ -33,7 +33,6 @@ from tpuscope.analysis.ops import OpEvents, OpTable
 from tpuscope.analysis.pod import PodAnalysis
 from tpuscope.analysis.pod.results import POD
 from tpuscope.analysis.results import Result, ResultSource, ResultStore
-from tpuscope.analysis.step_breakdown import StepBreakdown
 from tpuscope.analysis.steps import Steps
 from tpuscope.analysis.trace_results import (
     DEVICES,
@@ -47,9 +46,10 @@ from tpuscope.analysis.trace_results import (
     step_breakdown_result,
 )
 
-if TYPE_CHECKING:  # the overview's module loads where it is made (`diagnose` makes none: ~2 ms)
+if TYPE_CHECKING:  # the overview's and a step breakdown's modules load where one is made (not in `diagnose`)
     from tpuscope.analysis.diagnose import Report
     from tpuscope.analysis.overview import Overview
+    from tpuscope.analysis.step_breakdown import StepBreakdown
 
 
 class TraceAnalysis(ResultStore):

@@ -8,6 +8,7 @@ name through a `ResultSource` without importing the session.
 from __future__ import annotations
 
 from functools import cache
+from typing import TYPE_CHECKING
 
 from tpuscope.analysis.device_ops import Device, find_devices, select_devices
 from tpuscope.analysis.framework import Framework, detect_framework
@@ -15,8 +16,10 @@ from tpuscope.analysis.host_names import HostNameIndex
 from tpuscope.analysis.ops import CODE_GROUPINGS, OpEvents, OpTable, aggregate, collect_op_events
 from tpuscope.analysis.programs import PROGRAM_CODE
 from tpuscope.analysis.results import Result, ResultSource
-from tpuscope.analysis.step_breakdown import StepBreakdown, step_breakdown
 from tpuscope.analysis.steps import Steps, as_periods, find_steps
+
+if TYPE_CHECKING:  # a step breakdown's module loads where one is made (`diagnose` makes none)
+    from tpuscope.analysis.step_breakdown import StepBreakdown
 
 DeviceChoice = str | int  # "all", a position in the device list, or a kind ("TPU", "GPU", "CPU")
 
@@ -60,6 +63,8 @@ def op_table_result(by: str = "op", device: DeviceChoice = "all") -> Result[OpTa
 @cache
 def step_breakdown_result(device: DeviceChoice = "all") -> Result[StepBreakdown | None]:
     def compute(a: ResultSource) -> StepBreakdown | None:
+        from tpuscope.analysis.step_breakdown import step_breakdown
+
         chosen = chosen_devices(a, device)
         # Each step from its start to the next step's, as every step time is measured (`step_periods`).
         return step_breakdown(a.trace, devices=chosen, steps=as_periods(a.get(STEPS))) if chosen else None
