@@ -13,13 +13,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from tpuscope.analysis.bound_codes import BOUND_COMPUTE, BOUND_MEMORY, BOUND_UNKNOWN
+from tpuscope.analysis.bound_codes import BOUND_NAMES as BOUND_NAMES  # the codes' words, named here too
 from tpuscope.model.trace import Plane
 from tpuscope.model.vocabulary import Stat
-
-BOUND_UNKNOWN = 0
-BOUND_COMPUTE = 1
-BOUND_MEMORY = 2
-BOUND_NAMES = ("unknown", "compute", "memory")
 
 
 @dataclass(frozen=True)

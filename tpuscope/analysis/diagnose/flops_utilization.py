@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from tpuscope.analysis.bound_codes import BOUND_COMPUTE
 from tpuscope.analysis.diagnose.finding import (
     STEP_TIME_BANDS,
     RuleOutcome,
@@ -27,7 +28,6 @@ from tpuscope.analysis.facts.context import Context
 from tpuscope.analysis.framework import JAX, PYTORCH_XLA, TENSORFLOW
 from tpuscope.analysis.metrics.format import format_percent
 from tpuscope.analysis.ops import OpTable
-from tpuscope.analysis.roofline import BOUND_COMPUTE
 
 RULE_ID = "flops_utilization"
 IMPACT_THRESHOLDS = STEP_TIME_BANDS

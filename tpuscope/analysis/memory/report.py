@@ -21,7 +21,6 @@ from typing import TYPE_CHECKING
 
 from tpuscope.analysis.memory.programs import HBM_SPACE, ProgramMemory, memory_spaces, program_memory
 from tpuscope.analysis.results import Result
-from tpuscope.analysis.roofline import chip_of
 from tpuscope.analysis.trace_results import STEPS
 from tpuscope.model.memory import (
     AllocationEvents,
@@ -133,6 +132,8 @@ def _capacity(trace: Trace, allocators: list[AllocatorMemory]) -> tuple[int | No
     if sizes:
         return min(sizes), "device plane stat memory_size"
     for plane in trace.device_planes():
+        from tpuscope.analysis.roofline import chip_of  # its datasheet tables: a device plane's only
+
         chip = chip_of(plane.device_type)
         if chip is not None:
             return CHIP_HBM_BYTES[chip], f"chip table ({chip} HBM)"
