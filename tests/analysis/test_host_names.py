@@ -9,8 +9,9 @@ import pytest
 
 from tests.conftest import ALL_SHARED_TRACES, require_shared_traces
 from tpuscope.analysis.facts.waits import USER_INPUT_PATTERN
-from tpuscope.analysis.host_names import COMPARED_NAMES, SLICE, HostNameIndex, _is_one_of, distinct_names
+from tpuscope.analysis.host_names import COMPARED_NAMES, HostNameIndex, _is_one_of
 from tpuscope.app.opener import open_trace
+from tpuscope.model.id_columns import SLICE, distinct
 from tpuscope.model.vocabulary import EventClass
 from tpuscope.readers.xla_dialect import COMPILE_PATTERN, INPUT_PATTERN, LAUNCH_PATTERN, SYNC_PATTERN
 
@@ -80,4 +81,5 @@ def test_names_are_found_by_comparison_or_table_as_by_isin(wanted_count):
     for dtype in (np.uint16, np.int32):
         found = _is_one_of(ids.astype(dtype), wanted, 300)
         assert found.dtype == bool and np.array_equal(found, np.isin(ids, wanted))  # noqa: TID251
-    assert np.array_equal(distinct_names(ids.astype(np.uint16)), np.unique(ids))
+    for dtype in (np.uint16, np.int32, np.int64):
+        assert np.array_equal(distinct(ids.astype(dtype)), np.unique(ids))

@@ -17,7 +17,7 @@ import re
 
 import numpy as np
 
-from tpuscope.model import order_statistics
+from tpuscope.model import id_columns, order_statistics
 from tpuscope.model.trace import Trace, Track
 from tpuscope.model.vocabulary import EventClass
 
@@ -35,12 +35,12 @@ class HostNameIndex:
         lengths = np.array([len(t) for t in self.tracks], dtype=np.int64)
         self._offsets = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
         # Every host event's name id, in 16 bits where the string table's ids fit (a quarter of the
-        # memory of 64-bit ones: read by every lookup, and numpy indexes with nothing narrower than
-        # 64 bits, so the ids are compared, counted and gathered in slices, never widened whole).
+        # memory of 64-bit ones, read by every lookup); compared, counted and looked up in slices,
+        # never widened whole (`tpuscope.model.id_columns`).
         narrow = np.uint16 if len(trace.strings) <= np.iinfo(np.uint16).max + 1 else np.int32
         parts = [t.name_id for t in self.tracks]
         self._events = np.concatenate(parts, dtype=narrow, casting="unsafe") if parts else np.empty(0, narrow)
-        self._name_ids = distinct_names(self._events)
+        self._name_ids = id_columns.distinct(self._events)
         self._names = [trace.strings[int(i)] for i in self._name_ids]
         # The events of each set of names asked for: several lookups name the same events (a launch
         # class, a dispatch class and a pattern all find JAX's `PjitFunction(...)`), each a pass over
@@ -97,25 +97,9 @@ def _read_only(array: np.ndarray) -> np.ndarray:
     return array
 
 
-# Integer columns are counted or gathered through a table this many values at a time: numpy widens
-# an index column to 64 bits before using it, and a slice's widened copy is reused memory where the
-# whole column's (8 MB per million events) is fresh pages to fault in. Our heuristic.
-SLICE = 1 << 16
 # Names found by comparing the ids with each name, up to this many names: one comparison of a million
 # 16-bit ids takes ~0.04 ms, a gather through a table ~0.85 ms (measured). Our heuristic.
 COMPARED_NAMES = 16
-
-
-def distinct_names(ids: np.ndarray) -> np.ndarray:
-    """`np.unique(ids)` for string-table ids (small non-negative integers), without its sort: a count
-    per id, made a slice at a time (`SLICE`), finds the distinct ones in order."""
-    if len(ids) == 0:
-        return np.empty(0, np.int64)
-    counts = np.zeros(int(ids.max()) + 1, np.int64)
-    for start in range(0, len(ids), SLICE):
-        part = np.bincount(ids[start : start + SLICE])
-        counts[: len(part)] += part
-    return np.flatnonzero(counts)
 
 
 def distinct_ids(ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -146,7 +130,4 @@ def _is_one_of(ids: np.ndarray, wanted: np.ndarray, id_count: int) -> np.ndarray
         return found
     table = np.zeros(id_count, bool)
     table[wanted] = True
-    found = np.empty(len(ids), bool)
-    for start in range(0, len(ids), SLICE):
-        np.take(table, ids[start : start + SLICE], out=found[start : start + SLICE])
-    return found
+    return id_columns.take(table, ids, np.empty(len(ids), bool))
