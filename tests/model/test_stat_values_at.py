@@ -40,3 +40,27 @@ def test_stat_values_at_are_the_stat_values_of_those_events(path):
                     checked += 1
         assert track.stat_values_at("no such stat", np.arange(len(track))) is None
     assert checked > 0
+
+
+@pytest.mark.parametrize("path", ALL_SHARED_TRACES, ids=lambda p: p.name)
+def test_events_with_a_stat_are_those_whose_value_is_not_nan(path):
+    """`Track.events_with_stat` (read from a stat's rows) and `StatColumn.present_rows` are the plain
+    mask's events, in the same order and type, for every stat of every track."""
+    require_shared_traces()
+    trace = open_trace(path, use_cache=False)
+    checked = 0
+    for track in trace.tracks():
+        names = set(track.stats.names()) | set(track.plane.metadata.stats.names())
+        for name in sorted(names) + ["no such stat"]:
+            values = track.stat_values(name)
+            expected = np.flatnonzero(~np.isnan(values)) if values is not None else np.empty(0, np.int64)
+            found = track.events_with_stat(name)
+            assert found.dtype == expected.dtype and np.array_equal(found, expected), (track, name)
+            column = track.stats.column(name)
+            if column is not None:
+                rows = column.present_rows(len(track))
+                assert rows.dtype == np.int64 and np.array_equal(
+                    rows, np.flatnonzero(column.present(len(track)))
+                )
+            checked += len(found)
+    assert checked > 0

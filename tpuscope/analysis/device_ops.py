@@ -74,7 +74,7 @@ def cpu_thunk_events(plane: Plane) -> list[tuple[Track, np.ndarray]]:
         column = track.stats.column(HLO_OP_STAT)
         if column is None or len(track) == 0:
             continue
-        rows = np.flatnonzero(column.present(len(track)))
+        rows = column.present_rows(len(track))
         if len(rows):
             found.append((track, rows))
     return found

@@ -137,9 +137,8 @@ _INT64 = np.iinfo(np.int64)
 def _numbers(track: Track, indices: np.ndarray, stat: str) -> np.ndarray:
     """The events' step numbers from `stat`, or their positions when a value is missing or outside
     int64 (a float cast past it is undefined and warns; a uint64 past it wraps negative)."""
-    values = track.stat_values(stat)
-    if values is not None and values.dtype.kind in "iuf":
-        picked = values[indices]
+    picked = track.stat_values_at(stat, indices)  # only the steps' values: no column of the whole track
+    if picked is not None and picked.dtype.kind in "iuf":
         if len(picked) and _fit_int64(picked):
             return picked.astype(np.int64)
     return np.arange(len(indices), dtype=np.int64)
@@ -212,11 +211,15 @@ def _where(track: Track) -> str:
 
 
 def _from_host_annotations(trace: Trace) -> Steps | None:
-    def has_step_num(track: Track) -> np.ndarray | None:
-        values = track.stat_values(Stat.STEP_NUMBER)
-        return None if values is None else ~np.isnan(values.astype(np.float64))
-
-    best = _best_named_group(_marked_host_events(trace, has_step_num))
+    # The events with a step number, per host track, from the stat's own rows (a thread's few step
+    # events among its hundreds of thousands: no mask over every event).
+    candidates = [
+        (track, found)
+        for plane in trace.host_planes()
+        for track in plane.tracks
+        if len(track) and len(found := track.events_with_stat(Stat.STEP_NUMBER))
+    ]
+    best = _best_named_group(candidates)
     if best is None:
         return None
     track, idx = best

@@ -86,6 +86,11 @@ class StatColumn:
             return np.int32
         return np.int64
 
+    def present_rows(self, n_rows: int) -> np.ndarray:
+        """The rows that carry this stat (int64, ascending): `np.flatnonzero(present(n_rows))`, from
+        `rows` as they are, without a mask over every row."""
+        return np.arange(n_rows) if self.rows is None else self.rows.astype(np.int64)
+
     def present(self, n_rows: int) -> np.ndarray:
         """Boolean mask of the rows that carry this stat."""
         if self.rows is None:

@@ -179,6 +179,20 @@ class Track:
                 values[present] = own_values[present]
         return values
 
+    def events_with_stat(self, name: str) -> np.ndarray:
+        """The events (indices, int64, ascending) whose stat `name`, their own or their metadata's, has
+        a value that is not NaN: `np.flatnonzero(~np.isnan(stat_values(name)))`. Where the metadata
+        has no such stat these are the rows of the events' own column (a step number on a thread's
+        few step events), read as they are: no column over the whole track is made."""
+        own = self.stats.column(name)
+        if self.plane.metadata.stats.column(name) is None:
+            if own is None:
+                return np.empty(0, np.int64)
+            rows = own.present_rows(len(self))
+            return rows[~np.isnan(own.values)] if own.kind == "float" else rows
+        values = self.stat_values(name)
+        return np.flatnonzero(~np.isnan(np.asarray(values, np.float64)))
+
     def stat_values_at(self, name: str, indices: np.ndarray, fill: float | int = np.nan) -> np.ndarray | None:
         """`stat_values(name, fill)[indices]`, reading only those events where it can: a column over
         the whole track is built only when the events' own values overlay their metadata's.
