@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import numpy as np
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tests.conftest import GPU_TRACE, PTXLA_TRACE, TF_TRACE
+from tests.conftest import ALL_SHARED_TRACES, GPU_TRACE, PTXLA_TRACE, SAMPLES, TF_TRACE
 from tpuscope.analysis.device_ops import (
+    Device,
     busy_in_windows,
     busy_intervals,
     device_activity,
@@ -102,3 +104,35 @@ def test_select_devices(tpu_trace):
     assert select_devices(devices, "2") == [devices[2]]
     assert select_devices(devices, 7) == []
     assert select_devices(devices, "tpu") == devices
+
+
+def _busy_by_sort(device):
+    """The union of every op interval of the device, merged after one argsort of them all."""
+    starts = np.concatenate([t.start_ps[i] for t, i in device.events])
+    ends = np.concatenate([t.start_ps[i] + t.duration_ps[i] for t, i in device.events])
+    return merge_intervals(starts, ends)
+
+
+@pytest.mark.parametrize(
+    "path", [*ALL_SHARED_TRACES, *sorted(SAMPLES.glob("*.xplane.pb"))], ids=lambda p: p.name
+)
+def test_busy_intervals_are_the_sorted_union_of_the_ops(path):
+    if not path.exists():
+        pytest.skip("shared traces not present")
+    trace = open_trace(path)
+    devices = find_devices(trace)
+    # Also a device whose op tracks nest and overlap (each host thread's every event): the union
+    # then merges each track's set first.
+    threads = [t for t in trace.host_tracks() if len(t) > 1]
+    plane = threads[0].plane if threads else None
+    nested = (
+        [Device("threads", "CPU", "", plane, [(t, np.arange(len(t))) for t in threads])] if threads else []
+    )
+    for device in devices + nested:
+        starts, ends = busy_intervals(device)
+        expected = _busy_by_sort(device)
+        assert starts.dtype == ends.dtype == np.int64
+        np.testing.assert_array_equal(starts, expected[0])
+        np.testing.assert_array_equal(ends, expected[1])
+        assert not starts.flags.writeable and not ends.flags.writeable
+    assert devices or nested

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from tpuscope.analysis.facts.intervals import canonical, union, window_total
+from tpuscope.analysis.facts.intervals import canonical, union, union_in_place, window_total
 from tpuscope.analysis.facts.intervals import merge_intervals as merge_intervals  # its former home
 from tpuscope.model.trace import Plane, Trace, Track
 from tpuscope.model.vocabulary import KIND_HOST_CPU, ROLE_HOST, Stat, TrackKind
@@ -120,18 +120,52 @@ def busy_intervals(device: Device) -> tuple[np.ndarray, np.ndarray]:
     if kept is not None and len(kept[0]) == len(columns):
         if all(a is b for a, b in zip(kept[0], columns, strict=True)):
             return kept[1]
-    # Each track's ops are in start order (the model's invariant, and the indices are taken in
-    # order), so each track's set is made without a sort, and the tracks' sets are merged by a
-    # union of sorted runs: no argsort and no gather over all the device's ops.
-    per_track = []
-    for track, idx in device.events:
-        starts = track.start_ps[idx]
-        per_track.append(canonical(starts, starts + track.duration_ps[idx]))
-    found = per_track[0] if len(per_track) == 1 else union(per_track)
+    found = _op_union(device.events)
     for array in found:
         array.flags.writeable = False  # shared by every caller
     device._busy = (columns, found)  # two threads may both make it: the same intervals
     return found
+
+
+def _op_union(events: list[tuple[Track, np.ndarray]]) -> tuple[np.ndarray, np.ndarray]:
+    """The union of the op intervals `events` (canonical: the one form a set has).
+
+    The intervals are written into one block of its own, the starts and the ends its two rows: no
+    per-track copies to concatenate, and one allocation, which numpy backs with huge pages from 4 MB
+    on (fresh pages to fault in are most of the cost of a million ops' set). Each track's ops are in
+    start order (the model's invariant, and the indices are taken in order), so one track's set is
+    made without a sort (`canonical`), and several tracks' by a union of sorted runs sorted in place
+    (`union_in_place`): no argsort and no gather over all the device's ops. Where a track's ops nest
+    or overlap (its ends out of order), each track's own set is merged first, for that sort."""
+    total = sum(len(idx) for _, idx in events)
+    block = np.empty((2, total), np.int64)
+    starts, ends = block
+    at = 0
+    pieces = []
+    apart = True
+    for track, idx in events:
+        own_starts, own_ends = starts[at : at + len(idx)], ends[at : at + len(idx)]
+        _gather(track.start_ps, idx, own_starts)
+        _gather(track.duration_ps, idx, own_ends)
+        own_ends += own_starts
+        at += len(idx)
+        pieces.append((own_starts, own_ends))
+        apart = apart and (len(events) == 1 or bool((own_starts[1:] >= own_ends[:-1]).all()))
+    if len(pieces) == 1:
+        return canonical(starts, ends)
+    if apart:
+        return union_in_place(starts, ends)
+    return union([canonical(*piece) for piece in pieces])
+
+
+def _gather(column: np.ndarray, idx: np.ndarray, out: np.ndarray) -> None:
+    """out[:] = column[idx], without the gathered copy where the types agree ("wrap" reads every index
+    that indexing reads the same, negative ones too, and spares `np.take` the buffer it fills first in
+    its default mode)."""
+    if column.dtype == out.dtype:
+        np.take(column, idx, out=out, mode="wrap")
+    else:
+        out[:] = column[idx]
 
 
 def busy_in_windows(

@@ -25,7 +25,7 @@ Coverage = Callable[[np.ndarray, np.ndarray], np.ndarray]
 
 __all__ = [
     "Coverage", "Intervals", "canonical", "coverage", "difference", "empty", "intersect", "merge_intervals",
-    "total", "union", "window_total",
+    "total", "union", "union_in_place", "window_total",
 ]  # fmt: skip
 
 
@@ -87,14 +87,19 @@ def union(sets: Sequence[Intervals]) -> Intervals:
         if merged[0] is present[0][0] and not shared:
             return merged[0].copy(), merged[1].copy()
         return merged
-    starts = np.concatenate([s for s, _ in present])
-    ends = np.concatenate([e for _, e in present])
+    return union_in_place(np.concatenate([s for s, _ in present]), np.concatenate([e for _, e in present]))
+
+
+def union_in_place(starts: np.ndarray, ends: np.ndarray) -> Intervals:
+    """The union of the int64 intervals [starts, ends) (in any form, in any order) as one canonical
+    set, sorting the caller's own arrays in place (`union`'s sort of the starts and of the ends): for
+    a caller that has written the intervals into arrays of its own, no copy of them is made."""
     keep = ends > starts
     if not keep.all():
         starts, ends = starts[keep], ends[keep]
         if len(starts) == 0:
             return empty()
-    starts.sort(kind="stable")  # in place: both are this function's own concatenations
+    starts.sort(kind="stable")
     ends.sort(kind="stable")
     apart = starts[1:] > ends[:-1]
     if apart.all():  # no two touch or overlap (devices that never run at once): each is its own run
