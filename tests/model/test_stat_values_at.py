@@ -37,6 +37,11 @@ def test_stat_values_at_are_the_stat_values_of_those_events(path):
                     expected = whole[indices]
                     assert found.dtype == expected.dtype, (track, name)
                     assert np.array_equal(found, expected, equal_nan=found.dtype.kind == "f"), (track, name)
+                    # Unwidened: the same values, in the stored type where read from the column itself.
+                    stored = track.stat_values_at(name, indices, fill, widen=False)
+                    assert np.array_equal(
+                        stored.astype(expected.dtype), expected, equal_nan=found.dtype.kind == "f"
+                    )
                     checked += 1
         assert track.stat_values_at("no such stat", np.arange(len(track))) is None
     assert checked > 0

@@ -37,7 +37,7 @@ import numpy as np
 from tpuscope.analysis.async_ops import is_async_half
 from tpuscope.analysis.device_ops import Device, busy_intervals, find_devices, select_devices
 from tpuscope.analysis.roofline import BOUND_NAMES, BOUND_UNKNOWN, Peaks, bound_by, device_peaks
-from tpuscope.model import order_statistics
+from tpuscope.model import id_columns, order_statistics
 from tpuscope.model.strings import StringTable
 from tpuscope.model.trace import Trace, Track
 from tpuscope.model.vocabulary import Stat, TrackKind
@@ -128,15 +128,21 @@ class _Distinct:
 
     Ids into the string table span a bounded range, so the distinct values come from one bincount
     and are spread back through a lookup table, instead of sorting every event (np.unique's argsort).
-    """
+    Non-negative ids index that table as they are, counted and looked up a slice at a time
+    (`tpuscope.model.id_columns`): no 64-bit copy of the column is made."""
 
     def __init__(self, values: np.ndarray):
-        self.low: int | None = None
+        self.items = values
+        self.low: int | None = None  # what an item's value less is its place in the lookup table
         if len(values) == 0:
             self.values, self.code = np.empty(0, np.int64), np.empty(0, np.int64)
             return
         low, high = int(values.min()), int(values.max())
-        if high - low <= max(8 * len(values), DENSE_RANGE_LIMIT):
+        dense = max(8 * len(values), DENSE_RANGE_LIMIT)
+        if 0 <= low and high <= dense:  # the values are the table's places
+            self.low, self.size, self.code = 0, high + 1, values
+            self.values = id_columns.distinct(values)
+        elif high - low <= dense:
             self.low, self.size = low, high - low + 1
             self.code = np.subtract(values, low, dtype=np.int64)  # the value's place in the range
             self.values = np.flatnonzero(np.bincount(self.code)) + low
@@ -146,11 +152,35 @@ class _Distinct:
 
     def spread(self, per_value: np.ndarray) -> np.ndarray:
         """Per item, the entry of `per_value` (one per distinct value) of its value."""
+        return self.gather(per_value).into(np.empty(len(self.items), per_value.dtype))
+
+    def gather(self, per_value: np.ndarray) -> _Gather:
+        """`spread(per_value)`, to be written where it is kept (`_Gather.into`)."""
         if self.low is None:
-            return per_value[self.code]
+            return _Gather(per_value, self.code)
         lookup = np.zeros(self.size, per_value.dtype)
         lookup[self.values - self.low] = per_value
-        return lookup[self.code]
+        return _Gather(lookup, self.code)
+
+
+@dataclass
+class _Gather:
+    """Per item, `table[places[i]]`: a column of few distinct values, written straight into the
+    column that keeps it (no copy of it made first and then copied)."""
+
+    table: np.ndarray
+    places: np.ndarray  # per item, non-negative, below len(table)
+
+    def __len__(self) -> int:
+        return len(self.places)
+
+    def into(self, out: np.ndarray, of_event: np.ndarray | None = None) -> np.ndarray:
+        """Writes the items' values into `out` (one per item, or per event: `of_event` is each event's
+        item) and returns it."""
+        if of_event is None:
+            return id_columns.take(self.table, self.places, out)
+        per_item = self.table[self.places].astype(out.dtype, copy=False)
+        return np.take(per_item, of_event, out=out, mode="clip")
 
 
 @dataclass
@@ -292,7 +322,10 @@ class _EventStats:
         return None if values is None else values.astype(np.float64, copy=False)
 
     def program_ids(self) -> np.ndarray | None:
-        return _as_uint64(self.track.stat_values_at(Stat.PROGRAM_ID, self.idx, fill=0))
+        """The program ids: integers in the type the stat column stores them in (as uint64 they are
+        `_as_uint64`'s), converted only where they are kept (the pid column), not copied first."""
+        values = self.track.stat_values_at(Stat.PROGRAM_ID, self.idx, fill=0, widen=False)
+        return values if values is None or values.dtype.kind in "iu" else _as_uint64(values)
 
 
 def _as_uint64(values: np.ndarray | None) -> np.ndarray | None:
@@ -381,7 +414,7 @@ def _per_op_columns(
     stats: _EventStats,
     modules: dict[int, str],
     category_text: Callable[[int], str],
-) -> dict[str, np.ndarray | float]:
+) -> dict[str, np.ndarray | _Gather | float]:
     """What the ops are, one value per item of `stats` (an event, or an op of `_OpStats`); a number
     instead of an array where every item has that value (a stat no item has). `category_text` names
     a category code (`_category_text`)."""
@@ -392,8 +425,9 @@ def _per_op_columns(
         op_text = stats.name_id
     elif not op_text.all():
         op_text = np.where(op_text > 0, op_text, stats.name_id)
-    category = stats.strings(Stat.OP_CATEGORY)
-    op, category = _op_and_category_labels(labels, strings, op_text, category, category_text)
+    op, category = _op_and_category_labels(
+        labels, strings, op_text, stats.strings(Stat.OP_CATEGORY), category_text
+    )
     framework = stats.strings(Stat.FRAMEWORK_OP)
     scope = stats.strings(Stat.NAME_SCOPE)  # GPU kernels: JAX name scope
     module = stats.strings(Stat.PROGRAM_NAME)
@@ -420,16 +454,16 @@ def _op_and_category_labels(
     op_text: np.ndarray,
     category: np.ndarray | None,
     category_text: Callable[[int], str],
-) -> tuple[np.ndarray, np.ndarray]:
+) -> tuple[_Gather, _Gather | np.ndarray]:
     """Each item's op label (from its op text) and category label (its category stat, else derived
     from its op text). Without any category stat both come from one pass over the distinct op texts;
     the labels are added in the order the category column's own pass would add them (by its codes,
     the negated text ids: descending text)."""
     distinct = _Distinct(op_text)
-    op = distinct.spread(labels.add_each(distinct.values, lambda i: short_op_name(strings[i])))
+    op = distinct.gather(labels.add_each(distinct.values, lambda i: short_op_name(strings[i])))
     if category is None:
         derived = labels.add_each(distinct.values[::-1], lambda i: category_text(-i))[::-1]
-        return op, distinct.spread(np.ascontiguousarray(derived))
+        return op, distinct.gather(np.ascontiguousarray(derived))
     category = np.where(category > 0, category, -op_text)  # negative: derive from the op text
     return op, labels.map_ids(category, category_text)
 
@@ -504,10 +538,12 @@ def _aligned(size: int, to: int = 64) -> int:
     return -(-size // to) * to
 
 
-def _put(column: np.ndarray, values: np.ndarray | float, of_event: np.ndarray | None) -> None:
+def _put(column: np.ndarray, values: np.ndarray | _Gather | float, of_event: np.ndarray | None) -> None:
     """Writes per-op `values` into `column` (zeroed): per event, or through `of_event` (each event's
     op); a number is every event's value, and 0 needs no writing."""
-    if np.ndim(values) == 0:
+    if isinstance(values, _Gather):
+        values.into(column, of_event)
+    elif np.ndim(values) == 0:
         if values != 0:  # NaN too
             column[...] = values
     elif of_event is None:
@@ -593,8 +629,9 @@ def _framework_labels(
 def _program_labels(
     labels, strings, program_id: np.ndarray | None, module: np.ndarray | None, modules: dict[int, str], n: int
 ) -> np.ndarray | int:
-    """Each item's program label ("name(id)") from its program id and name stats (None: no item has
-    it, all read 0), the name else from the device's module names."""
+    """Each item's program label ("name(id)") from its program id (any integer type: as uint64) and name
+    stats (None: no item has it, all read 0), the name else from the device's module names; one label
+    id where every item has the same."""
 
     def text(pair) -> str:
         pid, module_id = int(pair[0]), int(pair[1])
@@ -613,11 +650,13 @@ def _program_labels(
     change = np.ones(n, dtype=bool)
     change[1:] = (program_id[1:] != program_id[:-1]) | (module[1:] != module[:-1])
     heads = np.flatnonzero(change)
-    programs, program_code = np.unique(program_id[heads], return_inverse=True)
+    programs, program_code = np.unique(program_id[heads].astype(np.uint64), return_inverse=True)
     module_ids, module_code = np.unique(module[heads].astype(np.uint64), return_inverse=True)
     n = len(module_ids)
     pair_code = program_code.reshape(-1) * n + module_code.reshape(-1)  # small, dense ints
     mapped = labels.map_ids(pair_code, lambda c: text((programs[c // n], module_ids[c % n])))
+    if len(heads) == 1:  # one program throughout (a thread's thunks, an op line): every item's label
+        return int(mapped[0])
     return np.repeat(mapped, np.diff(np.append(heads, len(program_id))))
 
 

@@ -61,15 +61,17 @@ class StatColumn:
         out[self.rows] = self.values
         return out
 
-    def gather(self, n_rows: int, rows: np.ndarray, fill: float | int = 0) -> np.ndarray:
+    def gather(self, n_rows: int, rows: np.ndarray, fill: float | int = 0, widen: bool = True) -> np.ndarray:
         """`dense(n_rows, fill)[rows]`, without building the dense column where it can be skipped.
 
         A dense column is gathered from directly, and when `rows` are exactly the rows that carry
         the stat (an op line's ops: every op event has its `hlo_op`) the values are the answer as
         they are: each skipped dense column is a fresh array of the whole track, whose pages cost
         more to touch than the gather. The result may be this column's own storage: read it only.
+        `widen=False`: values read from the column come in the type it stores them in (narrowed
+        integers), for a caller that converts them where it writes them.
         """
-        dtype = self._dense_dtype(fill)
+        dtype = self._dense_dtype(fill) if widen else self.values.dtype
         if self.rows is None:
             return self.values[rows].astype(dtype, copy=False)
         if len(self.rows) == len(rows) and np.array_equal(self.rows, rows):

@@ -193,16 +193,19 @@ class Track:
         values = self.stat_values(name)
         return np.flatnonzero(~np.isnan(np.asarray(values, np.float64)))
 
-    def stat_values_at(self, name: str, indices: np.ndarray, fill: float | int = np.nan) -> np.ndarray | None:
+    def stat_values_at(
+        self, name: str, indices: np.ndarray, fill: float | int = np.nan, widen: bool = True
+    ) -> np.ndarray | None:
         """`stat_values(name, fill)[indices]`, reading only those events where it can: a column over
         the whole track is built only when the events' own values overlay their metadata's.
 
-        The result may share memory with the stat columns: read it only.
+        The result may share memory with the stat columns: read it only. `widen=False`: the events'
+        own values may come in the narrower type their column stores (`StatColumn.gather`).
         """
         own = self.stats.column(name)
         meta_col = self.plane.metadata.stats.column(name)
         if meta_col is None:
-            return None if own is None else own.gather(len(self), indices, fill)
+            return None if own is None else own.gather(len(self), indices, fill, widen)
         if own is None:
             return meta_col.dense(len(self.plane.metadata), fill)[self.meta_index[indices]]
         values = self.stat_values(name, fill)
