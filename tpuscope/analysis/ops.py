@@ -196,8 +196,8 @@ class OpEvents:
     framework: np.ndarray
     time_ps: np.ndarray  # int64: device duration where recorded, else event duration
     self_ps: np.ndarray  # int64
-    flops: np.ndarray  # float64 per occurrence, NaN unknown
-    bytes_accessed: np.ndarray  # float64 per occurrence, NaN unknown
+    flops: np.ndarray  # float64 per occurrence, NaN unknown (read-only where all are unknown)
+    bytes_accessed: np.ndarray  # float64 per occurrence, NaN unknown (read-only where all are unknown)
     segments: list[tuple[Track, np.ndarray, int]] = field(default_factory=list)  # (track, indices, offset)
     # For each op's code (tpuscope.analysis.op_source): its program id, and trace string ids (0: none)
     # of its full text and of the source line and stack the event itself carries.
@@ -564,6 +564,11 @@ def collect_op_events(trace: Trace, devices: list[Device] | None = None) -> OpEv
     category_text = functools.cache(lambda code: _category_text(trace.strings, code))
     total = sum(len(idx) for device in devices for _, idx in device.events)
     out = _column_block(total)
+    # A float stat that no op event has (XLA:CPU thunks carry no FLOPs or bytes) reads NaN for every
+    # event: one read-only NaN repeated by a zero stride, not 8 bytes per event written.
+    unknown = [key for key, name in _FLOAT_STATS.items() if not _any_has(devices, name)]
+    for key in unknown:
+        out[key] = np.broadcast_to(np.float64(np.nan), (total,))
     segments = []
     offset = 0
     for position, device in enumerate(devices):
@@ -575,7 +580,8 @@ def collect_op_events(trace: Trace, devices: list[Device] | None = None) -> OpEv
             per_op = _per_op_columns(labels, trace, stats, modules, category_text)
             of_event = stats.of_event if isinstance(stats, _OpStats) else None
             for key in _PER_OP_COLUMNS:
-                _put(out[key][at], per_op[key], of_event)
+                if key not in unknown:
+                    _put(out[key][at], per_op[key], of_event)
             _put(out["device"][at], position, None)
             start = _device_times(track, idx, out["time"][at])
             self_times(start, out["time"][at], out=out["self"][at])
@@ -600,6 +606,19 @@ def collect_op_events(trace: Trace, devices: list[Device] | None = None) -> OpEv
         source=out["source"],
         stack=out["stack"],
         strings=trace.strings,
+    )
+
+
+# The float columns of `collect_op_events` and the stat each is read from.
+_FLOAT_STATS = {"flops": Stat.FLOPS, "bytes": Stat.BYTES_ACCESSED}
+
+
+def _any_has(devices: list[Device], name: str) -> bool:
+    """Whether any op track of `devices` has stat `name`, on its events or their metadata."""
+    return any(
+        track.stats.column(name) is not None or track.plane.metadata.stats.column(name) is not None
+        for device in devices
+        for track, _ in device.events
     )
 
 
