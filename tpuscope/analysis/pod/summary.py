@@ -67,6 +67,9 @@ _IDLE_SAMPLE = 4096
 _IDLE_SAMPLE_RANK = 16
 # Sums of integer ps below this are exact in float64 (2**53), whatever order they are added in.
 _EXACT_FLOAT_SUM = 2**53
+# Ops totalled by name this many at a time (our heuristic: copies of a slice's columns are reused
+# memory, where those of a track's every op are fresh pages to fault in).
+_SLICE = 1 << 16
 # The longest events of a track are looked for among those as long as the longest of a sample of
 # this many times MAX_EVIDENCE of its events (a threshold that keeps a few hundred of 200k ops).
 _CANDIDATE_SAMPLE = 8
@@ -223,8 +226,7 @@ def summarize_host(ctx: Context, host: str | None = None) -> HostSummary:
         "compile": window_total(compile_wait, p0, p1).astype(np.float64),
     }
     parts["host"] = np.maximum(step_ps - sum(parts.values()), 0.0)
-    op_durations = [t.duration_ps[i] for t, i in other_ops]  # read once, for the busiest op and evidence
-    busiest, busiest_ps = _busiest_op(ctx, other_ops, op_durations)
+    busiest, busiest_ps = _busiest_op(ctx, other_ops)
     in_steps = (p0[:1], p1[-1:]) if n else empty()
     return HostSummary(
         host=host,
@@ -258,7 +260,7 @@ def summarize_host(ctx: Context, host: str | None = None) -> HostSummary:
                 in_steps,
             ),
             "compile": _longest(ctx.compiles, "compiling", in_steps),
-            "compute": _longest(other_ops, "device op", in_steps, op_durations),
+            "compute": _longest(other_ops, "device op", in_steps),
             "collective": _longest(collective_events, "in a collective", in_steps),
         },
     )
@@ -372,77 +374,85 @@ def _mostly_idle(track: Track, events: np.ndarray, idle: _Idle) -> np.ndarray:
     return idle.within(starts, starts + durations) >= HOST_WORK_OVERLAP * durations
 
 
-def _busiest_op(
-    ctx: Context, ops: list[tuple[Track, np.ndarray]], durations: list[np.ndarray]
-) -> tuple[str, float]:
-    """Of the host's non-collective device ops `ops` (`durations`: theirs), the name with the most
-    total time."""
+def _busiest_op(ctx: Context, ops: list[tuple[Track, np.ndarray]]) -> tuple[str, float]:
+    """Of the host's non-collective device ops `ops`, the name with the most total time.
+
+    Totalled a slice of ops at a time (`_SLICE`): the slices' name ids, durations and the float
+    weights numpy makes of them are small copies, reused, where one of a track's 200k ops is fresh
+    pages to fault in. Every partial sum is an integer a float64 holds exactly (below
+    _EXACT_FLOAT_SUM), so summing per slice first gives the same totals as one bincount over all ops."""
     if not ops:
         return "", 0.0
-    if sum(int(d.sum()) for d in durations) < _EXACT_FLOAT_SUM:
-        # Every partial sum is an integer a float64 holds exactly, so summing per track first gives
-        # the same totals as one bincount over all ops, without concatenating them.
-        counts = [np.bincount(t.name_id[i], weights=d) for (t, i), d in zip(ops, durations, strict=True)]
-        totals: np.ndarray = np.zeros(max(len(c) for c in counts))
-        for count in counts:
-            totals[: len(count)] += count
-    else:
+    totals: np.ndarray = np.zeros(0)
+    total_ps = 0
+    for track, idx in ops:
+        for at in range(0, len(idx), _SLICE):
+            part = idx[at : at + _SLICE]
+            durations = track.duration_ps[part]
+            total_ps += int(durations.sum())
+            counts = np.bincount(track.name_id[part], weights=durations)
+            if len(counts) > len(totals):
+                totals = np.concatenate([totals, np.zeros(len(counts) - len(totals))])
+            totals[: len(counts)] += counts
+    if total_ps >= _EXACT_FLOAT_SUM:  # sums a float64 may round: in one bincount's order, over all ops
         name_ids = np.concatenate([t.name_id[i] for t, i in ops])
-        totals = np.bincount(name_ids, weights=np.concatenate(durations).astype(np.float64))
+        durations = np.concatenate([t.duration_ps[i] for t, i in ops])
+        totals = np.bincount(name_ids, weights=durations.astype(np.float64))
     best = int(np.argmax(totals))
     return ctx.trace.strings[best], float(totals[best])
 
 
-def _longest(
-    events: list[tuple[Track, np.ndarray]],
-    what: str,
-    window: Intervals,
-    durations: list[np.ndarray] | None = None,
-) -> list[dict[str, Any]]:
-    """Up to MAX_EVIDENCE of the longest events that overlap the steps, as evidence items
-    (`durations`: the events' own, parallel to `events`, where the caller has read them)."""
+def _longest(events: list[tuple[Track, np.ndarray]], what: str, window: Intervals) -> list[dict[str, Any]]:
+    """Up to MAX_EVIDENCE of the longest events that overlap the steps, as evidence items.
+
+    The longest few are picked from the lengths of each track's candidates inside the window, in one
+    array in the events' order, and each pick is found back in its track's candidates: no columns of
+    track numbers, indices, starts and ends over every candidate."""
     if not events or len(window[0]) == 0:
         return []
     w0, w1 = int(window[0][0]), int(window[1][0])
-    found = [
-        _longest_candidates(t, i, w0, w1, None if durations is None else durations[k])
-        for k, (t, i) in enumerate(events)
-    ]
-    which = np.concatenate([np.full(len(i), k) for k, (i, _, _) in enumerate(found)])
-    index = np.concatenate([i for i, _, _ in found])
-    starts = np.concatenate([s for _, s, _ in found])
-    ends = starts + np.concatenate([d for _, _, d in found])
-    inside = np.flatnonzero((ends > w0) & (starts < w1))
-    lengths = ends[inside] - starts[inside]
-    if len(inside) > MAX_EVIDENCE:  # the longest few without sorting them all
-        top = np.argpartition(-lengths, MAX_EVIDENCE - 1)[:MAX_EVIDENCE]
-        inside, lengths = inside[top], lengths[top]
-    chosen = inside[np.argsort(-lengths, kind="stable")]
+    indices = []  # per track, its candidates inside the window
+    lengths = []  # and their durations
+    for track, idx in events:
+        index, starts, durations = _longest_candidates(track, idx, w0, w1)
+        inside = (starts + durations > w0) & (starts < w1)
+        if not inside.all():
+            index, durations = index[inside], durations[inside]
+        indices.append(index)
+        lengths.append(durations)
+    length = np.concatenate(lengths)
+    if len(length) > MAX_EVIDENCE:  # the longest few without sorting them all
+        top = np.argpartition(-length, MAX_EVIDENCE - 1)[:MAX_EVIDENCE]
+        chosen = top[np.argsort(-length[top], kind="stable")]
+    else:
+        chosen = np.argsort(-length, kind="stable")
+    ends = np.cumsum([len(index) for index in indices])  # past each track's candidates
     items = []
-    for k in chosen:
-        track = events[int(which[k])][0]
-        items.append(event_evidence(f"{what}: {track.event_name(int(index[k]))}", track, int(index[k])))
+    for k in chosen.tolist():
+        which = int(np.searchsorted(ends, k, side="right"))
+        track, event = events[which][0], int(indices[which][k - ends[which] + len(indices[which])])
+        items.append(event_evidence(f"{what}: {track.event_name(event)}", track, event))
     return sorted(items, key=lambda e: e["start_ps"])
 
 
 def _longest_candidates(
-    track: Track, idx: np.ndarray, w0: int, w1: int, durations: np.ndarray | None = None
+    track: Track, idx: np.ndarray, w0: int, w1: int
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Of the events `idx` of `track`, a few that hold its MAX_EVIDENCE longest inside [w0, w1) (and
     every event as long as the shortest of those): all events at least as long as the
     MAX_EVIDENCE-th longest of an evenly spaced sample, when MAX_EVIDENCE of them lie inside;
     else all of `idx`. What `_longest` then picks from is the same, read from far fewer events.
-    Returned with their starts and durations (`durations`: those of `idx`, where known)."""
-    if durations is None:
-        durations = track.duration_ps[idx]
+    Returned with their starts and durations."""
+    durations = track.duration_ps[idx]
     if len(idx) <= _CANDIDATE_SAMPLE * MAX_EVIDENCE:
         return idx, track.start_ps[idx], durations
     sample = durations[:: len(idx) // (_CANDIDATE_SAMPLE * MAX_EVIDENCE)]
     threshold = np.partition(sample, len(sample) - MAX_EVIDENCE)[len(sample) - MAX_EVIDENCE]
     keep = np.flatnonzero(durations >= threshold)
-    starts = track.start_ps[idx[keep]]
+    kept_idx = idx[keep]
+    starts = track.start_ps[kept_idx]
     kept = durations[keep]
     inside = (starts + kept > w0) & (starts < w1)
     if int(inside.sum()) >= MAX_EVIDENCE:
-        return idx[keep], starts, kept
+        return kept_idx, starts, kept
     return idx, track.start_ps[idx], durations
