@@ -35,8 +35,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from tpuscope.analysis.async_ops import is_async_half
+from tpuscope.analysis.bound_codes import BOUND_NAMES, BOUND_UNKNOWN
 from tpuscope.analysis.device_ops import Device, busy_intervals, find_devices, select_devices
-from tpuscope.analysis.roofline import BOUND_NAMES, BOUND_UNKNOWN, Peaks, bound_by, device_peaks
 from tpuscope.model import id_columns, order_statistics
 from tpuscope.model.strings import StringTable
 from tpuscope.model.trace import Trace, Track
@@ -44,6 +44,7 @@ from tpuscope.model.vocabulary import Stat, TrackKind
 
 if TYPE_CHECKING:  # the code behind ops (and its records) loads where a grouping or a view reads it
     from tpuscope.analysis.op_source import OpCode, OpDetails
+    from tpuscope.analysis.roofline import Peaks
     from tpuscope.model.code import ProgramCode
 
 GROUPINGS = ("op", "category", "program", "framework", "source")
@@ -934,7 +935,12 @@ def aggregate(events: OpEvents, by: str = "op", code: Mapping[int, ProgramCode] 
     program = events.program[first] if by == "op" else np.zeros(n, np.int32)
 
     peaks = _common_peaks(events.devices)
-    bound = bound_by(flops, bytes_accessed, peaks) if peaks else np.full(n, BOUND_UNKNOWN, np.int8)
+    if peaks:
+        from tpuscope.analysis.roofline import bound_by
+
+        bound = bound_by(flops, bytes_accessed, peaks)
+    else:
+        bound = np.full(n, BOUND_UNKNOWN, np.int8)
     order = np.lexsort((-total, -self_ps))
     rank = np.empty(n, dtype=np.int64)
     rank[order] = np.arange(n)
@@ -1008,6 +1014,10 @@ def _folded_ops(
 def _common_peaks(devices: list[Device]) -> Peaks | None:
     """The devices' peaks when they all agree (one chip type), else None: a roofline verdict
     over mixed chips would have no single ridge point."""
+    if not any(d.plane.is_device for d in devices):
+        return None  # no peaks (XLA:CPU, a PyTorch CPU run): the roofline's tables are not imported
+    from tpuscope.analysis.roofline import device_peaks
+
     found = {device_peaks(d.plane) if d.plane.is_device else None for d in devices}
     return found.pop() if len(found) == 1 else None
 
