@@ -128,8 +128,8 @@ def test_analyses_never_import_numpy_ma(tmp_path, command, profile):
 # decides without them) and a pod's headline metrics; the metrics' records (the rules format numbers
 # with `tpuscope.analysis.metrics.format` alone); the code behind ops and its records (what `ops --by
 # source` and a finding's line read); an allocator's memory over time (a trace with allocator events');
-# the HLO text parser (the rules that read TPU ops' shapes); `diagnose` makes no overview and no
-# step breakdown.
+# the HLO text parser (the rules that read TPU ops' shapes) and the roofline's peaks (a device's that
+# has them); `diagnose` makes no overview and no step breakdown.
 POD_ONLY = (
     "tpuscope.app.hosts",
     "tpuscope.analysis.pod_run",
@@ -139,7 +139,7 @@ POD_ONLY = (
 )
 CODE_ONLY = ("tpuscope.analysis.op_source", "tpuscope.model.code")
 ALLOCATORS_ONLY = ("tpuscope.analysis.memory.over_time",)
-TPU_ONLY = ("tpuscope.analysis.diagnose.hlo_text",)
+TPU_ONLY = ("tpuscope.analysis.diagnose.hlo_text", "tpuscope.analysis.roofline")
 ONE_TRACE_SKIPS = {
     "overview": (*POD_ONLY, *CODE_ONLY, *ALLOCATORS_ONLY, *TPU_ONLY),
     "diagnose": (
@@ -168,7 +168,7 @@ def test_analyses_of_one_trace_import_no_module_they_do_not_call(tmp_path, comma
         ((str(ONE_TRACE), "--per-host", "--workers", "here"), POD_ONLY),  # the file analysed host by host
         ((str(SAMPLES / "jax_cpu_healthy.xplane.pb"),), CODE_ONLY),  # a recompiled function's caller
         ((str(SAMPLES / "jax_mi300x_attention.xplane.pb"),), ALLOCATORS_ONLY),  # the GPU's allocator
-        ((str(TPU_SAMPLE),), TPU_ONLY),  # the TPU's matmuls
+        ((str(TPU_SAMPLE),), TPU_ONLY),  # the TPU's matmuls and peaks
     ],
 )
 def test_the_skip_check_sees_what_uses_them(tmp_path, args, used):
