@@ -850,11 +850,13 @@ def _sum_known(values: np.ndarray, groups: np.ndarray, n: int) -> np.ndarray:
     return np.where(counts > 0, sums, np.nan)
 
 
-def _group(key: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def _group(key: np.ndarray, reuse_key: bool = False) -> tuple[np.ndarray, np.ndarray]:
     """(one event index per group, group of each event) for non-negative int keys, groups in key order.
 
     Keys are built from label ids, so they usually span a small range: then a bincount replaces
-    np.unique's sort of every event.
+    np.unique's sort of every event, and the groups are looked up and their members numbered a slice
+    at a time (no array of every event's position). `reuse_key`: `key` (int64) is the caller's own
+    temporary, and the groups are written over it: one array over every event fewer to fault in.
     """
     if len(key) == 0:
         return np.empty(0, np.int64), np.empty(0, np.int64)
@@ -863,9 +865,11 @@ def _group(key: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         present = np.flatnonzero(np.bincount(key))
         rank = np.zeros(high + 1, np.int64)
         rank[present] = np.arange(len(present))
-        inverse = rank[key]
+        inverse = id_columns.take(rank, key, key if reuse_key else np.empty(len(key), np.int64))
         representative = np.empty(len(present), np.int64)
-        representative[inverse] = np.arange(len(key))  # any member will do: its labels are the group's
+        for start in range(0, len(key), id_columns.SLICE):  # any member will do: its labels are the group's
+            stop = min(start + id_columns.SLICE, len(key))
+            representative[inverse[start:stop]] = np.arange(start, stop)
         return representative, inverse
     _, first, inverse = np.unique(key, return_index=True, return_inverse=True)
     return first, inverse.reshape(-1)
@@ -905,7 +909,7 @@ def aggregate(events: OpEvents, by: str = "op", code: Mapping[int, ProgramCode] 
         # op per line they name.
         from tpuscope.analysis.op_source import op_code
 
-        op_first, op_inverse = _group(_own_line_key(events))
+        op_first, op_inverse = _group(_own_line_key(events), reuse_key=True)
         op_codes = [op_code(events, int(i), code) for i in op_first]
         if by == "source":
             labels = np.fromiter((events.labels.add(c.source or NO_SOURCE) for c in op_codes), np.int32)
@@ -920,7 +924,7 @@ def aggregate(events: OpEvents, by: str = "op", code: Mapping[int, ProgramCode] 
         key = grouped_by.astype(np.int64)
     else:
         key = getattr(events, by).astype(np.int64)
-    first, inverse = _group(key)
+    first, inverse = _group(key, reuse_key=True)  # every key above is a fresh int64 array of its own
     n = len(first)
     occurrences = np.bincount(inverse, minlength=n).astype(np.int64)
     total = np.bincount(inverse, weights=events.time_ps, minlength=n).astype(np.int64)
@@ -947,8 +951,9 @@ def aggregate(events: OpEvents, by: str = "op", code: Mapping[int, ProgramCode] 
     busy = sum(int((e - s).sum()) for s, e in (busy_intervals(d) for d in events.devices))
     functions: list[str] = []
     folded: list[list[str]] = []
+    row_of_event = id_columns.take(rank, inverse, inverse)  # each event's row, over its group (read no more)
     if by == "source":
-        functions, folded = _folded_ops(events, op_first, op_inverse, op_codes, rank[inverse], n)
+        functions, folded = _folded_ops(events, op_first, op_inverse, op_codes, row_of_event, n)
     return OpTable(
         by=by,
         devices=events.devices,
@@ -964,7 +969,7 @@ def aggregate(events: OpEvents, by: str = "op", code: Mapping[int, ProgramCode] 
         bound=bound[order],
         busy_ps=busy,
         peaks=peaks,
-        row_of_event=rank[inverse],
+        row_of_event=row_of_event,
         events=events,
         first_event=first[order],
         code=code,
