@@ -47,7 +47,9 @@ def test_busiest_op_is_the_name_with_the_most_time(name, ops_at_a_time, monkeypa
 
 
 @pytest.mark.parametrize("name", PROFILES)
-def test_longest_evidence_is_the_longest_events_in_the_window(name):
+@pytest.mark.parametrize("ops_at_a_time", [1 << 16, 7])
+def test_longest_evidence_is_the_longest_events_in_the_window(name, ops_at_a_time, monkeypatch):
+    monkeypatch.setattr(summary, "_SLICE", ops_at_a_time)
     ctx, ops = _ops(name)
     p0, p1 = ctx.periods
     window = (p0[:1], p1[-1:]) if len(p0) else (np.array([0]), np.array([ctx.trace.duration_ps]))

@@ -20,7 +20,7 @@ import numpy as np
 from tpuscope.analysis.device_ops import Device
 from tpuscope.analysis.facts.context import Context
 from tpuscope.analysis.facts.intervals import canonical, merge_intervals
-from tpuscope.model import order_statistics
+from tpuscope.model import id_columns, order_statistics
 from tpuscope.model.strings import StringTable
 from tpuscope.model.trace import Track
 from tpuscope.model.vocabulary import Dialect, EventClass, Stat
@@ -65,6 +65,8 @@ class CollectiveNames:
 
     def is_collective(self, track: Track, idx: np.ndarray) -> np.ndarray:
         """Mask over `idx`: the op is a collective by its name or its `hlo_category`."""
+        if len(self.op_ids) == 0:  # no name or category of the trace is one: no op's needs reading
+            return np.zeros(len(idx), bool)
         mask = self._is_collective_id(track.name_id[idx])
         metadata = track.plane.metadata
         per_op = metadata.stats.column(Stat.OP_CATEGORY)
@@ -99,7 +101,7 @@ class CollectiveNames:
         """isin(values, op_ids), by the lookup table when every value is a string id of it."""
         known = len(values) and values.dtype.kind in "iu"
         if known and values.min() >= 0 and values.max() < len(self._is_op):
-            return self._is_op[values]
+            return id_columns.take(self._is_op, values, np.empty(len(values), bool))
         return order_statistics.isin(values, self.op_ids)
 
 

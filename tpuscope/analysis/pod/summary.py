@@ -42,6 +42,7 @@ from tpuscope.analysis.pod.collectives import CollectiveNames, dcn_events, split
 from tpuscope.analysis.pod.comms import CollectiveRow, collective_rows
 from tpuscope.analysis.programs import PROGRAM_CODE
 from tpuscope.analysis.steps import SOURCE_NONE
+from tpuscope.model import id_columns
 from tpuscope.model.flows import Flows
 from tpuscope.model.trace import Trace, Track
 
@@ -67,8 +68,8 @@ _IDLE_SAMPLE = 4096
 _IDLE_SAMPLE_RANK = 16
 # Sums of integer ps below this are exact in float64 (2**53), whatever order they are added in.
 _EXACT_FLOAT_SUM = 2**53
-# Ops totalled by name this many at a time (our heuristic: copies of a slice's columns are reused
-# memory, where those of a track's every op are fresh pages to fault in).
+# Ops read this many at a time where a column over all of them would only pass through (our
+# heuristic: copies of a slice's columns are reused memory, those of a track's every op fresh pages).
 _SLICE = 1 << 16
 # The longest events of a track are looked for among those as long as the longest of a sample of
 # this many times MAX_EVIDENCE of its events (a threshold that keeps a few hundred of 200k ops).
@@ -319,7 +320,7 @@ def _host_work_events(
     durations = track.duration_ps
     candidate = track.depth == step_depth + 1
     candidate &= durations > 0
-    candidate &= ~is_launch[track.name_id]
+    candidate &= ~id_columns.take(is_launch, track.name_id, np.empty(len(track), bool))
     if not candidate.any():
         return []
     # The steps' span less device work, input and compile waits, measured without being built (it
@@ -442,17 +443,21 @@ def _longest_candidates(
     every event as long as the shortest of those): all events at least as long as the
     MAX_EVIDENCE-th longest of an evenly spaced sample, when MAX_EVIDENCE of them lie inside;
     else all of `idx`. What `_longest` then picks from is the same, read from far fewer events.
-    Returned with their starts and durations."""
-    durations = track.duration_ps[idx]
+    Returned with their starts and durations. The events' durations are compared with the sample's
+    a slice at a time (`_SLICE`): no copy of every event's duration to fault in."""
     if len(idx) <= _CANDIDATE_SAMPLE * MAX_EVIDENCE:
-        return idx, track.start_ps[idx], durations
-    sample = durations[:: len(idx) // (_CANDIDATE_SAMPLE * MAX_EVIDENCE)]
+        return idx, track.start_ps[idx], track.duration_ps[idx]
+    sample = track.duration_ps[idx[:: len(idx) // (_CANDIDATE_SAMPLE * MAX_EVIDENCE)]]
     threshold = np.partition(sample, len(sample) - MAX_EVIDENCE)[len(sample) - MAX_EVIDENCE]
-    keep = np.flatnonzero(durations >= threshold)
-    kept_idx = idx[keep]
+    kept_idx = np.concatenate(
+        [
+            part[track.duration_ps[part] >= threshold]
+            for part in np.split(idx, range(_SLICE, len(idx), _SLICE))
+        ]
+    )
     starts = track.start_ps[kept_idx]
-    kept = durations[keep]
+    kept = track.duration_ps[kept_idx]
     inside = (starts + kept > w0) & (starts < w1)
     if int(inside.sum()) >= MAX_EVIDENCE:
         return kept_idx, starts, kept
-    return idx, track.start_ps[idx], durations
+    return idx, track.start_ps[idx], track.duration_ps[idx]
