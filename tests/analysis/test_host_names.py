@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 from tests.conftest import ALL_SHARED_TRACES, require_shared_traces
+from tpuscope.analysis import host_names
 from tpuscope.analysis.facts.waits import USER_INPUT_PATTERN
 from tpuscope.analysis.host_names import COMPARED_NAMES, HostNameIndex, _is_one_of
 from tpuscope.app.opener import open_trace
@@ -32,12 +33,18 @@ def _by_scan(trace, pattern, tracks):
     return trace.events_with_name_ids(ids, tracks)
 
 
+@pytest.mark.parametrize("joined", [True, False], ids=["joined names", "track by track"])
 @pytest.mark.parametrize("path", ALL_SHARED_TRACES, ids=lambda p: p.parent.name)
-def test_matches_equal_the_string_table_scan(path):
+def test_matches_equal_the_string_table_scan(path, joined, monkeypatch):
+    """Both ways of looking names up: one joined copy (few host events) and each track's own column
+    (many: here every profile is made to take that way)."""
     require_shared_traces()
+    if not joined:
+        monkeypatch.setattr(host_names, "JOINED_EVENTS", -1)
     trace = open_trace(path)
     tracks = [t for p in trace.host_planes() for t in p.tracks if len(t)]
     index = HostNameIndex(trace, tracks)
+    assert (index._joined is not None) == joined
     found_any = 0
     for pattern in PATTERNS:
         expected = _by_scan(trace, pattern, tracks)

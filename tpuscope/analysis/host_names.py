@@ -3,9 +3,9 @@
 Rules and detectors ask for host events by regex many times per diagnosis (launches, compiles,
 syncs, input work, framework clues...). Matching each pattern against the whole string table and
 then testing every host track with np.isin made that a fixed cost of tens of milliseconds on a
-profile of any size (122 host threads on the TPU sample). This index concatenates the host
-tracks' name ids once and keeps their distinct names, so a pattern costs one regex test per
-distinct host event name and one vectorized lookup over the host events.
+profile of any size (122 host threads on the TPU sample). This index keeps the host tracks'
+distinct names, so a pattern costs one regex test per distinct host event name and one vectorized
+lookup over the host events (over a joined copy of their names where they are few).
 
 Results equal `trace.events_with_name_ids(trace.strings.ids_matching(pattern, regex=True,
 ignore_case=False), tracks)`: the same tracks, in the same order, with the same indices.
@@ -32,15 +32,21 @@ class HostNameIndex:
             tracks = [t for p in trace.host_planes() for t in p.tracks if len(t)]
         self.trace = trace
         self.tracks = [t for t in tracks if len(t)]
+        # Names are counted, compared and looked up a slice at a time (`tpuscope.model.id_columns`).
+        # Few host events (on however many threads): one joined copy of their names, in 16 bits where
+        # the string table's ids fit, is looked up in one pass. Many (a million on a few threads):
+        # each track's own column is, and no copy of every host event's name is made or kept.
         lengths = np.array([len(t) for t in self.tracks], dtype=np.int64)
         self._offsets = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
-        # Every host event's name id, in 16 bits where the string table's ids fit (a quarter of the
-        # memory of 64-bit ones, read by every lookup); compared, counted and looked up in slices,
-        # never widened whole (`tpuscope.model.id_columns`).
-        narrow = np.uint16 if len(trace.strings) <= np.iinfo(np.uint16).max + 1 else np.int32
-        parts = [t.name_id for t in self.tracks]
-        self._events = np.concatenate(parts, dtype=narrow, casting="unsafe") if parts else np.empty(0, narrow)
-        self._name_ids = id_columns.distinct(self._events)
+        self._joined: np.ndarray | None = None
+        if self._offsets[-1] <= JOINED_EVENTS:
+            narrow = np.uint16 if len(trace.strings) <= np.iinfo(np.uint16).max + 1 else np.int32
+            parts = [t.name_id for t in self.tracks]
+            self._joined = (
+                np.concatenate(parts, dtype=narrow, casting="unsafe") if parts else np.empty(0, narrow)
+            )
+        columns = [t.name_id for t in self.tracks] if self._joined is None else [self._joined]
+        self._name_ids = id_columns.distinct(*columns)
         self._names = [trace.strings[int(i)] for i in self._name_ids]
         # The events of each set of names asked for: several lookups name the same events (a launch
         # class, a dispatch class and a pattern all find JAX's `PjitFunction(...)`), each a pass over
@@ -78,15 +84,23 @@ class HostNameIndex:
         found = self._found.get(key)
         if found is not None:
             return list(found)
-        events = np.flatnonzero(_is_one_of(self._events, self._name_ids[hit], len(self.trace.strings)))
-        # Which track each hit lies on, and where each track's run of hits begins and ends.
-        owner = np.searchsorted(self._offsets, events, side="right") - 1
-        tracks_hit = order_statistics.sorted_distinct(owner)
-        bounds = np.searchsorted(owner, np.append(tracks_hit, len(self.tracks)))
-        found = [
-            (self.tracks[k], _read_only(events[bounds[j] : bounds[j + 1]] - self._offsets[k]))
-            for j, k in enumerate(tracks_hit.tolist())
-        ]
+        wanted, id_count = self._name_ids[hit], len(self.trace.strings)
+        if self._joined is None:
+            found = []
+            for track in self.tracks:
+                events = np.flatnonzero(_is_one_of(track.name_id, wanted, id_count))
+                if len(events):
+                    found.append((track, _read_only(events)))
+        else:
+            events = np.flatnonzero(_is_one_of(self._joined, wanted, id_count))
+            # Which track each hit lies on, and where each track's run of hits begins and ends.
+            owner = np.searchsorted(self._offsets, events, side="right") - 1
+            tracks_hit = order_statistics.sorted_distinct(owner)
+            bounds = np.searchsorted(owner, np.append(tracks_hit, len(self.tracks)))
+            found = [
+                (self.tracks[k], _read_only(events[bounds[j] : bounds[j + 1]] - self._offsets[k]))
+                for j, k in enumerate(tracks_hit.tolist())
+            ]
         self._found[key] = found
         return list(found)
 
@@ -97,6 +111,10 @@ def _read_only(array: np.ndarray) -> np.ndarray:
     return array
 
 
+# Host events up to this many are looked up in one joined copy of their names (16-bit: 512 kB);
+# more are looked up track by track. A joined copy saves each lookup ~5 us per track (122 threads of
+# the TPU sample: 0.6 ms a lookup), and costs its fresh pages once (~0.45 ms per MB). Our heuristic.
+JOINED_EVENTS = 1 << 18
 # Names found by comparing the ids with each name, up to this many names: one comparison of a million
 # 16-bit ids takes ~0.04 ms, a gather through a table ~0.85 ms (measured). Our heuristic.
 COMPARED_NAMES = 16

@@ -19,15 +19,17 @@ SLICE = 1 << 16
 __all__ = ["SLICE", "distinct", "take"]
 
 
-def distinct(ids: np.ndarray) -> np.ndarray:
-    """`np.unique(ids)` (int64) of non-negative integers, without its sort: a count per value, made a
-    slice at a time, finds the distinct ones in order."""
-    if len(ids) == 0:
+def distinct(*columns: np.ndarray) -> np.ndarray:
+    """`np.unique` (int64) of the non-negative integers of one or more columns, without its sort or
+    their concatenation: a count per value, made a slice at a time, finds the distinct ones in order."""
+    columns = tuple(c for c in columns if len(c))
+    if not columns:
         return np.empty(0, np.int64)
-    counts = np.zeros(int(ids.max()) + 1, np.int64)
-    for start in range(0, len(ids), SLICE):
-        part = np.bincount(ids[start : start + SLICE])
-        counts[: len(part)] += part
+    counts = np.zeros(max(int(c.max()) for c in columns) + 1, np.int64)
+    for ids in columns:
+        for start in range(0, len(ids), SLICE):
+            part = np.bincount(ids[start : start + SLICE])
+            counts[: len(part)] += part
     return np.flatnonzero(counts)
 
 
