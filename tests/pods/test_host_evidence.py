@@ -67,3 +67,21 @@ def test_longest_evidence_is_the_longest_events_in_the_window(name, ops_at_a_tim
         track = next(t for t, _ in ops if t.name == item["track"] and t.plane.name == item["plane"])
         assert item["label"] == f"device op: {track.event_name(item['event_index'])}"
         assert int(track.start_ps[item["event_index"]]) == item["start_ps"]
+
+
+@pytest.mark.parametrize("name", PROFILES)
+def test_the_longest_found_among_fewer_candidates_are_the_ones_picked_among_all(name):
+    """Where the pick is one answer whatever order the candidates come in, the few candidates of a larger
+    sample find it; where two events are alike (each op listed twice), no answer comes from them."""
+    ctx, ops = _ops(name)
+    p0, p1 = ctx.periods
+    w0, w1 = (int(p0[0]), int(p1[-1])) if len(p0) else (0, ctx.trace.duration_ps)
+    unique = summary._unique_longest(ops, w0, w1)
+    picked = summary._longest_picked(ops, w0, w1)
+    assert unique is not None
+    assert [(id(t), i) for t, i in unique] == [(id(t), i) for t, i in picked]
+    assert summary._unique_longest(ops + ops, w0, w1) is None
+    twice = summary._longest(ops + ops, "device op", (np.array([w0]), np.array([w1])))
+    assert [(i["track"], i["event_index"]) for i in twice] == [
+        (t.name, i) for t, i in summary._longest_picked(ops + ops, w0, w1)
+    ]

@@ -74,6 +74,9 @@ _SLICE = 1 << 16
 # The longest events of a track are looked for among those as long as the longest of a sample of
 # this many times MAX_EVIDENCE of its events (a threshold that keeps a few hundred of 200k ops).
 _CANDIDATE_SAMPLE = 8
+# The longest events are looked for first among those as long as the longest of a sample of this many
+# times MAX_EVIDENCE of a track's events (our heuristic: a few thousand of 200k ops; `_unique_longest`).
+_UNIQUE_SAMPLE = 64
 
 
 @dataclass
@@ -404,18 +407,65 @@ def _busiest_op(ctx: Context, ops: list[tuple[Track, np.ndarray]]) -> tuple[str,
 
 
 def _longest(events: list[tuple[Track, np.ndarray]], what: str, window: Intervals) -> list[dict[str, Any]]:
-    """Up to MAX_EVIDENCE of the longest events that overlap the steps, as evidence items.
-
-    The longest few are picked from the lengths of each track's candidates inside the window, in one
-    array in the events' order, and each pick is found back in its track's candidates: no columns of
-    track numbers, indices, starts and ends over every candidate."""
+    """Up to MAX_EVIDENCE of the longest events that overlap the steps, as evidence items in time order."""
     if not events or len(window[0]) == 0:
         return []
     w0, w1 = int(window[0][0]), int(window[1][0])
+    picked = _unique_longest(events, w0, w1)
+    if picked is None:
+        picked = _longest_picked(events, w0, w1)
+    return [event_evidence(f"{what}: {track.event_name(event)}", track, event) for track, event in picked]
+
+
+def _unique_longest(
+    events: list[tuple[Track, np.ndarray]], w0: int, w1: int
+) -> list[tuple[Track, int]] | None:
+    """`_longest_picked`'s events where the pick cannot depend on the order the candidates come in,
+    found among far fewer of them; else None.
+
+    The pick is the MAX_EVIDENCE longest events inside [w0, w1) in time order, the longer first at
+    one start: one answer whatever picks them, unless the MAX_EVIDENCE-th and the next are as long
+    (which of them?) or two picked events are alike in start and length (which first?). Each track's
+    candidates here are its events as long as the MAX_EVIDENCE-th longest of a larger sample
+    (_UNIQUE_SAMPLE: a few thousand of 200k ops), which hold the track's MAX_EVIDENCE + 1 longest
+    inside when that many of them lie inside, hence the pick and the next event."""
+    found = [
+        _longest_candidates(track, idx, w0, w1, _UNIQUE_SAMPLE, MAX_EVIDENCE + 1) for track, idx in events
+    ]
+    insides = [(s + d > w0) & (s < w1) for _, s, d in found]
+    lengths = np.concatenate([d[inside] for (_, _, d), inside in zip(found, insides, strict=True)])
+    if len(lengths) <= MAX_EVIDENCE:
+        return None
+    top = np.argpartition(-lengths, MAX_EVIDENCE)[: MAX_EVIDENCE + 1]
+    next_length, last_length = np.partition(lengths[top], 1)[:2]
+    if next_length == last_length:
+        return None
+    chosen = top[lengths[top] > next_length]
+    starts = np.concatenate([s[inside] for (_, s, _), inside in zip(found, insides, strict=True)])[chosen]
+    order = np.lexsort((-lengths[chosen], starts))  # by start, the longer first
+    chosen, starts = chosen[order], starts[order]
+    alike = (starts[1:] == starts[:-1]) & (lengths[chosen][1:] == lengths[chosen][:-1])
+    if alike.any():
+        return None
+    ends = np.cumsum([int(inside.sum()) for inside in insides])  # past each track's candidates inside
+    picked = []
+    for k in chosen.tolist():
+        which = int(np.searchsorted(ends, k, side="right"))
+        index = found[which][0][insides[which]]
+        picked.append((events[which][0], int(index[k - ends[which] + len(index)])))
+    return picked
+
+
+def _longest_picked(events: list[tuple[Track, np.ndarray]], w0: int, w1: int) -> list[tuple[Track, int]]:
+    """Up to MAX_EVIDENCE of the longest events inside [w0, w1), in time order.
+
+    Picked from the lengths of each track's candidates inside the window, in one array in the events'
+    order, and each pick found back in its track's candidates: no columns of track numbers, indices,
+    starts and ends over every candidate."""
     indices = []  # per track, its candidates inside the window
     lengths = []  # and their durations
     for track, idx in events:
-        index, starts, durations = _longest_candidates(track, idx, w0, w1)
+        index, starts, durations = _longest_candidates(track, idx, w0, w1, _CANDIDATE_SAMPLE, MAX_EVIDENCE)
         inside = (starts + durations > w0) & (starts < w1)
         if not inside.all():
             index, durations = index[inside], durations[inside]
@@ -428,26 +478,25 @@ def _longest(events: list[tuple[Track, np.ndarray]], what: str, window: Interval
     else:
         chosen = np.argsort(-length, kind="stable")
     ends = np.cumsum([len(index) for index in indices])  # past each track's candidates
-    items = []
+    picked = []
     for k in chosen.tolist():
         which = int(np.searchsorted(ends, k, side="right"))
-        track, event = events[which][0], int(indices[which][k - ends[which] + len(indices[which])])
-        items.append(event_evidence(f"{what}: {track.event_name(event)}", track, event))
-    return sorted(items, key=lambda e: e["start_ps"])
+        picked.append((events[which][0], int(indices[which][k - ends[which] + len(indices[which])])))
+    return sorted(picked, key=lambda pick: int(pick[0].start_ps[pick[1]]))
 
 
 def _longest_candidates(
-    track: Track, idx: np.ndarray, w0: int, w1: int
+    track: Track, idx: np.ndarray, w0: int, w1: int, sample_size: int, enough: int
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Of the events `idx` of `track`, a few that hold its MAX_EVIDENCE longest inside [w0, w1) (and
-    every event as long as the shortest of those): all events at least as long as the
-    MAX_EVIDENCE-th longest of an evenly spaced sample, when MAX_EVIDENCE of them lie inside;
-    else all of `idx`. What `_longest` then picks from is the same, read from far fewer events.
-    Returned with their starts and durations. The events' durations are compared with the sample's
-    a slice at a time (`_SLICE`): no copy of every event's duration to fault in."""
-    if len(idx) <= _CANDIDATE_SAMPLE * MAX_EVIDENCE:
+    """Of the events `idx` of `track`, a few that hold its `enough` longest inside [w0, w1) (and every
+    event as long as the shortest of those): all events at least as long as the MAX_EVIDENCE-th
+    longest of an evenly spaced sample of `sample_size` times MAX_EVIDENCE of them, when `enough` of
+    them lie inside; else all of `idx`. What `_longest` then picks from is the same, read from far
+    fewer events. Returned with their starts and durations. The events' durations are compared with
+    the sample's a slice at a time (`_SLICE`): no copy of every event's duration to fault in."""
+    if len(idx) <= sample_size * MAX_EVIDENCE:
         return idx, track.start_ps[idx], track.duration_ps[idx]
-    sample = track.duration_ps[idx[:: len(idx) // (_CANDIDATE_SAMPLE * MAX_EVIDENCE)]]
+    sample = track.duration_ps[idx[:: len(idx) // (sample_size * MAX_EVIDENCE)]]
     threshold = np.partition(sample, len(sample) - MAX_EVIDENCE)[len(sample) - MAX_EVIDENCE]
     kept_idx = np.concatenate(
         [
@@ -458,6 +507,6 @@ def _longest_candidates(
     starts = track.start_ps[kept_idx]
     kept = track.duration_ps[kept_idx]
     inside = (starts + kept > w0) & (starts < w1)
-    if int(inside.sum()) >= MAX_EVIDENCE:
+    if int(inside.sum()) >= enough:
         return kept_idx, starts, kept
     return idx, track.start_ps[idx], track.duration_ps[idx]
