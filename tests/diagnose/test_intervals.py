@@ -46,3 +46,15 @@ def test_window_total_counts_covered_time(items, w0, w1):
     a = intersect(_arrays(items), _arrays(items))  # normalized (merged) form
     got = window_total(a, np.array([w0]), np.array([w1]))[0]
     assert got == int(_mask(a)[w0:w1].sum())
+
+
+@settings(max_examples=100, deadline=None)
+@given(pairs, st.lists(st.integers(0, SPAN), min_size=2, max_size=8))
+def test_window_total_of_windows_end_to_end_counts_each(items, edges):
+    """Windows each ending where the next starts (steps) are measured edge by edge: the same totals."""
+    a = intersect(_arrays(items), _arrays(items))
+    edges = sorted(edges)
+    starts, ends = np.array(edges[:-1]), np.array(edges[1:])
+    got = window_total(a, starts, ends)
+    assert got.dtype == np.int64
+    assert got.tolist() == [int(_mask(a)[w0:w1].sum()) for w0, w1 in zip(starts, ends, strict=True)]

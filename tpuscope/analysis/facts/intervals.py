@@ -166,6 +166,10 @@ def coverage(intervals: Intervals) -> Coverage:
         window_ends = np.asarray(window_ends, dtype=np.int64)
         if len(starts) == 0:
             return np.zeros(len(window_starts), np.int64)
+        if len(window_starts) > 1 and np.array_equal(window_starts[1:], window_ends[:-1]):
+            # Windows end to end (steps, each to the next one's start): one search per edge, not two.
+            edges = covered_before(np.append(window_starts, window_ends[-1:]))
+            return np.maximum(edges[1:] - edges[:-1], 0)
         return np.maximum(covered_before(window_ends) - covered_before(window_starts), 0)
 
     return within
