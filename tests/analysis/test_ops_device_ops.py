@@ -7,9 +7,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tests.conftest import ALL_SHARED_TRACES, GPU_TRACE, PTXLA_TRACE, SAMPLES, TF_TRACE
+from tests.conftest import ALL_SHARED_TRACES, GPU_TRACE, PTXLA_TRACE, SAMPLES, TF_TRACE, TPU_TRACE
 from tpuscope.analysis.device_ops import (
     Device,
+    busy_coverage,
     busy_in_windows,
     busy_intervals,
     device_activity,
@@ -17,6 +18,8 @@ from tpuscope.analysis.device_ops import (
     merge_intervals,
     select_devices,
 )
+from tpuscope.analysis.facts.intervals import window_total
+from tpuscope.analysis.session import TraceAnalysis
 from tpuscope.app.opener import open_trace
 
 
@@ -136,3 +139,23 @@ def test_busy_intervals_are_the_sorted_union_of_the_ops(path):
         np.testing.assert_array_equal(ends, expected[1])
         assert not starts.flags.writeable and not ends.flags.writeable
     assert devices or nested
+
+
+@pytest.mark.parametrize("path", [TPU_TRACE, PTXLA_TRACE, GPU_TRACE], ids=lambda p: p.name)
+def test_busy_coverage_is_made_once_and_measures_the_busy_intervals(path):
+    if not path.exists():
+        pytest.skip("shared traces not present")
+    ctx = TraceAnalysis(open_trace(path)).context
+    starts, ends = ctx.device_busy
+    edges = np.linspace(starts[0] - 10, ends[-1] + 10, 40).astype(np.int64)
+    assert np.array_equal(
+        ctx.device_busy_coverage(edges[:-1], edges[1:]), window_total(ctx.device_busy, edges[:-1], edges[1:])
+    )
+    for device in ctx.devices:
+        measure = busy_coverage(device)
+        assert busy_coverage(device) is measure  # made once, kept with the busy intervals
+        busy = busy_intervals(device)
+        got = measure(edges[:-1], edges[1:])
+        assert got.dtype == np.int64 and np.array_equal(got, window_total(busy, edges[:-1], edges[1:]))
+        assert got.sum() == int((busy[1] - busy[0]).sum())
+    assert (ctx.device_busy_coverage is busy_coverage(ctx.devices[0])) == (len(ctx.devices) == 1)

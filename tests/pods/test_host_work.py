@@ -8,7 +8,7 @@ import pytest
 
 from tests.conftest import SAMPLES
 from tpuscope.analysis.device_ops import busy_intervals
-from tpuscope.analysis.facts.intervals import coverage, difference, union, window_total
+from tpuscope.analysis.facts.intervals import difference, union, window_total
 from tpuscope.analysis.facts.waits import compile_wait_intervals, input_wait_intervals
 from tpuscope.analysis.pod.summary import HOST_WORK_MIN_FRACTION, HOST_WORK_OVERLAP, _host_work_events
 from tpuscope.analysis.session import TraceAnalysis
@@ -56,7 +56,3 @@ def test_host_work_events_are_the_plain_definitions(name):
     got = found[0][1] if found else np.empty(0, np.int64)
     assert [t for t, _ in found] in ([], [ctx.steps.track])
     np.testing.assert_array_equal(got, expected)
-    # With the one device's busy coverage handed in (as `summarize_host` does): the same events.
-    if len(ctx.devices) == 1:
-        again = _host_work_events(ctx, input_wait, compile_wait, coverage(busy[0]))
-        np.testing.assert_array_equal(again[0][1] if again else np.empty(0, np.int64), expected)

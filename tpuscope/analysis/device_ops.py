@@ -20,7 +20,14 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from tpuscope.analysis.facts.intervals import canonical, union, union_in_place, window_total
+from tpuscope.analysis.facts.intervals import (
+    Coverage,
+    canonical,
+    coverage,
+    union,
+    union_in_place,
+    window_total,
+)  # fmt: skip
 from tpuscope.analysis.facts.intervals import merge_intervals as merge_intervals  # its former home
 from tpuscope.model.trace import Plane, Trace, Track
 from tpuscope.model.vocabulary import KIND_HOST_CPU, ROLE_HOST, Stat, TrackKind
@@ -44,6 +51,10 @@ class Device:
     # `busy_intervals`, with the time columns they were made from (a trace whose clocks are aligned
     # gets new columns): every figure and rule asks for them, made once per device.
     _busy: tuple[list[np.ndarray], tuple[np.ndarray, np.ndarray]] | None = field(
+        default=None, init=False, repr=False, compare=False
+    )
+    # `busy_coverage`, with the busy intervals it measures.
+    _busy_coverage: tuple[np.ndarray, Coverage] | None = field(
         default=None, init=False, repr=False, compare=False
     )
 
@@ -125,6 +136,19 @@ def busy_intervals(device: Device) -> tuple[np.ndarray, np.ndarray]:
         array.flags.writeable = False  # shared by every caller
     device._busy = (columns, found)  # two threads may both make it: the same intervals
     return found
+
+
+def busy_coverage(device: Device) -> Coverage:
+    """The `coverage` of the device's busy intervals (its busy ps in any windows), its running sum made
+    once per device with them: the pod summary, the step breakdown, the duty cycles and the rules all
+    measure the same set, a million ops' sum each."""
+    busy = busy_intervals(device)
+    kept = device._busy_coverage
+    if kept is not None and kept[0] is busy[0]:
+        return kept[1]
+    measure = coverage(busy)
+    device._busy_coverage = (busy[0], measure)  # two threads may both make it: the same sums
+    return measure
 
 
 def _op_union(events: list[tuple[Track, np.ndarray]]) -> tuple[np.ndarray, np.ndarray]:
@@ -209,7 +233,7 @@ def device_activity(
     w0 = 0 if window_start_ps is None else int(window_start_ps)
     w1 = trace.duration_ps if window_end_ps is None else int(window_end_ps)
     starts, ends = busy_intervals(device)
-    busy = int(busy_in_windows(starts, ends, np.array([w0]), np.array([w1]))[0])
+    busy = int(busy_coverage(device)(np.array([w0]), np.array([w1]))[0])
     first = int(starts[0]) if len(starts) else None
     last = int(ends[-1]) if len(ends) else None
     return DeviceActivity(device, busy, w0, w1, first, last)

@@ -13,8 +13,7 @@ import numpy as np
 
 from tpuscope.analysis.device_ops import (
     Device,
-    busy_in_windows,
-    busy_intervals,
+    busy_coverage,
     device_activity,
     find_devices,
     select_devices,
@@ -109,9 +108,8 @@ def step_breakdown(
     whole = np.zeros(len(devices), dtype=np.int64)
     duty = np.zeros(len(devices), dtype=np.float64)
     for row, dev in enumerate(devices):
-        starts, ends = busy_intervals(dev)
         if len(steps):
-            busy[row] = busy_in_windows(starts, ends, steps.start_ps, steps.end_ps)
+            busy[row] = busy_coverage(dev)(steps.start_ps, steps.end_ps)
         activity = device_activity(dev)
         whole[row] = activity.busy_ps
         duty[row] = activity.duty_cycle

@@ -112,7 +112,7 @@ def steady_state_duty(ctx: Context) -> SteadyStateDuty:
         return SteadyStateDuty(window, 0, skipped, (), reason)
     # The window's pieces are disjoint: a device's busy time in each, added up, is its busy time in the
     # window (without building the intersection of a million ops' intervals with thousands of steps).
-    busy = tuple(int(window_total(device_ops.busy_intervals(d), *window).sum()) for d in ctx.devices)
+    busy = tuple(int(device_ops.busy_coverage(d)(*window).sum()) for d in ctx.devices)
     return SteadyStateDuty(window, window_ps, skipped, busy)
 
 

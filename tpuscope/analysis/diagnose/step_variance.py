@@ -255,7 +255,7 @@ def _split(ctx: Context) -> _Parts:
     p0, p1 = ctx.periods
     period = (p1 - p0).astype(np.float64)
     compiling = window_total(intervals_of(ctx.compiles), p0, p1).astype(np.float64)
-    device = window_total(ctx.device_busy, p0, p1).astype(np.float64)
+    device = ctx.device_busy_coverage(p0, p1).astype(np.float64)
     waiting = input_wait_intervals(ctx)
     wait = window_total(waiting, p0, p1).astype(np.float64)
     gap = np.clip(period - device - wait - compiling, 0, None)
@@ -300,8 +300,8 @@ def _extra_host_events(ctx: Context, outliers: np.ndarray, typical: np.ndarray) 
         # Only host work while no device computes counts: on XLA:CPU the step thread itself runs the
         # device thunks (ThunkExecutor::Execute and the ops inside it), which are device compute.
         ends_in_step = np.minimum(track.end_ps[chosen], p1[steps_of[pick]])
-        host_only = (ends_in_step - track.start_ps[chosen]) - window_total(
-            ctx.device_busy, track.start_ps[chosen], ends_in_step
+        host_only = (ends_in_step - track.start_ps[chosen]) - ctx.device_busy_coverage(
+            track.start_ps[chosen], ends_in_step
         )
         keep = host_only > 0
         chosen, chosen_codes = chosen[keep], chosen_codes[keep]

@@ -16,7 +16,9 @@ import numpy as np
 
 from tpuscope.analysis import device_ops
 from tpuscope.analysis.facts.intervals import (
+    Coverage,
     Intervals,
+    coverage,
     difference,
     empty,
     merge_intervals,
@@ -95,6 +97,18 @@ class Context:
         if self._device_busy is None:
             self._device_busy = union([device_ops.busy_intervals(d) for d in self.devices])
         return self._device_busy
+
+    @property
+    def device_busy_coverage(self) -> Coverage:
+        """The `coverage` of `device_busy` (the devices' busy ps in any windows), made once per context:
+        of one device, that device's own (`device_ops.busy_coverage`), which its figures share."""
+        return self.fact("device_busy_coverage", self._device_busy_coverage)
+
+    def _device_busy_coverage(self) -> Coverage:
+        busy, devices = self.device_busy, self.devices
+        if len(devices) == 1 and device_ops.busy_intervals(devices[0])[0] is busy[0]:
+            return device_ops.busy_coverage(devices[0])
+        return coverage(busy)
 
     def device_busy_from(self, per_device: list[Intervals]) -> Intervals:
         """`device_busy`, from each device's `busy_intervals` (in `devices` order) when the caller

@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from tpuscope.analysis.device_ops import busy_intervals
+from tpuscope.analysis.device_ops import busy_coverage, busy_intervals
 from tpuscope.analysis.facts.context import Context
 from tpuscope.analysis.facts.evidence import MAX_EVIDENCE, event_evidence
 from tpuscope.analysis.facts.intervals import (
@@ -182,7 +182,6 @@ def summarize_host(ctx: Context, host: str | None = None) -> HostSummary:
     duty: list[float] = []  # each device's share of the host's own span
     per_device = []  # each device's kind, collectives and the ops that can hide them, for the op rows
     ctx.device_busy_from(busy)  # their union, made once, for the waits below
-    busy_cover: list[Coverage] = []  # each device's `coverage`: one device's is the union's
     for row, device in enumerate(devices):
         events, ops = split_device_ops(device, names)
         clock_events = clock_events or events
@@ -197,8 +196,7 @@ def summarize_host(ctx: Context, host: str | None = None) -> HostSummary:
         own_tracks = {id(track) for track, _ in device.events}
         within = not len(dcn_intervals[0]) and all(id(track) in own_tracks for track, _ in events)
         busy_in_collectives = in_collectives if within else window_total(intersect(busy[row], inside), p0, p1)
-        busy_in = coverage(busy[row])  # its running sum made once, for the steps and the span
-        busy_cover.append(busy_in)
+        busy_in = busy_coverage(device)  # its running sum made once, for the steps and the span
         compute[row] = busy_in(p0, p1) - busy_in_collectives
         if span:
             duty.append(float(busy_in(*span)[0]) / float(span[1][0] - span[0][0]))
@@ -256,13 +254,7 @@ def summarize_host(ctx: Context, host: str | None = None) -> HostSummary:
         duty_cycle=float(np.mean(duty)) if duty else None,
         evidence={
             "input": _longest(input_work_events(ctx), "data loading / input", in_steps),
-            "host": _longest(
-                _host_work_events(
-                    ctx, input_wait, compile_wait, busy_cover[0] if len(devices) == 1 else None
-                ),
-                "host work",
-                in_steps,
-            ),
+            "host": _longest(_host_work_events(ctx, input_wait, compile_wait), "host work", in_steps),
             "compile": _longest(ctx.compiles, "compiling", in_steps),
             "compute": _longest(other_ops, "device op", in_steps),
             "collective": _longest(collective_events, "in a collective", in_steps),
@@ -304,11 +296,10 @@ def _code_lookup(ctx: Context):
 
 
 def _host_work_events(
-    ctx: Context, input_wait: Intervals, compile_wait: Intervals, busy_in: Coverage | None = None
+    ctx: Context, input_wait: Intervals, compile_wait: Intervals
 ) -> list[tuple[Track, np.ndarray]]:
     """Events directly inside the steps, on the step thread, that ran mostly while the devices were
-    idle for no input or compilation: what the host did instead (logging, checkpoints, Python).
-    `busy_in`: the `coverage` of the devices' busy time, where the caller has made it."""
+    idle for no input or compilation: what the host did instead (logging, checkpoints, Python)."""
     steps = ctx.steps
     track = steps.track
     if track is None or track.plane.role != "host" or len(steps) == 0:
@@ -332,8 +323,7 @@ def _host_work_events(
     # the busy time already: both are made less it (`tpuscope.analysis.facts.waits`).
     p0, p1 = ctx.periods
     waits = union([input_wait, compile_wait])
-    busy_in = busy_in if busy_in is not None else coverage(ctx.device_busy)
-    other = _Idle(int(p0[0]), int(p1[-1]), busy_in, coverage(waits))
+    other = _Idle(int(p0[0]), int(p1[-1]), ctx.device_busy_coverage, coverage(waits))
     step = max(len(durations) // _IDLE_SAMPLE, 1)
     sample = durations[::step][candidate[::step]]
     if len(sample) > _IDLE_SAMPLE_RANK:
