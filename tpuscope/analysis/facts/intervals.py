@@ -112,8 +112,11 @@ def union_in_place(starts: np.ndarray, ends: np.ndarray) -> Intervals:
 
 def intersect(a: Intervals, b: Intervals) -> Intervals:
     """The time in both `a` and `b`."""
-    a, b = merge_intervals(*a), merge_intervals(*b)
-    if len(a[0]) == 0 or len(b[0]) == 0:
+    a = merge_intervals(*a)
+    if len(a[0]) == 0:  # nothing to meet: `b` (a device's million busy intervals) is not checked
+        return empty()
+    b = merge_intervals(*b)
+    if len(b[0]) == 0:
         return empty()
     if len(a[0]) > len(b[0]):  # the smaller set searches the larger
         a, b = b, a
@@ -123,9 +126,10 @@ def intersect(a: Intervals, b: Intervals) -> Intervals:
 def difference(a: Intervals, b: Intervals) -> Intervals:
     """The time in `a` and not in `b`."""
     a_given = a
-    a, b = merge_intervals(*a), merge_intervals(*b)
-    if len(a[0]) == 0:
+    a = merge_intervals(*a)
+    if len(a[0]) == 0:  # nothing to cut from: `b` (a device's million busy intervals) is not checked
         return empty()
+    b = merge_intervals(*b)
     if len(b[0]) == 0:
         return a if a[0] is not a_given[0] else (a[0].copy(), a[1].copy())
     if len(b[0]) < len(a[0]):
