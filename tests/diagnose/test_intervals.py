@@ -6,7 +6,7 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tpuscope.analysis.facts.intervals import difference, intersect, total, window_total
+from tpuscope.analysis.facts.intervals import difference, intersect, total, union, window_total
 
 SPAN = 60
 pairs = st.lists(st.tuples(st.integers(0, SPAN), st.integers(0, SPAN)), max_size=12)
@@ -58,3 +58,19 @@ def test_window_total_of_windows_end_to_end_counts_each(items, edges):
     got = window_total(a, starts, ends)
     assert got.dtype == np.int64
     assert got.tolist() == [int(_mask(a)[w0:w1].sum()) for w0, w1 in zip(starts, ends, strict=True)]
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(pairs, min_size=1, max_size=5))
+def test_union_of_several_sets_matches_the_timeline(sets):
+    """Several sets, overlapping or apart, in any form: one canonical set, fresh arrays."""
+    arrays = [_arrays(items) for items in sets]
+    got = union(arrays)
+    expected = np.zeros(SPAN, dtype=bool)
+    for a in arrays:
+        expected |= _mask(a)
+    assert np.array_equal(_mask(got), expected)
+    starts, ends = got
+    assert starts.dtype == ends.dtype == np.int64
+    assert np.all(ends > starts) and np.all(starts[1:] > ends[:-1])
+    assert all(g is not a for g in got for a in arrays[0])  # never the caller's own (writable) arrays
