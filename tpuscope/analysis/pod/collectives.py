@@ -67,14 +67,21 @@ class CollectiveNames:
         """Mask over `idx`: the op is a collective by its name or its `hlo_category`."""
         if len(self.op_ids) == 0:  # no name or category of the trace is one: no op's needs reading
             return np.zeros(len(idx), bool)
-        mask = self._is_collective_id(track.name_id[idx])
+        # A TPU op line's ops are all its events: its columns are read as they are, not gathered.
+        whole = len(idx) == len(track) and (len(idx) == 0 or (idx[0] == 0 and idx[-1] == len(idx) - 1))
+        mask = self._is_collective_id(track.name_id if whole else track.name_id[idx])
         metadata = track.plane.metadata
         per_op = metadata.stats.column(Stat.OP_CATEGORY)
         if track.stats.column(Stat.OP_CATEGORY) is None and per_op is not None:
             # The category is the op metadata's (as XLA records it): tested once per op, not per event.
             values = per_op.dense(len(metadata), 0)
             if values.dtype.kind in "iu":
-                mask |= self._is_collective_id(values)[track.meta_index[idx]]
+                by_op = self._is_collective_id(values)
+                meta = track.meta_index if whole else track.meta_index[idx]
+                if len(meta) and meta.min() >= 0 and meta.max() < len(by_op):  # a slice at a time
+                    mask |= id_columns.take(by_op, meta, np.empty(len(meta), bool))
+                else:
+                    mask |= by_op[meta]
             return mask
         category = track.stat_values(Stat.OP_CATEGORY, fill=0)
         if category is not None and category.dtype.kind in "iu":
