@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pickle
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -158,4 +160,6 @@ def test_busy_coverage_is_made_once_and_measures_the_busy_intervals(path):
         got = measure(edges[:-1], edges[1:])
         assert got.dtype == np.int64 and np.array_equal(got, window_total(busy, edges[:-1], edges[1:]))
         assert got.sum() == int((busy[1] - busy[0]).sum())
+        again = pickle.loads(pickle.dumps(device))  # a device keeping its busy time still pickles
+        assert np.array_equal(busy_coverage(again)(edges[:-1], edges[1:]), got)
     assert (ctx.device_busy_coverage is busy_coverage(ctx.devices[0])) == (len(ctx.devices) == 1)

@@ -152,31 +152,41 @@ def window_total(intervals: Intervals, window_starts: np.ndarray, window_ends: n
 def coverage(intervals: Intervals) -> Coverage:
     """`window_total` of the canonical set `intervals` as a function of the windows, its running sum
     made once: for a caller that measures one large set in several rounds of windows."""
-    starts, ends = (np.asarray(column, np.int64) for column in intervals)  # interval sets are int64
-    # The running sum of the lengths, in one array: covered time before the k-th interval.
-    before = np.empty(len(starts) + 1, np.int64)
-    before[0] = 0
-    np.subtract(ends, starts, out=before[1:])
-    np.cumsum(before[1:], out=before[1:])
+    return _Coverage(*intervals)
 
-    def covered_before(at: np.ndarray) -> np.ndarray:
+
+class _Coverage:
+    """`coverage`'s function: an object, not a closure, so that what keeps one (a device, with its busy
+    time's) still pickles."""
+
+    __slots__ = ("starts", "ends", "before")
+
+    def __init__(self, starts: np.ndarray, ends: np.ndarray):
+        self.starts = np.asarray(starts, np.int64)  # interval sets are int64
+        self.ends = np.asarray(ends, np.int64)
+        # The running sum of the lengths, in one array: covered time before the k-th interval.
+        self.before = np.empty(len(self.starts) + 1, np.int64)
+        self.before[0] = 0
+        np.subtract(self.ends, self.starts, out=self.before[1:])
+        np.cumsum(self.before[1:], out=self.before[1:])
+
+    def covered_before(self, at: np.ndarray) -> np.ndarray:
+        starts, ends = self.starts, self.ends
         k = np.searchsorted(starts, at, side="right")  # intervals starting at or before t
         last = np.maximum(k - 1, 0)
         partial = np.clip(at - starts[last], 0, ends[last] - starts[last])
-        return np.where(k > 0, before[last] + partial, 0)
+        return np.where(k > 0, self.before[last] + partial, 0)
 
-    def within(window_starts: np.ndarray, window_ends: np.ndarray) -> np.ndarray:
+    def __call__(self, window_starts: np.ndarray, window_ends: np.ndarray) -> np.ndarray:
         window_starts = np.asarray(window_starts, dtype=np.int64)
         window_ends = np.asarray(window_ends, dtype=np.int64)
-        if len(starts) == 0:
+        if len(self.starts) == 0:
             return np.zeros(len(window_starts), np.int64)
         if len(window_starts) > 1 and np.array_equal(window_starts[1:], window_ends[:-1]):
             # Windows end to end (steps, each to the next one's start): one search per edge, not two.
-            edges = covered_before(np.append(window_starts, window_ends[-1:]))
+            edges = self.covered_before(np.append(window_starts, window_ends[-1:]))
             return np.maximum(edges[1:] - edges[:-1], 0)
-        return np.maximum(covered_before(window_ends) - covered_before(window_starts), 0)
-
-    return within
+        return np.maximum(self.covered_before(window_ends) - self.covered_before(window_starts), 0)
 
 
 def canonical(starts: np.ndarray, ends: np.ndarray, in_order: bool = False) -> Intervals:
