@@ -14,11 +14,12 @@ tests hold the two equal on real profiles.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
 
 import numpy as np
 
 from tpuscope.analysis.ops import parents_one_level_up
+from tpuscope.model.records import record
 from tpuscope.model.trace import Track
 from tpuscope.model.vocabulary import Stat
 
@@ -34,7 +35,7 @@ _STAT_OF = {key: stat for key, _, stat in DIMENSIONS}
 _NO_KEY = -1  # an event without the dimension's stat (a NULL in SQL)
 
 
-@dataclass
+@record
 class PivotTable:
     """One dimension's rows, sorted by total time, longest first. `labels[i]` is None for the events
     that lack the dimension (no category, no source line)."""
@@ -63,7 +64,7 @@ class PivotTable:
         ]
 
 
-@dataclass
+@record
 class AreaPivot:
     """The selection [t0_ps, t1_ps) over the tracks numbered `track_ids` (of the trace's `all_tracks`,
     as `events.track_id` numbers them), pivoted by every dimension; `events` overlap the range."""

@@ -16,7 +16,7 @@ one line), computed with sorted numpy arrays, never a Python loop over events.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
 
 import numpy as np
 
@@ -29,13 +29,14 @@ from tpuscope.analysis.facts.intervals import (
     window_total,
 )  # fmt: skip
 from tpuscope.analysis.facts.intervals import merge_intervals as merge_intervals  # its former home
+from tpuscope.model.records import record
 from tpuscope.model.trace import Plane, Trace, Track
 from tpuscope.model.vocabulary import KIND_HOST_CPU, ROLE_HOST, Stat, TrackKind
 
 HLO_OP_STAT = Stat.OP_TEXT  # XLA:CPU thunk events and GPU kernels name their op in this stat
 
 
-@dataclass(eq=False)
+@record(eq=False)
 class Device:
     """One executor of device ops, with the events that are its ops.
 
@@ -200,7 +201,7 @@ def busy_in_windows(
     return window_total((busy_starts, busy_ends), window_starts, window_ends)
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class DeviceActivity:
     """How busy one device was over a window of the profile."""
 

@@ -8,9 +8,8 @@ on their planes; which names and stats those are is the reader's (its Dialect's
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from tpuscope.analysis.host_names import HostNameIndex
+from tpuscope.model.records import record
 from tpuscope.model.trace import Trace
 from tpuscope.model.vocabulary import JAX, PYTORCH, PYTORCH_XLA, TENSORFLOW
 
@@ -19,7 +18,7 @@ __all__ = ["JAX", "PYTORCH", "PYTORCH_XLA", "TENSORFLOW", "UNKNOWN", "Framework"
 UNKNOWN = "unknown"
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Framework:
     """The detected framework, and the clue that decided it (shown to the user)."""
 

@@ -23,10 +23,10 @@ it comes from; anything else (cost models, the fusion passes' heuristics) is not
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 
 from tpuscope.analysis.hlo_graph import HloGraph, Neighborhood
 from tpuscope.model import order_statistics
+from tpuscope.model.records import record
 
 # Opcodes XLA schedules on their own and never fuses (module docstring).
 UNFUSED_OPCODES = frozenset(
@@ -40,7 +40,7 @@ NOT_COMPUTED = frozenset({"parameter", "constant"})
 _LAYOUT = re.compile(r"\]\{([0-9,]*)")
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class FusionHint:
     """One reason, in words, that the edge `producer -> consumer` (node names) crosses a fusion boundary."""
 

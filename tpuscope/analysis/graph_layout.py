@@ -17,11 +17,10 @@ numpy. No external binary (Graphviz) is needed.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import numpy as np
 
 from tpuscope.model import order_statistics
+from tpuscope.model.records import record
 
 SWEEPS = 24  # barycenter sweeps (down and up count one each); Sugiyama et al. iterate to a fixed point
 NODE_GAP = 24.0  # horizontal space between neighbouring boxes, in the caller's units
@@ -29,7 +28,7 @@ LAYER_GAP = 40.0  # vertical space between layers
 PLACEMENT_PASSES = 8  # rounds of pulling nodes toward their neighbours' mean x
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Layout:
     """Where each node goes (its box's centre) and the path of each edge.
 

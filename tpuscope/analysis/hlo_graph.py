@@ -26,7 +26,7 @@ from __future__ import annotations
 import difflib
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import field
 
 import numpy as np
 
@@ -36,6 +36,7 @@ from tpuscope.analysis.programs import PROGRAM_CODE
 from tpuscope.analysis.results import Result, ResultSource
 from tpuscope.model import order_statistics
 from tpuscope.model.code import ProgramCode
+from tpuscope.model.records import record
 
 # `%name = <shape> opcode(`: the head of an instruction, its result shape and opcode.
 _HEAD = re.compile(r"^\s*(?:ROOT\s+)?%?(?P<name>[\w.\-]+)\s*=\s*")
@@ -49,7 +50,7 @@ MAX_NEIGHBORHOOD_NODES = 300
 CLOSE_MATCHES = 5  # names offered when an op is not found
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class HloGraph:
     """One program's instructions (nodes) and operands (edges), as parallel columns."""
 
@@ -162,7 +163,7 @@ def hlo_graph_result(program_id: int) -> Result[HloGraph | None]:
 # ----- where an op is ---------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class OpPlace:
     """The program an op name was found in, and the other programs that also have an instruction so named."""
 
@@ -219,7 +220,7 @@ def _is_program(program_id: int, program: ProgramCode, wanted: str) -> bool:
 # ----- the part around an op --------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Neighborhood:
     """The nodes within `radius` hops of `center` (graph node ids), with the edges among them."""
 

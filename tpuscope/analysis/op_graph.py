@@ -8,7 +8,7 @@ their own (fused instructions, parameters) have none.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
 
 from tpuscope.analysis.fusion_hints import FusionHint, fusion_hints
 from tpuscope.analysis.hlo_graph import (
@@ -25,6 +25,7 @@ from tpuscope.analysis.ops import short_op_name
 from tpuscope.analysis.programs import PROGRAM_CODE
 from tpuscope.analysis.results import Result, ResultSource
 from tpuscope.analysis.trace_results import DEVICES, op_table_result
+from tpuscope.model.records import record
 
 MAX_RADIUS = 20  # beyond this a neighbourhood is the whole program: our heuristic
 
@@ -33,7 +34,7 @@ class NoPrograms(LookupError):
     """The profile keeps no compiled programs (no HLO) to draw a graph from."""
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class OpGraph:
     """The neighbourhood of one op (see the module docstring)."""
 

@@ -21,10 +21,11 @@ from __future__ import annotations
 
 import bisect
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import TYPE_CHECKING
 
 from tpuscope.model.code import UNKNOWN_LINE, InstructionCode, ProgramCode, SourceFrame, SourceLine
+from tpuscope.model.records import record
 from tpuscope.model.vocabulary import Stat
 
 if TYPE_CHECKING:
@@ -37,7 +38,7 @@ _TEXT_MARK = " = "  # an op's full text (`%x = f32[2]{0} add(...)`), not just it
 CALLER_SAMPLE = 256
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class OpCode:
     """The code behind one op (module docstring): empty strings and lists where nothing says."""
 
@@ -60,7 +61,7 @@ class OpCode:
         }
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class OpDetails:
     """What the app shows of one op: its code, its stack as a traceback, the instructions it fused."""
 

@@ -29,7 +29,7 @@ import functools
 import re
 import threading
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -38,6 +38,7 @@ from tpuscope.analysis.async_ops import is_async_half
 from tpuscope.analysis.bound_codes import BOUND_NAMES, BOUND_UNKNOWN
 from tpuscope.analysis.device_ops import Device, busy_intervals, find_devices, select_devices
 from tpuscope.model import id_columns, order_statistics
+from tpuscope.model.records import record
 from tpuscope.model.strings import StringTable
 from tpuscope.model.trace import Trace, Track
 from tpuscope.model.vocabulary import Stat, TrackKind
@@ -185,7 +186,7 @@ class _Gather:
         return np.take(per_item, of_event, out=out, mode="clip")
 
 
-@dataclass
+@record
 class OpEvents:
     """Every op event of some devices as parallel columns (one entry per event)."""
 
@@ -681,7 +682,7 @@ def _program_labels(
     return np.repeat(mapped, np.diff(np.append(heads, len(program_id))))
 
 
-@dataclass
+@record
 class OpTable:
     """One breakdown: rows as parallel numpy columns, in self-time order (largest first)."""
 
@@ -1050,7 +1051,7 @@ def op_details_of_event(
     return None
 
 
-@dataclass
+@record
 class RooflinePoints:
     """The ops of an op table by op that a roofline can place: each with known FLOPs, bytes and
     self time (XProf's roofline_model rows), as parallel columns over those rows."""

@@ -18,7 +18,7 @@ rules measure it (`Context.periods`): the host work between two annotated steps 
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import field, replace
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -44,6 +44,7 @@ from tpuscope.analysis.steps import (
 )
 from tpuscope.model import order_statistics
 from tpuscope.model.completeness import Completeness
+from tpuscope.model.records import record
 from tpuscope.model.trace import Trace
 from tpuscope.model.vocabulary import Stat
 
@@ -90,7 +91,7 @@ def part_label(name: str, has_devices: bool = True) -> str:
     return PART_LABELS[name]
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class DeviceSummary:
     """What ran the programs: `count` devices of `type`, of which `active` ran ops."""
 
@@ -114,7 +115,7 @@ class DeviceSummary:
         }
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class StepTimeStats:
     """Step time (start to next start) over all steps, in ps."""
 
@@ -134,7 +135,7 @@ class StepTimeStats:
         }
 
 
-@dataclass
+@record
 class StepSeries:
     """Per step (parallel arrays, ps as float64): the period and its busy/input/compile/idle split."""
 
@@ -186,7 +187,7 @@ class StepSeries:
         ]
 
 
-@dataclass
+@record
 class Overview:
     """Everything the overview page and `tpuscope overview` show, computed once."""
 

@@ -23,7 +23,7 @@ from __future__ import annotations
 import re
 import time
 from collections import Counter
-from dataclasses import dataclass, field, replace
+from dataclasses import field, replace
 from functools import partial
 from typing import TYPE_CHECKING, Any, NamedTuple
 
@@ -37,6 +37,7 @@ from tpuscope.analysis.pod.summary import HostSummary, host_trace, summarize_hos
 from tpuscope.analysis.roofline import BOUND_NAMES, Peaks, bound_by
 from tpuscope.analysis.session import FRAMEWORK, POD, TraceAnalysis
 from tpuscope.model.completeness import Completeness, Loss, completeness
+from tpuscope.model.records import record
 from tpuscope.model.trace import Trace
 
 if TYPE_CHECKING:  # the pod's rules load where a diagnosis is made: the light pass's workers need none
@@ -60,7 +61,7 @@ OP_ROWS_PART = "op table rows"
 POD_TABLE_PART = "pod table (the hosts' summaries on one time origin)"
 
 
-@dataclass
+@record
 class HostResult:
     """What one host contributes to a pod: small, picklable, independent of the other hosts."""
 
@@ -133,7 +134,7 @@ def __getattr__(name: str) -> Any:
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
-@dataclass
+@record
 class PodRun:
     """A pod analysed host by host: the per-host results and what comparing them says."""
 

@@ -24,8 +24,9 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar, cast
+
+from tpuscope.model.records import record
 
 if TYPE_CHECKING:
     from tpuscope.model.trace import Trace
@@ -46,7 +47,7 @@ class ResultSource(Protocol):
     def reading_facts(self, read: Callable[[], T]) -> T: ...
 
 
-@dataclass(frozen=True, eq=False)
+@record(frozen=True, eq=False)
 class Result(Generic[T]):
     """One kind of result of a trace: `name` identifies it (two equal names are the same result),
     `compute` makes it from a `ResultSource`, asking it for any other results it needs.

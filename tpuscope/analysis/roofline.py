@@ -9,17 +9,17 @@ otherwise they are unknown and so is every "bound by".
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 
 import numpy as np
 
 from tpuscope.analysis.bound_codes import BOUND_COMPUTE, BOUND_MEMORY, BOUND_UNKNOWN
 from tpuscope.analysis.bound_codes import BOUND_NAMES as BOUND_NAMES  # the codes' words, named here too
+from tpuscope.model.records import record
 from tpuscope.model.trace import Plane
 from tpuscope.model.vocabulary import Stat
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class ChipPeaks:
     """Datasheet peaks of one TPU chip (all of its TensorCores together)."""
 
@@ -62,7 +62,7 @@ def chip_of(device_type: str | None) -> str | None:
     return None
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Peaks:
     """Peak compute and HBM bandwidth of one device, and where they came from."""
 

@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import field
 from functools import cache
 
 import numpy as np
@@ -40,6 +40,7 @@ from tpuscope.analysis.results import Result, ResultSource
 from tpuscope.analysis.trace_results import DeviceChoice, op_table_result
 from tpuscope.model import order_statistics
 from tpuscope.model.code import UNKNOWN_LINE, InstructionCode, ProgramCode, SourceFrame
+from tpuscope.model.records import record
 from tpuscope.model.vocabulary import Stat
 
 BY_SCOPE, BY_STACK, BY_OP = "scope", "stack", "op"
@@ -54,7 +55,7 @@ MAX_NESTED_FUSIONS = 8  # fusions inside fusions expanded this deep (XLA nests o
 PS_PER_NS = 1000
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Frame:
     """One frame of a path: its name, and for a Python frame its file and line (speedscope keeps them)."""
 
@@ -63,7 +64,7 @@ class Frame:
     line: int = 0
 
 
-@dataclass
+@record
 class FlameTree:
     """The tree as parallel columns over its nodes; node 0 is the root (`all`), parents come first."""
 

@@ -7,8 +7,6 @@ step. Steps come from `steps.find_steps`, so a step boundary means the same here
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import numpy as np
 
 from tpuscope.analysis.device_ops import (
@@ -19,10 +17,11 @@ from tpuscope.analysis.device_ops import (
     select_devices,
 )
 from tpuscope.analysis.steps import Steps, find_steps
+from tpuscope.model.records import record
 from tpuscope.model.trace import Trace
 
 
-@dataclass
+@record
 class StepBreakdown:
     """Per-step arrays (parallel to `steps`) plus whole-profile duty cycles."""
 

@@ -24,11 +24,12 @@ openxla/xprof `xprof/convert/`) and PyTorch/XLA's `StepTrace`.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field, replace
+from dataclasses import field, replace
 
 import numpy as np
 
 from tpuscope.analysis.host_names import distinct_ids
+from tpuscope.model.records import record
 from tpuscope.model.trace import Trace, Track
 from tpuscope.model.vocabulary import EventClass, Stat, TrackKind
 
@@ -50,7 +51,7 @@ MIN_REPEATS_FOR_PROGRAM_STEPS = 2
 MIN_DOMINANT_DISPATCH_SHARE = 0.5
 
 
-@dataclass
+@record
 class Steps:
     """Step boundaries as parallel numpy arrays, sorted by start.
 

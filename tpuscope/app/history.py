@@ -11,7 +11,7 @@ A run that cannot be read is named with its error and skipped; the history goes 
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path
 
 from tpuscope.analysis.compare.history import (
@@ -24,12 +24,13 @@ from tpuscope.analysis.compare.runs import analyze_run
 from tpuscope.analysis.session import TraceAnalysis
 from tpuscope.app.opener import open_trace
 from tpuscope.errors import ProfileError
+from tpuscope.model.records import record
 from tpuscope.readers.files import list_runs
 from tpuscope.store import run_summaries
 from tpuscope.urls import is_url
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class RunRef:
     """One run of a history: its name, what opens it (a path or URL), and what its files are now."""
 
@@ -71,7 +72,7 @@ def _cached(ref: RunRef) -> RunSummary | None:
     return summary
 
 
-@dataclass
+@record
 class History:
     """The entries of a history and which runs had to be analysed (the others came from the cache)."""
 

@@ -38,12 +38,13 @@ import gc
 import sys
 import threading
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from tpuscope.app.where import Where, parse_where
 from tpuscope.errors import LoadCancelled, ProfileError
+from tpuscope.model.records import record
 from tpuscope.readers import host_from_filename
 
 if TYPE_CHECKING:  # imported where a task runs: a worker starts without the analysis
@@ -59,7 +60,7 @@ KEPT_BYTES = 1 << 30  # a worker's blocks up to this size come from (and stay in
 # ----- the task (run in a worker: module-level, picklable) -----------------------------------------------
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class HostJob:
     """One task: the host file at `index` of the run, read for `kind`."""
 
@@ -69,7 +70,7 @@ class HostJob:
     use_cache: bool = True
 
 
-@dataclass
+@record
 class HostOutcome:
     """What one task gives back: the host file's results, or one sentence saying why it has none."""
 

@@ -10,7 +10,8 @@ engine and the pod pass (`tpuscope.analysis.pod_run`): ~3 ms of every `overview`
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+
+from tpuscope.model.records import record
 
 # From this many host files on, the commands analyse a run host by host instead of as one trace
 # (bounded memory). Our heuristic: a 16-host run of 100 MB files already needs ~20 GB as one trace.
@@ -20,7 +21,7 @@ WORKERS_ENV = "TPUSCOPE_WORKERS"  # where the hosts are analysed when no --worke
 IN_PROCESS = "here"
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Where:
     """Where a pod's host files are analysed: `processes` local workers (0: in this process), or the
     Dask cluster whose scheduler is at `scheduler`."""

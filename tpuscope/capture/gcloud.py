@@ -31,12 +31,13 @@ import json
 import shlex
 import shutil
 import subprocess
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path
 
 from tpuscope.capture.errors import CaptureError
 from tpuscope.capture.ssh import SshOptions, SshRoute
 from tpuscope.capture.targets import DEFAULT_SSH_PORT, SshHost
+from tpuscope.model.records import record
 
 # gcloud's SSH helper key and known hosts file (google-cloud-sdk command_lib/util/ssh/ssh.py,
 # `Keys.DEFAULT_KEY_FILE`, `KnownHosts.DEFAULT_PATH`).
@@ -51,7 +52,7 @@ HOST_KEY_TYPES = ("ssh-rsa", "ssh-ed25519", "ecdsa-sha2-nistp256")
 _AUTH_WORDS = ("gcloud auth login", "active account", "auth tokens", "reauthentication", "invalid_grant")
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class TpuWorker:
     index: int
     internal_ip: str
@@ -64,7 +65,7 @@ class TpuWorker:
         return self.internal_ip if internal or not self.external_ip else self.external_ip
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class TpuNode:
     name: str
     zone: str

@@ -9,12 +9,12 @@ the file on its own disk under `repository_root/<session_id>/<host>.xplane.pb`.
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
 
 import grpc
 
 from tpuscope.capture import profiler_service_pb2 as pb
 from tpuscope.capture import profiler_service_pb2_grpc as pb_grpc
+from tpuscope.model.records import record
 
 # The C++ client (tsl capture_profile.cc) caps a session at this many events per host.
 MAX_EVENTS = 1_000_000
@@ -27,7 +27,7 @@ _CHANNEL_OPTIONS = [
 ]
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class TracerLevels:
     """Profiler option levels, as in TensorBoard's capture dialog."""
 
@@ -38,7 +38,7 @@ class TracerLevels:
     )
 
 
-@dataclass
+@record
 class ProfileReply:
     xspace: bytes
     empty_trace: bool

@@ -16,7 +16,7 @@ import tempfile
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field, replace
+from dataclasses import field, replace
 from datetime import datetime
 from pathlib import Path
 
@@ -26,6 +26,7 @@ from tpuscope.capture.errors import CaptureCancelled, CaptureError, PassphraseRe
 from tpuscope.capture.grpc_client import ProfileCall, TracerLevels, build_request, explain_rpc_error
 from tpuscope.capture.ssh import LocalForward, SshConnection, SshOptions, SshRoute, connect
 from tpuscope.capture.targets import SshHost, Target, check_run_name, file_label, parse_duration
+from tpuscope.model.records import record
 
 # What a profiler server writes and a capture saves: one XPlane file per host (see the module docstring).
 PROFILE_SUFFIX = ".xplane.pb"
@@ -45,7 +46,7 @@ _LOCAL_NAMES = {"localhost", "127.0.0.1", "::1", socket.gethostname().lower()}
 MAX_PARALLEL_CONNECTIONS = 16
 
 
-@dataclass
+@record
 class CaptureSettings:
     """Everything a capture needs; the CLI and the dialog both fill one of these."""
 
@@ -81,7 +82,7 @@ class CaptureSettings:
         return max(MIN_RESPONSE_WAIT_S, self.duration_s)
 
 
-@dataclass
+@record
 class CaptureResult:
     run_folder: Path
     files: list[Path]
@@ -90,7 +91,7 @@ class CaptureResult:
     missing: list[str] = field(default_factory=list)  # one sentence per worker left out (keep_partial)
 
 
-@dataclass
+@record
 class _Worker:
     target: Target
     label: str  # file name stem: <label>.xplane.pb

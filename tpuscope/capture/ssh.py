@@ -21,7 +21,7 @@ import os
 import select
 import socket
 import threading
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from pathlib import Path
 
 import paramiko
@@ -29,6 +29,7 @@ from paramiko.ssh_exception import NoValidConnectionsError
 
 from tpuscope.capture.errors import CaptureError, PassphraseRequired, UnknownHostKey
 from tpuscope.capture.targets import DEFAULT_SSH_PORT, SshHost, parse_ssh_host
+from tpuscope.model.records import record
 
 # paramiko logs a failed handshake with a traceback, which Python prints on stderr when nothing is
 # configured; every failure here becomes one sentence instead.
@@ -38,7 +39,7 @@ DEFAULT_CONNECT_TIMEOUT_S = 15.0  # generous for a first connection to a cloud V
 _PUMP_CHUNK = 1 << 16
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class SshOptions:
     identity_file: str | None = None
     jump: str | None = None  # [user@]host[:port]; ProxyJump from ~/.ssh/config when None
@@ -54,7 +55,7 @@ class SshOptions:
     proxy_command: str | None = None  # OpenSSH ProxyCommand (%h, %p, %r expanded); from the config if None
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class SshRoute:
     """One machine reached over SSH with its own options, and the name its trace is saved under
     (a Cloud TPU slice's worker: its address, gcloud's key and host key alias)."""
@@ -157,7 +158,7 @@ class _CheckAlias(paramiko.MissingHostKeyPolicy):
         )
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class _Resolved:
     label: str  # what the user typed, for messages
     hostname: str

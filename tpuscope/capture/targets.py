@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 
 from tpuscope.capture.errors import CaptureError
+from tpuscope.model.records import record
 
 DEFAULT_SSH_PORT = 22
 LOOPBACK_NAMES = frozenset({"localhost", "127.0.0.1", "::1", "ip6-localhost"})
@@ -17,7 +17,7 @@ _UNIT_SECONDS = {None: 1.0, "ms": 1e-3, "s": 1.0, "sec": 1.0, "m": 60.0, "min": 
 MAX_DURATION_S = 24 * 3600.0
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Target:
     """One profiler server: the program's `jax.profiler.start_server(port)` as seen from where we connect."""
 
@@ -32,7 +32,7 @@ class Target:
         return self.host.lower() in LOOPBACK_NAMES
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class SshHost:
     """An SSH destination as typed: `[user@]host[:port]`; host may be an alias from ~/.ssh/config."""
 

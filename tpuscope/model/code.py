@@ -13,16 +13,16 @@ first (innermost) frame of its stack; no file, or an unknown line (-1), is no so
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Protocol
 
 from tpuscope.model.programs import decode_each_program
+from tpuscope.model.records import record
 from tpuscope.model.trace import Trace
 
 UNKNOWN_LINE = -1  # XProf's value for a frame whose line or column the index does not have
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class SourceFrame:
     """One frame of a traced call's stack."""
 
@@ -37,7 +37,7 @@ class SourceFrame:
         return f"{self.file}:{self.line}:{self.column}"
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class SourceLine:
     """A file and line, with the function the line is in when the stack says so."""
 
@@ -51,7 +51,7 @@ class SourceLine:
         return f"{self.file}:{self.line}"
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class InstructionCode:
     """What one compiled instruction came from and how its compiler prints it."""
 
@@ -112,7 +112,7 @@ class _NoInstructions:
         return []
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class ProgramCode:
     """Every instruction of one compiled program (fused computations included), by name."""
 

@@ -14,8 +14,9 @@ have been, not how many planes followed it, so "at most 0.9%" of the bytes known
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 from typing import Any
+
+from tpuscope.model.records import record
 
 CUT = "cut"  # a file cut short: the records before the cut were read
 DROPPED = "dropped"  # records that could not be read were dropped, the others read
@@ -26,7 +27,7 @@ LEFT_OUT = "left_out"  # a whole file (a host of a run) could not be read and is
 DROPPED_INCOMPLETE_FRACTION = 0.01
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Loss:
     """One part of a profile its load could not read, with what is known of its size.
 
@@ -55,7 +56,7 @@ class Loss:
         return self.units_read / self.units_known if self.units_known > 0 else None
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Completeness:
     """Whether an analysis covers the whole profile: the record `"complete"` and the all-clear read.
 

@@ -8,19 +8,19 @@ events with `bind_flows` (Chrome's trace-event rules) or pair events by an id di
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import numpy as np
 
 from tpuscope.model import order_statistics
+from tpuscope.model.records import record
 from tpuscope.model.vocabulary import Stat, TrackKind
 
 if TYPE_CHECKING:
     from tpuscope.model.trace import Trace, Track
 
 
-@dataclass
+@record
 class Flows:
     source_track: np.ndarray  # int32 track numbers
     source_event: np.ndarray  # int64 event indices

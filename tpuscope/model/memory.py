@@ -18,12 +18,13 @@ call: the shared, computed-once results are in `tpuscope.analysis.memory.report`
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import field
 
 import numpy as np
 
 from tpuscope.model import order_statistics
 from tpuscope.model.programs import decode_each_program
+from tpuscope.model.records import record
 from tpuscope.model.trace import Trace, Track
 from tpuscope.model.vocabulary import AllocatorNames, Stat
 
@@ -48,7 +49,7 @@ def _no_shape(shape: bytes, element: int) -> str:
     return ""
 
 
-@dataclass
+@record
 class ProgramBuffers:
     """One program's buffer assignment: logical buffers, allocations and heap-simulator events.
 
@@ -115,7 +116,7 @@ class ProgramBuffers:
         return sum(a.nbytes for a in arrays)
 
 
-@dataclass
+@record
 class AllocationEvents:
     """Every allocator event of one host, in the order the file lists them (track by track).
 

@@ -14,11 +14,12 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import TypeVar
 
 import numpy as np
 
+from tpuscope.model.records import record
 from tpuscope.model.trace import Trace
 from tpuscope.model.vocabulary import KIND_METADATA, Stat
 
@@ -28,7 +29,7 @@ PROGRAM_ID_STAT = Stat.PROGRAM_ID
 _MODULE_NAME = re.compile(r"^(.+)\((\d+)\)$")
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class ProgramSignature:
     """What one compiled module takes and returns, as its compiler writes shapes (XLA: `f32[64,256]`)."""
 

@@ -8,17 +8,17 @@ Python object per event.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Literal
 
 import numpy as np
 
+from tpuscope.model.records import record
 from tpuscope.model.strings import StringTable
 
 StatKind = Literal["int", "uint", "float", "str", "bytes"]
 
 
-@dataclass
+@record
 class StatColumn:
     """Values of one stat over the rows that carry it.
 

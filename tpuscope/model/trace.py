@@ -9,7 +9,7 @@ the UI query it.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path
 
 import numpy as np
@@ -18,6 +18,7 @@ from tpuscope.model import order_statistics
 from tpuscope.model.completeness import Completeness, Loss, completeness
 from tpuscope.model.flows import Flows
 from tpuscope.model.hosts import natural_key
+from tpuscope.model.records import record
 from tpuscope.model.stats import StatTable
 from tpuscope.model.strings import StringTable
 from tpuscope.model.vocabulary import (
@@ -301,7 +302,7 @@ def _as_float(value: object) -> float | None:
     return None
 
 
-@dataclass
+@record
 class NameAggregate:
     """Per-name totals over a set of tracks, as parallel arrays sorted by total time."""
 
@@ -310,7 +311,7 @@ class NameAggregate:
     total_ps: np.ndarray
 
 
-@dataclass
+@record
 class Trace:
     """All planes of one profile (one or many hosts), sharing one string table."""
 

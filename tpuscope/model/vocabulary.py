@@ -21,10 +21,11 @@ from __future__ import annotations
 import enum
 import re
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import numpy as np
+
+from tpuscope.model.records import record
 
 if TYPE_CHECKING:
     from tpuscope.model.code import ProgramCode
@@ -84,7 +85,7 @@ KIND_METADATA = "metadata"
 KIND_HOST_CPU = "CPU"
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class PlaneIdentity:
     """What a plane is: role "device" (kind TPU/GPU/..., index N), "host" (kind CPU, metadata...) or "other".
 
@@ -184,7 +185,7 @@ class OpFamily:
     ALL = (MATMUL, ELEMENTWISE, REDUCTION, COLLECTIVE, MEMCPY, DATA_MOVEMENT, OTHER)
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class FrameworkClue:
     """Host event names that only one framework's runtime writes.
 
@@ -198,7 +199,7 @@ class FrameworkClue:
     decisive: bool = False
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class AllocatorNames:
     """A format's names for the events its runtime's allocators write and the stats they carry."""
 
@@ -218,7 +219,7 @@ class AllocatorNames:
     shape_stat: str  # ... and the shape of the tensor
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Dialect:
     """A format's names for the neutral event classes and frameworks (set on the Trace by its reader)."""
 

@@ -24,8 +24,9 @@ import importlib
 import os
 import threading
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
+
+from tpuscope.model.records import record
 
 if TYPE_CHECKING:
     import duckdb
@@ -70,7 +71,7 @@ def default_memory_limit_bytes() -> int:
     return max(1, min(MEMORY_LIMIT_CEILING_BYTES, int(ram * MEMORY_LIMIT_RAM_SHARE)))
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class QueryLimits:
     """A query's bounds: wall-clock seconds, DuckDB's memory limit in bytes, rows returned
     (None: unbounded). The memory limit is the connection's, set when it opens."""

@@ -31,12 +31,13 @@ import threading
 import time
 import warnings
 from collections.abc import Generator, Iterable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import TYPE_CHECKING, Any
 
 import duckdb
 import pyarrow as pa
 
+from tpuscope.model.records import record
 from tpuscope.model.trace import Trace
 from tpuscope.query.engine import QueryLimits, format_bytes, open_locked
 from tpuscope.query.tables import TABLES, TRACE_COLUMNS, TableSpec, TraceColumns
@@ -95,7 +96,7 @@ class QueryError(Exception):
     """A query that was refused, did not parse, or failed: one sentence for the user."""
 
 
-@dataclass
+@record
 class QueryRun:
     """A running query's result: its columns and types, then its rows as Arrow batches
     (`batches()`, iterated once); `cut` is true after the iteration when rows past the cap were
@@ -119,7 +120,7 @@ class QueryRun:
             close()
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class SchemaRow:
     table: str
     column: str

@@ -19,7 +19,6 @@ from __future__ import annotations
 import json
 import threading
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -27,6 +26,7 @@ import pyarrow as pa
 
 from tpuscope.analysis.results import Result, ResultSource
 from tpuscope.analysis.trace_results import STEPS
+from tpuscope.model.records import record
 from tpuscope.model.trace import Trace, Track
 from tpuscope.model.vocabulary import Stat, TrackKind
 
@@ -35,14 +35,14 @@ if TYPE_CHECKING:  # the analyses are imported when a table of theirs is built: 
     from tpuscope.analysis.steps import Steps
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Column:
     name: str
     type: pa.DataType
     meaning: str
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class TableSpec:
     name: str
     meaning: str

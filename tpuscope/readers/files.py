@@ -13,11 +13,11 @@ import mmap
 import os
 import stat
 import zlib
-from dataclasses import dataclass
 from pathlib import Path
 
 from tpuscope.errors import ProfileError, display_path
 from tpuscope.model.hosts import natural_key
+from tpuscope.model.records import record
 from tpuscope.readers import (
     fallback_reader,
     formats_help,
@@ -97,7 +97,7 @@ def one_format(files: list[Path]) -> tuple[list[Path], list[str]]:
     return kept, notes
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Run:
     """One profiling session: a folder with one profile file per host."""
 

@@ -9,17 +9,17 @@ from __future__ import annotations
 
 import importlib
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from pathlib import Path, PurePath
 from typing import TYPE_CHECKING
 
 from tpuscope.errors import LoadCancelled
+from tpuscope.model.records import record
 
 if TYPE_CHECKING:
     from tpuscope.model.trace import Trace
 
 
-@dataclass(frozen=True, eq=False)
+@record(frozen=True, eq=False)
 class MemoryFile:
     """A profile held in memory, handed to a reader's load in place of a file's path (jax-ml/jax#40258
     asks for profiler results without a file round trip). It has what the readers take from a path, a
@@ -58,7 +58,7 @@ ProgressCallback = Callable[[float, str], bool | None]
 LoadFunction = Callable[[Sequence[ProfileFile], ProgressCallback | None, bool], "Trace"]
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Reader:
     """One file format.
 

@@ -14,9 +14,9 @@ from __future__ import annotations
 import os
 import shutil
 from collections.abc import Iterable
-from dataclasses import dataclass
 from pathlib import Path
 
+from tpuscope.model.records import record
 from tpuscope.store import cache_limit, layout
 
 # The default cap: a few entries of the largest profiles measured (a 60M-event file's trace entry is
@@ -36,7 +36,7 @@ ENTRY_SUFFIXES = {
 BOUNDED_KINDS = tuple(ENTRY_SUFFIXES)
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class KeptFile:
     """One entry of a bounded cache: a whole file (partial files begin with a dot and are not)."""
 

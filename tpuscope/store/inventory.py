@@ -12,9 +12,9 @@ from __future__ import annotations
 
 import os
 import re
-from dataclasses import dataclass
 from pathlib import Path
 
+from tpuscope.model.records import record
 from tpuscope.store import layout
 
 LEGACY = "older layout"  # the name the legacy folders are listed under
@@ -25,7 +25,7 @@ LEGACY_ROOT_ENTRY = re.compile(
 )
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class KindUsage:
     """One kind of cache: its folder, and the files and bytes in it (its subfolders included)."""
 

@@ -33,7 +33,6 @@ import socket
 import tempfile
 import threading
 from concurrent.futures import ThreadPoolExecutor, as_completed
-from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from types import TracebackType
 from typing import Any, Literal
@@ -41,6 +40,7 @@ from urllib.parse import urlsplit
 
 from tpuscope.errors import LoadCancelled, ProfileError
 from tpuscope.model.hosts import natural_key
+from tpuscope.model.records import record
 from tpuscope.readers import formats_help, host_from_filename, listed_suffixes
 from tpuscope.readers.registry import ProgressCallback
 from tpuscope.store import cache_limit, identity, layout
@@ -53,7 +53,7 @@ _CHUNK_BYTES = 4 << 20
 _INSTALL_HINT = "pip install 'tpuscope[cloud]'"
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class RemoteFile:
     """One profile object: where it is, how big, and the version that keys the local copy."""
 
@@ -70,7 +70,7 @@ class RemoteFile:
         return host_from_filename(PurePosixPath(self.name))
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class RemoteRun:
     """One profiling session in the bucket: a folder with one file per host."""
 
@@ -134,7 +134,7 @@ def choose_run(url: str, runs: list[RemoteRun], run: str | None) -> RemoteRun:
     raise ProfileError(url, f"there is no run named {run!r} (runs: {names})")
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class FetchedRun:
     """A remote run mirrored in a local folder: exactly its host files, each with its URL."""
 

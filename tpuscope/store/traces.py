@@ -58,11 +58,11 @@ import threading
 import time
 import zlib
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
+from tpuscope.model.records import record
 from tpuscope.model.trace import Trace
 from tpuscope.store import bound, cache_limit, identity, inventory, layout
 from tpuscope.store.bound import DEFAULT_MAX_BYTES as DEFAULT_MAX_BYTES  # the cap's defaults, for callers
@@ -354,7 +354,7 @@ def read_label(path: Path) -> tuple[int, dict] | None:
 # ----- writing ------------------------------------------------------------------------------------
 
 
-@dataclass
+@record
 class _Layout:
     """What an entry holds besides its buffers' bytes, and where each buffer goes."""
 
@@ -649,7 +649,7 @@ def _detach_from_parent() -> None:
 # ----- the bound ----------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Entry:
     """A file of the cache folder as `tpuscope cache` lists it."""
 

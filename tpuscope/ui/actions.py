@@ -12,13 +12,13 @@ command needs them.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
 from typing import Any
 
 from PySide6.QtCore import QObject
 from PySide6.QtGui import QAction, QKeySequence
 from PySide6.QtWidgets import QMainWindow, QMenu
 
+from tpuscope.model.records import record
 from tpuscope.ui.registry import VIEWS
 
 Shortcut = str | QKeySequence.StandardKey
@@ -28,7 +28,7 @@ MENUS = (FILE, VIEW, HELP)  # the menu bar, left to right
 ELLIPSIS = "\u2026"
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Action:
     """One command: `handler` is an attribute path on the window ("loads.open_file_dialog"), called
     with `args` (and, for a checkable action, its new checked state last)."""
@@ -221,14 +221,14 @@ class BuiltMenus(QObject):
 
     def provide(self, action_id: str, built: QAction) -> None:
         """Puts a widget's own action (the Details dock's) where record `action_id` sits in its menu."""
-        record = next(a for records in self._order.values() for a in records if a.id == action_id)
-        records = self._order[record.menu]
-        later = records[records.index(record) + 1 :]
+        entry = next(a for records in self._order.values() for a in records if a.id == action_id)
+        records = self._order[entry.menu]
+        later = records[records.index(entry) + 1 :]
         before = next((self.actions[a.id] for a in later if a.id in self.actions), None)
         built.setObjectName(action_id)
-        if record.shortcut is not None:  # the table's key, so the Keys page and the menu agree
-            built.setShortcut(QKeySequence(record.shortcut))
-        menu = self.menus[record.menu]
+        if entry.shortcut is not None:  # the table's key, so the Keys page and the menu agree
+            built.setShortcut(QKeySequence(entry.shortcut))
+        menu = self.menus[entry.menu]
         if before is None:
             menu.addAction(built)
         else:
@@ -238,7 +238,7 @@ class BuiltMenus(QObject):
     def refresh(self) -> None:
         """Greys out the commands that cannot run now (their `enabled_when` is false)."""
         for records in self._order.values():
-            for record in records:
-                built = self.actions.get(record.id)
-                if built is not None and record.enabled_when is not None:
-                    built.setEnabled(bool(resolve(self._window, record.enabled_when)))
+            for entry in records:
+                built = self.actions.get(entry.id)
+                if built is not None and entry.enabled_when is not None:
+                    built.setEnabled(bool(resolve(self._window, entry.enabled_when)))

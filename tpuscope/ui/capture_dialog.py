@@ -9,7 +9,7 @@ and as "last used": hosts, ports, SSH user, key path, never a passphrase.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from pathlib import Path
 
 import platformdirs
@@ -44,6 +44,7 @@ from tpuscope.capture.grpc_client import TracerLevels
 from tpuscope.capture.session import CaptureResult, CaptureSettings, capture
 from tpuscope.capture.ssh import SshOptions, trust_host_key
 from tpuscope.capture.targets import parse_ssh_host, parse_targets
+from tpuscope.model.records import record
 from tpuscope.ui.gui_wording import for_dialog
 
 PRESETS_GROUP = "capture/presets"
@@ -105,7 +106,7 @@ class TpuListWorker(QThread):
             self.failed.emit(str(error))
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class TpuRequest:
     """A slice to resolve (with gcloud, in the capture's thread) into SSH routes before capturing."""
 

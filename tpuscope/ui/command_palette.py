@@ -13,7 +13,6 @@ or follow the previous match, and a match at the start, rank higher.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
 from functools import partial
 from typing import TYPE_CHECKING
 
@@ -21,6 +20,7 @@ from PySide6.QtCore import QEvent, QObject, Qt
 from PySide6.QtGui import QKeyEvent
 from PySide6.QtWidgets import QDialog, QLabel, QLineEdit, QListWidget, QListWidgetItem, QVBoxLayout
 
+from tpuscope.model.records import record
 from tpuscope.model.units import SHORT_SPEC, format_duration
 from tpuscope.ui.actions import ACTIONS, plain_title, shortcut_text
 
@@ -134,7 +134,7 @@ def ranked(query: str, titles: list[str], limit: int = MAX_SHOWN) -> list[int]:
     return [-k for _, k in scored[:limit]]
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Entry:
     """One line of the palette: what it says, what kind of thing it is, its key, and what it does."""
 

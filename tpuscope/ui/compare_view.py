@@ -13,7 +13,6 @@ a worker thread (`compare_paths`), and a newer request drops an older one's resu
 from __future__ import annotations
 
 import html
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -40,6 +39,7 @@ from PySide6.QtWidgets import (
 
 from tpuscope.analysis.compare.ops import OpDelta
 from tpuscope.analysis.compare.runs import SPLIT_LABELS, SPLIT_PARTS, Comparison, analyze_run, compare_runs
+from tpuscope.model.records import record
 from tpuscope.model.trace import Track
 from tpuscope.model.units import COLUMN_SPEC, duration_column_unit, format_duration, format_duration_in
 from tpuscope.ui.jobs import LatestJobs
@@ -78,7 +78,7 @@ DELTA_COLUMN = OP_COLUMNS.index("Delta")
 SIGNED_COLUMN_SPEC = "+" + COLUMN_SPEC  # a change reads +1.500 ms or -0.250 ms
 
 
-@dataclass
+@record
 class CompareResult:
     """What the view shows: both loaded profiles (for their timelines) and their comparison."""
 

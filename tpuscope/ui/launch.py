@@ -12,9 +12,9 @@ from __future__ import annotations
 import argparse
 import re
 import shlex
-from dataclasses import dataclass
 from pathlib import Path
 
+from tpuscope.model.records import record
 from tpuscope.readers import path_help
 
 # Picoseconds per unit, as the timeline and `tpuscope.model.units` write them.
@@ -27,7 +27,7 @@ class LaunchError(ValueError):
     """A command line the app cannot follow, as one sentence."""
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class LaunchRequest:
     """What to open: `path`, compared with `compare` when given, at time range `at_ps` (t1 None: a
     point, shown with a little around it) or at op `op`."""

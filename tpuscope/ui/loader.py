@@ -11,13 +11,13 @@ its next report.
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from PySide6.QtCore import QThread, Signal
 
 from tpuscope.errors import LoadCancelled, ProfileError
+from tpuscope.model.records import record
 from tpuscope.urls import is_url
 
 if TYPE_CHECKING:  # imported by `prepare`, in the worker: the window paints without them
@@ -29,7 +29,7 @@ if TYPE_CHECKING:  # imported by `prepare`, in the worker: the window paints wit
 log = logging.getLogger(__name__)
 
 
-@dataclass
+@record
 class LoadResult:
     path: Path | str  # a URL stays a string (Path would fold gs:// into gs:/)
     trace: Trace
@@ -61,7 +61,7 @@ def prepare(path: Path | str, progress=None) -> LoadResult:
     return LoadResult(where, trace, lod, analysis, colours)
 
 
-@dataclass
+@record
 class LoadOptions:
     """How the window loads profiles (set from its settings; read by the worker)."""
 

@@ -19,8 +19,9 @@ import re
 import shutil
 import subprocess
 import sys
-from dataclasses import dataclass
 from pathlib import Path
+
+from tpuscope.model.records import record
 
 # The libraries the PySide6 wheel's Qt platform plugins (libqxcb.so, libqwayland*.so,
 # libqoffscreen.so) and the Qt libraries under them load from the system, found with
@@ -66,7 +67,7 @@ _MISSING = re.compile(r"^\s*(\S+) => not found", re.MULTILINE)
 _CANNOT_OPEN = re.compile(r"(\S+\.so[.\d]*): cannot open shared object file")
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class PluginProblem:
     """Why the platform plugin cannot load: the missing system libraries, or the loader's own words."""
 

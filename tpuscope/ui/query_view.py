@@ -22,7 +22,7 @@ import io
 import re
 import threading
 import time
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any
 
 import numpy as np
@@ -44,6 +44,7 @@ from PySide6.QtWidgets import (
 )
 
 from tpuscope.model import order_statistics
+from tpuscope.model.records import record
 from tpuscope.model.trace import Trace
 from tpuscope.ui.analysis_hub import AnalysisHub
 from tpuscope.ui.jobs import LatestJobs
@@ -77,7 +78,7 @@ SQL_KEYWORDS = (
 ).split()
 
 
-@dataclass
+@record
 class QueryResult:
     """What the worker hands the view: the rows fetched (column-wise), and how the query went."""
 

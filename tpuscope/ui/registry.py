@@ -10,13 +10,14 @@ from __future__ import annotations
 import importlib
 import importlib.util
 from collections.abc import Iterable
-from dataclasses import dataclass
 from typing import Any
+
+from tpuscope.model.records import record
 
 TIMELINE = "timeline"  # the tab the window builds itself (its timeline is wired to everything)
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class ViewSpec:
     """One tab: its key (for `show_view` and `openRequested`), title and the class that makes it."""
 

@@ -11,18 +11,19 @@ Enter pressed meanwhile is taken as soon as the matches arrive.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import field
 
 import numpy as np
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import QCheckBox, QHBoxLayout, QLabel, QLineEdit, QToolButton, QWidget
 
+from tpuscope.model.records import record
 from tpuscope.model.trace import Trace, Track
 from tpuscope.ui.jobs import LatestJobs
 from tpuscope.ui.timeline.lod import TrackLod
 
 
-@dataclass
+@record
 class SearchResults:
     """All matches of one query, per track and in global start order, with their outline index."""
 

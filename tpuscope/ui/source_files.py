@@ -10,10 +10,10 @@ Nothing here imports Qt: the benchmark and the tests read files the way the tab 
 from __future__ import annotations
 
 import hashlib
-from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
 from tpuscope.analysis.ops import NO_SOURCE, OpTable
+from tpuscope.model.records import record
 from tpuscope.model.trace import Trace
 
 # Larger files are not shown: a source file is kilobytes; tens of megabytes is data or generated code,
@@ -22,7 +22,7 @@ MAX_SOURCE_BYTES = 20 << 20
 BINARY_PROBE_BYTES = 8192  # a NUL byte in the first 8 KiB: not text (what git's binary check reads)
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class SourceRoot:
     """Recorded paths starting with `prefix` are read from `folder` instead ("" maps every relative path)."""
 
@@ -30,7 +30,7 @@ class SourceRoot:
     folder: str
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class SourceText:
     """A source file as the tab shows it: its text, or "" and one sentence saying why not."""
 

@@ -18,7 +18,6 @@ Compare and History tabs) in `ViewRouter`.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
 
 from PySide6.QtCore import Signal
@@ -26,19 +25,20 @@ from PySide6.QtGui import QShowEvent
 from PySide6.QtWidgets import QWidget
 
 from tpuscope.analysis.session import Result
+from tpuscope.model.records import record
 from tpuscope.model.trace import Trace
 from tpuscope.ui.analysis_hub import AnalysisHub, OnFailed
 from tpuscope.ui.widgets.reset import reset_widgets
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class OpRow:
     """A target for the op breakdown: row `row` of the op table by op over all devices."""
 
     row: int
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class OpGraphAt:
     """A target for the Graph view: the HLO graph around op `name` (in program `program_id` when given)."""
 
@@ -46,7 +46,7 @@ class OpGraphAt:
     program_id: int | None = None
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class FindingAt:
     """A target for the diagnostics: the finding at `position` in the diagnose report."""
 

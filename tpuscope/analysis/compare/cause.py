@@ -48,13 +48,14 @@ from __future__ import annotations
 import hashlib
 import math
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any
 
 import numpy as np
 
 from tpuscope.analysis.compare.ops import ONLY_BASE, ONLY_NEW, MatchedTable, OpDelta, computation_key
 from tpuscope.analysis.compare.statistics import NOISE_FLOOR_HOST_CPU_PERCENT, NOISE_FLOOR_PERCENT
+from tpuscope.model.records import record
 from tpuscope.model.units import format_duration
 
 CAUSE_CODE = "code"
@@ -107,7 +108,7 @@ def program_fingerprint(texts: Iterable[str]) -> str:
     return hashlib.sha256("\n".join(keys).encode()).hexdigest()[:16]
 
 
-@dataclass
+@record
 class MachineFactor:
     """How much the ops the change did not touch moved, NEW / BASE."""
 
@@ -149,7 +150,7 @@ class MachineFactor:
         }
 
 
-@dataclass
+@record
 class Cause:
     """Why the step time changed: `kind`, one sentence, and the numbers behind it."""
 

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any
 
 import numpy as np
@@ -42,6 +42,7 @@ from tpuscope.analysis.compare.statistics import (
     median_interval,
 )
 from tpuscope.model import order_statistics
+from tpuscope.model.records import record
 
 SUMMARY_VERSION = 1
 # Op entries kept per run, largest self time first; the rest are one entry, `OTHER_OPS`. A history
@@ -53,7 +54,7 @@ TOP_CHANGED_OPS = 5  # changed ops listed per run
 VERDICTS = (VERDICT_SLOWER, VERDICT_FASTER, VERDICT_NO_CHANGE)
 
 
-@dataclass
+@record
 class RunSummary:
     """What a history needs of one run, kept between histories (`to_json` / `from_json`)."""
 
@@ -233,7 +234,7 @@ def _kept(full: OpEntries) -> OpEntries:
     return kept
 
 
-@dataclass
+@record
 class SummaryComparison:
     """Two summaries compared: the deciding change, its verdict, cause and matched ops."""
 
@@ -310,7 +311,7 @@ def program_break(previous: RunSummary, run: RunSummary) -> str | None:
     return None
 
 
-@dataclass
+@record
 class HistoryEntry:
     """One run of the history; `summary` None when it could not be read (`error` says why)."""
 

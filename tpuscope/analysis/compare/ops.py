@@ -31,11 +31,12 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import field
 
 import numpy as np
 
 from tpuscope.analysis.ops import NO_LABEL, OpTable
+from tpuscope.model.records import record
 
 MATCH_HLO_TEXT = "hlo_text"
 MATCH_STRIPPED_NAME = "stripped_name"
@@ -70,7 +71,7 @@ def computation_key(text: str) -> tuple[str, bool]:
     return _INSTANCE.sub(r"\1", text.strip()), False
 
 
-@dataclass
+@record
 class OpDelta:
     """One row of a matched table (times in ps, per step or per profile as the table says)."""
 
@@ -95,7 +96,7 @@ class OpDelta:
         return self.new_self_ps - self.base_self_ps
 
 
-@dataclass
+@record
 class MatchedTable:
     """A matched table, rows sorted by |delta| (largest first)."""
 
@@ -157,7 +158,7 @@ class MatchedTable:
         }
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Families:
     """How each run's op categories map onto neutral op families (`Dialect.op_family_of`).
 
@@ -170,7 +171,7 @@ class Families:
     names_compare: bool
 
 
-@dataclass
+@record
 class OpEntries:
     """One run's op rows merged across recompilations: one entry per (program name, op name)."""
 

@@ -30,7 +30,7 @@ diagnose report); what is added is what only a pair has:
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any
 
 import numpy as np
@@ -70,6 +70,7 @@ from tpuscope.analysis.steps import (
     SOURCE_TF_MARKER,
 )
 from tpuscope.model import order_statistics
+from tpuscope.model.records import record
 from tpuscope.model.trace import Trace
 from tpuscope.model.vocabulary import NEUTRAL_DIALECT, Dialect, OpFamily
 
@@ -106,7 +107,7 @@ OPS_BY_NAME_THEN_CATEGORY = "name_then_category"  # frameworks differ: names fir
 OPS_BY_CATEGORY = "category"  # formats differ: op names share nothing, every op by family
 
 
-@dataclass
+@record
 class RunAnalysis:
     """One side of a comparison: its overview plus what the comparison needs per step."""
 
@@ -257,7 +258,7 @@ def _versions(trace: Trace) -> dict[str, str]:
     return found
 
 
-@dataclass
+@record
 class ParityItem:
     aspect: str
     base: str
@@ -271,7 +272,7 @@ class ParityItem:
         return {"aspect": self.aspect, "base": self.base, "new": self.new, "same": self.same}
 
 
-@dataclass
+@record
 class Split:
     """Mean ms per step of each part, over the steps the verdict is based on."""
 
@@ -313,7 +314,7 @@ class Split:
         }
 
 
-@dataclass
+@record
 class FindingChanges:
     new: list[Finding] = field(default_factory=list)
     resolved: list[Finding] = field(default_factory=list)
@@ -339,7 +340,7 @@ class FindingChanges:
         }
 
 
-@dataclass
+@record
 class Comparison:
     """Everything `tpuscope compare` and the Compare view show, computed once."""
 

@@ -32,12 +32,12 @@ machine shares it, and `NOISE_FLOOR_HOST_CPU_PERCENT` applies.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 from functools import lru_cache
 
 import numpy as np
 
 from tpuscope.model import order_statistics
+from tpuscope.model.records import record
 
 CONFIDENCE = 0.95
 # airspeed velocity (asv) reports a benchmark as changed only when the ratio passes `--factor`, default
@@ -62,7 +62,7 @@ METHOD_HODGES_LEHMANN = "hodges_lehmann_log_ratio"
 METHOD_BOOTSTRAP_MEAN = "bootstrap_ratio_of_means"
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Change:
     """One measured change from BASE to NEW, in percent of BASE (negative: NEW is faster)."""
 

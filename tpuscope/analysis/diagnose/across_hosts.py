@@ -17,13 +17,14 @@ from __future__ import annotations
 import re
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any
 
 from tpuscope.analysis.diagnose import clock_offset, collective_bound, exposed_communication, straggler
 from tpuscope.analysis.diagnose.finding import Finding, Impact, RuleOutcome, Severity
 from tpuscope.analysis.facts.context import Context
 from tpuscope.analysis.facts.evidence import MAX_EVIDENCE
+from tpuscope.model.records import record
 
 # Rules that compare hosts: they run once over the pod table (it and the framework are all they
 # read), not on each host alone; every other rule runs on each host alone.
@@ -37,7 +38,7 @@ _SEVERITY_ORDER = {"critical": 0, "warning": 1, "info": 2}
 _NUMBER = re.compile(r"-?\d+(?:\.\d+)?(?:[eE][+-]?\d+)?")
 
 
-@dataclass
+@record
 class PodDiagnosis:
     """A pod's findings (JSON, worst first), its "what was checked" lines and rule errors."""
 

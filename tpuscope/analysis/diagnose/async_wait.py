@@ -10,7 +10,6 @@ other copies move buffers between memory spaces on the chip; the rest are collec
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
 from tpuscope.analysis.async_ops import is_async_done
@@ -28,6 +27,7 @@ from tpuscope.analysis.facts.context import Context
 from tpuscope.analysis.framework import JAX, PYTORCH_XLA, TENSORFLOW
 from tpuscope.analysis.metrics.format import format_percent
 from tpuscope.analysis.ops import OpTable
+from tpuscope.model.records import record
 
 RULE_ID = "async_wait"
 IMPACT_THRESHOLDS = STEP_TIME_BANDS
@@ -69,7 +69,7 @@ ADVICE_COLLECTIVES = {
 }
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class AsyncWait:
     """Device time in async -done ops (the op table's rows by op, over all devices): what this rule
     and the `async_wait_share` metric (`tpuscope.analysis.metrics`) both read."""

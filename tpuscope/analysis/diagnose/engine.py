@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import field
 from functools import partial
 
 from tpuscope.analysis.diagnose import (
@@ -41,6 +41,7 @@ from tpuscope.analysis.framework import Framework
 from tpuscope.analysis.host_analyses import HOST_ANALYSES
 from tpuscope.analysis.steps import Steps
 from tpuscope.model.completeness import Completeness
+from tpuscope.model.records import record
 
 Rule = Callable[[Context], "list[Finding] | RuleOutcome"]
 
@@ -76,7 +77,7 @@ IMPACT_THRESHOLDS: dict[str, ImpactThresholds] = {m.RULE_ID: m.IMPACT_THRESHOLDS
 RULES: dict[str, Rule] = {m.RULE_ID: m.run for m in _RULE_MODULES}  # in the order findings tie-break
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class RuleTiming:
     """One rule's wall time in a diagnosis, and the shared facts it was the first to ask for: their
     cost is in its time, and the rules after it reuse them (`tpuscope diagnose --timings`)."""
@@ -86,7 +87,7 @@ class RuleTiming:
     facts: tuple[str, ...]
 
 
-@dataclass
+@record
 class Report:
     """The outcome of one diagnosis run."""
 

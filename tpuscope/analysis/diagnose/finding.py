@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
 from enum import IntEnum
 from typing import Any
 
 from tpuscope.analysis.facts.evidence import largest_first
 from tpuscope.analysis.metrics.format import format_percent
 from tpuscope.model.plain import plain
+from tpuscope.model.records import record
 from tpuscope.model.units import format_bytes
 
 
@@ -28,7 +29,7 @@ class Severity(IntEnum):
         return Severity[text.upper()]
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Impact:
     """What fixing a finding would give back, as its rule measures it: the share of step time (and
     milliseconds per step) the device or the step would regain, or for memory the bytes at stake and
@@ -94,7 +95,7 @@ def sentence_case(text: str) -> str:
     return text[:1].upper() + text[1:]
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class ImpactThresholds:
     """When a finding's impact (percent of step time, or of capacity for memory) makes it a warning
     and when critical; below `warning` it is info. `source` names where the numbers come from."""
@@ -148,7 +149,7 @@ def device_time_impact(
 NO_STEPS_NOTE = "its cost cannot be measured: the profile has no steps to weigh it against"
 
 
-@dataclass
+@record
 class Finding:
     """One diagnosed problem (or a notable fact at severity info).
 
@@ -186,7 +187,7 @@ class Finding:
         }
 
 
-@dataclass
+@record
 class RuleOutcome:
     """What a rule returns: its findings and one line on what it looked at.
 

@@ -9,8 +9,6 @@ utilization below 50% low.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import numpy as np
 
 from tpuscope.analysis.bound_codes import BOUND_COMPUTE
@@ -28,6 +26,7 @@ from tpuscope.analysis.facts.context import Context
 from tpuscope.analysis.framework import JAX, PYTORCH_XLA, TENSORFLOW
 from tpuscope.analysis.metrics.format import format_percent
 from tpuscope.analysis.ops import OpTable
+from tpuscope.model.records import record
 
 RULE_ID = "flops_utilization"
 IMPACT_THRESHOLDS = STEP_TIME_BANDS
@@ -53,7 +52,7 @@ ADVICE = {
 NO_PEAK = "no peak FLOP/s known for these devices, so no roofline to compare with"
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class ComputeBound:
     """The compute-bound ops of the op table (by op, all devices) and the FLOP/s they reach: what this
     rule and the `flop_utilization` metric (`tpuscope.analysis.metrics`) both read."""

@@ -12,7 +12,9 @@ from __future__ import annotations
 
 import math
 import re
-from dataclasses import dataclass, field
+from dataclasses import field
+
+from tpuscope.model.records import record
 
 # `bf16[8,128]{1,0:T(8,128)(2,1)S(1)}`: element type, dimensions, optional layout.
 _SHAPE = re.compile(r"\b([a-z][a-z0-9]*)\[([0-9,<=]*)\](\{[^}]*\})?")
@@ -27,7 +29,7 @@ ELEMENT_BYTES = {"pred": 1, "s8": 1, "u8": 1, "s16": 2, "u16": 2, "f16": 2, "bf1
 FLOAT_TYPES = {"f16", "bf16", "f32", "f64"}
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Shape:
     element_type: str
     dims: tuple[int, ...]
@@ -60,7 +62,7 @@ class Shape:
         return math.prod(dims) if dims else 1
 
 
-@dataclass
+@record
 class Instruction:
     opcode: str
     results: list[Shape] = field(default_factory=list)

@@ -9,8 +9,6 @@ launch-bound: it finishes each op faster than the host can issue the next.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import numpy as np
 
 from tpuscope.analysis import device_ops
@@ -39,6 +37,7 @@ from tpuscope.analysis.facts.intervals import (
 from tpuscope.analysis.framework import JAX, PYTORCH, PYTORCH_XLA, TENSORFLOW
 from tpuscope.analysis.metrics.format import format_fraction
 from tpuscope.model import order_statistics
+from tpuscope.model.records import record
 
 RULE_ID = "low_device_utilization"
 # xprof check_host_boundness (xprof 2.24.2 xprof/cli/tools/check_host_boundness_tool.py): a duty cycle
@@ -85,7 +84,7 @@ ADVICE = {
 }
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class SteadyStateDuty:
     """Each device's busy time over the steady state (`_window`): what this rule and the
     `steady_state_duty_cycle` metric (`tpuscope.analysis.metrics`) both read."""

@@ -8,11 +8,11 @@ instructions, or as fusions around one (TPU categories `convolution`, `convoluti
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from tpuscope.analysis.diagnose.tpu_cores import tensorcores
 from tpuscope.analysis.facts.context import Context
+from tpuscope.model.records import record
 
 if TYPE_CHECKING:
     from tpuscope.analysis.diagnose.hlo_text import Instruction
@@ -23,7 +23,7 @@ MATMUL_CATEGORY = re.compile(r"^(convolution|convolution fusion|output fusion|do
 MATMUL_NAME = re.compile(r"(^|[_.\-])(dot|convolution|conv|matmul|einsum)($|[_.\-])")
 
 
-@dataclass
+@record
 class MatmulOp:
     row: int
     name: str

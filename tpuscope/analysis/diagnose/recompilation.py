@@ -18,7 +18,7 @@ are all there is to show.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import field
 
 import numpy as np
 
@@ -41,6 +41,7 @@ from tpuscope.analysis.framework import JAX, PYTORCH_XLA, TENSORFLOW
 from tpuscope.analysis.programs import PROGRAM_CODE, PROGRAM_SIGNATURES
 from tpuscope.model import order_statistics
 from tpuscope.model.programs import ProgramSignature, signatures_of_module
+from tpuscope.model.records import record
 from tpuscope.model.trace import Track
 from tpuscope.model.vocabulary import KIND_METADATA, EventClass, Stat
 
@@ -78,7 +79,7 @@ ADVICE = {
 }
 
 
-@dataclass
+@record
 class _Group:
     """The compilations of one function/graph."""
 

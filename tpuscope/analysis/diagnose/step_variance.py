@@ -19,8 +19,6 @@ Only input wait and extra host events are warnings; the advice names what was fo
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import numpy as np
 
 from tpuscope.analysis.diagnose.finding import (
@@ -42,6 +40,7 @@ from tpuscope.analysis.facts.waits import input_wait_intervals
 from tpuscope.analysis.framework import JAX, PYTORCH_XLA, TENSORFLOW
 from tpuscope.analysis.host_names import distinct_ids
 from tpuscope.model import order_statistics
+from tpuscope.model.records import record
 from tpuscope.model.trace import Track
 
 RULE_ID = "step_time_variance"
@@ -102,7 +101,7 @@ ADVICE: dict[str, dict[str, list[str]]] = {
 }
 
 
-@dataclass
+@record
 class _Parts:
     """Per-step time split, ps, parallel to the steps."""
 
@@ -112,7 +111,7 @@ class _Parts:
     gap: np.ndarray
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class SteadySteps:
     """The steps this rule scores (warm-up left out) and their median: what the rule and the
     `steady_step_time_median` metric (`tpuscope.analysis.metrics`) both read."""
@@ -262,7 +261,7 @@ def _split(ctx: Context) -> _Parts:
     return _Parts(period, device, wait, gap)
 
 
-@dataclass
+@record
 class _Extra:
     total_ps: float
     names: list[str]

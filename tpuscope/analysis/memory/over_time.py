@@ -21,17 +21,18 @@ Vectorized over events: one sort per allocator, no per-event Python loop.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
 
 import numpy as np
 
 from tpuscope.model.memory import AllocationEvents
+from tpuscope.model.records import record
 
 # At most this many live allocations are listed at a peak (largest first).
 MAX_LIVE_LISTED = 50
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class LiveAllocation:
     """One allocation alive at an allocator's peak."""
 
@@ -55,7 +56,7 @@ class LiveAllocation:
         }
 
 
-@dataclass
+@record
 class AllocatorMemory:
     """One allocator's memory over the profile (arrays in time order, one point per event)."""
 

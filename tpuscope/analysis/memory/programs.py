@@ -20,7 +20,7 @@ negative) make XProf give up; here they give the rest of the answer and a note s
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
 
 import numpy as np
 
@@ -36,6 +36,7 @@ from tpuscope.model.memory import (
     FLAG_TUPLE,
     ProgramBuffers,
 )
+from tpuscope.model.records import record
 
 # XLA's memory space numbers (the `color` of a buffer, `S(n)` in a layout): 0 is the default device
 # memory (HBM on TPU and GPU); 5 is host memory (xla/layout.h, `Layout::kHostMemorySpace`).
@@ -53,7 +54,7 @@ def memory_space_name(space: int) -> str:
     return _SPACE_NAMES.get(int(space), f"memory space {int(space)}")
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class PeakBuffer:
     """One buffer live at the program's peak."""
 
@@ -81,7 +82,7 @@ class PeakBuffer:
         }
 
 
-@dataclass
+@record
 class ProgramMemory:
     """One program's memory in one memory space."""
 
@@ -296,7 +297,7 @@ def _choose_trace(buffers: ProgramBuffers, index: _BufferIndex, space: int, in_s
     return best
 
 
-@dataclass
+@record
 class _Replay:
     heap: np.ndarray
     unpadded: np.ndarray

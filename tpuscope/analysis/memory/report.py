@@ -16,7 +16,7 @@ datasheet table below.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import TYPE_CHECKING
 
 from tpuscope.analysis.memory.programs import HBM_SPACE, ProgramMemory, memory_spaces, program_memory
@@ -29,6 +29,7 @@ from tpuscope.model.memory import (
     device_memory_sizes,
     program_buffers,
 )
+from tpuscope.model.records import record
 from tpuscope.model.trace import Trace
 
 if TYPE_CHECKING:  # an allocator's records load where a host has allocator events (`allocators_of`)
@@ -50,7 +51,7 @@ CHIP_HBM_BYTES: dict[str, int] = {
 _DEVICE_ALLOCATOR = re.compile(r"^(\d+|(GPU|TPU)_\d+(_bfc)?)$")
 
 
-@dataclass
+@record
 class MemoryReport:
     """Programs (name order, HBM first per program) and allocators (host, id order)."""
 

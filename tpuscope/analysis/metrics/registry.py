@@ -7,11 +7,11 @@ read the records without importing every analysis a metric reads.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
 from typing import Any
 
 # Units: what a value is measured in (`tpuscope.analysis.metrics.units`), named here with the records.
 from tpuscope.analysis.metrics.units import UNITS
+from tpuscope.model.records import record
 
 # Scopes: what a value covers.
 PROFILE = "profile"  # the whole profile window
@@ -29,7 +29,7 @@ def measured(value: float | None, reason: str = "") -> Measured:
     return (None, reason or "not measured") if value is None else (float(value), "")
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Metric:
     """One headline metric, registered once (`definitions.METRICS_DEFINED`).
 
@@ -50,7 +50,7 @@ class Metric:
         assert self.scope in SCOPES, self.scope
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class MetricValue:
     """One row of `tpuscope metrics --json`, of the SQL table `metrics` and of the app's cards."""
 
@@ -80,7 +80,7 @@ class MetricValue:
         return record
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Metrics:
     """Every metric of one trace (or pod), in registration order; hosts' rows after the pod's."""
 

@@ -8,12 +8,12 @@ have no row in the table.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from tpuscope.analysis.pod.summary import PART_LABELS, PARTS, HostSummary
+from tpuscope.model.records import record
 
 ALIGN_BY_NUMBER = "step number"
 ALIGN_BY_ORDER = "order"
@@ -22,7 +22,7 @@ ALIGN_BY_ORDER = "order"
 MIN_SHARED_STEP_FRACTION = 0.5
 
 
-@dataclass
+@record
 class HostRow:
     """One host's line of the per-host table: means per aligned step (ps)."""
 
@@ -48,7 +48,7 @@ class HostRow:
         }
 
 
-@dataclass
+@record
 class PodAnalysis:
     """Hosts (with steps) x aligned steps; `positions[h, s]` is host h's own index of aligned step s."""
 

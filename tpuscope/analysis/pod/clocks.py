@@ -22,12 +22,13 @@ op, `tpuscope.model.flows`) has a clock that is off its host's: `launch_skew` me
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field, replace
+from dataclasses import field, replace
 
 import numpy as np
 
 from tpuscope.analysis.results import Result
 from tpuscope.model import order_statistics
+from tpuscope.model.records import record
 from tpuscope.model.trace import Trace, Track
 from tpuscope.model.vocabulary import EventClass
 
@@ -56,7 +57,7 @@ MIN_SKEWED_FLOWS = 5
 MIN_SKEWED_SHARE = 0.1
 
 
-@dataclass
+@record
 class CollectiveEnds:
     """One host's synchronizing collective instances (parallel int64 arrays, trace time in ps)."""
 
@@ -119,7 +120,7 @@ def _occurrence(name_index: np.ndarray, step: np.ndarray) -> np.ndarray:
     return rank
 
 
-@dataclass
+@record
 class HostClock:
     """One host's clock against the other hosts' (ps; positive: its clock reads later)."""
 
@@ -138,7 +139,7 @@ class HostClock:
         )
 
 
-@dataclass
+@record
 class ClockEstimate:
     """Every host's clock against the others'; `off`: the hosts whose clock is visibly off."""
 
@@ -247,7 +248,7 @@ def _clock(host: str, start, end, other_start, other_end, reference: bool = Fals
     return HostClock(host, offset, count, int(disjoint.sum()), spread)
 
 
-@dataclass
+@record
 class LaunchSkew:
     """Device ops of one device that start before the host launch that started them."""
 

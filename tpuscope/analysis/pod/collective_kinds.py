@@ -21,7 +21,8 @@ all-to-all (n-1)/n; broadcast, reduce and point-to-point 1).
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+
+from tpuscope.model.records import record
 
 ALL_REDUCE, ALL_GATHER, REDUCE_SCATTER, ALL_TO_ALL = (
     "all-reduce",
@@ -98,7 +99,7 @@ TORCH_DTYPE_BYTES = {
 }  # fmt: skip
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Kind:
     """A collective op's kind and async half ("" when it is not one half of an async pair)."""
 
@@ -136,7 +137,7 @@ def _library_kind(text: str) -> str:
     return ""
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Size:
     """What one occurrence moves: nccl-tests' S in bytes (None: not known) and the group size n."""
 

@@ -21,7 +21,6 @@ reads async-done time, openxla/xprof xprof/convert/smart_suggestion/sparse_core_
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -44,6 +43,7 @@ from tpuscope.analysis.pod.collective_kinds import (
     nccl_size,
 )
 from tpuscope.model import order_statistics
+from tpuscope.model.records import record
 from tpuscope.model.trace import Track
 from tpuscope.model.vocabulary import Stat
 
@@ -54,7 +54,7 @@ TRANSPORT = {"TPU": "ICI", "CPU": "host", "GPU": ""}
 PS_PER_US = 1e6
 
 
-@dataclass
+@record
 class CollectiveRow:
     """One collective op of one host (its occurrences on every device of the host), times in ps."""
 

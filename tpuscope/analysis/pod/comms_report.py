@@ -13,7 +13,7 @@ docs/source/features/comm_comp_overlap.rst), taken over the aligned steps of eve
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -27,6 +27,7 @@ from tpuscope.analysis.pod.results import POD
 from tpuscope.analysis.results import Result
 from tpuscope.analysis.trace_results import DEVICES
 from tpuscope.model import order_statistics
+from tpuscope.model.records import record
 from tpuscope.model.trace import Trace
 
 PS_PER_US = 1e6
@@ -40,7 +41,7 @@ def _percent(part: float, whole: float) -> float | None:
     return round(100.0 * part / whole, 2) if whole > 0 else None
 
 
-@dataclass
+@record
 class CommsReport:
     """Communication of the pod's hosts over its aligned steps (ps arrays: hosts x steps)."""
 

@@ -25,13 +25,14 @@ the same way, on their own collective and compute time.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import TYPE_CHECKING
 
 import numpy as np
 
 from tpuscope.analysis.facts.outliers import MODIFIED_Z_OUTLIER, modified_z
 from tpuscope.model import order_statistics
+from tpuscope.model.records import record
 
 if TYPE_CHECKING:
     from tpuscope.analysis.pod.analysis import PodAnalysis
@@ -58,7 +59,7 @@ CAUSE_WORDS = {
 PS_PER_MS = 1e9
 
 
-@dataclass
+@record
 class Units:
     """What is compared: hosts (per host means over its devices) or the devices of one host."""
 
@@ -70,7 +71,7 @@ class Units:
     step_ps: np.ndarray  # (units, steps)
 
 
-@dataclass
+@record
 class LateUnit:
     """A host (or device) the others wait for at the collectives."""
 
@@ -95,7 +96,7 @@ class LateUnit:
         return self.extra_per_step_ps.get(self.cause, 0.0)
 
 
-@dataclass
+@record
 class LateVerdict:
     units: Units | None
     late: list[LateUnit]
@@ -201,7 +202,7 @@ def _late_unit(units: Units, row: int, z: float) -> LateUnit:
     )
 
 
-@dataclass
+@record
 class CollectiveShare:
     """Each host's share of step time spent in collectives (percent, over the aligned steps)."""
 

@@ -10,15 +10,14 @@ compile, idle), since a host's split is only defined over its own devices.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import numpy as np
 
 from tpuscope.analysis.pod.analysis import PodAnalysis
 from tpuscope.analysis.pod.summary import PARTS
+from tpuscope.model.records import record
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class PodStepSplit:
     """Per aligned step (parallel arrays): its number, where it lies on the trace and its parts (ps)."""
 

@@ -15,7 +15,7 @@ and splits into parts that add up to it:
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import field, replace
 from typing import Any
 
 import numpy as np
@@ -44,6 +44,7 @@ from tpuscope.analysis.programs import PROGRAM_CODE
 from tpuscope.analysis.steps import SOURCE_NONE
 from tpuscope.model import id_columns
 from tpuscope.model.flows import Flows
+from tpuscope.model.records import record
 from tpuscope.model.trace import Trace, Track
 
 PARTS = ("compute", "collective", "input", "compile", "host")
@@ -79,7 +80,7 @@ _CANDIDATE_SAMPLE = 8
 _UNIQUE_SAMPLE = 64
 
 
-@dataclass
+@record
 class HostSummary:
     """Per-step parts of one host's step time (ps, float64 arrays parallel to `step_number`)."""
 
@@ -346,7 +347,7 @@ def _host_work_events(
     return [(track, keep)]
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class _Idle:
     """The window [start, end) less two disjoint sets, given by their `coverage`: the time of it in a
     window is the window's part inside [start, end) less each set's time there (exact integers)."""

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import Protocol
 
 import numpy as np
@@ -21,6 +21,7 @@ from tpuscope.model import order_statistics
 from tpuscope.model.build import add_plane, add_track, finish
 from tpuscope.model.completeness import DROPPED, Loss
 from tpuscope.model.flows import Flows, bind_flows
+from tpuscope.model.records import record
 from tpuscope.model.stats import StatColumn
 from tpuscope.model.trace import Plane, Trace
 from tpuscope.model.vocabulary import Dialect, PlaneIdentity, TrackKind
@@ -47,7 +48,7 @@ NOT_TEXT = "(not text)"
 _STAT_NAME = dict(ARG_COLUMNS)
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class TrackGroup:
     """One of the tracks a thread's events are split into (e.g. a GPU stream's kernels vs its annotations)."""
 

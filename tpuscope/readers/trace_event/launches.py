@@ -11,12 +11,11 @@ around it (python_stacks) are both read from this one link.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import numpy as np
 
 from tpuscope.model import order_statistics
 from tpuscope.model.flows import Flows
+from tpuscope.model.records import record
 from tpuscope.model.trace import Trace, Track
 from tpuscope.model.vocabulary import Stat, TrackKind
 
@@ -25,7 +24,7 @@ _EVENT_BITS = 40
 _CORRELATION_BITS = 48
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Launches:
     """Per device op with a known launch: the launching host event and the device op (track numbers
     of `Trace.track_list()`, event rows there)."""

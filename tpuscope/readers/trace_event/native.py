@@ -27,13 +27,13 @@ import io
 import zlib
 from collections import Counter
 from collections.abc import Iterator
-from dataclasses import dataclass
 from typing import Any
 
 import msgspec
 import numpy as np
 
 from tpuscope.model import order_statistics
+from tpuscope.model.records import record
 from tpuscope.readers import files
 from tpuscope.readers.files import GZIP_MAGIC, MAX_GZIP_EXPANSION
 from tpuscope.readers.registry import MemoryFile, ProfileFile
@@ -74,14 +74,14 @@ def _arg_keys() -> tuple[bytes, ...]:
 _ARG_KEYS = _arg_keys()
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Declined:
     """The C decoder did not take the file: why (a sentence fragment, e.g. "a string is not valid UTF-8")."""
 
     reason: str
 
 
-@dataclass
+@record
 class ArgValues:
     """One kept arg's values on the events that carry it, as the C decoder wrote them: per row a kind
     (ARG_INT, ARG_FLOAT, ARG_STR, ARG_JSON) and an int64 (the integer, the double's bits, an id into

@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter, defaultdict
-from dataclasses import dataclass, field
+from dataclasses import field
 from itertools import compress, repeat
 from operator import attrgetter, is_not
 from typing import Any
@@ -40,6 +40,7 @@ import numpy as np
 from tpuscope.errors import ProfileError, display_path
 from tpuscope.model import order_statistics
 from tpuscope.model.completeness import CUT, DROPPED, Loss
+from tpuscope.model.records import record
 from tpuscope.readers.files import GZIP_MAGIC, gunzip_salvaging
 from tpuscope.readers.registry import ProfileFile
 
@@ -182,7 +183,7 @@ _PHASE_CODES: defaultdict = defaultdict(
 _BINDS_ENCLOSING: defaultdict = defaultdict(bool, {"e": True})
 
 
-@dataclass
+@record
 class Interner:
     """Distinct strings -> dense ids, filled at C speed (`defaultdict.__missing__` calls `len`)."""
 
@@ -198,7 +199,7 @@ class Interner:
         return list(self.ids)
 
 
-@dataclass
+@record
 class EventColumns:
     """The events of one file (X and instant records), one numpy column per field."""
 
@@ -218,7 +219,7 @@ class EventColumns:
         return len(self.ts_us)
 
 
-@dataclass
+@record
 class FlowColumns:
     """Flow records (`s`, `t`, `f`): where each flow id starts and ends."""
 
@@ -230,7 +231,7 @@ class FlowColumns:
     binds_enclosing: np.ndarray  # bool: "bp": "e" (bind to the enclosing slice)
 
 
-@dataclass
+@record
 class TraceEventFile:
     """One decoded trace-event JSON file."""
 
@@ -355,22 +356,22 @@ def finish_file(
     process_names: dict[int | str, str] = {}
     process_labels: dict[int | str, str] = {}
     thread_names: dict[tuple[int | str, int | str], str] = {}
-    for record in meta:  # a handful per process and thread
-        args = record.args
-        if args is None or record.name not in _META_FIELDS:
+    for entry in meta:  # a handful per process and thread
+        args = entry.args
+        if args is None or entry.name not in _META_FIELDS:
             continue
-        key = _META_FIELDS[record.name]
+        key = _META_FIELDS[entry.name]
         value = getattr(args, key)
         if value is None:
             continue
         if not isinstance(value, str):
             drops[f"metadata `args.{key}` is not a string"] += 1
-        elif record.name == "process_name":
-            process_names[record.pid] = value
-        elif record.name == "thread_name":
-            thread_names[(record.pid, record.tid)] = value
+        elif entry.name == "process_name":
+            process_names[entry.pid] = value
+        elif entry.name == "thread_name":
+            thread_names[(entry.pid, entry.tid)] = value
         elif value:
-            process_labels[record.pid] = value
+            process_labels[entry.pid] = value
     measured: list[Loss] = []
     kept = len(events.ts_us) + len(flows.ts_us)
     if drops:
@@ -503,7 +504,7 @@ def _arg_columns(events: list[_Event]) -> dict[str, tuple[np.ndarray, list]]:
     return out
 
 
-@dataclass
+@record
 class _Decoded:
     """The document's records (typed `_Event`s) and top-level fields, and what decoding them cost."""
 
@@ -650,8 +651,8 @@ def _from_loose(path: ProfileFile, document: Any, array_form: bool) -> _Decoded:
         raise ProfileError(path, "it is not a trace-event JSON file (`traceEvents` is not a list)")
     drops: Counter[str] = Counter()
     records = []
-    for record in raw:
-        coerced = _coerce(record)
+    for item in raw:
+        coerced = _coerce(item)
         if isinstance(coerced, str):
             drops[coerced] += 1
         else:
@@ -678,39 +679,39 @@ _KNOWN_PHASES = frozenset(_PHASE_CODES) - {"C"}
 _META_FIELDS = {"process_name": "name", "thread_name": "name", "process_labels": "labels"}
 
 
-def _coerce(record: Any) -> _Event | str:
+def _coerce(item: Any) -> _Event | str:
     """One record as an `_Event`, or why it cannot be one (a sentence fragment naming the field)."""
-    if not isinstance(record, dict):
+    if not isinstance(item, dict):
         return "a record is not a JSON object"
-    ph = record.get("ph", "")
+    ph = item.get("ph", "")
     if not isinstance(ph, str):
         return "`ph` is not a string"
     if ph not in _KNOWN_PHASES:
         return _Event(ph=ph)  # phases the reader skips: their other fields are not read
     fields: dict[str, Any] = {"ph": ph}
     for key in ("name", "cat", "bp"):
-        value = record.get(key, "")
+        value = item.get(key, "")
         if not isinstance(value, str):
             return f"`{key}` is not a string"
         fields[key] = value
     for key in ("pid", "tid"):
-        value = record.get(key, 0)
+        value = item.get(key, 0)
         if type(value) not in (int, str):
             return f"`{key}` is not a number or a string"
         fields[key] = value
     for key in ("ts", "dur"):
-        value = record.get(key, 0.0)
+        value = item.get(key, 0.0)
         if type(value) not in (int, float):
             return f"`{key}` is not a number"
         try:
             fields[key] = float(value)
         except OverflowError:  # an integer beyond float64: out of range, as the range check says
             fields[key] = float("inf")
-    flow_id = record.get("id")
+    flow_id = item.get("id")
     if flow_id is not None and type(flow_id) not in (int, str):
         return "`id` is not a number or a string"
     fields["id"] = flow_id
-    args = record.get("args")
+    args = item.get("args")
     if args is not None:
         if not isinstance(args, dict):
             return "`args` is not an object"

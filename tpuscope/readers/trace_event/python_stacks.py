@@ -29,12 +29,13 @@ that is not `file(line): function` text give fewer lines, with a note, never an 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import field
 
 import numpy as np
 
 from tpuscope.model import order_statistics
 from tpuscope.model.code import UNKNOWN_LINE
+from tpuscope.model.records import record
 from tpuscope.model.stats import StatColumn
 from tpuscope.model.trace import Trace, Track
 from tpuscope.model.vocabulary import Stat, TrackKind
@@ -54,7 +55,7 @@ FRAMEWORK_FILE = re.compile(r"(^|/)(torch|site-packages|dist-packages)/|(^|/)lib
 MAX_FRAMES = 1000
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class PythonFrame:
     file: str
     line: int
@@ -81,7 +82,7 @@ def parse_call_stack(text: str) -> list[PythonFrame]:
     return frames
 
 
-@dataclass
+@record
 class _Code:
     """Per distinct stack: the source (`file:line`, "" without a user frame) and stack texts."""
 
@@ -179,7 +180,7 @@ def _write(
         )
 
 
-@dataclass
+@record
 class _PythonFrames:
     """One host thread's events as a call tree: each event's enclosing event, which events are Python
     calls, and their chains of frames by id."""

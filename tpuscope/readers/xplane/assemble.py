@@ -10,7 +10,7 @@ from __future__ import annotations
 import functools
 import threading
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -22,6 +22,7 @@ from tpuscope.model.completeness import CUT, DROPPED, LEFT_OUT, Loss
 from tpuscope.model.flows import correlation_flows
 from tpuscope.model.hosts import host_labels
 from tpuscope.model.narrowing import narrow_integers
+from tpuscope.model.records import record
 from tpuscope.model.stats import StatColumn, StatTable
 from tpuscope.model.trace import EventMetadataTable, Plane, Trace, Track
 from tpuscope.readers import host_from_filename
@@ -156,7 +157,7 @@ def _decode(
 _PREPARE_IN_DECODER_MIN_EVENTS = 1 << 17
 
 
-@dataclass
+@record
 class _PreparedLine:
     """A line's model columns in the model's order (its offsets and durations sorted the same way)."""
 

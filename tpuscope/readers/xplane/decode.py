@@ -16,13 +16,14 @@ import os
 import threading
 import zlib
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Literal, TypeVar
 
 import numpy as np
 
 from tpuscope.model import _kernels
 from tpuscope.model.narrowing import narrow_integers
+from tpuscope.model.records import record
 from tpuscope.readers.xplane import _linedecode, _planeheader
 from tpuscope.readers.xplane.workers import OrderedWorkers, ResultNotReady
 
@@ -37,7 +38,7 @@ class MalformedXSpace(ValueError):
 RawStatKind = Literal["int", "uint", "float", "str", "bytes"]
 
 
-@dataclass
+@record
 class RawStatColumn:
     """One stat over the rows that carry it, before interning into a trace.
 
@@ -51,7 +52,7 @@ class RawStatColumn:
     uniques: list | None = None
 
 
-@dataclass
+@record
 class DecodedLine:
     line_id: int
     display_id: int
@@ -69,7 +70,7 @@ class DecodedLine:
         return len(self.metadata_id)
 
 
-@dataclass
+@record
 class DecodedPlane:
     plane_id: int
     name: str
@@ -82,7 +83,7 @@ class DecodedPlane:
     lines: list[DecodedLine]
 
 
-@dataclass
+@record
 class Truncation:
     """Where a serialized XSpace that ends early was cut, and what of it could still be read.
 
@@ -142,7 +143,7 @@ def _count(n: int, noun: str) -> str:
     return f"{n:,} {noun}" + ("" if n == 1 else "s")
 
 
-@dataclass
+@record
 class DecodedSpace:
     planes: list[DecodedPlane]
     hostnames: list[str]
@@ -452,7 +453,7 @@ _MAX_EVERY_EVENT_STATS = 8
 _StringRecords = tuple[np.ndarray, np.ndarray, np.ndarray]
 
 
-@dataclass
+@record
 class _StatRecords:
     """A line's flat stat records as fill() wrote them (one per stat of each event, event by event)."""
 
@@ -684,7 +685,7 @@ def _intact_prefix(buffer) -> tuple[int, int, int, int, int]:
     return _wire_read(_linedecode.intact_prefix, buffer)
 
 
-@dataclass
+@record
 class _Planes:
     """The XSpace cut into its pieces: headers, line views and the byte span of every plane."""
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path
 
 from tpuscope.analysis.pod_run import HostResult, PodRun, combine
@@ -20,6 +20,7 @@ from tpuscope.app.hosts import HostOutcome, HostPool, pass_over
 from tpuscope.app.runs import host_file_count, host_files
 from tpuscope.app.where import MANY_HOSTS
 from tpuscope.errors import LoadCancelled, ProfileError
+from tpuscope.model.records import record
 from tpuscope.readers import host_from_filename
 from tpuscope.store import pod_results
 from tpuscope.ui.loader import LoadResult, prepare
@@ -30,7 +31,7 @@ POD_PAGE_MIN_HOSTS = MANY_HOSTS
 DOWNLOAD_SHARE = 0.5
 
 
-@dataclass
+@record
 class PodResult:
     """A run summarized host by host: no host's events, only what comparing the hosts needs.
 

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import gc
 import time
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -29,6 +28,7 @@ from tpuscope.analysis.facts.evidence import evidence_events
 from tpuscope.app.hosts import HostOutcome, pass_over
 from tpuscope.errors import LoadCancelled, ProfileError
 from tpuscope.model._kernels import return_freed_memory_to_os
+from tpuscope.model.records import record
 from tpuscope.store import pod_results
 from tpuscope.ui.loader import LoadResult
 from tpuscope.ui.pod.open_run import PodResult, open_profile
@@ -96,7 +96,7 @@ class HostDiagnosis(QThread):
             self.updated.emit()
 
 
-@dataclass
+@record
 class _HostRequest:
     host: str
     path: Path

@@ -11,10 +11,12 @@ Pure numpy, no Qt: the widget turns the points into one polygon call.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import TYPE_CHECKING
 
 import numpy as np
+
+from tpuscope.model.records import record
 
 if TYPE_CHECKING:  # the scene imports the layout, which imports this module
     from tpuscope.ui.timeline.scene import Viewport
@@ -25,7 +27,7 @@ COUNTERS_GROUP = ("", "Counters")  # the layout group key of the counter rows
 OFFSCREEN_PX = 10.0  # clamp to the viewport +- this margin, as the event boxes (scene.OFFSCREEN_PX)
 
 
-@dataclass
+@record
 class CounterSeries:
     """One counter: `values[i]` holds from `time_ps[i]` until `time_ps[i + 1]` (the last: to the end)."""
 

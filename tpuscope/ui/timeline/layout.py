@@ -15,10 +15,11 @@ from __future__ import annotations
 
 import bisect
 import re
-from dataclasses import dataclass, field
+from dataclasses import field
 
 import numpy as np
 
+from tpuscope.model.records import record
 from tpuscope.model.trace import Plane, Trace, Track
 from tpuscope.model.vocabulary import DEVICE_TRACK_ORDER, KIND_METADATA
 from tpuscope.ui.timeline.counters import COUNTER_HEIGHT, COUNTERS_GROUP, CounterSeries
@@ -33,7 +34,7 @@ TRACK_GAP = 3  # pixels between tracks
 DEVICE_KIND_ORDER = {kind: position for position, kind in enumerate(DEVICE_TRACK_ORDER)}
 
 
-@dataclass
+@record
 class Row:
     """One horizontal band: a plane group header or a track."""
 
@@ -98,7 +99,7 @@ def plane_label(plane: Plane, several_hosts: bool) -> str:
     return label
 
 
-@dataclass
+@record
 class TimelineLayout:
     """Rows with their y offsets; rebuilt (cheaply) when a group collapses or expands."""
 

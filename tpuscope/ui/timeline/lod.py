@@ -19,12 +19,12 @@ Nothing here knows about Qt: the view turns the boxes into rectangles.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 from typing import Literal
 
 import numpy as np
 
 from tpuscope.model import order_statistics
+from tpuscope.model.records import record
 from tpuscope.model.trace import Trace, Track
 from tpuscope.ui.timeline import _boxmerge
 
@@ -79,7 +79,7 @@ class Bisector:
         return lo + int(values[lo:hi].searchsorted(key, side=side))
 
 
-@dataclass
+@record
 class Boxes:
     """Boxes of one (track, depth) in time order: merged runs or single events.
 

@@ -10,11 +10,10 @@ Pure numpy, no Qt.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import numpy as np
 
 from tpuscope.model import order_statistics
+from tpuscope.model.records import record
 from tpuscope.model.stats import StatTable
 from tpuscope.model.trace import EventMetadataTable, Plane, Trace, Track
 from tpuscope.ui.timeline.lod import TimelineLod
@@ -23,7 +22,7 @@ from tpuscope.ui.timeline.lod import TimelineLod
 MAX_QUERY_TRACK_DEPTH = 8
 
 
-@dataclass
+@record
 class QueryTrack:
     """One pinned result: `track` (synthetic, on its own plane) and `lod` to draw it; `origin_track`
     and `origin_index` give, per event of `track`, the profile's event it came from (-1: none)."""

@@ -9,10 +9,11 @@ frame in one drawRects call per colour (the zero-copy call pyqtgraph's BarGraphI
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
 
 import numpy as np
 
+from tpuscope.model.records import record
 from tpuscope.ui.timeline.layout import ROW_HEIGHT, Row
 from tpuscope.ui.timeline.lod import Boxes, TimelineLod, TrackLod
 from tpuscope.ui.timeline.palette import PALETTE, Colours
@@ -30,7 +31,7 @@ BOX_MARGIN_PX = 1.0  # vertical space between stacked depths
 SUMMARY_INSET_PX = 5.0  # a collapsed group's summary boxes keep this far from its header's edges
 
 
-@dataclass
+@record
 class Viewport:
     """The time window on screen and where the event area sits in the widget."""
 
@@ -59,7 +60,7 @@ class Viewport:
         return self.top + layout_y - self.y_shift
 
 
-@dataclass
+@record
 class Label:
     x: float
     y: float
@@ -68,14 +69,14 @@ class Label:
     colour: int
 
 
-@dataclass
+@record
 class Frame:
     rects_by_colour: dict[int, np.ndarray] = field(default_factory=dict)
     labels: list[Label] = field(default_factory=list)
     box_count: int = 0
 
 
-@dataclass
+@record
 class _Pieces:
     x: list[np.ndarray] = field(default_factory=list)
     y: list[np.ndarray] = field(default_factory=list)
