@@ -22,6 +22,13 @@ and a buffered stdout, where PYTHONDONTWRITEBYTECODE or PYTHONUNBUFFERED are set
 `tpuscope/` with the built `.so` files, e.g. `git archive REF | tar -x -C SRC` and the `.so` files
 copied), for before/after figures that one busy minute cannot skew. `--pod N` times the same
 commands on a run folder holding N hard links of the host file (N hosts, one file's disk).
+
+`--instructions` counts instead of timing: each command once under valgrind's cachegrind (the
+instructions executed by all its threads, `I refs`), as installed and with the trace cache off.
+On a shared 2-vCPU machine `info`'s wall time moved 0.26-0.37 s between runs of the same tree,
+and the ratios with it; the counts repeat to 0.1% from run to run, so a change's own effect shows.
+They are not the target (wall time is: `info` decodes on both cores, the analyses run mostly on
+one), but they say what each command's work is. Needs `valgrind` (Debian's package).
 """
 
 from __future__ import annotations
@@ -141,6 +148,36 @@ def report(
                 )
 
 
+def instructions(path: Path, trees: list[Path]) -> None:
+    """Each command's instructions (valgrind cachegrind's `I refs`), one process per tree and command."""
+    with tempfile.TemporaryDirectory() as scratch:
+        env = environment(False, Path(scratch) / "bytecode")
+        print(f"{path.name}, TPUSCOPE_NO_CACHE=1, as installed, instructions (valgrind cachegrind, I refs):")
+        for tree in trees:
+            if len(trees) > 1:
+                print(f"  {'this tree' if tree == ROOT else tree}:")
+            counts = {}
+            for name, args in COMMANDS.items():
+                argv = [a.format(path=path) for a in args]
+                timed(argv, tree, env)  # writes the bytecode the counted process reads
+                counts[name] = _instructions(argv, tree, env)
+                ratio = counts[name] / counts["info"]
+                print(f"    {name:<16} {counts[name] / 1e6:8.0f} M  {ratio:5.2f}x info")
+
+
+def _instructions(args: list[str], tree: Path, env: dict[str, str]) -> int:
+    done = subprocess.run(
+        ["valgrind", "--tool=cachegrind", "--cache-sim=no", "--cachegrind-out-file=/dev/null",
+         sys.executable, "-m", "tpuscope", *args],
+        capture_output=True, text=True, env=env, cwd=tree, timeout=3600,
+    )  # fmt: skip
+    for line in done.stderr.splitlines():
+        if "I   refs:" in line or "I refs:" in line:
+            return int(line.split(":")[1].replace(",", "").split()[0])
+    command = " ".join(args)
+    raise SystemExit(f"valgrind printed no instruction count for tpuscope {command}: {done.stderr[-500:]}")
+
+
 def make_run(host_file: Path, hosts: int) -> Path:
     """A run folder of `hosts` hard links of one host file (one file's disk)."""
     return link_hosts(
@@ -160,10 +197,14 @@ def main() -> int:
     parser.add_argument("--as-installed", action="store_true", help="bytecode kept, stdout buffered")
     parser.add_argument("--before", type=Path, metavar="SRC", help="also time the tree SRC, alternating")
     parser.add_argument("--pod", type=int, metavar="N", help="also a run folder of N copies of the host file")
+    parser.add_argument("--instructions", action="store_true", help="count instructions (valgrind) instead")
     args = parser.parse_args()
     modes = [True] if args.cache else [False] if args.no_cache else [True, False]
     trees = [args.before.resolve(), ROOT] if args.before else [ROOT]
     path = find_or_record(args.events).resolve()
+    if args.instructions:
+        instructions(path, trees)
+        return 0
     report(path.name, path, trees, args.repeat, modes, args.as_installed)
     if args.pod:
         run = make_run(path, args.pod).resolve()
