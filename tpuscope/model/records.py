@@ -47,12 +47,13 @@ def record(
     def wrap(cls: T) -> T:
         own = set(vars(cls))
         made: Any = dataclass(cls, frozen=frozen, eq=False, repr=False, kw_only=kw_only)
+        every = fields(made)
         if "__repr__" not in own:
-            _define(made, "__repr__", _repr_of([f.name for f in fields(made) if f.repr]))
+            _define(made, "__repr__", _repr_of([f.name for f in every if f.repr]))
         if eq and "__eq__" not in own:
-            _define(made, "__eq__", _eq_of(_values_of([f.name for f in fields(made) if f.compare])))
+            _define(made, "__eq__", _eq_of(_values_of([f.name for f in every if f.compare])))
             if "__hash__" not in own:  # as dataclass: a frozen record hashes its fields, a mutable one none
-                hashed = [f.name for f in fields(made) if (f.compare if f.hash is None else f.hash)]
+                hashed = [f.name for f in every if (f.compare if f.hash is None else f.hash)]
                 if frozen:
                     _define(made, "__hash__", _hash_of(_values_of(hashed)))
                 else:

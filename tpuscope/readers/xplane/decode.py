@@ -603,9 +603,9 @@ def _text_column(raw: bytes | memoryview, stat_names: dict[int, str], rows: np.n
         if kind == KIND_REF:
             uniques.append(stat_names.get(int(values[pos]), ""))
             continue
-        record = int(values[pos])
-        start = int(str_offset[record])
-        chunk = bytes(raw[start : start + int(str_length[record])])
+        string_row = int(values[pos])
+        start = int(str_offset[string_row])
+        chunk = bytes(raw[start : start + int(str_length[string_row])])
         if all_bytes:
             uniques.append(chunk)
         elif kind == KIND_COMPRESSED:
