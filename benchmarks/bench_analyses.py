@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import resource
 import statistics
 import subprocess
@@ -171,9 +172,9 @@ def _instructions(args: list[str], tree: Path, env: dict[str, str]) -> int:
          sys.executable, "-m", "tpuscope", *args],
         capture_output=True, text=True, env=env, cwd=tree, timeout=3600,
     )  # fmt: skip
-    for line in done.stderr.splitlines():
-        if "I   refs:" in line or "I refs:" in line:
-            return int(line.split(":")[1].replace(",", "").split()[0])
+    found = re.search(r"I\s+refs:\s+([\d,]+)", done.stderr)  # "==123== I   refs:      2,572,184,113"
+    if found:
+        return int(found.group(1).replace(",", ""))
     command = " ".join(args)
     raise SystemExit(f"valgrind printed no instruction count for tpuscope {command}: {done.stderr[-500:]}")
 
