@@ -19,7 +19,8 @@ from tpuscope.app.opener import open_trace
 from tpuscope.model.programs import ProgramSignature, program_signatures, signatures_of_module
 from tpuscope.readers.xla_dialect import HLO_PROTO_STAT
 from tpuscope.readers.xplane import hlo_pb2
-from tpuscope.readers.xplane.hlo import decode_program_signature, format_shape
+from tpuscope.readers.xplane.hlo import SHAPE, decode_program_signature, format_shape
+from tpuscope.readers.xplane.wire import parse
 
 _MODULE_NAME = re.compile(r"^(.+)\((\d+)\)$")
 # An operand in XLA Ops HLO text: `f32[5,1024,1024,256]{3,2,1,0:T(8,128)S(5)} %param.1`.
@@ -136,14 +137,18 @@ def test_decoding_never_raises(data):
 
 def test_shapes_print_as_xla_writes_them():
     shape = hlo_pb2.ShapeProto
-    assert format_shape(shape(element_type=hlo_pb2.BF16, dimensions=[8, 128])) == "bf16[8,128]"
-    assert format_shape(shape(element_type=hlo_pb2.PRED)) == "pred[]"
+
+    def text(proto) -> str:
+        return format_shape(parse(proto.SerializeToString(), SHAPE))
+
+    assert text(shape(element_type=hlo_pb2.BF16, dimensions=[8, 128])) == "bf16[8,128]"
+    assert text(shape(element_type=hlo_pb2.PRED)) == "pred[]"
     dynamic = shape(element_type=hlo_pb2.S32, dimensions=[16, 4], is_dynamic_dimension=[True, False])
-    assert format_shape(dynamic) == "s32[<=16,4]"
+    assert text(dynamic) == "s32[<=16,4]"
     pair = shape(element_type=hlo_pb2.TUPLE, tuple_shapes=[shape(element_type=hlo_pb2.F32), dynamic])
-    assert format_shape(pair) == "(f32[], s32[<=16,4])"
-    assert format_shape(shape(element_type=99, dimensions=[3])) == "type99[3]"
+    assert text(pair) == "(f32[], s32[<=16,4])"
+    assert text(shape(element_type=99, dimensions=[3])) == "type99[3]"
     deep = shape(element_type=hlo_pb2.F32)
     for _ in range(20):
         deep = shape(element_type=hlo_pb2.TUPLE, tuple_shapes=[deep])
-    assert "(...)" in format_shape(deep)
+    assert "(...)" in text(deep)

@@ -568,6 +568,69 @@ static PyObject *split_message(PyObject *self, PyObject *args) {
     return result;
 }
 
+/* message_fields(buffer, start, stop, wanted) -> list[int]
+ * Walks the top-level fields of the message in buffer[start:stop] and reports those whose number
+ * has a nonzero byte in `wanted` (indexed by field number; numbers past its end are not wanted), as
+ * a flat list of triples (tag, a, b): a varint (wire type 0) as (tag, value, 0), a length-delimited
+ * field (wire type 2) as (tag, payload start, payload stop), offsets in the whole buffer. Other
+ * fields, and wanted ones of the fixed-size wire types, are stepped over. Why: the HLO protos'
+ * reader (wire.py) reads a few fields of messages that hold many (an instruction has dozens);
+ * walking them here costs a few nanoseconds a field instead of a Python loop's hundreds. */
+static PyObject *message_fields(PyObject *self, PyObject *args) {
+    Py_buffer buf, want;
+    Py_ssize_t start, stop;
+    if (!PyArg_ParseTuple(args, "y*nny*", &buf, &start, &stop, &want)) return NULL;
+    PyObject *out = NULL;
+    if (start < 0 || stop < start || stop > buf.len) {
+        PyErr_SetString(PyExc_ValueError, "the span is not inside the buffer");
+        goto done;
+    }
+    const uint8_t *base = (const uint8_t *)buf.buf;
+    const uint8_t *wanted = (const uint8_t *)want.buf;
+    Cursor c = {base + start, base + stop};
+    out = PyList_New(0);
+    while (out && c.p < c.end) {
+        uint64_t field, value;
+        int wt;
+        Cursor sub;
+        PyObject *a = NULL, *b = NULL, *tag = NULL;
+        if (read_tag(&c, &field, &wt) < 0) goto malformed;
+        if (field >= (uint64_t)want.len || !wanted[field] || (wt != 0 && wt != 2)) {
+            if (skip_field(&c, wt) < 0) goto malformed;
+            continue;
+        }
+        if (wt == 0) {
+            if (read_varint(&c, &value) < 0) goto malformed;
+            a = PyLong_FromUnsignedLongLong(value);
+            b = PyLong_FromLong(0);
+        } else {
+            if (read_len(&c, &sub) < 0) goto malformed;
+            a = PyLong_FromSsize_t(sub.p - base);
+            b = PyLong_FromSsize_t(sub.end - base);
+        }
+        tag = PyLong_FromUnsignedLongLong(field << 3 | (uint64_t)wt);
+        if (!a || !b || !tag || PyList_Append(out, tag) < 0 || PyList_Append(out, a) < 0 ||
+            PyList_Append(out, b) < 0) {
+            Py_XDECREF(a);
+            Py_XDECREF(b);
+            Py_XDECREF(tag);
+            Py_CLEAR(out);
+            break;
+        }
+        Py_DECREF(a);
+        Py_DECREF(b);
+        Py_DECREF(tag);
+    }
+    goto done;
+malformed:
+    Py_CLEAR(out);
+    PyErr_SetString(PyExc_ValueError, "malformed message");
+done:
+    PyBuffer_Release(&buf);
+    PyBuffer_Release(&want);
+    return out;
+}
+
 /* Reads a varint for intact_prefix(): 0 when read, 1 when the buffer ends inside it, -1 when it
  * overflows 64 bits (corruption, not a cut). */
 static int read_varint_or_end(Cursor *c, uint64_t *out) {
@@ -866,6 +929,8 @@ static PyMethodDef methods[] = {
      "fill() for a line whose events all carry the same numeric stats: one value column per stat."},
     {"split_message", split_message, METH_VARARGS,
      "Split a message into the spans of one length-delimited field and the bytes of all others."},
+    {"message_fields", message_fields, METH_VARARGS,
+     "The wanted top-level fields of a message: (tag, value, 0) per varint, (tag, start, stop) per length."},
     {"intact_prefix", intact_prefix, METH_VARARGS,
      "Where the last complete top-level field of a message ends, and which field the buffer cuts."},
     {"every_event_has_each", every_event_has_each, METH_VARARGS,

@@ -36,7 +36,7 @@ from google.protobuf.message import DecodeError
 
 from tpuscope.model.code import UNKNOWN_LINE, InstructionCode, ProgramCode, SourceFrame
 from tpuscope.readers.xplane import hlo_pb2
-from tpuscope.readers.xplane.hlo_memory import format_shape_with_layout
+from tpuscope.readers.xplane.hlo_memory import shape_text
 
 # Attributes by opcode, as XLA's instruction classes print them (xla/hlo/ir/hlo_instructions.cc).
 _DIMENSIONS_OPCODES = frozenset(
@@ -252,7 +252,7 @@ class _ModuleCode:
     def _shape_of(self, instruction: hlo_pb2.HloInstructionProto) -> str:
         text = self._shape_texts.get(instruction.name)  # names are unique in a module
         if text is None:
-            text = self._shape_texts[instruction.name] = format_shape_with_layout(instruction.shape)
+            text = self._shape_texts[instruction.name] = _shape_text(instruction.shape)
         return text
 
     def _decode(self, computation_index: int, position: int) -> InstructionCode:
@@ -294,6 +294,12 @@ class _ModuleCode:
 
 def _ints(values: Iterable[int]) -> str:
     return "{" + ",".join(str(int(v)) for v in values) + "}"
+
+
+def _shape_text(shape: hlo_pb2.ShapeProto) -> str:
+    """A shape with its layout, as the memory decoder writes it (`hlo_memory.shape_text`, which reads
+    shapes without protobuf): the same words for a shape in the code view and the memory view."""
+    return shape_text(shape.SerializeToString())
 
 
 def _replica_groups(instruction: hlo_pb2.HloInstructionProto) -> str:
@@ -377,7 +383,7 @@ def _custom_call(instruction: hlo_pb2.HloInstructionProto) -> list[str]:
         found.append(f"padding_type={padding}")
     found.append(f'custom_call_target="{instruction.custom_call_target}"')
     if instruction.constrain_layout:
-        shapes = ", ".join(format_shape_with_layout(s) for s in instruction.operand_shapes_with_layout)
+        shapes = ", ".join(_shape_text(s) for s in instruction.operand_shapes_with_layout)
         found.append("operand_layout_constraints={" + shapes + "}")
     if instruction.custom_call_has_side_effect:
         found.append("custom_call_has_side_effect=true")

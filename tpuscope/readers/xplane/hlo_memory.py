@@ -18,7 +18,6 @@ could not make sense of is listed in `notes`, and the rest is still returned.
 from __future__ import annotations
 
 import numpy as np
-from google.protobuf.message import DecodeError
 
 from tpuscope.model.memory import (
     FLAG_CONSTANT,
@@ -28,8 +27,19 @@ from tpuscope.model.memory import (
     FLAG_TUPLE,
     ProgramBuffers,
 )
-from tpuscope.readers.xplane import hlo_pb2
-from tpuscope.readers.xplane.hlo import MAX_TUPLE_DEPTH, type_name
+from tpuscope.readers.xplane.hlo import MAX_TUPLE_DEPTH, SHAPE, type_name
+from tpuscope.readers.xplane.wire import (
+    BOOL,
+    INT32,
+    INT64,
+    MESSAGE,
+    STRING,
+    Field,
+    Message,
+    Schema,
+    WireError,
+    parse,
+)
 
 # Bytes per element by XLA PrimitiveType number, with the default layout (xla/primitive_util.h
 # ByteWidth: sub-byte types take one byte each). TUPLE, TOKEN and OPAQUE are handled apart.
@@ -42,6 +52,73 @@ _TUPLE, _OPAQUE, _TOKEN = 13, 14, 17
 # with pointer_size = sizeof(void*), as Memory Viewer calls it).
 POINTER_BYTES = 8
 
+# What is read of an HloProto for its buffers (xla/service/hlo.proto, numbers as in `hlo.proto` here):
+# the module's instructions (id, name, opcode, shape, framework op) and the buffer assignment.
+_OP_METADATA = Schema({2: Field("op_name", STRING)})
+_INSTRUCTION = Schema(
+    {
+        1: Field("name", STRING),
+        2: Field("opcode", STRING),
+        3: Field("shape", MESSAGE, schema=SHAPE),
+        7: Field("metadata", MESSAGE, schema=_OP_METADATA),
+        35: Field("id", INT64),
+    }
+)
+_COMPUTATION = Schema({2: Field("instructions", MESSAGE, repeated=True, schema=_INSTRUCTION)})
+_MODULE = Schema(
+    {
+        1: Field("name", STRING),
+        2: Field("entry_computation_name", STRING),
+        3: Field("computations", MESSAGE, repeated=True, schema=_COMPUTATION),
+        5: Field("id", INT64),
+    }
+)
+_LOCATION = Schema({3: Field("shape_index", INT64, repeated=True), 4: Field("instruction_id", INT64)})
+_LOGICAL_BUFFER = Schema(
+    {
+        1: Field("id", INT64),
+        2: Field("size", INT64),
+        3: Field("defined_at", MESSAGE, schema=_LOCATION),
+        4: Field("color", INT64),
+    }
+)
+_ASSIGNED = Schema({1: Field("logical_buffer_id", INT64), 2: Field("offset", INT64), 3: Field("size", INT64)})
+_ALLOCATION = Schema(
+    {
+        1: Field("index", INT64),
+        2: Field("size", INT64),
+        3: Field("is_thread_local", BOOL),
+        5: Field("is_entry_computation_parameter", BOOL),
+        7: Field("maybe_live_out", BOOL),
+        8: Field("color", INT64),
+        9: Field("assigned", MESSAGE, repeated=True, schema=_ASSIGNED),
+        11: Field("is_tuple", BOOL),
+        12: Field("is_constant", BOOL),
+    }
+)
+_HEAP_EVENT = Schema(
+    {
+        1: Field("kind", INT32),
+        2: Field("buffer_id", INT64),
+        4: Field("instruction_name", STRING),
+        5: Field("share_with_canonical_id", INT64),
+    }
+)
+_HEAP_TRACE = Schema({1: Field("events", MESSAGE, repeated=True, schema=_HEAP_EVENT)})
+_ASSIGNMENT = Schema(
+    {
+        1: Field("logical_buffers", MESSAGE, repeated=True, schema=_LOGICAL_BUFFER),
+        3: Field("buffer_allocations", MESSAGE, repeated=True, schema=_ALLOCATION),
+        4: Field("heap_simulator_traces", MESSAGE, repeated=True, schema=_HEAP_TRACE),
+    }
+)
+_HLO_MEMORY = Schema(
+    {
+        1: Field("hlo_module", MESSAGE, schema=_MODULE),
+        3: Field("buffer_assignment", MESSAGE, schema=_ASSIGNMENT),
+    }
+)
+
 
 def decode_program_buffers(blob: bytes, program_id: int | None = None) -> ProgramBuffers | None:
     """The buffer assignment in one serialized `xla.HloProto`, or None when it has none.
@@ -52,14 +129,11 @@ def decode_program_buffers(blob: bytes, program_id: int | None = None) -> Progra
     if not isinstance(blob, (bytes, bytearray, memoryview)) or len(blob) == 0:
         return None
     try:
-        proto = hlo_pb2.HloMemoryProto.FromString(bytes(blob))
-    except (DecodeError, ValueError, RecursionError):
-        return None
-    if not proto.HasField("buffer_assignment") or not proto.HasField("hlo_module"):
-        return None
-    try:
+        proto = parse(bytes(blob), _HLO_MEMORY)
+        if not proto.has("buffer_assignment") or not proto.has("hlo_module"):
+            return None
         return _columns(proto, program_id)
-    except RecursionError:
+    except (WireError, RecursionError):
         return None
 
 
@@ -67,18 +141,15 @@ def shape_text(shape: bytes, element: int = -1) -> str:
     """An instruction's serialized shape (tuple element `element` of it; -1: all of it) with its
     layout, as XLA prints it ("" when the bytes are not a shape): `ProgramBuffers.describe_shape`."""
     try:
-        proto = hlo_pb2.ShapeProto.FromString(shape)
-    except (DecodeError, ValueError, RecursionError):
-        return ""
-    if 0 <= element < len(proto.tuple_shapes):
-        proto = proto.tuple_shapes[element]
-    try:
+        proto = parse(shape, SHAPE)
+        if 0 <= element < len(proto.tuple_shapes):
+            proto = proto.tuple_shapes[element]
         return format_shape_with_layout(proto)
-    except RecursionError:
+    except (WireError, RecursionError):
         return ""
 
 
-def _columns(proto: hlo_pb2.HloMemoryProto, program_id: int | None) -> ProgramBuffers:
+def _columns(proto: Message, program_id: int | None) -> ProgramBuffers:
     module = proto.hlo_module
     assignment = proto.buffer_assignment
     notes: list[str] = []
@@ -115,7 +186,7 @@ def _columns(proto: hlo_pb2.HloMemoryProto, program_id: int | None) -> ProgramBu
             names.append(instruction.name)
             opcodes.append(instruction.opcode)
             framework_ops.append(instruction.metadata.op_name)
-            instruction_shapes.append(instruction.shape.SerializeToString())
+            instruction_shapes.append(instruction.shape.raw)
         rows[k] = row
         whole = instruction.shape
         if index and 0 <= index[-1] < len(whole.tuple_shapes):
@@ -196,7 +267,7 @@ def _columns(proto: hlo_pb2.HloMemoryProto, program_id: int | None) -> ProgramBu
     )
 
 
-def _flags(allocation: hlo_pb2.BufferAllocationProto) -> int:
+def _flags(allocation: Message) -> int:
     return (
         FLAG_THREAD_LOCAL * allocation.is_thread_local
         | FLAG_TUPLE * allocation.is_tuple
@@ -206,7 +277,7 @@ def _flags(allocation: hlo_pb2.BufferAllocationProto) -> int:
     )
 
 
-def _subshape(shape: hlo_pb2.ShapeProto, index: list[int]) -> hlo_pb2.ShapeProto:
+def _subshape(shape: Message, index: list[int]) -> Message:
     """The shape of the buffer at `index` of an instruction's output.
 
     Memory Viewer resolves only the last element of the index against the top-level tuple
@@ -218,7 +289,7 @@ def _subshape(shape: hlo_pb2.ShapeProto, index: list[int]) -> hlo_pb2.ShapeProto
     return shape
 
 
-def unpadded_bytes(shape: hlo_pb2.ShapeProto) -> int:
+def unpadded_bytes(shape: Message) -> int:
     """Bytes the shape needs without tiling or padding: elements x element size (tuples: pointers)."""
     kind = shape.element_type
     if kind == _TUPLE:
@@ -233,7 +304,7 @@ def unpadded_bytes(shape: hlo_pb2.ShapeProto) -> int:
     return count * _ELEMENT_BYTES.get(kind, 0)
 
 
-def format_shape_with_layout(shape: hlo_pb2.ShapeProto, depth: int = 0) -> str:
+def format_shape_with_layout(shape: Message, depth: int = 0) -> str:
     """A shape with its layout as XLA prints it: `f32[5,1024]{1,0:T(8,128)S(5)}`, `(s32[], f32[2]{0})`.
 
     The layout part follows xla/layout.cc `Layout::ToString` for the fields tpuscope reads: the
@@ -247,10 +318,10 @@ def format_shape_with_layout(shape: hlo_pb2.ShapeProto, depth: int = 0) -> str:
     name = type_name(kind)
     if kind in (_TOKEN, _OPAQUE):
         return f"{name}[]"
-    dynamic = list(shape.is_dynamic_dimension)
+    dynamic = shape.is_dynamic_dimension
     dims = [f"<={d}" if k < len(dynamic) and dynamic[k] else str(d) for k, d in enumerate(shape.dimensions)]
     text = f"{name}[{','.join(dims)}]"
-    if not shape.HasField("layout"):
+    if not shape.has("layout"):
         return text
     layout = shape.layout
     extras = "".join(
