@@ -127,7 +127,8 @@ def test_analyses_never_import_numpy_ma(tmp_path, command, profile):
 # engine, the pod pass and the grouping of findings across hosts (a pod's; `tpuscope.app.where`
 # decides without them) and a pod's headline metrics; the metrics' records (the rules format numbers
 # with `tpuscope.analysis.metrics.format` alone); the code behind ops and its records (what `ops --by
-# source` and a finding's line read); an allocator's memory over time (a trace with allocator events');
+# source` and a finding's line read; the programs' signatures and buffers are read without protobuf,
+# by tpuscope.readers.xplane.wire); an allocator's memory over time (a trace with allocator events');
 # the HLO text parser (the rules that read TPU ops' shapes) and the roofline's peaks (a device's that
 # has them); `diagnose` makes no overview and no step breakdown.
 POD_ONLY = (
@@ -137,7 +138,8 @@ POD_ONLY = (
     "tpuscope.analysis.metrics.registry",
     "tpuscope.analysis.metrics.pod",
 )
-CODE_ONLY = ("tpuscope.analysis.op_source", "tpuscope.model.code")
+CODE_ONLY = ("tpuscope.analysis.op_source", "tpuscope.model.code", "tpuscope.readers.xplane.hlo_code",
+             "google.protobuf")  # fmt: skip
 ALLOCATORS_ONLY = ("tpuscope.analysis.memory.over_time",)
 TPU_ONLY = ("tpuscope.analysis.diagnose.hlo_text", "tpuscope.analysis.roofline")
 ONE_TRACE_SKIPS = {
@@ -159,6 +161,7 @@ def test_analyses_of_one_trace_import_no_module_they_do_not_call(tmp_path, comma
     code, modules, out = imported_by(tmp_path, command, str(ONE_TRACE), "--json")
     assert code == 0 and json.loads(out)["findings"]
     assert "tpuscope.analysis.diagnose.engine" in modules  # the rules did run
+    assert "tpuscope.readers.xplane.wire" in modules  # the programs' HLO protos were read
     assert [m for m in modules if m in ONE_TRACE_SKIPS[command]] == []
 
 
