@@ -42,15 +42,14 @@ def _python_numbers(data: bytes) -> bytes:
     view = np.frombuffer(data, np.uint8)
     if len(view) < 2:
         return data
-    digit = (view >= _DIGIT_0) & (view <= _DIGIT_9)
-    exponent = np.flatnonzero((view[1:] == _LOWER_E) & digit[:-1]) + 1
-    dots = np.flatnonzero(view == _DOT)
-    dots = dots[(dots >= 1) & (dots + 5 <= len(view))]
-    zero = _DIGIT_0
-    tiny = dots[
-        (view[dots - 1] == zero) & (view[dots + 1] == zero) & (view[dots + 2] == zero)
-        & (view[dots + 3] == zero) & (view[dots + 4] == zero)
-    ]  # fmt: skip
+    # An "e" after a digit; found among the "e"s (a few percent of the bytes), not by a digit test of
+    # every byte: two passes over the text where that took four (2.4 MB: 2.6 -> 1.6 ms).
+    letters = np.flatnonzero(view[1:] == _LOWER_E) + 1
+    before = view[letters - 1]
+    exponent = letters[(before >= _DIGIT_0) & (before <= _DIGIT_9)]
+    tiny = np.flatnonzero(view[1:-4] == _DOT) + 1  # "0.0000" then digits: a dot with room for four more
+    for offset in (-1, 1, 2, 3, 4):  # each test keeps fewer dots for the next one
+        tiny = tiny[view[tiny + offset] == _DIGIT_0]
     candidates = order_statistics.union(exponent, tiny)
     if len(candidates) == 0:
         return data
