@@ -16,6 +16,7 @@ from tests.conftest import GPU_TRACE, PTXLA_TRACE, TPU_TRACE, require_shared_tra
 from tpuscope.app.opener import open_trace
 from tpuscope.model.programs import hlo_proto_blobs
 from tpuscope.readers.xplane import hlo, hlo_memory, hlo_pb2
+from tpuscope.readers.xplane._linedecode import message_fields
 from tpuscope.readers.xplane.wire import INT32, INT64, MESSAGE, STRING, Field, Schema, WireError, parse
 
 INT64_VALUES = st.integers(-(2**63), 2**63 - 1)
@@ -181,3 +182,19 @@ def test_real_buffer_assignments_are_protobufs(real_blobs):
             assert ours.instruction_framework_ops[at] == instruction.metadata.op_name
             checked += 1
     assert checked > 100
+
+
+def test_the_c_field_walk_reports_wanted_fields_where_they_lie():
+    """`message_fields`: (tag, value, 0) per wanted varint, (tag, start, stop) per wanted length-
+    delimited field, offsets in the whole buffer; others stepped over; a span outside the buffer
+    and damage inside it are ValueErrors, never a read past its end."""
+    data = b"xx" + b"\x08\x96\x01" + b"\x12\x02ab" + b"\x18\x05" + b"\x25\x00\x00\x00\x00"
+    wanted = bytes([0, 1, 1, 0, 1])  # fields 1, 2 and 4 (field 4 is fixed32: stepped over)
+    assert message_fields(data, 2, len(data), wanted) == [1 << 3, 150, 0, 2 << 3 | 2, 7, 9]
+    assert message_fields(data, 2, 2, wanted) == []
+    with pytest.raises(ValueError):
+        message_fields(data, 2, len(data) + 1, wanted)
+    with pytest.raises(ValueError):
+        message_fields(data, 2, 6, wanted)  # cuts the string field
+    with pytest.raises(ValueError):
+        message_fields(b"\x0b\x01", 0, 2, wanted)  # a group
