@@ -30,7 +30,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from tpuscope.readers.xplane._linedecode import message_fields
+from tpuscope.readers.xplane import _linedecode
 
 MAX_DEPTH = 100  # protobuf's default recursion limit (message nesting) for parsing
 _MASK_64 = (1 << 64) - 1
@@ -212,7 +212,7 @@ def _parse(data: bytes, pos: int, end: int, schema: Schema, depth: int) -> Messa
         raise WireError("messages nested too deep")
     plan = schema.plan
     try:
-        found = message_fields(data, pos, end, schema.wanted)
+        found = _linedecode.message_fields(data, pos, end, schema.wanted)
     except ValueError as error:  # a length past the end, a truncated varint, field 0, a bad wire type
         raise WireError(str(error)) from None
     values: dict[str, Any] = {}
