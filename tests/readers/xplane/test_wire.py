@@ -58,7 +58,7 @@ def _same_shape(ours, theirs) -> None:
 def test_shapes_read_as_protobuf_reads_them(shape):
     data = shape.SerializeToString()
     _same_shape(parse(data, hlo.SHAPE), hlo_pb2.ShapeProto.FromString(data))
-    assert hlo_memory.shape_text(data) == hlo_memory.format_shape_with_layout(parse(data, hlo.SHAPE))
+    assert hlo_memory.shape_text(data) == hlo.format_shape(parse(data, hlo.SHAPE), layout=True)
 
 
 @settings(max_examples=100, deadline=None)

@@ -85,19 +85,41 @@ def type_name(kind: int) -> str:
     return _TYPE_NAMES.get(kind, f"type{kind}")
 
 
-def format_shape(shape: Message, depth: int = 0) -> str:
-    """One shape (`SHAPE`) in XLA's own notation: `f32[64,256]`, `s32[]`, `(f32[2], u32[])`, `bf16[<=8,4]`."""
+def format_shape(shape: Message, depth: int = 0, *, layout: bool = False) -> str:
+    """One shape (`SHAPE`) in XLA's own notation: `f32[64,256]`, `s32[]`, `(f32[2], u32[])`, `bf16[<=8,4]`;
+    with `layout`, each array shape's layout too, as XLA prints it: `f32[5,1024]{1,0:T(8,128)S(5)}`."""
     kind = shape.element_type
     if kind == _TUPLE:
         if depth >= MAX_TUPLE_DEPTH:
             return "(...)"
-        return "(" + ", ".join(format_shape(s, depth + 1) for s in shape.tuple_shapes) + ")"
+        return "(" + ", ".join(format_shape(s, depth + 1, layout=layout) for s in shape.tuple_shapes) + ")"
     name = type_name(kind)
     if kind in (_TOKEN, _OPAQUE):
         return f"{name}[]"
     dynamic = shape.is_dynamic_dimension
     dims = [f"<={d}" if k < len(dynamic) and dynamic[k] else str(d) for k, d in enumerate(shape.dimensions)]
-    return f"{name}[{','.join(dims)}]"
+    text = f"{name}[{','.join(dims)}]"
+    if not layout or not shape.has("layout"):
+        return text
+    body = _layout_text(shape.layout)
+    if not shape.dimensions and not body:
+        return text  # XLA prints no `{}` for a scalar's empty layout
+    return text + "{" + body + "}"
+
+
+def _layout_text(layout: Message) -> str:
+    """What goes between a shape's braces, after xla/layout.cc `Layout::ToString` for the fields
+    tpuscope reads: the minor-to-major order, then tiles `T(8,128)(2,1)`, element size `E(4)` and
+    memory space `S(5)`."""
+    extras = "".join(
+        ("T" if k == 0 else "") + "(" + ",".join(str(d) for d in tile.dimensions) + ")"
+        for k, tile in enumerate(layout.tiles)
+    )
+    if layout.element_size_in_bits:
+        extras += f"E({layout.element_size_in_bits})"
+    if layout.memory_space:
+        extras += f"S({layout.memory_space})"
+    return ",".join(str(d) for d in layout.minor_to_major) + (":" + extras if extras else "")
 
 
 def decode_program_signature(blob: bytes, program_id: int | None = None) -> ProgramSignature | None:

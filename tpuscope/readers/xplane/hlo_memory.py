@@ -27,7 +27,7 @@ from tpuscope.model.memory import (
     FLAG_TUPLE,
     ProgramBuffers,
 )
-from tpuscope.readers.xplane.hlo import MAX_TUPLE_DEPTH, SHAPE, type_name
+from tpuscope.readers.xplane.hlo import SHAPE, format_shape
 from tpuscope.readers.xplane.wire import (
     BOOL,
     INT32,
@@ -144,7 +144,7 @@ def shape_text(shape: bytes, element: int = -1) -> str:
         proto = parse(shape, SHAPE)
         if 0 <= element < len(proto.tuple_shapes):
             proto = proto.tuple_shapes[element]
-        return format_shape_with_layout(proto)
+        return format_shape(proto, layout=True)
     except (WireError, RecursionError):
         return ""
 
@@ -302,37 +302,3 @@ def unpadded_bytes(shape: Message) -> int:
     for dimension in shape.dimensions:
         count *= max(int(dimension), 0)
     return count * _ELEMENT_BYTES.get(kind, 0)
-
-
-def format_shape_with_layout(shape: Message, depth: int = 0) -> str:
-    """A shape with its layout as XLA prints it: `f32[5,1024]{1,0:T(8,128)S(5)}`, `(s32[], f32[2]{0})`.
-
-    The layout part follows xla/layout.cc `Layout::ToString` for the fields tpuscope reads: the
-    minor-to-major order, then tiles `T(8,128)(2,1)`, element size `E(4)` and memory space `S(5)`.
-    """
-    kind = shape.element_type
-    if kind == _TUPLE:
-        if depth >= MAX_TUPLE_DEPTH:
-            return "(...)"
-        return "(" + ", ".join(format_shape_with_layout(s, depth + 1) for s in shape.tuple_shapes) + ")"
-    name = type_name(kind)
-    if kind in (_TOKEN, _OPAQUE):
-        return f"{name}[]"
-    dynamic = shape.is_dynamic_dimension
-    dims = [f"<={d}" if k < len(dynamic) and dynamic[k] else str(d) for k, d in enumerate(shape.dimensions)]
-    text = f"{name}[{','.join(dims)}]"
-    if not shape.has("layout"):
-        return text
-    layout = shape.layout
-    extras = "".join(
-        ("T" if k == 0 else "") + "(" + ",".join(str(d) for d in tile.dimensions) + ")"
-        for k, tile in enumerate(layout.tiles)
-    )
-    if layout.element_size_in_bits:
-        extras += f"E({layout.element_size_in_bits})"
-    if layout.memory_space:
-        extras += f"S({layout.memory_space})"
-    body = ",".join(str(d) for d in layout.minor_to_major) + (":" + extras if extras else "")
-    if not shape.dimensions and not body:
-        return text  # XLA prints no `{}` for a scalar's empty layout
-    return text + "{" + body + "}"
